@@ -1,0 +1,113 @@
+package catalog
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Endpoints are the addresses that the spec writes as placeholders
+// ({base_url}, {signing_base_url}, {invoicing_base_url}); the origins
+// ({signing_origin}, {invoicing_origin}) are derived from them.
+type Endpoints struct {
+	// BaseURL is the service's own resource address ({base_url}), the value
+	// of `resource` in a scope request and of `locations` in banking details.
+	BaseURL string
+	// SigningBaseURL is the signing provider's resource address.
+	SigningBaseURL string
+	// InvoicingBaseURL is the invoicing provider's resource address.
+	InvoicingBaseURL string
+}
+
+// Validate reports the first endpoint that is not an absolute http(s) URL
+// without query, fragment or userinfo.
+func (e Endpoints) Validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"base_url", e.BaseURL},
+		{"signing_base_url", e.SigningBaseURL},
+		{"invoicing_base_url", e.InvoicingBaseURL},
+	} {
+		if _, err := originOf(f.v); err != nil {
+			return fmt.Errorf("catalog: endpoint %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// SigningOrigin is {signing_origin}: the origin of SigningBaseURL.
+func (e Endpoints) SigningOrigin() string { o, _ := originOf(e.SigningBaseURL); return o }
+
+// InvoicingOrigin is {invoicing_origin}: the origin of InvoicingBaseURL.
+func (e Endpoints) InvoicingOrigin() string { o, _ := originOf(e.InvoicingBaseURL); return o }
+
+// originOf returns the ASCII origin of an absolute http(s) resource address.
+// The catalog uses it only to build type names from configuration it trusts;
+// origin checks on outside input belong to package origin.
+func originOf(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("%q is not an http(s) URL", raw)
+	case u.Host == "":
+		return "", fmt.Errorf("%q has no host", raw)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return "", fmt.Errorf("%q must not carry userinfo, query or fragment", raw)
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host), nil
+}
+
+// Provider names the owner of a permission (spec 1, "Providers in the catalog").
+type Provider string
+
+// The three providers of the catalog.
+const (
+	Banking   Provider = "banking"
+	Signing   Provider = "signing"
+	Invoicing Provider = "invoicing"
+)
+
+// Scope is one of the 12 catalog scopes (spec 2.1).
+type Scope struct {
+	Name    string
+	Meaning string
+}
+
+// Action is one value of a type's `actions` enumeration with its meaning.
+type Action struct {
+	Name    string
+	Meaning string
+}
+
+// Type is one authorization_details type (spec 2.3 to 2.5).
+type Type struct {
+	// Name is the value of the detail's `type` member, with placeholders
+	// filled in, for example "https://bank.example/authorization-details/company-identity".
+	Name string
+	// Key is a short stable name independent of the endpoints
+	// ("bank_account", "automatic-charge", "company-key", ...); it names the
+	// schema file under assets/schemas/catalog.
+	Key string
+	// Meaning is what the type grants, for the consent screen.
+	Meaning string
+	// Provider owns the type; Resource is its resource address, the only
+	// value allowed in `locations`.
+	Provider Provider
+	Resource string
+	// CompanyScoped types need `org_id` on the request (spec 2.2 rule 3).
+	CompanyScoped bool
+	// Actions is the enumeration of `actions`, in spec order.
+	Actions []Action
+}
+
+// Action returns the named action of the type.
+func (t *Type) Action(name string) (Action, bool) {
+	for _, a := range t.Actions {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Action{}, false
+}

@@ -1,0 +1,484 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// OAuth error codes a violation maps to (RFC 6749 §4.1.2.1, RFC 8707 §2,
+// RFC 9396 §5).
+const (
+	ErrInvalidRequest              = "invalid_request"
+	ErrInvalidScope                = "invalid_scope"
+	ErrInvalidTarget               = "invalid_target"
+	ErrInvalidAuthorizationDetails = "invalid_authorization_details"
+)
+
+// Limits on outside input, so that a hostile request costs little and never
+// exhausts the stack or memory.
+const (
+	// MaxRequestBytes caps a request document and an authorization_details value.
+	MaxRequestBytes = 1 << 20
+	// MaxDepth caps the nesting of arrays and objects; the deepest catalog
+	// detail nests 5 levels below the request.
+	MaxDepth = 32
+)
+
+// Request is an authorization request as the catalog reads it: the
+// parameters of spec 5.1 and 5.2.
+type Request struct {
+	// Scope is the space-delimited scope parameter (RFC 6749 §3.3).
+	Scope string
+	// Resource holds every `resource` parameter (RFC 8707 allows several).
+	Resource []string
+	// AuthorizationDetails is the JSON text of `authorization_details`
+	// (RFC 9396 §2), nil when the parameter is absent.
+	AuthorizationDetails json.RawMessage
+	// OrgID is the `org_id` parameter that picks the Company (spec 2.2 rule 3).
+	OrgID string
+}
+
+// Violation is one broken rule.
+type Violation struct {
+	// Pointer is an RFC 6901 JSON pointer into the request document, for
+	// example "/authorization_details/2/transaction/minimum".
+	Pointer string `json:"pointer"`
+	// Code is stable; docs/catalog.md lists every code.
+	Code string `json:"code"`
+	// Message says what is wrong and how to fix it.
+	Message string `json:"message"`
+	// OAuthError is the OAuth error the violation maps to.
+	OAuthError string `json:"oauth_error"`
+}
+
+func (v Violation) String() string { return v.Pointer + ": " + v.Code + ": " + v.Message }
+
+// Detail is one authorization_details object whose type is in the catalog.
+type Detail struct {
+	// Index is the object's position in the request's array.
+	Index int
+	// Type is the catalog type named by the object's `type`.
+	Type *Type
+	// Actions are the requested actions, as sent.
+	Actions []string
+	// Object is the decoded object (numbers as json.Number).
+	Object map[string]any
+	// JSON is the object's own JSON text.
+	JSON json.RawMessage
+}
+
+// Result is the outcome of Check.
+type Result struct {
+	// Violations lists every broken rule in request order; empty when valid.
+	Violations []Violation
+	// Scopes are the requested scopes in order, without repeats.
+	Scopes []string
+	// Details are the objects of known types, in request order.
+	Details []Detail
+}
+
+// Valid reports whether the request broke no rule.
+func (r *Result) Valid() bool { return len(r.Violations) == 0 }
+
+// Err returns nil for a valid request, and otherwise an *Error carrying the
+// OAuth error of the first violation and a description of all of them.
+func (r *Result) Err() error {
+	if r.Valid() {
+		return nil
+	}
+	msgs := make([]string, len(r.Violations))
+	for i, v := range r.Violations {
+		msgs[i] = v.String()
+	}
+	return &Error{Code: r.Violations[0].OAuthError, Description: strings.Join(msgs, "; "), Violations: r.Violations}
+}
+
+// Error is an invalid request as an OAuth error.
+type Error struct {
+	Code        string // an OAuth error code: ErrInvalidRequest, ErrInvalidScope, ...
+	Description string
+	Violations  []Violation
+}
+
+func (e *Error) Error() string { return "catalog: " + e.Code + ": " + e.Description }
+
+// Check checks a whole authorization request against the catalog and
+// returns every violation (spec 2.1 to 2.5, 5.1, 5.2, 7, 8).
+func (c *Catalog) Check(req Request) *Result {
+	r := &Result{}
+	c.checkScopes(req, r)
+	c.checkDetails(req, r)
+	c.checkResource(req, r)
+	sortViolations(r.Violations)
+	return r
+}
+
+// checkScopes applies spec 2.1: every scope is in the catalog.
+func (c *Catalog) checkScopes(req Request, r *Result) {
+	seen := map[string]bool{}
+	for _, s := range strings.Fields(req.Scope) {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		if _, ok := c.byScope[s]; !ok {
+			r.add("/scope", "unknown_scope", ErrInvalidScope,
+				fmt.Sprintf("scope %q is not in the catalog; use one of the 12 catalog scopes (miniapp-host catalog)", s))
+			continue
+		}
+		r.Scopes = append(r.Scopes, s)
+	}
+}
+
+// checkResource applies spec 2.1 and RFC 8707: a scope request names
+// {base_url} as its resource, and any resource is the address of a provider
+// whose details the request carries.
+func (c *Catalog) checkResource(req Request, r *Result) {
+	base := c.ep.resource(Banking)
+	if len(r.Scopes) > 0 && len(req.Resource) == 0 {
+		r.add("/resource", "resource_missing", ErrInvalidTarget,
+			fmt.Sprintf("a scope request needs resource=%s (spec 2.1)", base))
+	}
+	allowed := map[string]bool{}
+	if strings.TrimSpace(req.Scope) != "" {
+		allowed[base] = true
+	}
+	for _, d := range r.Details {
+		allowed[d.Type.Resource] = true
+	}
+	for i, res := range req.Resource {
+		ptr := "/resource"
+		if len(req.Resource) > 1 {
+			ptr += "/" + strconv.Itoa(i)
+		}
+		if !allowed[res] {
+			want := base
+			if len(allowed) > 0 && !allowed[base] {
+				want = strings.Join(keys(allowed), " or ")
+			}
+			r.add(ptr, "resource_mismatch", ErrInvalidTarget,
+				fmt.Sprintf("resource %q is not the address of a requested provider; use %s", res, want))
+		}
+	}
+}
+
+// checkDetails applies RFC 9396 §2 and spec 2.2 to 2.5 to authorization_details.
+func (c *Catalog) checkDetails(req Request, r *Result) {
+	if req.AuthorizationDetails == nil {
+		return
+	}
+	const ptr = "/authorization_details"
+	// Split the array into its elements' own JSON text first: each Detail
+	// keeps its text without encoding it again, and each element is decoded
+	// with exact numbers for the schema.
+	var elems []json.RawMessage
+	v, err := decodeJSON(req.AuthorizationDetails, &elems)
+	if err != nil {
+		r.add(ptr, "malformed_json", ErrInvalidAuthorizationDetails,
+			"authorization_details is not valid JSON: "+err.Error())
+		return
+	}
+	if v != nil {
+		r.add(ptr, "not_an_array", ErrInvalidAuthorizationDetails,
+			"authorization_details must be a JSON array of objects (RFC 9396 §2), got "+jsonKind(v))
+		return
+	}
+	if len(elems) == 0 {
+		r.add(ptr, "empty", ErrInvalidAuthorizationDetails,
+			"authorization_details must hold at least one object; leave the parameter out to request none")
+		return
+	}
+	present := map[string][]int{} // type key -> indexes
+	companyScoped := -1
+	for i, raw := range elems {
+		p := ptr + "/" + strconv.Itoa(i)
+		el, _ := decodeValue(raw) // valid JSON: the array decoded
+		obj, ok := el.(map[string]any)
+		if !ok {
+			r.add(p, "not_an_object", ErrInvalidAuthorizationDetails,
+				"each authorization_details entry must be an object, got "+jsonKind(el))
+			continue
+		}
+		tv, has := obj["type"]
+		name, isString := tv.(string)
+		switch {
+		case !has:
+			r.add(p, "missing_field", ErrInvalidAuthorizationDetails,
+				`the detail has no "type"; every detail names its catalog type (RFC 9396 §2)`)
+			continue
+		case !isString:
+			r.add(p+"/type", "wrong_type", ErrInvalidAuthorizationDetails,
+				"type must be a string, got "+jsonKind(tv))
+			continue
+		}
+		t, known := c.byName[name]
+		if !known {
+			r.add(p+"/type", "unknown_type", ErrInvalidAuthorizationDetails,
+				fmt.Sprintf("type %q is not in the catalog; the catalog types are listed by `miniapp-host catalog`", name))
+			continue
+		}
+		before := len(r.Violations)
+		if err := c.schemas[t].Validate(el); err != nil {
+			var ve *jsonschema.ValidationError
+			if errors.As(err, &ve) {
+				schemaViolations(r, p, t, obj, ve)
+			} else {
+				r.add(p, "schema", ErrInvalidAuthorizationDetails, err.Error())
+			}
+		}
+		crossFieldRules(r, p, t, obj)
+		present[t.Key] = append(present[t.Key], i)
+		if t.CompanyScoped && companyScoped < 0 {
+			companyScoped = i
+		}
+		if len(r.Violations) == before {
+			r.Details = append(r.Details, Detail{Index: i, Type: t, Actions: stringsOf(obj["actions"]), Object: obj, JSON: raw})
+		}
+	}
+	// spec 2.5: company-identity and company-addresses are requested together.
+	a, b := pairedTypes[0], pairedTypes[1]
+	for _, pair := range [][2]string{{a, b}, {b, a}} {
+		if idx, ok := present[pair[0]]; ok && len(present[pair[1]]) == 0 {
+			t, _ := c.TypeByKey(pair[1])
+			r.add(ptr+"/"+strconv.Itoa(idx[0]), "company_pair_incomplete", ErrInvalidAuthorizationDetails,
+				fmt.Sprintf("%s must be requested together with %s (spec 2.5); add a detail of type %q", pair[0], pair[1], t.Name))
+		}
+	}
+	// spec 2.2 rule 3 and spec 5.2: a Company-scoped detail needs org_id.
+	if companyScoped >= 0 && strings.TrimSpace(req.OrgID) == "" {
+		r.add("/org_id", "org_id_missing", ErrInvalidRequest,
+			fmt.Sprintf("authorization_details/%d is Company-scoped: add org_id with the Company's id (spec 2.2 rule 3)", companyScoped))
+	}
+}
+
+// crossFieldRules are the rules of spec 2.3 to 2.5 that the schemas leave to code.
+func crossFieldRules(r *Result, p string, t *Type, obj map[string]any) {
+	if t.Key == "bank_account" {
+		_, sel := obj["selection"]
+		_, ids := obj["identifiers"]
+		switch {
+		case sel && ids:
+			r.add(p, "selection_and_identifiers", ErrInvalidAuthorizationDetails,
+				"bank_account takes exactly one of selection or identifiers, not both (spec 2.3); remove one")
+		case !sel && !ids:
+			r.add(p, "selection_or_identifiers_missing", ErrInvalidAuthorizationDetails,
+				"bank_account needs exactly one of selection or identifiers (spec 2.3); add one")
+		}
+	}
+	if sel, ok := obj["selection"].(map[string]any); ok {
+		lo, okLo := intOf(sel["min"])
+		hi, okHi := intOf(sel["max"])
+		if okLo && okHi && lo > hi {
+			r.add(p+"/selection/min", "selection_min_above_max", ErrInvalidAuthorizationDetails,
+				fmt.Sprintf("selection.min (%d) must not exceed selection.max (%d) (spec 2.3)", lo, hi))
+		}
+	}
+}
+
+// add appends a violation.
+func (r *Result) add(ptr, code, oauth, msg string) {
+	r.Violations = append(r.Violations, Violation{Pointer: ptr, Code: code, Message: msg, OAuthError: oauth})
+}
+
+// CheckDocument decodes a request document (see DecodeRequest) and checks
+// it, returning the violations of both steps in request order. The error is
+// for input that is not a request document at all.
+func (c *Catalog) CheckDocument(data []byte) (*Result, error) {
+	req, vs, err := DecodeRequest(data)
+	if err != nil {
+		return nil, err
+	}
+	r := c.Check(req)
+	r.Violations = append(vs, r.Violations...)
+	sortViolations(r.Violations)
+	return r, nil
+}
+
+// DecodeRequest reads a request document of the CLI's form: one JSON object
+// with the optional members scope, resource (a string or an array of
+// strings), authorization_details and org_id. It returns an error, never a
+// Result, when the input is not a JSON object, is too large or too deep; a
+// member of the wrong type is returned as a violation.
+func DecodeRequest(data []byte) (Request, []Violation, error) {
+	if len(data) > MaxRequestBytes {
+		return Request{}, nil, fmt.Errorf("catalog: request is %d bytes; the limit is %d", len(data), MaxRequestBytes)
+	}
+	v, err := decodeJSON(data, nil)
+	if err != nil {
+		return Request{}, nil, fmt.Errorf("catalog: request is not valid JSON: %w", err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return Request{}, nil, fmt.Errorf("catalog: request must be a JSON object, got %s", jsonKind(v))
+	}
+	var req Request
+	var vs []Violation
+	bad := func(member, want string, got any) {
+		vs = append(vs, Violation{Pointer: "/" + member, Code: "wrong_type", OAuthError: ErrInvalidRequest,
+			Message: fmt.Sprintf("%s must be %s, got %s", member, want, jsonKind(got))})
+	}
+	for k, val := range obj {
+		switch k {
+		case "scope":
+			if s, ok := val.(string); ok {
+				req.Scope = s
+			} else {
+				bad(k, "a space-delimited string", val)
+			}
+		case "org_id":
+			if s, ok := val.(string); ok {
+				req.OrgID = s
+			} else {
+				bad(k, "a string", val)
+			}
+		case "resource":
+			switch rv := val.(type) {
+			case string:
+				req.Resource = []string{rv}
+			case []any:
+				for _, e := range rv {
+					s, ok := e.(string)
+					if !ok {
+						bad(k, "a string or an array of strings", val)
+						req.Resource = nil
+						break
+					}
+					req.Resource = append(req.Resource, s)
+				}
+			default:
+				bad(k, "a string or an array of strings", val)
+			}
+		case "authorization_details":
+			js, _ := json.Marshal(val)
+			req.AuthorizationDetails = js
+		default:
+			vs = append(vs, Violation{Pointer: "/" + escapePointer(k), Code: "unknown_member", OAuthError: ErrInvalidRequest,
+				Message: fmt.Sprintf("%q is not a member of a request document; use scope, resource, authorization_details or org_id", k)})
+		}
+	}
+	sortViolations(vs)
+	return req, vs, nil
+}
+
+// decodeJSON checks the size and nesting limits, then decodes one JSON
+// value with exact numbers. When arr is not nil and the value is an array,
+// its elements are stored in arr as JSON text and the returned value is nil.
+func decodeJSON(data []byte, arr *[]json.RawMessage) (any, error) {
+	if len(data) > MaxRequestBytes {
+		return nil, fmt.Errorf("%d bytes is over the limit of %d", len(data), MaxRequestBytes)
+	}
+	if d := depth(data); d > MaxDepth {
+		return nil, fmt.Errorf("nesting deeper than %d levels", MaxDepth)
+	}
+	if !json.Valid(data) {
+		// Let the decoder say where the text breaks.
+		_, err := decodeValue(data)
+		if err == nil {
+			err = errors.New("text after the JSON value")
+		}
+		return nil, err
+	}
+	if arr != nil {
+		if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+			return nil, json.Unmarshal(data, arr)
+		}
+	}
+	return decodeValue(data)
+}
+
+// decodeValue decodes one JSON value with numbers kept as json.Number.
+func decodeValue(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("text after the JSON value")
+	}
+	return v, nil
+}
+
+// depth returns the deepest nesting of arrays and objects in JSON text,
+// ignoring brackets inside strings. It runs before decoding so that a deep
+// document is refused without recursion.
+func depth(data []byte) int {
+	d, most, inStr, esc := 0, 0, false, false
+	for _, b := range data {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case b == '\\':
+				esc = true
+			case b == '"':
+				inStr = false
+			}
+		case b == '"':
+			inStr = true
+		case b == '[' || b == '{':
+			d++
+			if d > most {
+				most = d
+			}
+		case b == ']' || b == '}':
+			d--
+		}
+	}
+	return most
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func stringsOf(v any) []string {
+	arr, _ := v.([]any)
+	out := make([]string, 0, len(arr))
+	for _, e := range arr {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func intOf(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}

@@ -1,0 +1,150 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/miniapp-host/miniapp-host/assets"
+)
+
+// schemaBase is the made-up base URL of the embedded schemas' $id values;
+// nothing is ever fetched from it (the compiler has no loader for it).
+const schemaBase = "https://schemas.miniapp-host.invalid/catalog/"
+
+// Catalog is the compiled catalog for one set of Endpoints. It is immutable
+// and safe for concurrent use; build it once with New.
+type Catalog struct {
+	ep      Endpoints
+	scopes  []Scope
+	byScope map[string]Scope
+	types   []*Type
+	byName  map[string]*Type
+	schemas map[*Type]*jsonschema.Schema
+}
+
+// New builds the catalog for the given endpoints: it fills the placeholders
+// of the type names and of the embedded schemas, and compiles each schema
+// once.
+func New(ep Endpoints) (*Catalog, error) {
+	if err := ep.Validate(); err != nil {
+		return nil, err
+	}
+	base := strings.TrimSuffix(ep.BaseURL, "/")
+	fill := strings.NewReplacer(
+		"{base_url}", base,
+		"{signing_base_url}", ep.SigningBaseURL,
+		"{invoicing_base_url}", ep.InvoicingBaseURL,
+		"{signing_origin}", ep.SigningOrigin(),
+		"{invoicing_origin}", ep.InvoicingOrigin(),
+	)
+	c := &Catalog{
+		ep:      ep,
+		scopes:  append([]Scope(nil), scopeDefs...),
+		byScope: make(map[string]Scope, len(scopeDefs)),
+		byName:  make(map[string]*Type, len(typeDefs)),
+		schemas: make(map[*Type]*jsonschema.Schema, len(typeDefs)),
+	}
+	for _, s := range scopeDefs {
+		c.byScope[s.Name] = s
+	}
+
+	comp := jsonschema.NewCompiler()
+	comp.Draft = jsonschema.Draft7
+	comp.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("catalog: schema %s is not embedded", u)
+	}
+	common, err := fs.ReadFile(assets.FS, "schemas/catalog/common.json")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	if err := comp.AddResource(schemaBase+"common.json", bytes.NewReader(common)); err != nil {
+		return nil, fmt.Errorf("catalog: common.json: %w", err)
+	}
+	for _, d := range typeDefs {
+		t := &Type{
+			Name:          fill.Replace(d.nameTemplate),
+			Key:           d.key,
+			Meaning:       d.meaning,
+			Provider:      d.provider,
+			Resource:      ep.resource(d.provider),
+			CompanyScoped: d.companyScoped,
+			Actions:       append([]Action(nil), d.actions...),
+		}
+		raw, err := fs.ReadFile(assets.FS, "schemas/catalog/"+d.key+".json")
+		if err != nil {
+			return nil, fmt.Errorf("catalog: schema of %s: %w", d.key, err)
+		}
+		// The placeholders sit inside JSON strings: fill them with
+		// JSON-escaped text so that no address can break the document.
+		doc := jsonFill(raw, map[string]string{
+			"{type}":               t.Name,
+			"{base_url}":           base,
+			"{signing_base_url}":   ep.SigningBaseURL,
+			"{invoicing_base_url}": ep.InvoicingBaseURL,
+		})
+		url := schemaBase + d.key + ".json"
+		if err := comp.AddResource(url, bytes.NewReader(doc)); err != nil {
+			return nil, fmt.Errorf("catalog: schema of %s: %w", d.key, err)
+		}
+		s, err := comp.Compile(url)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: schema of %s: %w", d.key, err)
+		}
+		c.types = append(c.types, t)
+		c.byName[t.Name] = t
+		c.schemas[t] = s
+	}
+	return c, nil
+}
+
+// jsonFill replaces each placeholder with the JSON string escape of its value.
+func jsonFill(doc []byte, values map[string]string) []byte {
+	pairs := make([]string, 0, 2*len(values))
+	for k, v := range values {
+		esc, _ := json.Marshal(v)
+		pairs = append(pairs, k, string(esc[1:len(esc)-1]))
+	}
+	return []byte(strings.NewReplacer(pairs...).Replace(string(doc)))
+}
+
+// resource is the resource address of a provider.
+func (e Endpoints) resource(p Provider) string {
+	switch p {
+	case Signing:
+		return e.SigningBaseURL
+	case Invoicing:
+		return e.InvoicingBaseURL
+	}
+	return strings.TrimSuffix(e.BaseURL, "/")
+}
+
+// Endpoints returns the endpoints the catalog was built for.
+func (c *Catalog) Endpoints() Endpoints { return c.ep }
+
+// Scopes returns the 12 scopes in spec order.
+func (c *Catalog) Scopes() []Scope { return append([]Scope(nil), c.scopes...) }
+
+// Scope returns the named scope.
+func (c *Catalog) Scope(name string) (Scope, bool) { s, ok := c.byScope[name]; return s, ok }
+
+// Types returns the 8 authorization_details types in spec order.
+func (c *Catalog) Types() []*Type { return append([]*Type(nil), c.types...) }
+
+// Type returns the type whose `type` value is name.
+func (c *Catalog) Type(name string) (*Type, bool) { t, ok := c.byName[name]; return t, ok }
+
+// TypeByKey returns the type with the given short key ("bank_account", "documents", ...).
+func (c *Catalog) TypeByKey(key string) (*Type, bool) {
+	for _, t := range c.types {
+		if t.Key == key {
+			return t, true
+		}
+	}
+	return nil, false
+}

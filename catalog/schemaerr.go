@@ -1,0 +1,219 @@
+package catalog
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// quoted matches the 'name' lists in the schema library's messages for the
+// required and additionalProperties keywords.
+var quoted = regexp.MustCompile(`'((?:[^'\\]|\\.)*)'`)
+
+// schemaViolations turns a schema validation error of the detail at ptr into
+// violations with stable codes, one per broken rule (the leaves of the
+// error tree).
+func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *jsonschema.ValidationError) {
+	var leaves []*jsonschema.ValidationError
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			leaves = append(leaves, e)
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	const oauth = ErrInvalidAuthorizationDetails
+	for _, e := range leaves {
+		kw := e.KeywordLocation[strings.LastIndexByte(e.KeywordLocation, '/')+1:]
+		inst := e.InstanceLocation
+		field := fieldName(inst)
+		val, _ := lookup(obj, inst)
+		switch kw {
+		case "required":
+			for _, m := range quoted.FindAllStringSubmatch(e.Message, -1) {
+				r.add(ptr+inst+"/"+escapePointer(m[1]), "missing_field", oauth,
+					fmt.Sprintf("%s is required in a %s detail", joinField(field, m[1]), t.Key))
+			}
+		case "additionalProperties":
+			for _, m := range quoted.FindAllStringSubmatch(e.Message, -1) {
+				r.add(ptr+inst+"/"+escapePointer(m[1]), "unknown_field", oauth,
+					fmt.Sprintf("%s is not a field of a %s detail; remove it (unknown fields are invalid, spec 2)", joinField(field, m[1]), t.Key))
+			}
+		case "type":
+			r.add(ptr+inst, "wrong_type", oauth, fmt.Sprintf("%s: %s", field, e.Message))
+		case "const":
+			if strings.HasPrefix(inst, "/locations/") {
+				r.add(ptr+inst, "location_mismatch", oauth,
+					fmt.Sprintf("locations must be [%q], the resource address of the %s provider (spec 2.2 rule 2); got %s", t.Resource, t.Provider, show(val)))
+			} else {
+				r.add(ptr+inst, "not_allowed_value", oauth, fmt.Sprintf("%s: %s, got %s", field, e.Message, show(val)))
+			}
+		case "enum":
+			r.add(ptr+inst, "not_allowed_value", oauth, fmt.Sprintf("%s: %s is not allowed; %s", field, show(val), e.Message))
+		case "pattern":
+			code, rule := "bad_format", e.Message
+			switch {
+			case strings.Contains(e.AbsoluteKeywordLocation, "definitions/amount"):
+				code, rule = "invalid_amount", "must be an amount: a string of 1 to 15 digits with no leading zero (spec 2.2 rule 5)"
+			case strings.Contains(e.AbsoluteKeywordLocation, "definitions/uuid"):
+				code, rule = "invalid_uuid", "must be a UUID: 8-4-4-4-12 hex digits, version digit 1 to 8, variant digit 8, 9, a or b (spec 2.2 rule 4)"
+			case strings.HasSuffix(inst, "/account_binding/key"):
+				code, rule = "invalid_key", "must start with a lower-case letter followed by up to 63 of a-z, 0-9, _ and - (spec 2.4)"
+			case strings.HasSuffix(inst, "/name/suggested"):
+				code, rule = "blank", "must contain at least one non-whitespace character (spec 2.4)"
+			}
+			r.add(ptr+inst, code, oauth, fmt.Sprintf("%s %s; got %s", field, rule, show(val)))
+		case "minItems":
+			r.add(ptr+inst, "too_few_items", oauth, fmt.Sprintf("%s: %s", field, e.Message))
+		case "maxItems":
+			r.add(ptr+inst, "too_many_items", oauth, fmt.Sprintf("%s: %s", field, strings.Replace(e.Message, "required", "allowed", 1)))
+		case "uniqueItems":
+			r.add(ptr+inst, "duplicate_items", oauth, fmt.Sprintf("%s: items must be unique; %s", field, e.Message))
+		case "minimum", "maximum":
+			r.add(ptr+inst, "out_of_range", oauth, fmt.Sprintf("%s %s", field, e.Message))
+		case "minLength":
+			r.add(ptr+inst, "too_short", oauth, fmt.Sprintf("%s: %s", field, e.Message))
+		case "maxLength":
+			r.add(ptr+inst, "too_long", oauth, fmt.Sprintf("%s: %s", field, e.Message))
+		default:
+			r.add(ptr+inst, "schema", oauth, fmt.Sprintf("%s: %s", field, e.Message))
+		}
+	}
+}
+
+// fieldName renders an instance pointer as a dotted field path for messages:
+// "/transaction/minimum" is "transaction.minimum", "/identifiers/3" is "identifiers[3]".
+func fieldName(inst string) string {
+	if inst == "" {
+		return "the detail"
+	}
+	var b strings.Builder
+	for _, seg := range strings.Split(inst[1:], "/") {
+		seg = unescapePointer(seg)
+		if _, err := strconv.Atoi(seg); err == nil {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
+}
+
+func joinField(parent, name string) string {
+	if parent == "the detail" {
+		return name
+	}
+	return parent + "." + name
+}
+
+// lookup returns the value at an RFC 6901 pointer below v.
+func lookup(v any, ptr string) (any, bool) {
+	if ptr == "" {
+		return v, true
+	}
+	for _, seg := range strings.Split(ptr[1:], "/") {
+		seg = unescapePointer(seg)
+		switch c := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = c[seg]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			v = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// show renders a value for a message, cut short when long.
+func show(v any) string {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = strconv.Quote(x)
+	case nil:
+		s = "null"
+	default:
+		s = fmt.Sprint(x)
+		if _, ok := x.(map[string]any); ok {
+			s = "an object"
+		} else if _, ok := x.([]any); ok {
+			s = "an array"
+		}
+	}
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// escapePointer escapes one reference token (RFC 6901 §3).
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func unescapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+}
+
+// sortViolations puts violations in request order: by the request member
+// (scope, resource, authorization_details, org_id, then others), then by
+// pointer with array indexes compared as numbers, keeping the order of
+// violations at the same place. The schema library walks objects in map
+// order, so without this the output would change from run to run.
+func sortViolations(vs []Violation) {
+	sort.SliceStable(vs, func(i, j int) bool { return pointerLess(vs[i].Pointer, vs[j].Pointer) })
+}
+
+// memberRank orders the members of a request document.
+var memberRank = map[string]int{"scope": 0, "resource": 1, "authorization_details": 2, "org_id": 3}
+
+func pointerLess(a, b string) bool {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	for k := 1; k < len(as) && k < len(bs); k++ {
+		x, y := as[k], bs[k]
+		if x == y {
+			continue
+		}
+		if k == 1 {
+			rx, okx := memberRank[x]
+			ry, oky := memberRank[y]
+			if !okx {
+				rx = len(memberRank)
+			}
+			if !oky {
+				ry = len(memberRank)
+			}
+			if rx != ry {
+				return rx < ry
+			}
+		}
+		nx, ex := strconv.Atoi(x)
+		ny, ey := strconv.Atoi(y)
+		if ex == nil && ey == nil {
+			return nx < ny
+		}
+		return x < y
+	}
+	return len(as) < len(bs)
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
