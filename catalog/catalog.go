@@ -62,17 +62,23 @@ func originOf(raw string) (string, error) {
 // Provider names the owner of a permission (spec 1, "Providers in the catalog").
 type Provider string
 
-// The three providers of the catalog.
+// The three providers of the catalog. A Resource Server approved by the
+// operator is a provider too, named "rs:" followed by its id.
 const (
 	Banking   Provider = "banking"
 	Signing   Provider = "signing"
 	Invoicing Provider = "invoicing"
 )
 
-// Scope is one of the 12 catalog scopes (spec 2.1).
+// Scope is one of the 12 catalog scopes (spec 2.1), or a scope of an
+// approved Resource Server (spec 5.8).
 type Scope struct {
 	Name    string
 	Meaning string
+	// Provider owns the scope; Resource is the `resource` a request for it
+	// must name ({base_url} for the 12 catalog scopes).
+	Provider Provider
+	Resource string
 }
 
 // Action is one value of a type's `actions` enumeration with its meaning.

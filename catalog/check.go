@@ -53,8 +53,9 @@ type Violation struct {
 	Code string `json:"code"`
 	// Message says what is wrong and how to fix it.
 	Message string `json:"message"`
-	// OAuthError is the OAuth error the violation maps to.
-	OAuthError string `json:"oauth_error"`
+	// OAuthError is the OAuth error the violation maps to; empty for
+	// violations of a Resource Server declaration.
+	OAuthError string `json:"oauth_error,omitempty"`
 }
 
 func (v Violation) String() string { return v.Pointer + ": " + v.Code + ": " + v.Message }
@@ -112,15 +113,21 @@ func (e *Error) Error() string { return "catalog: " + e.Code + ": " + e.Descript
 // returns every violation (spec 2.1 to 2.5, 5.1, 5.2, 7, 8).
 func (c *Catalog) Check(req Request) *Result {
 	r := &Result{}
-	c.checkScopes(req, r)
+	allKnown := c.checkScopes(req, r)
 	c.checkDetails(req, r)
-	c.checkResource(req, r)
+	if allKnown {
+		// With an unknown scope the resource it belongs to is unknown too:
+		// the scope violation says what to fix.
+		c.checkResource(req, r)
+	}
 	sortViolations(r.Violations)
 	return r
 }
 
-// checkScopes applies spec 2.1: every scope is in the catalog.
-func (c *Catalog) checkScopes(req Request, r *Result) {
+// checkScopes applies spec 2.1: every scope is in the catalog. It reports
+// whether every scope was known.
+func (c *Catalog) checkScopes(req Request, r *Result) bool {
+	allKnown := true
 	seen := map[string]bool{}
 	for _, s := range strings.Fields(req.Scope) {
 		if seen[s] {
@@ -130,40 +137,61 @@ func (c *Catalog) checkScopes(req Request, r *Result) {
 		if _, ok := c.byScope[s]; !ok {
 			r.add("/scope", "unknown_scope", ErrInvalidScope,
 				fmt.Sprintf("scope %q is not in the catalog; use one of the 12 catalog scopes (miniapp-host catalog)", s))
+			allKnown = false
 			continue
 		}
 		r.Scopes = append(r.Scopes, s)
 	}
+	return allKnown
 }
 
-// checkResource applies spec 2.1 and RFC 8707: a scope request names
-// {base_url} as its resource, and any resource is the address of a provider
-// whose details the request carries.
+// checkResource applies spec 2.1 and RFC 8707: a request names the resource
+// of every scope it asks for ({base_url} for the catalog scopes), and every
+// resource it names is the address of a provider whose scopes or details it
+// requests.
 func (c *Catalog) checkResource(req Request, r *Result) {
-	base := c.ep.resource(Banking)
-	if len(r.Scopes) > 0 && len(req.Resource) == 0 {
-		r.add("/resource", "resource_missing", ErrInvalidTarget,
-			fmt.Sprintf("a scope request needs resource=%s (spec 2.1)", base))
-	}
 	allowed := map[string]bool{}
-	if strings.TrimSpace(req.Scope) != "" {
-		allowed[base] = true
+	var needed []string // resources of the requested scopes, in order
+	for _, name := range r.Scopes {
+		res := c.byScope[name].Resource
+		if !allowed[res] {
+			needed = append(needed, res)
+		}
+		allowed[res] = true
 	}
 	for _, d := range r.Details {
 		allowed[d.Type.Resource] = true
 	}
+	if len(needed) > 0 && len(req.Resource) == 0 {
+		r.add("/resource", "resource_missing", ErrInvalidTarget,
+			fmt.Sprintf("a scope request needs resource=%s (spec 2.1)", strings.Join(needed, " and resource=")))
+		return
+	}
+	given := map[string]bool{}
+	mismatch := false
 	for i, res := range req.Resource {
+		given[res] = true
 		ptr := "/resource"
 		if len(req.Resource) > 1 {
 			ptr += "/" + strconv.Itoa(i)
 		}
 		if !allowed[res] {
-			want := base
-			if len(allowed) > 0 && !allowed[base] {
+			mismatch = true
+			want := "the address of a provider whose scopes or details are requested"
+			if len(allowed) > 0 {
 				want = strings.Join(keys(allowed), " or ")
 			}
 			r.add(ptr, "resource_mismatch", ErrInvalidTarget,
 				fmt.Sprintf("resource %q is not the address of a requested provider; use %s", res, want))
+		}
+	}
+	if mismatch {
+		return
+	}
+	for _, res := range needed {
+		if !given[res] {
+			r.add("/resource", "resource_missing", ErrInvalidTarget,
+				fmt.Sprintf("the requested scopes of %s need resource=%s as well", res, res))
 		}
 	}
 }
@@ -376,17 +404,16 @@ func decodeJSON(data []byte, arr *[]json.RawMessage) (any, error) {
 	if d := depth(data); d > MaxDepth {
 		return nil, fmt.Errorf("nesting deeper than %d levels", MaxDepth)
 	}
-	if !json.Valid(data) {
-		// Let the decoder say where the text breaks.
-		_, err := decodeValue(data)
-		if err == nil {
-			err = errors.New("text after the JSON value")
-		}
-		return nil, err
-	}
 	if arr != nil {
 		if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-			return nil, json.Unmarshal(data, arr)
+			if err := json.Unmarshal(data, arr); err != nil {
+				// Let the decoder say where the text breaks.
+				if _, derr := decodeValue(data); derr != nil {
+					err = derr
+				}
+				return nil, err
+			}
+			return nil, nil
 		}
 	}
 	return decodeValue(data)

@@ -4,8 +4,9 @@ package catalog
 // are templates: "{base_url}", "{signing_origin}" and "{invoicing_origin}"
 // are filled in from Endpoints by New.
 
-// scopeDefs are the 12 scopes of spec 2.1, in the spec's order.
-var scopeDefs = []Scope{
+// scopeDefs are the 12 scopes of spec 2.1, in the spec's order: name and
+// meaning. All belong to the banking API at {base_url}.
+var scopeDefs = [][2]string{
 	{"addresses:read", "Read profile addresses"},
 	{"addresses:write", "Create and update profile addresses"},
 	{"bank_accounts.movements:read", "Read the subject's bank account movements"},

@@ -45,12 +45,13 @@ func New(ep Endpoints) (*Catalog, error) {
 	)
 	c := &Catalog{
 		ep:      ep,
-		scopes:  append([]Scope(nil), scopeDefs...),
 		byScope: make(map[string]Scope, len(scopeDefs)),
 		byName:  make(map[string]*Type, len(typeDefs)),
 		schemas: make(map[*Type]*jsonschema.Schema, len(typeDefs)),
 	}
-	for _, s := range scopeDefs {
+	for _, d := range scopeDefs {
+		s := Scope{Name: d[0], Meaning: d[1], Provider: Banking, Resource: ep.resource(Banking)}
+		c.scopes = append(c.scopes, s)
 		c.byScope[s.Name] = s
 	}
 
@@ -127,13 +128,15 @@ func (e Endpoints) resource(p Provider) string {
 // Endpoints returns the endpoints the catalog was built for.
 func (c *Catalog) Endpoints() Endpoints { return c.ep }
 
-// Scopes returns the 12 scopes in spec order.
+// Scopes returns the 12 catalog scopes in spec order, then those of
+// approved Resource Servers.
 func (c *Catalog) Scopes() []Scope { return append([]Scope(nil), c.scopes...) }
 
 // Scope returns the named scope.
 func (c *Catalog) Scope(name string) (Scope, bool) { s, ok := c.byScope[name]; return s, ok }
 
-// Types returns the 8 authorization_details types in spec order.
+// Types returns the 8 catalog authorization_details types in spec order,
+// then those of approved Resource Servers.
 func (c *Catalog) Types() []*Type { return append([]*Type(nil), c.types...) }
 
 // Type returns the type whose `type` value is name.

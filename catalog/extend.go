@@ -1,0 +1,302 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// Declaration is what a third party declares to become a Resource Server
+// (spec 5.8): its resource address, its own scopes and its own
+// authorization_details types with their JSON Schemas. Only declarations the
+// operator approved are added to a catalog, with Extend.
+type Declaration struct {
+	// ID is the identifier the operator assigned on approval (spec 5.8 c).
+	ID string `json:"id"`
+	// Resource is the Resource Server's resource address.
+	Resource string          `json:"resource"`
+	Scopes   []DeclaredScope `json:"scopes"`
+	Types    []DeclaredType  `json:"types"`
+}
+
+// DeclaredScope is a scope of a Resource Server.
+type DeclaredScope struct {
+	Name    string `json:"name"`
+	Meaning string `json:"meaning"`
+}
+
+// DeclaredType is an authorization_details type of a Resource Server.
+type DeclaredType struct {
+	// Name is the value of the detail's `type` member.
+	Name    string `json:"name"`
+	Meaning string `json:"meaning"`
+	// Actions is the enumeration of `actions` with each action's meaning; the
+	// schema's `actions` enumeration must list exactly these names.
+	Actions []Action `json:"actions"`
+	// CompanyScoped types need `org_id` on the request (spec 2.2 rule 3).
+	CompanyScoped bool `json:"company_scoped"`
+	// Schema is a draft-07 JSON Schema of the detail object, with
+	// `additionalProperties: false` on every object (spec 2).
+	Schema json.RawMessage `json:"schema"`
+}
+
+// Provider is the provider name of the declaration's permissions.
+func (d Declaration) Provider() Provider { return Provider("rs:" + d.ID) }
+
+// CheckDeclaration checks a declaration before review and returns every
+// problem, each with a pointer into the declaration document. A declaration
+// with no problems can be added with Extend.
+func (c *Catalog) CheckDeclaration(d Declaration) []Violation {
+	var vs []Violation
+	bad := func(ptr, code, msg string) { vs = append(vs, Violation{Pointer: ptr, Code: code, Message: msg}) }
+	if strings.TrimSpace(d.ID) == "" {
+		bad("/id", "missing_field", "the Resource Server has no id; the operator assigns one on approval")
+	}
+	if _, err := originOf(d.Resource); err != nil {
+		bad("/resource", "bad_resource", "resource must be an absolute http(s) URL without userinfo, query or fragment: "+err.Error())
+	} else if d.Resource == c.ep.resource(Banking) || d.Resource == c.ep.SigningBaseURL || d.Resource == c.ep.InvoicingBaseURL {
+		bad("/resource", "resource_taken", fmt.Sprintf("%s is the resource address of a catalog provider; declare the Resource Server's own address", d.Resource))
+	}
+	if len(d.Scopes) == 0 && len(d.Types) == 0 {
+		bad("", "empty", "a Resource Server declares at least one scope or authorization_details type")
+	}
+	seen := map[string]bool{}
+	for i, s := range d.Scopes {
+		p := "/scopes/" + strconv.Itoa(i)
+		switch {
+		case !isScopeToken(s.Name):
+			bad(p+"/name", "bad_scope_name", fmt.Sprintf("scope %q is not a scope token (RFC 6749 §3.3: printable ASCII without space, \" or \\)", s.Name))
+		case c.byScope[s.Name].Name != "" || seen[s.Name]:
+			bad(p+"/name", "name_taken", fmt.Sprintf("scope %q is already in the catalog or declared twice", s.Name))
+		}
+		seen[s.Name] = true
+		if strings.TrimSpace(s.Meaning) == "" {
+			bad(p+"/meaning", "missing_field", "every scope needs a meaning for the consent screen")
+		}
+	}
+	for i, t := range d.Types {
+		p := "/types/" + strconv.Itoa(i)
+		switch {
+		case strings.TrimSpace(t.Name) == "":
+			bad(p+"/name", "missing_field", "every type needs a name, the value of its details' `type`")
+		case c.byName[t.Name] != nil || seen["type "+t.Name]:
+			bad(p+"/name", "name_taken", fmt.Sprintf("type %q is already in the catalog or declared twice", t.Name))
+		}
+		seen["type "+t.Name] = true
+		if strings.TrimSpace(t.Meaning) == "" {
+			bad(p+"/meaning", "missing_field", "every type needs a meaning for the consent screen")
+		}
+		if len(t.Actions) == 0 {
+			bad(p+"/actions", "missing_field", "every type declares at least one action")
+		}
+		for j, a := range t.Actions {
+			if a.Name == "" || strings.TrimSpace(a.Meaning) == "" {
+				bad(fmt.Sprintf("%s/actions/%d", p, j), "missing_field", "every action needs a name and a meaning")
+			}
+		}
+		for _, v := range checkTypeSchema(d, t) {
+			v.Pointer = p + "/schema" + v.Pointer
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// checkTypeSchema checks a declared schema: it is JSON, compiles as draft-07
+// without loading anything, describes an object whose `type` is the
+// declared name and whose `actions` enumerate the declared actions, whose
+// `locations`, if any, hold the Resource Server's address, and every object
+// in it sets additionalProperties to false.
+func checkTypeSchema(d Declaration, t DeclaredType) []Violation {
+	var vs []Violation
+	bad := func(ptr, code, msg string) { vs = append(vs, Violation{Pointer: ptr, Code: code, Message: msg}) }
+	var doc any
+	if err := json.Unmarshal(t.Schema, &doc); err != nil || depth(t.Schema) > MaxDepth {
+		bad("", "bad_schema", "the schema is not a JSON document of reasonable depth")
+		return vs
+	}
+	root, ok := doc.(map[string]any)
+	if !ok {
+		bad("", "bad_schema", "the schema must be a JSON object")
+		return vs
+	}
+	if _, err := compileDeclared(d, t); err != nil {
+		bad("", "bad_schema", "the schema does not compile as draft-07: "+err.Error())
+		return vs
+	}
+	walkObjects(root, "", func(ptr string, obj map[string]any) {
+		if ap, ok := obj["additionalProperties"]; !ok || ap != false {
+			bad(ptr, "additional_properties_allowed", "every object schema sets additionalProperties to false (spec 2)")
+		}
+	})
+	if root["type"] != "object" {
+		bad("/type", "bad_schema", `the schema describes an object: set "type": "object"`)
+	}
+	props, _ := root["properties"].(map[string]any)
+	if typ, _ := props["type"].(map[string]any); typ == nil || typ["const"] != t.Name {
+		bad("/properties/type", "bad_schema", fmt.Sprintf(`properties.type must be {"const": %q}`, t.Name))
+	}
+	req, _ := root["required"].([]any)
+	if !containsAll(req, "type", "actions") {
+		bad("/required", "bad_schema", `required must list "type" and "actions"`)
+	}
+	var enum []any
+	if acts, _ := props["actions"].(map[string]any); acts != nil {
+		if items, _ := acts["items"].(map[string]any); items != nil {
+			enum, _ = items["enum"].([]any)
+		}
+	}
+	var names []any
+	for _, a := range t.Actions {
+		names = append(names, a.Name)
+	}
+	if !sameSet(enum, names) {
+		bad("/properties/actions/items/enum", "actions_mismatch", fmt.Sprintf("the actions enumeration must list exactly the declared actions %v", names))
+	}
+	if locs, _ := props["locations"].(map[string]any); locs != nil {
+		items, _ := locs["items"].(map[string]any)
+		if items == nil || items["const"] != d.Resource || locs["maxItems"] != 1.0 || locs["minItems"] != 1.0 {
+			bad("/properties/locations", "bad_schema", fmt.Sprintf(`locations must be exactly one item: {"minItems": 1, "maxItems": 1, "items": {"const": %q}} (spec 2.2 rule 2)`, d.Resource))
+		}
+	}
+	return vs
+}
+
+// Extend returns a new catalog holding c's permissions and those of the
+// approved declarations; c is left as it was. It refuses a declaration with
+// any problem CheckDeclaration reports.
+func (c *Catalog) Extend(decls ...Declaration) (*Catalog, error) {
+	n := &Catalog{
+		ep:      c.ep,
+		scopes:  append([]Scope(nil), c.scopes...),
+		byScope: make(map[string]Scope, len(c.byScope)),
+		types:   append([]*Type(nil), c.types...),
+		byName:  make(map[string]*Type, len(c.byName)),
+		schemas: make(map[*Type]*jsonschema.Schema, len(c.schemas)),
+	}
+	for k, v := range c.byScope {
+		n.byScope[k] = v
+	}
+	for k, v := range c.byName {
+		n.byName[k] = v
+	}
+	for k, v := range c.schemas {
+		n.schemas[k] = v
+	}
+	for _, d := range decls {
+		// Checking against n, not c, also refuses names that an earlier
+		// declaration of this call took.
+		if vs := n.CheckDeclaration(d); len(vs) > 0 {
+			return nil, fmt.Errorf("catalog: Resource Server %q: %s", d.ID, vs[0])
+		}
+		for _, s := range d.Scopes {
+			sc := Scope{Name: s.Name, Meaning: s.Meaning, Provider: d.Provider(), Resource: d.Resource}
+			n.scopes = append(n.scopes, sc)
+			n.byScope[sc.Name] = sc
+		}
+		for _, dt := range d.Types {
+			sch, err := compileDeclared(d, dt)
+			if err != nil {
+				return nil, err
+			}
+			t := &Type{Name: dt.Name, Key: dt.Name, Meaning: dt.Meaning, Provider: d.Provider(), Resource: d.Resource,
+				CompanyScoped: dt.CompanyScoped, Actions: append([]Action(nil), dt.Actions...)}
+			n.types = append(n.types, t)
+			n.byName[t.Name] = t
+			n.schemas[t] = sch
+		}
+	}
+	return n, nil
+}
+
+// compileDeclared compiles a declared schema on its own, with no loader: a
+// declaration can never make the server fetch a URL.
+func compileDeclared(d Declaration, t DeclaredType) (*jsonschema.Schema, error) {
+	comp := jsonschema.NewCompiler()
+	comp.Draft = jsonschema.Draft7
+	comp.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("schema references %s; declared schemas must be self-contained", u)
+	}
+	u := schemaBase + "rs/" + url.PathEscape(d.ID) + "/" + url.PathEscape(t.Name) + ".json"
+	// A declared $id would move the schema to an address of its own choosing.
+	var probe struct {
+		ID *string `json:"$id"`
+	}
+	if err := json.Unmarshal(t.Schema, &probe); err == nil && probe.ID != nil {
+		return nil, fmt.Errorf("catalog: declared schemas must not set $id")
+	}
+	if err := comp.AddResource(u, bytes.NewReader(t.Schema)); err != nil {
+		return nil, err
+	}
+	return comp.Compile(u)
+}
+
+// walkObjects calls fn for every subschema that describes an object.
+func walkObjects(v any, ptr string, fn func(string, map[string]any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		if x["type"] == "object" || x["properties"] != nil {
+			fn(ptr, x)
+		}
+		ks := make([]string, 0, len(x))
+		for k := range x {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for _, k := range ks {
+			if k == "const" || k == "enum" || k == "default" || k == "examples" {
+				continue // values, not schemas
+			}
+			walkObjects(x[k], ptr+"/"+escapePointer(k), fn)
+		}
+	case []any:
+		for i, e := range x {
+			walkObjects(e, ptr+"/"+strconv.Itoa(i), fn)
+		}
+	}
+}
+
+func containsAll(list []any, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, e := range list {
+			found = found || e == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func sameSet(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	sa, sb := append([]any(nil), a...), append([]any(nil), b...)
+	sort.Slice(sa, func(i, j int) bool { return fmt.Sprint(sa[i]) < fmt.Sprint(sa[j]) })
+	sort.Slice(sb, func(i, j int) bool { return fmt.Sprint(sb[i]) < fmt.Sprint(sb[j]) })
+	return reflect.DeepEqual(sa, sb)
+}
+
+// isScopeToken reports whether s is a scope-token of RFC 6749 §3.3.
+func isScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b < 0x21 || b > 0x7e || b == '"' || b == '\\' {
+			return false
+		}
+	}
+	return true
+}
