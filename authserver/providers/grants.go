@@ -1,0 +1,110 @@
+package providers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// Grant is the answer of GET {base_url}/authorization (spec 2.6, 4.1).
+type Grant struct {
+	Scopes                 []string          `json:"scopes"`
+	AuthorizationDetails   []json.RawMessage `json:"authorizationDetails"`
+	OrgID                  *string           `json:"orgId"`
+	Subject                string            `json:"subject"`
+	ConsumerInstallationID string            `json:"consumerInstallationId"`
+}
+
+// GrantSource returns the grant behind an access token.
+type GrantSource interface {
+	Grant(ctx context.Context, accessToken string) (*Grant, error)
+}
+
+// GrantError is the service's refusal of GET {base_url}/authorization: the
+// error object of spec 4.1 and 7.
+type GrantError struct {
+	Code   string `json:"code"`
+	Status int    `json:"status,omitempty"`
+}
+
+func (e *GrantError) Error() string {
+	return fmt.Sprintf("providers: grant endpoint refused: %s (status %d)", e.Code, e.Status)
+}
+
+// GrantClient reads grants from the service with the Resource Server's own
+// client credential, sent in X-Client-Id and X-Client-Secret beside the
+// Bearer token (docs/authserver.md).
+type GrantClient struct {
+	// Endpoint is {base_url}/authorization.
+	Endpoint     string
+	ClientID     string
+	ClientSecret string
+	// HTTP is the client used; nil means a client with a 5 s timeout.
+	HTTP *http.Client
+}
+
+// maxGrantBytes caps the grant document read from the service.
+const maxGrantBytes = 1 << 20
+
+// Grant implements GrantSource.
+func (c *GrantClient) Grant(ctx context.Context, accessToken string) (*Grant, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Endpoint, nil)
+	if err != nil {
+		return nil, fmt.Errorf("providers: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	req.Header.Set("X-Client-Id", c.ClientID)
+	req.Header.Set("X-Client-Secret", c.ClientSecret)
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 5 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("providers: grant endpoint: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxGrantBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("providers: grant endpoint: %w", err)
+	}
+	if len(body) > maxGrantBytes {
+		return nil, errors.New("providers: grant endpoint answered more than 1 MiB")
+	}
+	if resp.StatusCode != http.StatusOK {
+		ge := &GrantError{Status: resp.StatusCode}
+		if json.Unmarshal(body, ge) != nil || ge.Code == "" {
+			return nil, fmt.Errorf("providers: grant endpoint answered %s without an error object", resp.Status)
+		}
+		return nil, ge
+	}
+	var g Grant
+	if err := json.Unmarshal(body, &g); err != nil {
+		return nil, fmt.Errorf("providers: grant endpoint answered an unreadable grant: %w", err)
+	}
+	return &g, nil
+}
+
+// allows reports whether the grant has an authorization_details entry of
+// the given type whose actions include action.
+func (g *Grant) allows(typ, action string) bool {
+	for _, raw := range g.AuthorizationDetails {
+		var d struct {
+			Type    string   `json:"type"`
+			Actions []string `json:"actions"`
+		}
+		if json.Unmarshal(raw, &d) != nil || d.Type != typ {
+			continue
+		}
+		for _, a := range d.Actions {
+			if a == action {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,323 @@
+package providers
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/catalog"
+)
+
+// Config configures one example provider.
+type Config struct {
+	// Catalog names the types the provider's endpoints require.
+	Catalog *catalog.Catalog
+	// Grants reads the grant behind an access token.
+	Grants GrantSource
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Log receives internal errors, which are never shown to callers; nil
+	// discards them.
+	Log *slog.Logger
+}
+
+// route is one endpoint: method and path below the provider's resource
+// address, and the type key and action the grant must hold.
+type route struct {
+	method, path string
+	typeKey      string
+	action       string
+	serve        func(w http.ResponseWriter, r *http.Request, org string)
+}
+
+// Server is one example provider.
+type Server struct {
+	cfg    Config
+	prefix string // the path of the provider's resource address
+	routes []route
+
+	mu        sync.Mutex // guards below
+	keys      map[string]*ecdsa.PrivateKey
+	documents map[string][]document
+}
+
+type document struct {
+	ID        string `json:"id"`
+	Title     string `json:"title"`
+	Amount    string `json:"amount"`
+	Currency  string `json:"currency"`
+	CreatedAt string `json:"created_at"`
+}
+
+// NewSigning returns the signing provider, served below the path of the
+// catalog's signing resource address.
+func NewSigning(cfg Config) (*Server, error) {
+	s, err := newServer(cfg, cfg.Catalog.Endpoints().SigningBaseURL)
+	if err != nil {
+		return nil, err
+	}
+	s.routes = []route{
+		// POST {signing_base_url}/company-key: create the Company signing key.
+		{"POST", "/company-key", "company-key", "create", s.createKey},
+		// POST {signing_base_url}/signatures: sign with the Company key.
+		{"POST", "/signatures", "signatures", "create", s.sign},
+		// GET {signing_base_url}/signing-key: key readiness and public key.
+		{"GET", "/signing-key", "signing-key", "read", s.readKey},
+	}
+	return s, nil
+}
+
+// NewInvoicing returns the invoicing provider, served below the path of the
+// catalog's invoicing resource address.
+func NewInvoicing(cfg Config) (*Server, error) {
+	s, err := newServer(cfg, cfg.Catalog.Endpoints().InvoicingBaseURL)
+	if err != nil {
+		return nil, err
+	}
+	s.routes = []route{
+		// GET {invoicing_base_url}/documents: list the Company's documents.
+		{"GET", "/documents", "documents", "read", s.listDocuments},
+		// POST {invoicing_base_url}/documents: create a document.
+		{"POST", "/documents", "documents", "create", s.createDocument},
+	}
+	return s, nil
+}
+
+func newServer(cfg Config, resource string) (*Server, error) {
+	if cfg.Catalog == nil || cfg.Grants == nil {
+		return nil, errors.New("providers: Config needs a Catalog and Grants")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	u, err := url.Parse(resource)
+	if err != nil {
+		return nil, fmt.Errorf("providers: resource address: %w", err)
+	}
+	return &Server{cfg: cfg, prefix: strings.TrimSuffix(u.Path, "/"), keys: map[string]*ecdsa.PrivateKey{}, documents: map[string][]document{}}, nil
+}
+
+// ServeHTTP routes a request and applies spec 5.7 before any endpoint runs.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path, ok := strings.CutPrefix(r.URL.Path, s.prefix)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+		return
+	}
+	var rt *route
+	allowed := []string{}
+	for i := range s.routes {
+		if s.routes[i].path == path {
+			allowed = append(allowed, s.routes[i].method)
+			if s.routes[i].method == r.Method {
+				rt = &s.routes[i]
+			}
+		}
+	}
+	switch {
+	case len(allowed) == 0:
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+		return
+	case rt == nil:
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+strings.Join(allowed, " or "))
+		return
+	}
+	tok, ok := bearer(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer`)
+		writeError(w, http.StatusUnauthorized, "missing_token", "send Authorization: Bearer <access token>")
+		return
+	}
+	g, err := s.cfg.Grants.Grant(r.Context(), tok)
+	var ge *GrantError
+	switch {
+	case errors.As(err, &ge) && ge.Status < 500 && !strings.Contains(ge.Code, "client"):
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		writeError(w, http.StatusUnauthorized, "invalid_token", "the access token is not usable: "+ge.Code)
+		return
+	case err != nil:
+		s.cfg.Log.Error("reading the grant", "err", err)
+		writeError(w, http.StatusBadGateway, "grant_unavailable", "the provider could not read the grant from the service")
+		return
+	}
+	typ, _ := s.cfg.Catalog.TypeByKey(rt.typeKey)
+	if !g.allows(typ.Name, rt.action) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope"`)
+		writeError(w, http.StatusForbidden, "insufficient_authorization",
+			fmt.Sprintf("the grant has no authorization_details of type %q with action %q", typ.Name, rt.action))
+		return
+	}
+	if g.OrgID == nil || *g.OrgID == "" {
+		writeError(w, http.StatusForbidden, "insufficient_authorization", "the grant names no Company (org_id)")
+		return
+	}
+	rt.serve(w, r, *g.OrgID)
+}
+
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	return tok, ok && strings.EqualFold(scheme, "Bearer") && tok != ""
+}
+
+// createKey creates the Company's P-256 signing key; creating it again
+// replaces it, as a rotation.
+func (s *Server) createKey(w http.ResponseWriter, _ *http.Request, org string) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		s.cfg.Log.Error("generating a key", "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "the key could not be created")
+		return
+	}
+	s.mu.Lock()
+	s.keys[org] = k
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, keyView(org, k))
+}
+
+func (s *Server) readKey(w http.ResponseWriter, _ *http.Request, org string) {
+	s.mu.Lock()
+	k := s.keys[org]
+	s.mu.Unlock()
+	if k == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"org_id": org, "ready": false})
+		return
+	}
+	writeJSON(w, http.StatusOK, keyView(org, k))
+}
+
+// sign signs the SHA-256 digest of the request's payload with the Company
+// key (ES256, raw r||s as in JWS).
+func (s *Server) sign(w http.ResponseWriter, r *http.Request, org string) {
+	var in struct {
+		Payload string `json:"payload"`
+	}
+	if !readJSON(w, r, &in) {
+		return
+	}
+	if in.Payload == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", `send {"payload": "<text to sign>"}`)
+		return
+	}
+	s.mu.Lock()
+	k := s.keys[org]
+	s.mu.Unlock()
+	if k == nil {
+		writeError(w, http.StatusConflict, "key_missing", "the Company has no signing key yet; create it with POST company-key")
+		return
+	}
+	digest := sha256.Sum256([]byte(in.Payload))
+	rr, ss, err := ecdsa.Sign(rand.Reader, k, digest[:])
+	if err != nil {
+		s.cfg.Log.Error("signing", "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "the payload could not be signed")
+		return
+	}
+	sig := make([]byte, 64)
+	rr.FillBytes(sig[:32])
+	ss.FillBytes(sig[32:])
+	writeJSON(w, http.StatusOK, map[string]any{"org_id": org, "key_id": keyID(k), "alg": "ES256",
+		"signature": base64.RawURLEncoding.EncodeToString(sig)})
+}
+
+func (s *Server) listDocuments(w http.ResponseWriter, _ *http.Request, org string) {
+	s.mu.Lock()
+	docs := append([]document{}, s.documents[org]...)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"org_id": org, "documents": docs})
+}
+
+func (s *Server) createDocument(w http.ResponseWriter, r *http.Request, org string) {
+	var in struct {
+		Title  string `json:"title"`
+		Amount string `json:"amount"`
+	}
+	if !readJSON(w, r, &in) {
+		return
+	}
+	if strings.TrimSpace(in.Title) == "" || len(in.Title) > 200 || !isAmount(in.Amount) {
+		writeError(w, http.StatusBadRequest, "invalid_request", `send {"title": "1 to 200 characters", "amount": "an amount in CLP, 1 to 15 digits"}`)
+		return
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	d := document{ID: "doc_" + base64.RawURLEncoding.EncodeToString(id[:]), Title: in.Title, Amount: in.Amount, Currency: "CLP",
+		CreatedAt: s.cfg.Now().UTC().Format(time.RFC3339)}
+	s.mu.Lock()
+	s.documents[org] = append(s.documents[org], d)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, d)
+}
+
+func isAmount(s string) bool {
+	if len(s) < 1 || len(s) > 15 || s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func keyView(org string, k *ecdsa.PrivateKey) map[string]any {
+	x, y := coordinates(k)
+	return map[string]any{"org_id": org, "ready": true, "public_key": map[string]string{
+		"kty": "EC", "crv": "P-256", "kid": keyID(k), "alg": "ES256",
+		"x": base64.RawURLEncoding.EncodeToString(x), "y": base64.RawURLEncoding.EncodeToString(y)}}
+}
+
+// keyID is a short id derived from the public key.
+func keyID(k *ecdsa.PrivateKey) string {
+	pub, _ := k.PublicKey.Bytes()
+	sum := sha256.Sum256(pub)
+	return base64.RawURLEncoding.EncodeToString(sum[:8])
+}
+
+// coordinates returns the public key's X and Y from its uncompressed
+// encoding (0x04 || X || Y).
+func coordinates(k *ecdsa.PrivateKey) (x, y []byte) {
+	pub, _ := k.PublicKey.Bytes()
+	return pub[1:33], pub[33:65]
+}
+
+// maxBody caps request bodies of the example endpoints.
+const maxBody = 64 << 10
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the body is not the expected JSON object: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeError(w http.ResponseWriter, status int, code, desc string) {
+	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
