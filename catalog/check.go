@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // OAuth error codes a violation maps to (RFC 6749 §4.1.2.1, RFC 8707 §2,
@@ -202,31 +202,27 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 		return
 	}
 	const ptr = "/authorization_details"
-	// Split the array into its elements' own JSON text first: each Detail
-	// keeps its text without encoding it again, and each element is decoded
-	// with exact numbers for the schema.
-	var elems []json.RawMessage
-	v, err := decodeJSON(req.AuthorizationDetails, &elems)
+	v, spans, err := decodeArray(req.AuthorizationDetails)
 	if err != nil {
 		r.add(ptr, "malformed_json", ErrInvalidAuthorizationDetails,
 			"authorization_details is not valid JSON: "+err.Error())
 		return
 	}
-	if v != nil {
+	arr, ok := v.([]any)
+	if !ok {
 		r.add(ptr, "not_an_array", ErrInvalidAuthorizationDetails,
 			"authorization_details must be a JSON array of objects (RFC 9396 §2), got "+jsonKind(v))
 		return
 	}
-	if len(elems) == 0 {
+	if len(arr) == 0 {
 		r.add(ptr, "empty", ErrInvalidAuthorizationDetails,
 			"authorization_details must hold at least one object; leave the parameter out to request none")
 		return
 	}
 	present := map[string][]int{} // type key -> indexes
 	companyScoped := -1
-	for i, raw := range elems {
+	for i, el := range arr {
 		p := ptr + "/" + strconv.Itoa(i)
-		el, _ := decodeValue(raw) // valid JSON: the array decoded
 		obj, ok := el.(map[string]any)
 		if !ok {
 			r.add(p, "not_an_object", ErrInvalidAuthorizationDetails,
@@ -266,6 +262,7 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 			companyScoped = i
 		}
 		if len(r.Violations) == before {
+			raw := req.AuthorizationDetails[spans[i][0]:spans[i][1]:spans[i][1]]
 			r.Details = append(r.Details, Detail{Index: i, Type: t, Actions: stringsOf(obj["actions"]), Object: obj, JSON: raw})
 		}
 	}
@@ -337,7 +334,7 @@ func DecodeRequest(data []byte) (Request, []Violation, error) {
 	if len(data) > MaxRequestBytes {
 		return Request{}, nil, fmt.Errorf("catalog: request is %d bytes; the limit is %d", len(data), MaxRequestBytes)
 	}
-	v, err := decodeJSON(data, nil)
+	v, _, err := decodeArray(data)
 	if err != nil {
 		return Request{}, nil, fmt.Errorf("catalog: request is not valid JSON: %w", err)
 	}
@@ -394,29 +391,26 @@ func DecodeRequest(data []byte) (Request, []Violation, error) {
 	return req, vs, nil
 }
 
-// decodeJSON checks the size and nesting limits, then decodes one JSON
-// value with exact numbers. When arr is not nil and the value is an array,
-// its elements are stored in arr as JSON text and the returned value is nil.
-func decodeJSON(data []byte, arr *[]json.RawMessage) (any, error) {
+// decodeArray checks the size and nesting limits, then decodes one JSON
+// value with exact numbers. When the value is an array it also returns the
+// byte span of each element, found by the same pass that measures nesting,
+// so that callers get each element's own text without encoding it again.
+func decodeArray(data []byte) (any, [][2]int, error) {
 	if len(data) > MaxRequestBytes {
-		return nil, fmt.Errorf("%d bytes is over the limit of %d", len(data), MaxRequestBytes)
+		return nil, nil, fmt.Errorf("%d bytes is over the limit of %d", len(data), MaxRequestBytes)
 	}
-	if d := depth(data); d > MaxDepth {
-		return nil, fmt.Errorf("nesting deeper than %d levels", MaxDepth)
+	most, spans := scan(data)
+	if most > MaxDepth {
+		return nil, nil, fmt.Errorf("nesting deeper than %d levels", MaxDepth)
 	}
-	if arr != nil {
-		if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-			if err := json.Unmarshal(data, arr); err != nil {
-				// Let the decoder say where the text breaks.
-				if _, derr := decodeValue(data); derr != nil {
-					err = derr
-				}
-				return nil, err
-			}
-			return nil, nil
-		}
+	v, err := decodeValue(data)
+	if err != nil {
+		return nil, nil, err
 	}
-	return decodeValue(data)
+	if arr, ok := v.([]any); ok && len(arr) != len(spans) {
+		return nil, nil, errors.New("the array's elements could not be delimited")
+	}
+	return v, spans, nil
 }
 
 // decodeValue decodes one JSON value with numbers kept as json.Number.
@@ -433,14 +427,16 @@ func decodeValue(data []byte) (any, error) {
 	return v, nil
 }
 
-// depth returns the deepest nesting of arrays and objects in JSON text,
-// ignoring brackets inside strings. It runs before decoding so that a deep
-// document is refused without recursion.
-func depth(data []byte) int {
-	d, most, inStr, esc := 0, 0, false, false
-	for _, b := range data {
-		switch {
-		case inStr:
+// scan returns the deepest nesting of arrays and objects in JSON text and,
+// when the text is an array, the byte span of each of its elements. It
+// ignores brackets inside strings and runs before decoding, so that a deep
+// document is refused without recursion. The spans are meaningful only for
+// text that decodes.
+func scan(data []byte) (most int, spans [][2]int) {
+	d, inStr, esc := 0, false, false
+	topArray, start, last := false, -1, -1 // last: index of the previous non-space byte
+	for i, b := range data {
+		if inStr {
 			switch {
 			case esc:
 				esc = false
@@ -449,19 +445,47 @@ func depth(data []byte) int {
 			case b == '"':
 				inStr = false
 			}
-		case b == '"':
-			inStr = true
-		case b == '[' || b == '{':
-			d++
-			if d > most {
-				most = d
-			}
-		case b == ']' || b == '}':
-			d--
+			last = i
+			continue
 		}
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '[', '{':
+			if d == 0 && b == '[' && last < 0 {
+				topArray = true
+			}
+			if d == 1 && start < 0 {
+				start = i
+			}
+			d++
+			most = max(most, d)
+		case ']', '}':
+			d--
+			if d == 0 && topArray && start >= 0 {
+				spans = append(spans, [2]int{start, last + 1})
+				start = -1
+			}
+		case ',':
+			if d == 1 && start >= 0 {
+				spans = append(spans, [2]int{start, last + 1})
+				start = -1
+			}
+		default:
+			if b == '"' {
+				inStr = true
+			}
+			if d == 1 && start < 0 {
+				start = i
+			}
+		}
+		last = i
 	}
-	return most
+	return most, spans
 }
+
+// depth returns the deepest nesting of arrays and objects in JSON text.
+func depth(data []byte) int { most, _ := scan(data); return most }
 
 func jsonKind(v any) string {
 	switch v.(type) {

@@ -1,17 +1,15 @@
 package catalog
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Declaration is what a third party declares to become a Resource Server
@@ -220,11 +218,7 @@ func (c *Catalog) Extend(decls ...Declaration) (*Catalog, error) {
 // compileDeclared compiles a declared schema on its own, with no loader: a
 // declaration can never make the server fetch a URL.
 func compileDeclared(d Declaration, t DeclaredType) (*jsonschema.Schema, error) {
-	comp := jsonschema.NewCompiler()
-	comp.Draft = jsonschema.Draft7
-	comp.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("schema references %s; declared schemas must be self-contained", u)
-	}
+	comp := newCompiler()
 	u := schemaBase + "rs/" + url.PathEscape(d.ID) + "/" + url.PathEscape(t.Name) + ".json"
 	// A declared $id would move the schema to an address of its own choosing.
 	var probe struct {
@@ -233,7 +227,7 @@ func compileDeclared(d Declaration, t DeclaredType) (*jsonschema.Schema, error) 
 	if err := json.Unmarshal(t.Schema, &probe); err == nil && probe.ID != nil {
 		return nil, fmt.Errorf("catalog: declared schemas must not set $id")
 	}
-	if err := comp.AddResource(u, bytes.NewReader(t.Schema)); err != nil {
+	if err := addResource(comp, u, t.Schema); err != nil {
 		return nil, err
 	}
 	return comp.Compile(u)

@@ -36,8 +36,12 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 		for _, d := range r.Details {
-			if d.Type == nil || !json.Valid(d.JSON) {
+			var back any
+			if d.Type == nil || json.Unmarshal(d.JSON, &back) != nil {
 				t.Fatalf("bad detail %+v", d)
+			}
+			if obj, ok := back.(map[string]any); !ok || obj["type"] != d.Type.Name {
+				t.Fatalf("detail text %q is not the detail of type %s", d.JSON, d.Type.Name)
 			}
 		}
 	})

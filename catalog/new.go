@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/miniapp-host/miniapp-host/assets"
 )
@@ -55,16 +54,12 @@ func New(ep Endpoints) (*Catalog, error) {
 		c.byScope[s.Name] = s
 	}
 
-	comp := jsonschema.NewCompiler()
-	comp.Draft = jsonschema.Draft7
-	comp.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("catalog: schema %s is not embedded", u)
-	}
+	comp := newCompiler()
 	common, err := fs.ReadFile(assets.FS, "schemas/catalog/common.json")
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	if err := comp.AddResource(schemaBase+"common.json", bytes.NewReader(common)); err != nil {
+	if err := addResource(comp, schemaBase+"common.json", common); err != nil {
 		return nil, fmt.Errorf("catalog: common.json: %w", err)
 	}
 	for _, d := range typeDefs {
@@ -90,7 +85,7 @@ func New(ep Endpoints) (*Catalog, error) {
 			"{invoicing_base_url}": ep.InvoicingBaseURL,
 		})
 		url := schemaBase + d.key + ".json"
-		if err := comp.AddResource(url, bytes.NewReader(doc)); err != nil {
+		if err := addResource(comp, url, doc); err != nil {
 			return nil, fmt.Errorf("catalog: schema of %s: %w", d.key, err)
 		}
 		s, err := comp.Compile(url)
@@ -102,6 +97,25 @@ func New(ep Endpoints) (*Catalog, error) {
 		c.schemas[t] = s
 	}
 	return c, nil
+}
+
+// newCompiler returns a draft-07 compiler that loads nothing: every schema
+// it may use is added as a resource first, so no schema can make the
+// process read a file or fetch a URL.
+func newCompiler() *jsonschema.Compiler {
+	comp := jsonschema.NewCompiler()
+	comp.DefaultDraft(jsonschema.Draft7)
+	comp.UseLoader(jsonschema.SchemeURLLoader{})
+	return comp
+}
+
+// addResource parses a schema document and adds it under url.
+func addResource(comp *jsonschema.Compiler, url string, doc []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return err
+	}
+	return comp.AddResource(url, v)
 }
 
 // jsonFill replaces each placeholder with the JSON string escape of its value.

@@ -82,6 +82,14 @@ func TestResultParts(t *testing.T) {
 	if r.Details[0].Actions[0] != "read" || meaningOf(r.Details[0].Type, "read") != "Read the Company legal identifier and country" {
 		t.Errorf("detail actions or meanings lost: %+v", r.Details[0])
 	}
+	// Each detail keeps its own text, exactly as sent.
+	spaced := json.RawMessage(` [ {"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"identifiers":["123e4567-e89b-42d3-a456-426614174000"]} ,` +
+		"\n\t" + `{"type" : "https://sign.example/authorization-details/signing-key", "actions":["read"], "locations":["https://sign.example/api"]}]`)
+	r2 := c.Check(Request{AuthorizationDetails: spaced, OrgID: "o"})
+	if len(r2.Details) != 2 || !strings.HasPrefix(string(r2.Details[0].JSON), `{"type":"bank_account"`) || !strings.HasSuffix(string(r2.Details[0].JSON), `"]}`) ||
+		string(r2.Details[1].JSON) != `{"type" : "https://sign.example/authorization-details/signing-key", "actions":["read"], "locations":["https://sign.example/api"]}` {
+		t.Errorf("detail texts: %q / %q", r2.Details[0].JSON, r2.Details[1].JSON)
+	}
 	var ce *Error
 	if err := r.Err(); !errors.As(err, &ce) || ce.Code != ErrInvalidAuthorizationDetails || !strings.Contains(ce.Description, "unknown_type") {
 		t.Errorf("Err() = %v, want invalid_authorization_details naming unknown_type", err)

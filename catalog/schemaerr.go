@@ -2,17 +2,13 @@ package catalog
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
-
-// quoted matches the 'name' lists in the schema library's messages for the
-// required and additionalProperties keywords.
-var quoted = regexp.MustCompile(`'((?:[^'\\]|\\.)*)'`)
 
 // schemaViolations turns a schema validation error of the detail at ptr into
 // violations with stable codes, one per broken rule (the leaves of the
@@ -32,38 +28,41 @@ func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *js
 	walk(ve)
 	const oauth = ErrInvalidAuthorizationDetails
 	for _, e := range leaves {
-		kw := e.KeywordLocation[strings.LastIndexByte(e.KeywordLocation, '/')+1:]
-		inst := e.InstanceLocation
+		inst := pointerOf(e.InstanceLocation)
 		field := fieldName(inst)
 		val, _ := lookup(obj, inst)
-		switch kw {
-		case "required":
-			for _, m := range quoted.FindAllStringSubmatch(e.Message, -1) {
-				r.add(ptr+inst+"/"+escapePointer(m[1]), "missing_field", oauth,
-					fmt.Sprintf("%s is required in a %s detail", joinField(field, m[1]), t.Key))
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			for _, m := range k.Missing {
+				r.add(ptr+inst+"/"+escapePointer(m), "missing_field", oauth,
+					fmt.Sprintf("%s is required in a %s detail", joinField(field, m), t.Key))
 			}
-		case "additionalProperties":
-			for _, m := range quoted.FindAllStringSubmatch(e.Message, -1) {
-				r.add(ptr+inst+"/"+escapePointer(m[1]), "unknown_field", oauth,
-					fmt.Sprintf("%s is not a field of a %s detail; remove it (unknown fields are invalid, spec 2)", joinField(field, m[1]), t.Key))
+		case *kind.AdditionalProperties:
+			for _, m := range k.Properties {
+				r.add(ptr+inst+"/"+escapePointer(m), "unknown_field", oauth,
+					fmt.Sprintf("%s is not a field of a %s detail; remove it (unknown fields are invalid, spec 2)", joinField(field, m), t.Key))
 			}
-		case "type":
-			r.add(ptr+inst, "wrong_type", oauth, fmt.Sprintf("%s: %s", field, e.Message))
-		case "const":
+		case *kind.Type:
+			r.add(ptr+inst, "wrong_type", oauth, fmt.Sprintf("%s must be %s, got %s", field, strings.Join(k.Want, " or "), k.Got))
+		case *kind.Const:
 			if strings.HasPrefix(inst, "/locations/") {
 				r.add(ptr+inst, "location_mismatch", oauth,
 					fmt.Sprintf("locations must be [%q], the resource address of the %s provider (spec 2.2 rule 2); got %s", t.Resource, t.Provider, show(val)))
 			} else {
-				r.add(ptr+inst, "not_allowed_value", oauth, fmt.Sprintf("%s: %s, got %s", field, e.Message, show(val)))
+				r.add(ptr+inst, "not_allowed_value", oauth, fmt.Sprintf("%s must be %s, got %s", field, show(k.Want), show(val)))
 			}
-		case "enum":
-			r.add(ptr+inst, "not_allowed_value", oauth, fmt.Sprintf("%s: %s is not allowed; %s", field, show(val), e.Message))
-		case "pattern":
-			code, rule := "bad_format", e.Message
+		case *kind.Enum:
+			want := make([]string, len(k.Want))
+			for i, w := range k.Want {
+				want[i] = show(w)
+			}
+			r.add(ptr+inst, "not_allowed_value", oauth, fmt.Sprintf("%s: %s is not allowed; use one of %s", field, show(val), strings.Join(want, ", ")))
+		case *kind.Pattern:
+			code, rule := "bad_format", "must match "+strconv.Quote(k.Want)
 			switch {
-			case strings.Contains(e.AbsoluteKeywordLocation, "definitions/amount"):
+			case strings.Contains(e.SchemaURL, "definitions/amount"):
 				code, rule = "invalid_amount", "must be an amount: a string of 1 to 15 digits with no leading zero (spec 2.2 rule 5)"
-			case strings.Contains(e.AbsoluteKeywordLocation, "definitions/uuid"):
+			case strings.Contains(e.SchemaURL, "definitions/uuid"):
 				code, rule = "invalid_uuid", "must be a UUID: 8-4-4-4-12 hex digits, version digit 1 to 8, variant digit 8, 9, a or b (spec 2.2 rule 4)"
 			case strings.HasSuffix(inst, "/account_binding/key"):
 				code, rule = "invalid_key", "must start with a lower-case letter followed by up to 63 of a-z, 0-9, _ and - (spec 2.4)"
@@ -71,22 +70,42 @@ func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *js
 				code, rule = "blank", "must contain at least one non-whitespace character (spec 2.4)"
 			}
 			r.add(ptr+inst, code, oauth, fmt.Sprintf("%s %s; got %s", field, rule, show(val)))
-		case "minItems":
-			r.add(ptr+inst, "too_few_items", oauth, fmt.Sprintf("%s: %s", field, e.Message))
-		case "maxItems":
-			r.add(ptr+inst, "too_many_items", oauth, fmt.Sprintf("%s: %s", field, strings.Replace(e.Message, "required", "allowed", 1)))
-		case "uniqueItems":
-			r.add(ptr+inst, "duplicate_items", oauth, fmt.Sprintf("%s: items must be unique; %s", field, e.Message))
-		case "minimum", "maximum":
-			r.add(ptr+inst, "out_of_range", oauth, fmt.Sprintf("%s %s", field, e.Message))
-		case "minLength":
-			r.add(ptr+inst, "too_short", oauth, fmt.Sprintf("%s: %s", field, e.Message))
-		case "maxLength":
-			r.add(ptr+inst, "too_long", oauth, fmt.Sprintf("%s: %s", field, e.Message))
+		case *kind.MinItems:
+			r.add(ptr+inst, "too_few_items", oauth, fmt.Sprintf("%s: at least %s required, got %d", field, plural(k.Want, "item"), k.Got))
+		case *kind.MaxItems:
+			r.add(ptr+inst, "too_many_items", oauth, fmt.Sprintf("%s: at most %s allowed, got %d", field, plural(k.Want, "item"), k.Got))
+		case *kind.UniqueItems:
+			r.add(ptr+inst, "duplicate_items", oauth, fmt.Sprintf("%s: items must be unique; items %d and %d are equal", field, k.Duplicates[0], k.Duplicates[1]))
+		case *kind.Minimum:
+			r.add(ptr+inst, "out_of_range", oauth, fmt.Sprintf("%s must be at least %s, got %s", field, k.Want.RatString(), k.Got.RatString()))
+		case *kind.Maximum:
+			r.add(ptr+inst, "out_of_range", oauth, fmt.Sprintf("%s must be at most %s, got %s", field, k.Want.RatString(), k.Got.RatString()))
+		case *kind.MinLength:
+			r.add(ptr+inst, "too_short", oauth, fmt.Sprintf("%s must be at least %s long, got %d", field, plural(k.Want, "character"), k.Got))
+		case *kind.MaxLength:
+			r.add(ptr+inst, "too_long", oauth, fmt.Sprintf("%s must be at most %s long, got %d", field, plural(k.Want, "character"), k.Got))
 		default:
-			r.add(ptr+inst, "schema", oauth, fmt.Sprintf("%s: %s", field, e.Message))
+			r.add(ptr+inst, "schema", oauth, fmt.Sprintf("%s: %v", field, e.ErrorKind))
 		}
 	}
+}
+
+// plural writes "1 item", "2 items".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// pointerOf renders an instance location as an RFC 6901 pointer.
+func pointerOf(loc []string) string {
+	var b strings.Builder
+	for _, seg := range loc {
+		b.WriteByte('/')
+		b.WriteString(escapePointer(seg))
+	}
+	return b.String()
 }
 
 // fieldName renders an instance pointer as a dotted field path for messages:
