@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -94,6 +95,11 @@ func check(t *testing.T, c *Catalog, details ...map[string]any) []string {
 		t.Fatal(err)
 	}
 	r := c.Check(Request{AuthorizationDetails: js, OrgID: "org-1"})
+	// The second check of the same text is answered from the verdict memo:
+	// it must say exactly the same.
+	if again := c.Check(Request{AuthorizationDetails: js, OrgID: "org-1"}); !reflect.DeepEqual(again.Violations, r.Violations) {
+		t.Errorf("memoised check differs:\n first %v\nsecond %v", r.Violations, again.Violations)
+	}
 	var got []string
 	for _, v := range r.Violations {
 		if v.Message == "" || v.OAuthError == "" {
@@ -265,5 +271,24 @@ func TestDetailRules(t *testing.T) {
 				t.Errorf("violations:\n got %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestVerdictMemoBound fills the memo past its bound: verdicts stay right
+// and the memo starts again instead of growing.
+func TestVerdictMemoBound(t *testing.T) {
+	c := newTestCatalog(t)
+	for i := range maxVerdicts + 10 {
+		d := set(validDetail("automatic-charge"), "transaction.maximum", fmt.Sprint(1000+i))
+		if i%2 == 1 {
+			set(d, "transaction.minimum", "0"+fmt.Sprint(i))
+		}
+		got := check(t, c, d)
+		if (i%2 == 1) != (len(got) == 1) {
+			t.Fatalf("detail %d: violations %v", i, got)
+		}
+	}
+	if n := c.verdicts.n.Load(); n > maxVerdicts {
+		t.Errorf("memo holds %d verdicts, bound %d", n, maxVerdicts)
 	}
 }

@@ -247,22 +247,17 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 				fmt.Sprintf("type %q is not in the catalog; the catalog types are listed by `miniapp-host catalog`", name))
 			continue
 		}
+		raw := req.AuthorizationDetails[spans[i][0]:spans[i][1]:spans[i][1]]
 		before := len(r.Violations)
-		if err := c.schemas[t].Validate(el); err != nil {
-			var ve *jsonschema.ValidationError
-			if errors.As(err, &ve) {
-				schemaViolations(r, p, t, obj, ve)
-			} else {
-				r.add(p, "schema", ErrInvalidAuthorizationDetails, err.Error())
-			}
+		for _, v := range c.verdictOf(t, obj, raw) {
+			v.Pointer = p + v.Pointer
+			r.Violations = append(r.Violations, v)
 		}
-		crossFieldRules(r, p, t, obj)
 		present[t.Key] = append(present[t.Key], i)
 		if t.CompanyScoped && companyScoped < 0 {
 			companyScoped = i
 		}
 		if len(r.Violations) == before {
-			raw := req.AuthorizationDetails[spans[i][0]:spans[i][1]:spans[i][1]]
 			r.Details = append(r.Details, Detail{Index: i, Type: t, Actions: stringsOf(obj["actions"]), Object: obj, JSON: raw})
 		}
 	}
@@ -280,6 +275,28 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 		r.add("/org_id", "org_id_missing", ErrInvalidRequest,
 			fmt.Sprintf("authorization_details/%d is Company-scoped: add org_id with the Company's id (spec 2.2 rule 3)", companyScoped))
 	}
+}
+
+// verdictOf returns the violations of one detail of type t by its schema
+// and the cross-field rules, with pointers relative to the detail. The
+// verdict depends only on the detail's text, so it is memoised: a Miniapp
+// sends the same details on every sign-in.
+func (c *Catalog) verdictOf(t *Type, obj map[string]any, text []byte) []Violation {
+	if vs, ok := c.verdicts.get(text); ok {
+		return vs
+	}
+	var r Result
+	if err := c.schemas[t].Validate(obj); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			schemaViolations(&r, "", t, obj, ve)
+		} else {
+			r.add("", "schema", ErrInvalidAuthorizationDetails, err.Error())
+		}
+	}
+	crossFieldRules(&r, "", t, obj)
+	c.verdicts.put(text, r.Violations)
+	return r.Violations
 }
 
 // crossFieldRules are the rules of spec 2.3 to 2.5 that the schemas leave to code.

@@ -66,37 +66,37 @@ var typeDefs = []typeDef{
 		key: "company-addresses", nameTemplate: "{base_url}/authorization-details/company-addresses",
 		meaning:  "Read the Company addresses",
 		provider: Banking, companyScoped: true,
-		actions:  []Action{{"read", "Read the Company addresses"}},
+		actions: []Action{{"read", "Read the Company addresses"}},
 	},
 	{
 		key: "company-identity", nameTemplate: "{base_url}/authorization-details/company-identity",
 		meaning:  "Read the Company legal identifier and country",
 		provider: Banking, companyScoped: true,
-		actions:  []Action{{"read", "Read the Company legal identifier and country"}},
+		actions: []Action{{"read", "Read the Company legal identifier and country"}},
 	},
 	{
 		key: "company-key", nameTemplate: "{signing_origin}/authorization-details/company-key",
 		meaning:  "Create the Company signing key",
 		provider: Signing, companyScoped: true,
-		actions:  []Action{{"create", "Create the Company signing key"}},
+		actions: []Action{{"create", "Create the Company signing key"}},
 	},
 	{
 		key: "signatures", nameTemplate: "{signing_origin}/authorization-details/signatures",
 		meaning:  "Sign with the Company signing key",
 		provider: Signing, companyScoped: true,
-		actions:  []Action{{"create", "Sign with the Company signing key"}},
+		actions: []Action{{"create", "Sign with the Company signing key"}},
 	},
 	{
 		key: "signing-key", nameTemplate: "{signing_origin}/authorization-details/signing-key",
 		meaning:  "Read the Company signing key readiness and public key",
 		provider: Signing, companyScoped: true,
-		actions:  []Action{{"read", "Read the Company signing key readiness and public key"}},
+		actions: []Action{{"read", "Read the Company signing key readiness and public key"}},
 	},
 	{
 		key: "documents", nameTemplate: "{invoicing_origin}/authorization-details/documents",
 		meaning:  "Read and create the Company's documents",
 		provider: Invoicing, companyScoped: true,
-		actions:  []Action{{"read", "Read documents"}, {"create", "Create documents"}},
+		actions: []Action{{"read", "Read documents"}, {"create", "Create documents"}},
 	},
 }
 

@@ -173,12 +173,13 @@ func checkTypeSchema(d Declaration, t DeclaredType) []Violation {
 // any problem CheckDeclaration reports.
 func (c *Catalog) Extend(decls ...Declaration) (*Catalog, error) {
 	n := &Catalog{
-		ep:      c.ep,
-		scopes:  append([]Scope(nil), c.scopes...),
-		byScope: make(map[string]Scope, len(c.byScope)),
-		types:   append([]*Type(nil), c.types...),
-		byName:  make(map[string]*Type, len(c.byName)),
-		schemas: make(map[*Type]*jsonschema.Schema, len(c.schemas)),
+		ep:       c.ep,
+		scopes:   append([]Scope(nil), c.scopes...),
+		byScope:  make(map[string]Scope, len(c.byScope)),
+		types:    append([]*Type(nil), c.types...),
+		byName:   make(map[string]*Type, len(c.byName)),
+		schemas:  make(map[*Type]*jsonschema.Schema, len(c.schemas)),
+		verdicts: newVerdicts(),
 	}
 	for k, v := range c.byScope {
 		n.byScope[k] = v

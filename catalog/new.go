@@ -16,8 +16,8 @@ import (
 // nothing is ever fetched from it (the compiler has no loader for it).
 const schemaBase = "https://schemas.miniapp-host.invalid/catalog/"
 
-// Catalog is the compiled catalog for one set of Endpoints. It is immutable
-// and safe for concurrent use; build it once with New.
+// Catalog is the compiled catalog for one set of Endpoints. Its contents
+// never change and it is safe for concurrent use; build it once with New.
 type Catalog struct {
 	ep      Endpoints
 	scopes  []Scope
@@ -25,6 +25,8 @@ type Catalog struct {
 	types   []*Type
 	byName  map[string]*Type
 	schemas map[*Type]*jsonschema.Schema
+	// verdicts memoises the verdicts of detail texts (verdicts.go).
+	verdicts *verdicts
 }
 
 // New builds the catalog for the given endpoints: it fills the placeholders
@@ -43,10 +45,11 @@ func New(ep Endpoints) (*Catalog, error) {
 		"{invoicing_origin}", ep.InvoicingOrigin(),
 	)
 	c := &Catalog{
-		ep:      ep,
-		byScope: make(map[string]Scope, len(scopeDefs)),
-		byName:  make(map[string]*Type, len(typeDefs)),
-		schemas: make(map[*Type]*jsonschema.Schema, len(typeDefs)),
+		ep:       ep,
+		byScope:  make(map[string]Scope, len(scopeDefs)),
+		byName:   make(map[string]*Type, len(typeDefs)),
+		schemas:  make(map[*Type]*jsonschema.Schema, len(typeDefs)),
+		verdicts: newVerdicts(),
 	}
 	for _, d := range scopeDefs {
 		s := Scope{Name: d[0], Meaning: d[1], Provider: Banking, Resource: ep.resource(Banking)}

@@ -1,0 +1,47 @@
+package catalog
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Bounds of the verdict memo: how many detail texts it keeps, and the
+// longest text it keeps a verdict for.
+const (
+	maxVerdicts   = 4096
+	maxVerdictKey = 8 << 10
+)
+
+// verdicts memoises the violations of detail texts for one catalog. A
+// catalog never changes, so a verdict never goes stale; when the memo is
+// full it starts again empty, which bounds its memory without bookkeeping.
+// It is safe for concurrent use and read-mostly, hence sync.Map.
+type verdicts struct {
+	m atomic.Pointer[sync.Map]
+	n atomic.Int64
+}
+
+func newVerdicts() *verdicts {
+	v := &verdicts{}
+	v.m.Store(new(sync.Map))
+	return v
+}
+
+func (v *verdicts) get(text []byte) ([]Violation, bool) {
+	x, ok := v.m.Load().Load(string(text))
+	if !ok {
+		return nil, false
+	}
+	return x.([]Violation), true
+}
+
+func (v *verdicts) put(text []byte, vs []Violation) {
+	if len(text) > maxVerdictKey {
+		return
+	}
+	if v.n.Add(1) > maxVerdicts {
+		v.m.Store(new(sync.Map))
+		v.n.Store(1)
+	}
+	v.m.Load().Store(string(text), vs)
+}
