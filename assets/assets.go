@@ -7,5 +7,5 @@ import "embed"
 
 // FS is every embedded file, rooted at this folder.
 //
-//go:embed schemas
+//go:embed schemas bridge
 var FS embed.FS

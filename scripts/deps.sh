@@ -13,6 +13,8 @@ for p in "${pkgs[@]}"; do
 		missing+=("$p")
 	fi
 done
+# The bridge's JavaScript is tested under Node.js 18 or later: any node on PATH will do.
+if ! command -v node >/dev/null 2>&1; then missing+=(nodejs); fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "deps: installing missing Debian packages: ${missing[*]}" >&2

@@ -1,0 +1,294 @@
+/*
+ * window.miniapp: the API a Miniapp sees in Miniapp Host (docs/bridge.md).
+ *
+ * API version 1.0.0, protocol version 1. The host injects this file into the
+ * top frame of its view at document start, with its configuration in place
+ * of the placeholder below. The same file may be loaded by a page itself
+ * (a plain browser tab): the placeholder is then null, window.miniapp.inHost
+ * is false, and every call rejects with code "not_in_host".
+ *
+ * Everything the script needs from the page's realm (the transport, JSON,
+ * Promise, Object, Reflect, the user-activation getter) is captured here,
+ * before any page script runs, so a page that later overrides globals or
+ * prototypes cannot redirect the bridge's own messages.
+ */
+(function (config) {
+  'use strict';
+
+  var w = window;
+  var O = Object;
+  var freeze = O.freeze;
+  var defineProperty = O.defineProperty;
+  var create = O.create;
+  var getOwnPropertyDescriptor = O.getOwnPropertyDescriptor;
+  var apply = Reflect.apply;
+  var P = Promise;
+  var stringify = JSON.stringify;
+  var Err = Error;
+  var microtask = w.queueMicrotask;
+
+  var VERSION = '1.0.0';
+  var PROTOCOL = 1;
+
+  // A page that loads this file while the host has already injected it
+  // keeps the host's object, which is not configurable.
+  if (w.miniapp !== undefined) {
+    return;
+  }
+
+  // The transport: the function the host bound, captured now and removed
+  // from window, so that page scripts cannot post with it directly. Only
+  // the top frame gets a transport; a copy loaded in a subframe is a plain
+  // "not in a host" API.
+  //
+  // The key is kept only in a document of the Miniapp's own origin. The
+  // host checks every call's origin anyway; this keeps the key away from
+  // another site that the view may show, which could otherwise learn it
+  // (by replacing window.external.invoke, which the binding uses) and
+  // later post with it from an iframe inside the Miniapp.
+  var post = null;
+  var key = '';
+  if (config !== null && typeof config === 'object' && w === w.top) {
+    var bound = w[config.post];
+    try {
+      delete w[config.post];
+    } catch (e) {
+      // A binding the page cannot see is the goal; if it cannot be
+      // deleted, the key still keeps forged messages out.
+    }
+    var here = '';
+    try {
+      here = w.location.origin;
+    } catch (e) {
+      here = '';
+    }
+    if (typeof bound === 'function' && here === config.origin) {
+      post = bound;
+      key = config.key;
+    }
+  }
+  var inHost = post !== null;
+
+  // Whether the current call runs in a user gesture. Two signals, both
+  // required:
+  //  - a trusted input event (a real key press, click or touch) in the last
+  //    GESTURE_MS. The host's own Eval counts as a user gesture in WebKit
+  //    (notes/webkitgtk.md), so a page chaining openExternal on a bridge
+  //    reply or event would otherwise pass for one; Eval produces no input
+  //    events. The listeners are registered now, on window, in the capture
+  //    phase, before any page script, so no page listener runs first or
+  //    stops them, and Event.isTrusted cannot be forged.
+  //  - navigator.userActivation.isActive, where the API exists (the getter
+  //    is taken from the prototype now, so redefining it later changes
+  //    nothing).
+  var GESTURE_MS = 5000;
+  var perf = w.performance;
+  var perfNow = perf && perf.now;
+  var lastInput = -1;
+  function clock() {
+    try {
+      return apply(perfNow, perf, []);
+    } catch (e) {
+      return -1;
+    }
+  }
+  function onInput(ev) {
+    if (ev !== null && typeof ev === 'object' && ev.isTrusted === true) {
+      lastInput = clock();
+    }
+  }
+  var INPUTS = ['keydown', 'mousedown', 'pointerdown', 'pointerup', 'touchend', 'click'];
+  if (typeof w.addEventListener === 'function') {
+    for (var n = 0; n < INPUTS.length; n++) {
+      try {
+        apply(w.addEventListener, w, [INPUTS[n], onInput, true]);
+      } catch (e) {
+        // Without input events no call counts as a gesture.
+      }
+    }
+  }
+  var activation = null;
+  var isActiveGetter = null;
+  try {
+    activation = w.navigator.userActivation || null;
+    if (activation !== null) {
+      var d = getOwnPropertyDescriptor(O.getPrototypeOf(activation), 'isActive');
+      isActiveGetter = d && d.get ? d.get : null;
+    }
+  } catch (e) {
+    activation = null;
+  }
+  function userGesture() {
+    var t = clock();
+    if (lastInput < 0 || t < 0 || t - lastInput > GESTURE_MS) {
+      return false;
+    }
+    if (activation === null || isActiveGetter === null) {
+      return true;
+    }
+    try {
+      return apply(isActiveGetter, activation, []) === true;
+    } catch (e) {
+      return false;
+    }
+  }
+
+  function makeError(code, message) {
+    var e = new Err(message);
+    e.name = 'MiniappError';
+    e.code = code;
+    return e;
+  }
+
+  // Calls in flight, by id. A null-prototype object: no inherited keys, no
+  // page-overridable Map methods.
+  var pending = create(null);
+  var nextID = 0;
+
+  function call(method, params) {
+    return new P(function (resolve, reject) {
+      if (!inHost) {
+        reject(makeError('not_in_host', 'miniapp: not in a host'));
+        return;
+      }
+      nextID += 1;
+      var id = nextID;
+      var msg = { v: PROTOCOL, id: id, key: key, method: method };
+      if (params !== undefined) {
+        msg.params = params;
+      }
+      var text;
+      try {
+        text = stringify(msg);
+      } catch (e) {
+        reject(makeError('invalid_params', 'miniapp: params cannot be sent as JSON'));
+        return;
+      }
+      pending[id] = { resolve: resolve, reject: reject };
+      try {
+        apply(post, w, [text]);
+      } catch (e) {
+        delete pending[id];
+        reject(makeError('host_error', 'miniapp: the host transport failed'));
+      }
+    });
+  }
+
+  // Event listeners, by event name.
+  var EVENTS = { shown: true, hidden: true, themechanged: true };
+  var listeners = create(null);
+
+  function checkListener(type, fn) {
+    if (typeof type !== 'string' || EVENTS[type] !== true) {
+      throw new TypeError('miniapp: unknown event ' + stringify(String(type)));
+    }
+    if (typeof fn !== 'function') {
+      throw new TypeError('miniapp: a listener must be a function');
+    }
+  }
+
+  function addEventListener(type, fn) {
+    checkListener(type, fn);
+    var list = listeners[type] || [];
+    for (var i = 0; i < list.length; i++) {
+      if (list[i] === fn) {
+        return;
+      }
+    }
+    var next = [];
+    for (var j = 0; j < list.length; j++) {
+      next[j] = list[j];
+    }
+    next[list.length] = fn;
+    listeners[type] = next;
+  }
+
+  function removeEventListener(type, fn) {
+    checkListener(type, fn);
+    var list = listeners[type] || [];
+    var next = [];
+    for (var i = 0; i < list.length; i++) {
+      if (list[i] !== fn) {
+        next[next.length] = list[i];
+      }
+    }
+    listeners[type] = next;
+  }
+
+  function fire(type, data) {
+    if (EVENTS[type] !== true) {
+      return;
+    }
+    // A snapshot: listeners added or removed by a listener take effect
+    // from the next event.
+    var list = listeners[type] || [];
+    for (var i = 0; i < list.length; i++) {
+      try {
+        apply(list[i], api, [data]);
+      } catch (e) {
+        // One failing listener must not starve the others; rethrow later
+        // so the error still reaches the console.
+        if (typeof microtask === 'function') {
+          apply(microtask, w, [function () { throw e; }]);
+        }
+      }
+    }
+  }
+
+  // receive is called by the host, as window.__miniappHostReceive(msg),
+  // with a reply {v, id, ok, result|error} or an event {v, event, data}.
+  function receive(msg) {
+    if (msg === null || typeof msg !== 'object' || msg.v !== PROTOCOL) {
+      return;
+    }
+    if (typeof msg.event === 'string') {
+      fire(msg.event, msg.data);
+      return;
+    }
+    var id = msg.id;
+    // id 0 answers a message the host could not attribute to this script
+    // (docs/bridge.md, "Gating"): it settles nothing.
+    if (typeof id !== 'number' || id < 1) {
+      return;
+    }
+    var p = pending[id];
+    if (p === undefined) {
+      return;
+    }
+    delete pending[id];
+    if (msg.ok === true) {
+      p.resolve(msg.result);
+      return;
+    }
+    var err = msg.error;
+    var code = err && typeof err.code === 'string' ? err.code : 'host_error';
+    var text = err && typeof err.message === 'string' ? err.message : 'the host refused the call';
+    p.reject(makeError(code, 'miniapp: ' + text));
+  }
+
+  var api = freeze({
+    version: VERSION,
+    inHost: inHost,
+    ready: function () { return call('ready'); },
+    close: function () { return call('close'); },
+    getContext: function () { return call('getContext'); },
+    // req: {scope: "openid profile", authorization_details: [...], org_id: "..."}.
+    // The host checks it; extra or mistyped fields are refused there.
+    authorize: function (req) { return call('authorize', req); },
+    openExternal: function (url) {
+      return call('openExternal', { url: url, gesture: userGesture() });
+    },
+    addEventListener: addEventListener,
+    removeEventListener: removeEventListener,
+    // on(type, fn) adds a listener and returns a function that removes it.
+    on: function (type, fn) {
+      addEventListener(type, fn);
+      return function () { removeEventListener(type, fn); };
+    }
+  });
+
+  defineProperty(w, 'miniapp', { value: api, writable: false, configurable: false, enumerable: true });
+  if (inHost) {
+    defineProperty(w, config.receive, { value: receive, writable: false, configurable: false, enumerable: false });
+  }
+})(/*@miniapp-host-config*/ null);

@@ -1,0 +1,58 @@
+package bridge
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestBus(t *testing.T) {
+	clock := time.Date(2026, 11, 22, 18, 0, 0, 5, time.FixedZone("x", 3600))
+	t.Run("envelope", func(t *testing.T) {
+		bus := NewBus(func() time.Time { return clock })
+		s := bus.Subscribe(2)
+		bus.Publish(CookiesSyncedEvent{Origin: "https://app.example", Names: []string{"sid", "csrf"}})
+		got := string(<-s.C())
+		want := `{"type":"event","seq":1,"time":"2026-11-22T17:00:00.000000005Z","kind":"cookies.synced","data":{"origin":"https://app.example","names":["sid","csrf"]}}`
+		if got != want || !json.Valid([]byte(got)) {
+			t.Fatalf("envelope\n got %s\nwant %s", got, want)
+		}
+	})
+	t.Run("a full subscriber is dropped, others are not", func(t *testing.T) {
+		bus := NewBus(nil)
+		slow, fast := bus.Subscribe(2), bus.Subscribe(8)
+		for i := 0; i < 3; i++ {
+			bus.Publish(BridgeCallEvent{Method: "ready", Decision: DecisionAllowed})
+		}
+		if !slow.Dropped() || fast.Dropped() || bus.Subscribers() != 1 {
+			t.Fatalf("slow dropped %v, fast dropped %v, %d subscribers", slow.Dropped(), fast.Dropped(), bus.Subscribers())
+		}
+		n := 0
+		for range slow.C() {
+			n++
+		}
+		if n != 2 {
+			t.Fatalf("slow subscriber kept %d envelopes, want the 2 it had room for", n)
+		}
+		if len(fast.C()) != 3 {
+			t.Fatalf("fast subscriber has %d envelopes", len(fast.C()))
+		}
+		fast.Close()
+		fast.Close() // twice is fine
+		slow.Close() // after a drop is fine
+		if bus.Subscribers() != 0 {
+			t.Fatal("subscribers left")
+		}
+	})
+	t.Run("nil bus discards", func(t *testing.T) {
+		var bus *Bus
+		bus.Publish(NavigationEvent{URL: "https://app.example/"})
+	})
+	t.Run("fingerprint", func(t *testing.T) {
+		// The FIPS 180-2 vector for "abc": a test driver in any
+		// language computes the same value.
+		if got := Fingerprint("abc"); got != "ba7816bf8f01cfea" {
+			t.Fatalf("Fingerprint(abc) = %s", got)
+		}
+	})
+}

@@ -1,0 +1,249 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Controller carries out automation commands (docs/automation.md,
+// "Commands"). Package host implements it. View selects a Miniapp view by
+// the id that Open returned; "" means the view opened last. An *Error
+// returned by a method reaches the test driver with its code; any other
+// error reaches it as command_failed with its text (the channel is
+// authenticated and on loopback, and a test author needs the reason).
+type Controller interface {
+	// Open resolves and opens a Miniapp, as `miniapp-host open` does.
+	Open(ctx context.Context, cmd OpenCommand) (OpenResult, error)
+	// ApproveConsent approves the consent view on screen.
+	ApproveConsent(ctx context.Context, cmd ApproveCommand) error
+	// DenyConsent denies the consent view on screen.
+	DenyConsent(ctx context.Context, cmd ViewCommand) error
+	// Navigate loads a URL in the view, through the navigation policy.
+	Navigate(ctx context.Context, cmd NavigateCommand) error
+	// Eval evaluates a script in the view's main frame and returns its
+	// completion value as JSON.
+	Eval(ctx context.Context, cmd EvalCommand) (json.RawMessage, error)
+	// Screenshot captures the view.
+	Screenshot(ctx context.Context, cmd ViewCommand) (Screenshot, error)
+	// Close closes the view.
+	Close(ctx context.Context, cmd ViewCommand) error
+}
+
+// Command names.
+const (
+	CommandOpen           = "open"
+	CommandConsentApprove = "consent.approve"
+	CommandConsentDeny    = "consent.deny"
+	CommandNavigate       = "navigate"
+	CommandEval           = "eval"
+	CommandScreenshot     = "screenshot"
+	CommandClose          = "close"
+)
+
+// OpenCommand is the params of open.
+type OpenCommand struct {
+	Origin    string `json:"origin"`
+	ID        string `json:"id"`
+	Dashboard string `json:"dashboard,omitempty"` // the dashboard URL; "" for the host's default
+}
+
+// OpenResult is the result of open.
+type OpenResult struct {
+	View string `json:"view"`
+}
+
+// ViewCommand is the params of commands that only name a view.
+type ViewCommand struct {
+	View string `json:"view,omitempty"`
+}
+
+// ApproveCommand is the params of consent.approve.
+type ApproveCommand struct {
+	View string `json:"view,omitempty"`
+	// Account is the choice to make on the screen, one of the Accounts
+	// of the consent.shown event; "" keeps the screen's default.
+	Account string `json:"account,omitempty"`
+}
+
+// NavigateCommand is the params of navigate.
+type NavigateCommand struct {
+	View string `json:"view,omitempty"`
+	URL  string `json:"url"`
+}
+
+// EvalCommand is the params of eval.
+type EvalCommand struct {
+	View   string `json:"view,omitempty"`
+	Script string `json:"script"`
+}
+
+// Screenshot is the result of screenshot. Data marshals as base64.
+type Screenshot struct {
+	Format string `json:"format"` // "png"
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Data   []byte `json:"data"`
+}
+
+// command is a decoded automation command.
+type command struct {
+	id     int64
+	name   string
+	params fields
+}
+
+// commandReply is a command's reply on the wire.
+type commandReply struct {
+	Type   string      `json:"type"` // "reply"
+	ID     int64       `json:"id"`
+	OK     bool        `json:"ok"`
+	Result any         `json:"result,omitempty"`
+	Error  *replyError `json:"error,omitempty"`
+}
+
+// maxCommandSize caps an incoming command; eval scripts are the largest.
+const maxCommandSize = 1 << 20
+
+// decodeCommand reads {"id":N,"command":"…","params":{…}}. On failure
+// the returned command carries the id when it could be read.
+func decodeCommand(raw []byte) (command, *Error) {
+	var c command
+	if len(raw) > maxCommandSize {
+		return c, Errorf(CodeTooLarge, "command of %d bytes, the limit is %d", len(raw), maxCommandSize)
+	}
+	f, err := splitObject(raw)
+	if err != nil {
+		return c, Errorf(CodeInvalidMessage, "%v", err)
+	}
+	id, present, err := f.integer("id")
+	switch {
+	case err != nil:
+		return c, Errorf(CodeInvalidMessage, "%v", err)
+	case !present:
+		return c, Errorf(CodeInvalidMessage, "id is missing")
+	case id < 1 || id > maxSafeInteger:
+		return c, Errorf(CodeInvalidMessage, "id must be from 1 to %d", int64(maxSafeInteger))
+	}
+	c.id = id
+	if err := f.only("id", "command", "params"); err != nil {
+		return c, Errorf(CodeInvalidMessage, "%v", err)
+	}
+	name, present, err := f.str("command")
+	if err != nil || !present {
+		return c, Errorf(CodeInvalidMessage, "command must be a string")
+	}
+	c.name = name
+	if c.params, _, err = f.object("params"); err != nil {
+		return c, Errorf(CodeInvalidMessage, "%v", err)
+	}
+	return c, nil
+}
+
+// run executes a decoded command against ctl.
+func (c command) run(ctx context.Context, ctl Controller) (any, error) {
+	p := c.params
+	if p == nil {
+		p = fields{}
+	}
+	view := func() (string, error) {
+		v, _, err := p.str("view")
+		return v, err
+	}
+	// Errors in params are the driver's; errors from ctl are the host's.
+	invalid := func(err error) error { return Errorf(CodeInvalidParams, "%v", err) }
+	switch c.name {
+	case CommandOpen:
+		if err := p.only("origin", "id", "dashboard"); err != nil {
+			return nil, invalid(err)
+		}
+		var cmd OpenCommand
+		var err error
+		if cmd.Origin, err = p.required("origin"); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.ID, err = p.required("id"); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.Dashboard, _, err = p.str("dashboard"); err != nil {
+			return nil, invalid(err)
+		}
+		return ctl.Open(ctx, cmd)
+	case CommandConsentApprove:
+		if err := p.only("view", "account"); err != nil {
+			return nil, invalid(err)
+		}
+		var cmd ApproveCommand
+		var err error
+		if cmd.View, err = view(); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.Account, _, err = p.str("account"); err != nil {
+			return nil, invalid(err)
+		}
+		return nil, ctl.ApproveConsent(ctx, cmd)
+	case CommandConsentDeny, CommandScreenshot, CommandClose:
+		if err := p.only("view"); err != nil {
+			return nil, invalid(err)
+		}
+		v, err := view()
+		if err != nil {
+			return nil, invalid(err)
+		}
+		cmd := ViewCommand{View: v}
+		switch c.name {
+		case CommandConsentDeny:
+			return nil, ctl.DenyConsent(ctx, cmd)
+		case CommandScreenshot:
+			return ctl.Screenshot(ctx, cmd)
+		}
+		return nil, ctl.Close(ctx, cmd)
+	case CommandNavigate:
+		if err := p.only("view", "url"); err != nil {
+			return nil, invalid(err)
+		}
+		var cmd NavigateCommand
+		var err error
+		if cmd.View, err = view(); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.URL, err = p.required("url"); err != nil {
+			return nil, invalid(err)
+		}
+		return nil, ctl.Navigate(ctx, cmd)
+	case CommandEval:
+		if err := p.only("view", "script"); err != nil {
+			return nil, invalid(err)
+		}
+		var cmd EvalCommand
+		var err error
+		if cmd.View, err = view(); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.Script, err = p.required("script"); err != nil {
+			return nil, invalid(err)
+		}
+		v, err := ctl.Eval(ctx, cmd)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil || !json.Valid(v) {
+			// The completion value of a script may be undefined.
+			return json.RawMessage("null"), nil
+		}
+		return v, nil
+	}
+	return nil, Errorf(CodeUnknownCommand, "no command %s", quote(c.name))
+}
+
+// required reads a string field that must be present and non-empty.
+func (f fields) required(name string) (string, error) {
+	s, present, err := f.str(name)
+	if err != nil {
+		return "", err
+	}
+	if !present || s == "" {
+		return "", errors.New(name + " is required")
+	}
+	return s, nil
+}

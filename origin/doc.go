@@ -1,0 +1,37 @@
+// Package origin is Miniapp Host's one origin policy (ARCHITECTURE.md, "One
+// origin policy"; spec sections 2.9 and 4.3). The resolver, the host's
+// navigation policy, the bridge and the cookie sync all ask this package, and
+// nothing else, whether two URLs share an origin or whether an origin is
+// allowed.
+//
+// The webview navigates what the WHATWG URL Standard makes of a string, and
+// Go's net/url disagrees with it on many inputs (backslashes, numeric and
+// percent-encoded hosts, IDN, dot segments, tabs and newlines; see
+// notes/security.md). So URLs coming from outside are parsed once with
+// [ParseURL] or [ResolveReference], which follow the WHATWG parser, and every
+// check is then made on the canonical result, which is also the URL to
+// navigate. Origins are compared as whole tuples with [Origin.Equal]: there
+// are no wildcards, no suffix or prefix matches and no host-only comparisons.
+//
+// Decisions, in one place:
+//   - Hosts are lower-cased, IDN is converted to punycode (UTS #46,
+//     non-transitional, as browsers do), percent-encoded hosts are decoded,
+//     numeric IPv4 forms (2130706433, 0x7f.1, 0177.0.0.1) become dotted
+//     decimal and IPv6 is compressed. The default port is dropped.
+//   - A trailing dot is kept: https://a.example. is another origin than
+//     https://a.example, as it is in a browser.
+//   - http, https, ws, wss and ftp URLs have tuple origins (WHATWG); a blob:
+//     URL has the origin of the http(s) URL inside it; every other scheme
+//     (javascript:, data:, file:, about:, intent:, ...) has an opaque origin,
+//     which is equal to nothing, itself included.
+//   - Schemes that the WHATWG standard does not call special (javascript:,
+//     data:, intent:, ...) are percent-encoded but not otherwise normalised;
+//     their origin is opaque, so nothing depends on their shape.
+//   - Where Go's url.URL cannot carry the WHATWG serialisation byte for byte,
+//     ParseURL chooses the equivalent Go can carry: "|" in a path,
+//     "#^{|}\" in a fragment and "`{}" in a host are percent-encoded (a
+//     browser decodes them back to the same host), and an empty fragment
+//     ("#" with nothing after it) is dropped. A "%" that does
+//     not start a valid percent-escape in the path, fragment or userinfo is
+//     refused rather than guessed at. None of these changes an origin.
+package origin
