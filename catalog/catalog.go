@@ -2,8 +2,9 @@ package catalog
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
+
+	"github.com/miniapp-host/miniapp-host/origin"
 )
 
 // Endpoints are the addresses that the spec writes as placeholders
@@ -40,23 +41,23 @@ func (e Endpoints) SigningOrigin() string { o, _ := originOf(e.SigningBaseURL); 
 // InvoicingOrigin is {invoicing_origin}: the origin of InvoicingBaseURL.
 func (e Endpoints) InvoicingOrigin() string { o, _ := originOf(e.InvoicingBaseURL); return o }
 
-// originOf returns the ASCII origin of an absolute http(s) resource address.
-// The catalog uses it only to build type names from configuration it trusts;
-// origin checks on outside input belong to package origin.
+// originOf checks that raw is an absolute http(s) URL without userinfo,
+// query or fragment, and returns the ASCII serialization of its origin, as
+// the one origin policy (package origin) computes it. The resource address
+// itself is kept as configured: `locations` and `resource` compare with it
+// exactly (spec 2.2 rule 2).
 func originOf(raw string) (string, error) {
-	u, err := url.Parse(raw)
+	u, err := origin.ParseURL(raw)
 	if err != nil {
 		return "", err
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
 		return "", fmt.Errorf("%q is not an http(s) URL", raw)
-	case u.Host == "":
-		return "", fmt.Errorf("%q has no host", raw)
-	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+	case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "?#"):
 		return "", fmt.Errorf("%q must not carry userinfo, query or fragment", raw)
 	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host), nil
+	return origin.Of(u).String(), nil
 }
 
 // Provider names the owner of a permission (spec 1, "Providers in the catalog").
