@@ -40,6 +40,8 @@ type command struct {
 // commands is the table of subcommands; each lives in a file of its own.
 var commands = map[string]command{
 	"catalog": {"print the permission catalog, or check an authorization request", runCatalog},
+	"resolve": {"resolve a Miniapp by origin and id, or check a manifest offline", runResolve},
+	"serve":   {"run the reference authorization server and dashboard", runServe},
 }
 
 func main() {

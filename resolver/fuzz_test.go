@@ -1,0 +1,54 @@
+package resolver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// FuzzManifest feeds arbitrary manifests (and client configurations) to the
+// offline check: it must never panic, must answer either a Miniapp or a
+// Rejection with at least one reason, and an accepted Miniapp must load a
+// URL on the manifest's origin that allowed_origins lists.
+func FuzzManifest(f *testing.F) {
+	for _, c := range loadCorpus(f) {
+		if c.ManifestRaw != nil {
+			f.Add([]byte(*c.ManifestRaw), []byte(c.Client))
+		} else {
+			f.Add([]byte(c.Manifest), []byte(c.Client))
+		}
+	}
+	f.Add([]byte(testManifest), []byte(testConf))
+	f.Add([]byte(`{"id":"com.example.notes","name":"n","start_url":"\\\\evil","oauth":{"client_id":"c"}}`), []byte(testPublic))
+	r, err := New(Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	const manifestURL = "http://127.0.0.1:8080/miniapp.webmanifest"
+	f.Fuzz(func(t *testing.T, manifest, client []byte) {
+		app, err := r.Check(context.Background(), "com.example.notes", manifestURL, manifest, client)
+		if err != nil {
+			var rej *Rejection
+			if !errors.As(err, &rej) {
+				t.Fatalf("error %T %v is not a Rejection", err, err)
+			}
+			if len(rej.Reasons) == 0 || rej.Report.Outcome != OutcomeRejected {
+				t.Fatalf("rejection without reasons: %+v", rej)
+			}
+			if _, err := json.Marshal(rej.Report); err != nil {
+				t.Fatalf("report does not marshal: %v", err)
+			}
+			return
+		}
+		mo := origin.MustParse("http://127.0.0.1:8080")
+		if !origin.Of(app.LoadURL).Equal(mo) || !origin.InList(origin.Of(app.LoadURL), app.Client.AllowedOrigins) {
+			t.Fatalf("accepted a Miniapp that loads %s (allowed %q)", app.LoadURL, app.Client.AllowedOrigins)
+		}
+		if app.Client.Confidential() && app.AuthURL == nil {
+			t.Fatal("accepted a confidential client without auth_url")
+		}
+	})
+}
