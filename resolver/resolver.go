@@ -176,7 +176,7 @@ func (r *Resolver) evaluate(ctx context.Context, rep *Report, id string, body []
 		return nil, rep.reject([]Reason{*reason})
 	}
 	rep.ok(StageParse)
-	if reasons := schemaReasons(r.schemas.manifest, r.schemas.manifestDoc, StageSchema, "manifest", v); len(reasons) > 0 {
+	if reasons := schemaReasons(r.schemas.manifest, StageSchema, "manifest", v); len(reasons) > 0 {
 		return nil, rep.reject(reasons)
 	}
 	var m Manifest
@@ -252,7 +252,7 @@ func (r *Resolver) clientStage(ctx context.Context, rep *Report, m *Manifest, so
 	if reason != nil {
 		return nil, rep.reject([]Reason{*reason})
 	}
-	if reasons := schemaReasons(r.schemas.client, r.schemas.clientDoc, StageClient, "client configuration", v); len(reasons) > 0 {
+	if reasons := schemaReasons(r.schemas.client, StageClient, "client configuration", v); len(reasons) > 0 {
 		return nil, rep.reject(reasons)
 	}
 	var c ClientConfig

@@ -11,7 +11,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/miniapp-host/miniapp-host/assets"
 )
@@ -27,26 +30,25 @@ const (
 // schemas are the two draft-07 schemas, compiled once per process from the
 // embedded files.
 type schemas struct {
-	manifest, client       *jsonschema.Schema
-	manifestDoc, clientDoc any // the schema documents, to name missing and unknown members
+	manifest, client *jsonschema.Schema
 }
 
 var compiledSchemas = sync.OnceValues(func() (*schemas, error) {
 	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft7
+	c.DefaultDraft(jsonschema.Draft7)
+	// No loader: the schemas are embedded and may not reach anything else.
+	c.UseLoader(jsonschema.SchemeURLLoader{})
 	out := &schemas{}
-	for _, s := range []struct {
-		path, id string
-		doc      *any
-	}{{manifestSchemaPath, manifestSchemaID, &out.manifestDoc}, {clientSchemaPath, clientSchemaID, &out.clientDoc}} {
+	for _, s := range []struct{ path, id string }{{manifestSchemaPath, manifestSchemaID}, {clientSchemaPath, clientSchemaID}} {
 		b, err := assets.FS.ReadFile(s.path)
 		if err != nil {
 			return nil, fmt.Errorf("resolver: reading schema: %w", err)
 		}
-		if err := json.Unmarshal(b, s.doc); err != nil {
-			return nil, fmt.Errorf("resolver: schema %s: %w", s.path, err)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err == nil {
+			err = c.AddResource(s.id, doc)
 		}
-		if err := c.AddResource(s.id, bytes.NewReader(b)); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("resolver: schema %s: %w", s.path, err)
 		}
 	}
@@ -111,7 +113,7 @@ func lineCol(data []byte, off int64) (line, col int) {
 
 // schemaReasons validates v and lists every violation, sorted by pointer and
 // code so that reports are stable.
-func schemaReasons(s *jsonschema.Schema, schemaDoc any, stage Stage, doc string, v any) []Reason {
+func schemaReasons(s *jsonschema.Schema, stage Stage, doc string, v any) []Reason {
 	err := s.Validate(v)
 	if err == nil {
 		return nil
@@ -129,7 +131,7 @@ func schemaReasons(s *jsonschema.Schema, schemaDoc any, stage Stage, doc string,
 			}
 			return
 		}
-		out = append(out, leafReasons(e, schemaDoc, v, stage, doc)...)
+		out = append(out, leafReasons(e, stage, doc)...)
 	}
 	walk(ve)
 	sort.Slice(out, func(i, j int) bool {
@@ -146,16 +148,30 @@ func schemaReasons(s *jsonschema.Schema, schemaDoc any, stage Stage, doc string,
 
 // leafReasons turns one violation into reasons. A required or
 // additionalProperties violation becomes one reason per member, pointing at
-// the member; the names come from the schema document and the instance, not
-// from the validator's message text.
-func leafReasons(e *jsonschema.ValidationError, schemaDoc, v any, stage Stage, doc string) []Reason {
-	kw := e.KeywordLocation[strings.LastIndexByte(e.KeywordLocation, '/')+1:]
+// the member; the names come from the validator's typed error kinds, never
+// from message text.
+func leafReasons(e *jsonschema.ValidationError, stage Stage, doc string) []Reason {
+	kp := e.ErrorKind.KeywordPath()
+	kw := ""
+	if len(kp) > 0 {
+		kw = kp[len(kp)-1]
+	}
+	if _, ok := e.ErrorKind.(*kind.Not); ok {
+		kw = "not" // the library gives "not" no keyword path
+	}
 	code := "schema-" + kebab(kw)
-	at := e.InstanceLocation
-	switch kw {
-	case "required", "additionalProperties":
-		var out []Reason
-		for _, name := range memberNames(kw, e.KeywordLocation, schemaDoc, lookup(v, at)) {
+	at := pointerOf(e.InstanceLocation)
+	var names []string
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		names = append(names, k.Missing...)
+	case *kind.AdditionalProperties:
+		names = append(names, k.Properties...)
+		sort.Strings(names)
+	}
+	if len(names) > 0 {
+		out := make([]Reason, 0, len(names))
+		for _, name := range names {
 			r := Reason{Stage: stage, Code: code, Pointer: at + "/" + escapePointer(name)}
 			if kw == "required" {
 				r.Message = fmt.Sprintf("the %s lacks the required member %s", doc, memberName(r.Pointer))
@@ -166,68 +182,24 @@ func leafReasons(e *jsonschema.ValidationError, schemaDoc, v any, stage Stage, d
 			}
 			out = append(out, r)
 		}
-		if len(out) > 0 {
-			return out
-		}
+		return out
 	}
 	return []Reason{{Stage: stage, Code: code, Pointer: at,
-		Message: fmt.Sprintf("%s: %s", memberName(at), e.Message),
+		Message: fmt.Sprintf("%s: %s", memberName(at), e.ErrorKind.LocalizedString(english)),
 		Hint:    keywordHint(kw, at)}}
 }
 
-// memberNames lists the members missing (required) or not allowed
-// (additionalProperties) in the object instance, from the schema object at
-// the keyword's location.
-func memberNames(kw, keywordLocation string, schemaDoc, instance any) []string {
-	obj, ok := instance.(map[string]any)
-	if !ok {
-		return nil
-	}
-	parent, _ := lookup(schemaDoc, strings.TrimSuffix(keywordLocation, "/"+kw)).(map[string]any)
-	var names []string
-	switch kw {
-	case "required":
-		req, _ := parent["required"].([]any)
-		for _, n := range req {
-			if name, ok := n.(string); ok {
-				if _, present := obj[name]; !present {
-					names = append(names, name)
-				}
-			}
-		}
-	case "additionalProperties":
-		props, _ := parent["properties"].(map[string]any)
-		for name := range obj {
-			if _, known := props[name]; !known {
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-	}
-	return names
-}
+// english prints the validator's messages.
+var english = message.NewPrinter(language.English)
 
-// lookup resolves a JSON pointer (RFC 6901) in a decoded JSON value.
-func lookup(v any, ptr string) any {
-	if ptr == "" {
-		return v
+// pointerOf renders an instance location as an RFC 6901 pointer.
+func pointerOf(loc []string) string {
+	var b strings.Builder
+	for _, seg := range loc {
+		b.WriteByte('/')
+		b.WriteString(escapePointer(seg))
 	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
-		switch n := v.(type) {
-		case map[string]any:
-			v = n[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(n) {
-				return nil
-			}
-			v = n[i]
-		default:
-			return nil
-		}
-	}
-	return v
+	return b.String()
 }
 
 func specSection(doc string) string {
