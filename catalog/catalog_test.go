@@ -250,7 +250,13 @@ func TestDetailRules(t *testing.T) {
 		{"suggested 80 chars", ac("account_binding", map[string]any{"key": "k", "name": map[string]any{"suggested": repeat("x", 80)}}), nil},
 		{"suggested 81 chars", ac("account_binding", map[string]any{"key": "k", "name": map[string]any{"suggested": repeat("x", 81)}}), []string{p + "/account_binding/name/suggested too_long"}},
 		{"suggested all whitespace", ac("account_binding", map[string]any{"key": "k", "name": map[string]any{"suggested": " \t "}}), []string{p + "/account_binding/name/suggested blank"}},
-		{"suggested empty", ac("account_binding", map[string]any{"key": "k", "name": map[string]any{"suggested": ""}}), []string{p + "/account_binding/name/suggested blank", p + "/account_binding/name/suggested too_short"}},
+		{"suggested empty", ac("account_binding", map[string]any{"key": "k", "name": map[string]any{"suggested": ""}}), []string{p + "/account_binding/name/suggested too_short"}},
+		{"suggested invisible characters only", ac("account_binding", map[string]any{"key": "k", "name": map[string]any{"suggested": "\u00a0\u3000\u2003\u200b"}}), []string{p + "/account_binding/name/suggested blank"}},
+		{"suggested with one visible character", ac("account_binding", map[string]any{"key": "k", "name": map[string]any{"suggested": "\u3000x"}}), nil},
+		// integers spelled with a fraction or an exponent (review finding)
+		{"selection min 5.0 above max", ba("selection", map[string]any{"min": json.Number("5.0"), "max": 1}), []string{p + "/selection/min non_canonical_number", p + "/selection/min selection_min_above_max"}},
+		{"interval count 3.65e2", budget("interval.count", json.Number("3.65e2")), []string{p + "/budget/interval/count non_canonical_number"}},
+		{"interval count 1.5", budget("interval.count", json.Number("1.5")), []string{p + "/budget/interval/count wrong_type"}},
 		{"editable a string", ac("account_binding", map[string]any{"key": "k", "name": map[string]any{"suggested": "x", "editable": "yes"}}), []string{p + "/account_binding/name/editable wrong_type"}},
 		{"account_binding without name", ac("account_binding", map[string]any{"key": "k"}), []string{p + "/account_binding/name missing_field"}},
 		// spec 2.5 types

@@ -1,14 +1,17 @@
 package catalog
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
 // OAuth error codes a violation maps to (RFC 6749 §4.1.2.1, RFC 8707 §2,
@@ -28,6 +31,11 @@ const (
 	// MaxDepth caps the nesting of arrays and objects; the deepest catalog
 	// detail nests 5 levels below the request.
 	MaxDepth = 32
+	// MaxDetails caps the authorization_details objects of one request.
+	MaxDetails = 64
+	// MaxViolations caps the violations reported for one request; past it a
+	// last violation says how many more there were.
+	MaxViolations = 100
 )
 
 // Request is an authorization request as the catalog reads it: the
@@ -121,6 +129,7 @@ func (c *Catalog) Check(req Request) *Result {
 		c.checkResource(req, r)
 	}
 	sortViolations(r.Violations)
+	r.capViolations()
 	return r
 }
 
@@ -129,14 +138,23 @@ func (c *Catalog) Check(req Request) *Result {
 func (c *Catalog) checkScopes(req Request, r *Result) bool {
 	allKnown := true
 	seen := map[string]bool{}
-	for _, s := range strings.Fields(req.Scope) {
-		if seen[s] {
+	// RFC 6749 §3.3: scope tokens separated by single spaces. Other white
+	// space is not a separator: "openid\tprofile" is one (invalid) token,
+	// not two scopes. Empty tokens from doubled spaces are passed over.
+	for _, s := range strings.Split(req.Scope, " ") {
+		if s == "" || seen[s] {
 			continue
 		}
 		seen[s] = true
+		if !isScopeToken(s) {
+			r.add("/scope", "bad_scope_syntax", ErrInvalidScope,
+				fmt.Sprintf("%s is not a scope token: scopes are printable ASCII without \" or \\, separated by single spaces (RFC 6749 §3.3)", show(s)))
+			allKnown = false
+			continue
+		}
 		if _, ok := c.byScope[s]; !ok {
 			r.add("/scope", "unknown_scope", ErrInvalidScope,
-				fmt.Sprintf("scope %q is not in the catalog; use one of the 12 catalog scopes (miniapp-host catalog)", s))
+				fmt.Sprintf("scope %s is not in the catalog; use one of the catalog scopes (miniapp-host catalog)", show(s)))
 			allKnown = false
 			continue
 		}
@@ -217,6 +235,11 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 	if len(arr) == 0 {
 		r.add(ptr, "empty", ErrInvalidAuthorizationDetails,
 			"authorization_details must hold at least one object; leave the parameter out to request none")
+		return
+	}
+	if len(arr) > MaxDetails {
+		r.add(ptr, "too_many_details", ErrInvalidAuthorizationDetails,
+			fmt.Sprintf("authorization_details holds %d objects; a request carries at most %d", len(arr), MaxDetails))
 		return
 	}
 	present := map[string][]int{} // type key -> indexes
@@ -313,6 +336,25 @@ func crossFieldRules(r *Result, p string, t *Type, obj map[string]any) {
 				"bank_account needs exactly one of selection or identifiers (spec 2.3); add one")
 		}
 	}
+	// An integer spelled 5.0 or 5e0 is an integer to JSON Schema, but not to
+	// every reader of the grant: ask for the plain spelling, so that the
+	// consent screen, the grant and the Resource Server read one value.
+	walkNumbers(obj, "", func(ptr string, n json.Number) {
+		if strings.ContainsAny(string(n), ".eE") {
+			if _, integral := intOf(n); integral {
+				r.add(p+ptr, "non_canonical_number", ErrInvalidAuthorizationDetails,
+					fmt.Sprintf("%s is an integer written as %s; write it without fraction or exponent", fieldName(ptr), show(string(n))))
+			}
+		}
+	})
+	if ab, ok := obj["account_binding"].(map[string]any); ok {
+		if name, ok := ab["name"].(map[string]any); ok {
+			if s, ok := name["suggested"].(string); ok && s != "" && !visible(s) {
+				r.add(p+"/account_binding/name/suggested", "blank", ErrInvalidAuthorizationDetails,
+					"account_binding.name.suggested must contain at least one visible character (spec 2.4); white space and invisible characters alone are blank")
+			}
+		}
+	}
 	if sel, ok := obj["selection"].(map[string]any); ok {
 		lo, okLo := intOf(sel["min"])
 		hi, okHi := intOf(sel["max"])
@@ -321,6 +363,42 @@ func crossFieldRules(r *Result, p string, t *Type, obj map[string]any) {
 				fmt.Sprintf("selection.min (%d) must not exceed selection.max (%d) (spec 2.3)", lo, hi))
 		}
 	}
+}
+
+// capViolations keeps the first MaxViolations violations and says how many
+// it left out, so that a hostile request cannot make the answer huge.
+func (r *Result) capViolations() {
+	if n := len(r.Violations); n > MaxViolations {
+		r.Violations = append(r.Violations[:MaxViolations-1], Violation{Pointer: "", Code: "too_many_violations",
+			OAuthError: r.Violations[0].OAuthError, Message: fmt.Sprintf("%d more violations are not listed; fix these first", n-MaxViolations+1)})
+	}
+}
+
+// walkNumbers calls fn with the pointer of every number below v.
+func walkNumbers(v any, ptr string, fn func(string, json.Number)) {
+	switch x := v.(type) {
+	case json.Number:
+		fn(ptr, x)
+	case map[string]any:
+		for k, e := range x {
+			walkNumbers(e, ptr+"/"+escapePointer(k), fn)
+		}
+	case []any:
+		for i, e := range x {
+			walkNumbers(e, ptr+"/"+strconv.Itoa(i), fn)
+		}
+	}
+}
+
+// visible reports whether s has a character that is neither white space
+// nor invisible (format characters such as U+200B are invisible).
+func visible(s string) bool {
+	for _, r := range s {
+		if !unicode.IsSpace(r) && unicode.IsGraphic(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // add appends a violation.
@@ -339,6 +417,7 @@ func (c *Catalog) CheckDocument(data []byte) (*Result, error) {
 	r := c.Check(req)
 	r.Violations = append(vs, r.Violations...)
 	sortViolations(r.Violations)
+	r.capViolations()
 	return r, nil
 }
 
@@ -408,101 +487,21 @@ func DecodeRequest(data []byte) (Request, []Violation, error) {
 	return req, vs, nil
 }
 
-// decodeArray checks the size and nesting limits, then decodes one JSON
-// value with exact numbers. When the value is an array it also returns the
-// byte span of each element, found by the same pass that measures nesting,
-// so that callers get each element's own text without encoding it again.
+// jsonLimits bound outside JSON: nesting, and number literals short enough
+// that the schema validator's exact rationals stay cheap.
+var jsonLimits = strictjson.Limits{MaxDepth: MaxDepth, MaxNumberLen: 32, MaxExponentDigits: 3}
+
+// decodeArray checks the size limit, then decodes one JSON value strictly
+// (package strictjson: no member named twice, nothing after the value,
+// bounded nesting and numbers). When the value is an array it also returns
+// the byte span of each element, so that callers get each element's own
+// text without encoding it again.
 func decodeArray(data []byte) (any, [][2]int, error) {
 	if len(data) > MaxRequestBytes {
 		return nil, nil, fmt.Errorf("%d bytes is over the limit of %d", len(data), MaxRequestBytes)
 	}
-	most, spans := scan(data)
-	if most > MaxDepth {
-		return nil, nil, fmt.Errorf("nesting deeper than %d levels", MaxDepth)
-	}
-	v, err := decodeValue(data)
-	if err != nil {
-		return nil, nil, err
-	}
-	if arr, ok := v.([]any); ok && len(arr) != len(spans) {
-		return nil, nil, errors.New("the array's elements could not be delimited")
-	}
-	return v, spans, nil
+	return strictjson.DecodeArray(data, jsonLimits)
 }
-
-// decodeValue decodes one JSON value with numbers kept as json.Number.
-func decodeValue(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, errors.New("text after the JSON value")
-	}
-	return v, nil
-}
-
-// scan returns the deepest nesting of arrays and objects in JSON text and,
-// when the text is an array, the byte span of each of its elements. It
-// ignores brackets inside strings and runs before decoding, so that a deep
-// document is refused without recursion. The spans are meaningful only for
-// text that decodes.
-func scan(data []byte) (most int, spans [][2]int) {
-	d, inStr, esc := 0, false, false
-	topArray, start, last := false, -1, -1 // last: index of the previous non-space byte
-	for i, b := range data {
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case b == '\\':
-				esc = true
-			case b == '"':
-				inStr = false
-			}
-			last = i
-			continue
-		}
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '[', '{':
-			if d == 0 && b == '[' && last < 0 {
-				topArray = true
-			}
-			if d == 1 && start < 0 {
-				start = i
-			}
-			d++
-			most = max(most, d)
-		case ']', '}':
-			d--
-			if d == 0 && topArray && start >= 0 {
-				spans = append(spans, [2]int{start, last + 1})
-				start = -1
-			}
-		case ',':
-			if d == 1 && start >= 0 {
-				spans = append(spans, [2]int{start, last + 1})
-				start = -1
-			}
-		default:
-			if b == '"' {
-				inStr = true
-			}
-			if d == 1 && start < 0 {
-				start = i
-			}
-		}
-		last = i
-	}
-	return most, spans
-}
-
-// depth returns the deepest nesting of arrays and objects in JSON text.
-func depth(data []byte) int { most, _ := scan(data); return most }
 
 func jsonKind(v any) string {
 	switch v.(type) {
@@ -533,13 +532,18 @@ func stringsOf(v any) []string {
 	return out
 }
 
+// intOf reads an integral JSON number, whatever its spelling; strictjson
+// bounds the literal, so the exact rational is cheap.
 func intOf(v any) (int64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
 		return 0, false
 	}
-	i, err := n.Int64()
-	return i, err == nil
+	q, ok := new(big.Rat).SetString(string(n))
+	if !ok || !q.IsInt() || !q.Num().IsInt64() {
+		return 0, false
+	}
+	return q.Num().Int64(), true
 }
 
 func keys(m map[string]bool) []string {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
 // Declaration is what a third party declares to become a Resource Server
@@ -116,9 +118,9 @@ func (c *Catalog) CheckDeclaration(d Declaration) []Violation {
 func checkTypeSchema(d Declaration, t DeclaredType) []Violation {
 	var vs []Violation
 	bad := func(ptr, code, msg string) { vs = append(vs, Violation{Pointer: ptr, Code: code, Message: msg}) }
-	var doc any
-	if err := json.Unmarshal(t.Schema, &doc); err != nil || depth(t.Schema) > MaxDepth {
-		bad("", "bad_schema", "the schema is not a JSON document of reasonable depth")
+	doc, err := strictjson.Decode(t.Schema, jsonLimits)
+	if err != nil {
+		bad("", "bad_schema", "the schema is not a strict JSON document: "+err.Error())
 		return vs
 	}
 	root, ok := doc.(map[string]any)
@@ -161,7 +163,9 @@ func checkTypeSchema(d Declaration, t DeclaredType) []Violation {
 	}
 	if locs, _ := props["locations"].(map[string]any); locs != nil {
 		items, _ := locs["items"].(map[string]any)
-		if items == nil || items["const"] != d.Resource || locs["maxItems"] != 1.0 || locs["minItems"] != 1.0 {
+		lo, _ := intOf(locs["minItems"])
+		hi, _ := intOf(locs["maxItems"])
+		if items == nil || items["const"] != d.Resource || lo != 1 || hi != 1 {
 			bad("/properties/locations", "bad_schema", fmt.Sprintf(`locations must be exactly one item: {"minItems": 1, "maxItems": 1, "items": {"const": %q}} (spec 2.2 rule 2)`, d.Resource))
 		}
 	}

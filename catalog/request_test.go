@@ -56,6 +56,14 @@ func TestRequestRules(t *testing.T) {
 		{"detail a string", Request{AuthorizationDetails: json.RawMessage(`["bank_account"]`)}, []string{"/authorization_details/0 not_an_object invalid_authorization_details"}},
 		{"details too deep", Request{AuthorizationDetails: json.RawMessage(strings.Repeat("[", 40) + strings.Repeat("]", 40))}, []string{"/authorization_details malformed_json invalid_authorization_details"}},
 		{"text after the array", Request{AuthorizationDetails: json.RawMessage(`[] []`)}, []string{"/authorization_details malformed_json invalid_authorization_details"}},
+		// Review findings: separators, strict JSON, size caps.
+		{"tab is not a scope separator", Request{Scope: "openid\tprofile", Resource: []string{"https://bank.example"}}, []string{"/scope bad_scope_syntax invalid_scope"}},
+		{"no-break space is not a separator", Request{Scope: "openid\u00a0profile", Resource: []string{"https://bank.example"}}, []string{"/scope bad_scope_syntax invalid_scope"}},
+		{"doubled spaces are passed over", Request{Scope: " openid  profile ", Resource: []string{"https://bank.example"}}, nil},
+		{"duplicate member", Request{AuthorizationDetails: json.RawMessage(`[{"type":"nope","type":"bank_account","actions":["read"],"subject":{"type":"profile"},"selection":{}}]`)}, []string{"/authorization_details malformed_json invalid_authorization_details"}},
+		{"closing brackets after the array", Request{AuthorizationDetails: json.RawMessage(`[{"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"selection":{}}]]}`)}, []string{"/authorization_details malformed_json invalid_authorization_details"}},
+		{"huge exponent", Request{AuthorizationDetails: json.RawMessage(`[{"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"selection":{"max":1e1000000}}]`)}, []string{"/authorization_details malformed_json invalid_authorization_details"}},
+		{"too many details", Request{AuthorizationDetails: json.RawMessage("[" + strings.Repeat("{},", MaxDetails) + "{}]")}, []string{"/authorization_details too_many_details invalid_authorization_details"}},
 		{"violations come in request order", Request{Scope: "nope", AuthorizationDetails: json.RawMessage(`[{"type":"x"},{"type":"y"}]`)},
 			[]string{"/scope unknown_scope invalid_scope", "/authorization_details/0/type unknown_type invalid_authorization_details", "/authorization_details/1/type unknown_type invalid_authorization_details"}},
 	}
@@ -211,5 +219,25 @@ func TestDecodeRequest(t *testing.T) {
 				t.Errorf("violations:\n got %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestViolationCap: a request built to produce many violations gets a
+// bounded answer that says how many were left out.
+func TestViolationCap(t *testing.T) {
+	c := newTestCatalog(t)
+	var b strings.Builder
+	b.WriteString(`[`)
+	for i := range MaxDetails {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"type":"bank_account","actions":[],"subject":{},"selection":{"min":0,"max":0},"x":1}`)
+	}
+	b.WriteString(`]`)
+	r := c.Check(Request{AuthorizationDetails: json.RawMessage(b.String())})
+	last := r.Violations[len(r.Violations)-1]
+	if len(r.Violations) != MaxViolations || last.Code != "too_many_violations" || !strings.Contains(last.Message, "more violations") {
+		t.Fatalf("%d violations, last %+v", len(r.Violations), last)
 	}
 }

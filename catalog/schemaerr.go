@@ -66,8 +66,6 @@ func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *js
 				code, rule = "invalid_uuid", "must be a UUID: 8-4-4-4-12 hex digits, version digit 1 to 8, variant digit 8, 9, a or b (spec 2.2 rule 4)"
 			case strings.HasSuffix(inst, "/account_binding/key"):
 				code, rule = "invalid_key", "must start with a lower-case letter followed by up to 63 of a-z, 0-9, _ and - (spec 2.4)"
-			case strings.HasSuffix(inst, "/name/suggested"):
-				code, rule = "blank", "must contain at least one non-whitespace character (spec 2.4)"
 			}
 			r.add(ptr+inst, code, oauth, fmt.Sprintf("%s %s; got %s", field, rule, show(val)))
 		case *kind.MinItems:
@@ -77,9 +75,9 @@ func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *js
 		case *kind.UniqueItems:
 			r.add(ptr+inst, "duplicate_items", oauth, fmt.Sprintf("%s: items must be unique; items %d and %d are equal", field, k.Duplicates[0], k.Duplicates[1]))
 		case *kind.Minimum:
-			r.add(ptr+inst, "out_of_range", oauth, fmt.Sprintf("%s must be at least %s, got %s", field, k.Want.RatString(), k.Got.RatString()))
+			r.add(ptr+inst, "out_of_range", oauth, fmt.Sprintf("%s must be at least %s, got %s", field, k.Want.RatString(), show(val)))
 		case *kind.Maximum:
-			r.add(ptr+inst, "out_of_range", oauth, fmt.Sprintf("%s must be at most %s, got %s", field, k.Want.RatString(), k.Got.RatString()))
+			r.add(ptr+inst, "out_of_range", oauth, fmt.Sprintf("%s must be at most %s, got %s", field, k.Want.RatString(), show(val)))
 		case *kind.MinLength:
 			r.add(ptr+inst, "too_short", oauth, fmt.Sprintf("%s must be at least %s long, got %d", field, plural(k.Want, "character"), k.Got))
 		case *kind.MaxLength:

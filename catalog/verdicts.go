@@ -10,6 +10,8 @@ import (
 const (
 	maxVerdicts   = 4096
 	maxVerdictKey = 8 << 10
+	// maxVerdictViolations: verdicts with more violations are not kept.
+	maxVerdictViolations = 8
 )
 
 // verdicts memoises the violations of detail texts for one catalog. A
@@ -36,7 +38,9 @@ func (v *verdicts) get(text []byte) ([]Violation, bool) {
 }
 
 func (v *verdicts) put(text []byte, vs []Violation) {
-	if len(text) > maxVerdictKey {
+	// Valid details and near-misses repeat; a detail with many violations
+	// is a mistake or an attack, and its verdict is not worth the memory.
+	if len(text) > maxVerdictKey || len(vs) > maxVerdictViolations {
 		return
 	}
 	if v.n.Add(1) > maxVerdicts {

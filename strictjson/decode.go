@@ -1,0 +1,375 @@
+// Package strictjson decodes JSON from outside input more strictly than
+// encoding/json: a member named twice in one object is an error (instead of
+// the last one winning), numbers are kept exact as json.Number but bounded
+// in length and exponent, nesting is bounded, and nothing but whitespace
+// may follow the value. Values come out as encoding/json with UseNumber
+// makes them (map[string]any, []any, string, json.Number, bool, nil), so
+// they go straight to a JSON Schema validator.
+//
+// Duplicate names matter because two readers of one text must never see
+// two different documents: RFC 8259 §4 leaves duplicates' meaning to the
+// implementation, so a checker that takes the last value and a consumer
+// that takes the first would disagree. Bounded numbers matter because a
+// schema validator turns each into an exact rational: 1e1000000 costs
+// seconds and megabytes.
+package strictjson
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Limits bound a document. Zero values mean the defaults below.
+type Limits struct {
+	// MaxDepth caps the nesting of arrays and objects (default 32).
+	MaxDepth int
+	// MaxNumberLen caps the length of a number literal (default 32).
+	MaxNumberLen int
+	// MaxExponentDigits caps the digits of a number's exponent (default 3,
+	// so |exponent| < 1000).
+	MaxExponentDigits int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = 32
+	}
+	if l.MaxNumberLen <= 0 {
+		l.MaxNumberLen = 32
+	}
+	if l.MaxExponentDigits <= 0 {
+		l.MaxExponentDigits = 3
+	}
+	return l
+}
+
+// SyntaxError says where and why a document was refused.
+type SyntaxError struct {
+	Offset int // byte offset of the problem
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("%s at byte %d", e.Msg, e.Offset) }
+
+// Decode decodes exactly one JSON value.
+func Decode(data []byte, lim Limits) (any, error) {
+	v, _, err := decode(data, lim, false)
+	return v, err
+}
+
+// DecodeArray decodes exactly one JSON value and, when it is an array, also
+// returns the byte span [start, end) of each element's text.
+func DecodeArray(data []byte, lim Limits) (any, [][2]int, error) {
+	return decode(data, lim, true)
+}
+
+func decode(data []byte, lim Limits, wantSpans bool) (any, [][2]int, error) {
+	d := &decoder{data: data, lim: lim.withDefaults(), spans: wantSpans}
+	d.skipSpace()
+	v, err := d.value(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.skipSpace()
+	if d.i != len(d.data) {
+		return nil, nil, d.errorf("text after the JSON value")
+	}
+	return v, d.elems, nil
+}
+
+type decoder struct {
+	data  []byte
+	i     int
+	lim   Limits
+	spans bool     // record the top-level array's element spans
+	elems [][2]int // the spans
+}
+
+func (d *decoder) errorf(format string, a ...any) error {
+	return &SyntaxError{Offset: d.i, Msg: fmt.Sprintf(format, a...)}
+}
+
+func (d *decoder) skipSpace() {
+	for d.i < len(d.data) {
+		switch d.data[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) value(depth int) (any, error) {
+	if d.i >= len(d.data) {
+		return nil, d.errorf("unexpected end of JSON")
+	}
+	switch c := d.data[d.i]; {
+	case c == '{':
+		return d.object(depth + 1)
+	case c == '[':
+		return d.array(depth + 1)
+	case c == '"':
+		return d.string()
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	default:
+		return nil, d.errorf("invalid character %q looking for a value", c)
+	}
+}
+
+func (d *decoder) literal(word string) error {
+	if len(d.data)-d.i < len(word) || string(d.data[d.i:d.i+len(word)]) != word {
+		return d.errorf("invalid literal, expected %s", word)
+	}
+	d.i += len(word)
+	return nil
+}
+
+func (d *decoder) object(depth int) (any, error) {
+	if depth > d.lim.MaxDepth {
+		return nil, d.errorf("nesting deeper than %d levels", d.lim.MaxDepth)
+	}
+	d.i++ // {
+	obj := map[string]any{}
+	d.skipSpace()
+	if d.i < len(d.data) && d.data[d.i] == '}' {
+		d.i++
+		return obj, nil
+	}
+	for {
+		d.skipSpace()
+		if d.i >= len(d.data) || d.data[d.i] != '"' {
+			return nil, d.errorf("expected a member name")
+		}
+		at := d.i
+		name, err := d.string()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := obj[name]; dup {
+			return nil, &SyntaxError{Offset: at, Msg: fmt.Sprintf("member %s appears twice in one object", quote(name))}
+		}
+		d.skipSpace()
+		if d.i >= len(d.data) || d.data[d.i] != ':' {
+			return nil, d.errorf("expected ':' after a member name")
+		}
+		d.i++
+		d.skipSpace()
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		obj[name] = v
+		d.skipSpace()
+		if d.i >= len(d.data) {
+			return nil, d.errorf("unexpected end of JSON in an object")
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return obj, nil
+		default:
+			return nil, d.errorf("expected ',' or '}' in an object")
+		}
+	}
+}
+
+func (d *decoder) array(depth int) (any, error) {
+	if depth > d.lim.MaxDepth {
+		return nil, d.errorf("nesting deeper than %d levels", d.lim.MaxDepth)
+	}
+	top := d.spans && depth == 1
+	d.i++ // [
+	arr := []any{}
+	d.skipSpace()
+	if d.i < len(d.data) && d.data[d.i] == ']' {
+		d.i++
+		return arr, nil
+	}
+	for {
+		d.skipSpace()
+		start := d.i
+		v, err := d.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		if top {
+			d.elems = append(d.elems, [2]int{start, d.i})
+		}
+		arr = append(arr, v)
+		d.skipSpace()
+		if d.i >= len(d.data) {
+			return nil, d.errorf("unexpected end of JSON in an array")
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return arr, nil
+		default:
+			return nil, d.errorf("expected ',' or ']' in an array")
+		}
+	}
+}
+
+// number reads a number as RFC 8259 §6 writes it.
+func (d *decoder) number() (any, error) {
+	start := d.i
+	digits := func() int {
+		n := 0
+		for d.i < len(d.data) && d.data[d.i] >= '0' && d.data[d.i] <= '9' {
+			d.i++
+			n++
+		}
+		return n
+	}
+	if d.data[d.i] == '-' {
+		d.i++
+	}
+	if d.i < len(d.data) && d.data[d.i] == '0' {
+		d.i++
+	} else if digits() == 0 {
+		return nil, d.errorf("invalid number")
+	}
+	if d.i < len(d.data) && d.data[d.i] == '.' {
+		d.i++
+		if digits() == 0 {
+			return nil, d.errorf("invalid number: digits must follow the decimal point")
+		}
+	}
+	if d.i < len(d.data) && (d.data[d.i] == 'e' || d.data[d.i] == 'E') {
+		d.i++
+		if d.i < len(d.data) && (d.data[d.i] == '+' || d.data[d.i] == '-') {
+			d.i++
+		}
+		n := digits()
+		if n == 0 {
+			return nil, d.errorf("invalid number: digits must follow the exponent")
+		}
+		if n > d.lim.MaxExponentDigits {
+			return nil, &SyntaxError{Offset: start, Msg: fmt.Sprintf("number with an exponent of more than %d digits", d.lim.MaxExponentDigits)}
+		}
+	}
+	if d.i-start > d.lim.MaxNumberLen {
+		return nil, &SyntaxError{Offset: start, Msg: fmt.Sprintf("number longer than %d characters", d.lim.MaxNumberLen)}
+	}
+	return json.Number(d.data[start:d.i]), nil
+}
+
+// string reads a string, replacing invalid UTF-8 and lone surrogates with
+// U+FFFD as encoding/json does.
+func (d *decoder) string() (string, error) {
+	d.i++ // opening quote
+	start := d.i
+	// Fast path: no escapes and valid ASCII.
+	for d.i < len(d.data) {
+		c := d.data[d.i]
+		if c == '"' {
+			s := string(d.data[start:d.i])
+			d.i++
+			return s, nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		d.i++
+	}
+	buf := append([]byte(nil), d.data[start:d.i]...)
+	for d.i < len(d.data) {
+		c := d.data[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return string(buf), nil
+		case c < 0x20:
+			return "", d.errorf("control character in a string")
+		case c == '\\':
+			if d.i+1 >= len(d.data) {
+				return "", d.errorf("unexpected end of JSON in a string")
+			}
+			e := d.data[d.i+1]
+			d.i += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := d.hex4()
+				if !ok {
+					return "", d.errorf("invalid \\u escape in a string")
+				}
+				if utf16.IsSurrogate(r) {
+					// A pair decodes to one rune; anything else is U+FFFD.
+					r2 := utf8.RuneError
+					if d.i+1 < len(d.data) && d.data[d.i] == '\\' && d.data[d.i+1] == 'u' {
+						save := d.i
+						d.i += 2
+						if x, ok := d.hex4(); ok {
+							if dec := utf16.DecodeRune(r, x); dec != utf8.RuneError {
+								r2 = dec
+							} else {
+								d.i = save // not a pair: read the second escape on its own
+							}
+						} else {
+							return "", d.errorf("invalid \\u escape in a string")
+						}
+					}
+					r = r2
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return "", d.errorf("invalid escape \\%c in a string", e)
+			}
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+			d.i++
+		default:
+			r, size := utf8.DecodeRune(d.data[d.i:])
+			d.i += size
+			buf = utf8.AppendRune(buf, r) // RuneError for invalid bytes
+		}
+	}
+	return "", d.errorf("unexpected end of JSON in a string")
+}
+
+func (d *decoder) hex4() (rune, bool) {
+	if len(d.data)-d.i < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(d.data[d.i:d.i+4]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	d.i += 4
+	return rune(n), true
+}
+
+// quote renders a name from the input for a message, cut short.
+func quote(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return strconv.Quote(s)
+}
