@@ -39,6 +39,7 @@ test: lint
 # Go benchmarks, then the load runs; BENCHMARKS.md records their latest figures.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./cmd/loadgen
 
 clean:
 	rm -rf $(BIN)

@@ -7,5 +7,5 @@ import "embed"
 
 // FS is every embedded file, rooted at this folder.
 //
-//go:embed schemas bridge
+//go:embed schemas authserver bridge
 var FS embed.FS

@@ -1,0 +1,361 @@
+// Package authserver is the embedded reference authorization server: it
+// implements the service of spec/service.md on the developer's machine so
+// that a Miniapp can be developed end to end with nothing outside. Start
+// opens the database (loading the seed world on first start) and serves
+// each role on its own loopback origin, as in production: the service
+// (authorization server and {base_url}), the dashboard ({dashboard_url}),
+// and the example signing and invoicing providers.
+//
+// The roles live in sub-packages: store (SQLite), seed (the seed world),
+// oauth (the OAuth/OIDC endpoints, native-consent API and grant endpoint),
+// dashboard (the client configuration API) and providers (the example
+// Resource Servers).
+package authserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/dashboard"
+	"github.com/miniapp-host/miniapp-host/authserver/oauth"
+	"github.com/miniapp-host/miniapp-host/authserver/providers"
+	"github.com/miniapp-host/miniapp-host/authserver/seed"
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/catalog"
+)
+
+// Paths of the resource addresses on their origins: {base_url} is the
+// service origin plus BankPath, and each provider's resource address is its
+// origin plus ProviderPath.
+const (
+	BankPath     = "/bank"
+	ProviderPath = "/api"
+)
+
+// Default addresses of `miniapp-host serve`: the service, then the
+// dashboard, signing and invoicing roles on the next ports.
+const (
+	DefaultServiceAddr   = "127.0.0.1:8600"
+	DefaultDashboardAddr = "127.0.0.1:8601"
+	DefaultSigningAddr   = "127.0.0.1:8602"
+	DefaultInvoicingAddr = "127.0.0.1:8603"
+)
+
+// DefaultDB is the database file in the user's data directory:
+// $XDG_DATA_HOME/miniapp-host/authserver.db, else ~/.local/share/... on
+// Unix, or the OS's per-user configuration directory elsewhere.
+func DefaultDB() (string, error) {
+	dir := os.Getenv("XDG_DATA_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if runtime.GOOS != "linux" || err != nil {
+			if dir, err = os.UserConfigDir(); err != nil {
+				return "", fmt.Errorf("authserver: no data directory: %w", err)
+			}
+		} else {
+			dir = filepath.Join(home, ".local", "share")
+		}
+	}
+	return filepath.Join(dir, "miniapp-host", "authserver.db"), nil
+}
+
+// Config configures Start.
+type Config struct {
+	// DB is the SQLite database file; created with the seed world when it
+	// does not exist. Required.
+	DB string
+	// ServiceAddr, DashboardAddr, SigningAddr and InvoicingAddr are the
+	// listen addresses of the roles; "" means "127.0.0.1:0", a free
+	// loopback port.
+	ServiceAddr, DashboardAddr, SigningAddr, InvoicingAddr string
+	// Listen opens the listeners; nil means net.Listen.
+	Listen func(network, address string) (net.Listener, error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Rand is the source of secrets, codes and tokens; nil means
+	// crypto/rand.Reader.
+	Rand io.Reader
+	// Logger receives internal errors; nil discards them.
+	Logger *slog.Logger
+	// Secrets fixes the secrets of seeded confidential clients, by client
+	// id. Every other seeded confidential client gets a fresh random secret
+	// at each start (read it from Credentials): the database keeps only
+	// hashes, so a secret cannot be shown again later.
+	Secrets map[string]string
+	// OAuth tunes the token lifetimes and limits; its Issuer, Catalog,
+	// Store, Now, Rand and Logger are set by Start.
+	OAuth oauth.Config
+}
+
+// URLs are the addresses of a running server.
+type URLs struct {
+	Issuer           string `json:"issuer"`
+	BaseURL          string `json:"base_url"`
+	Dashboard        string `json:"dashboard_url"`
+	SigningBaseURL   string `json:"signing_base_url"`
+	InvoicingBaseURL string `json:"invoicing_base_url"`
+	Discovery        string `json:"discovery"`
+	Authorization    string `json:"authorization_endpoint"`
+	Token            string `json:"token_endpoint"`
+	Grant            string `json:"grant_endpoint"`
+	Native           string `json:"native_consent_endpoint"`
+}
+
+// Credential is a client with its secret for this run (empty for a public
+// client).
+type Credential struct {
+	ClientID       string   `json:"client_id"`
+	ClientSecret   string   `json:"client_secret,omitempty"`
+	Type           string   `json:"client_type"`
+	Name           string   `json:"name"`
+	RedirectURIs   []string `json:"redirect_uris"`
+	AllowedOrigins []string `json:"allowed_origins"`
+	Roles          []string `json:"roles,omitempty"`
+}
+
+// Server is a running reference server.
+type Server struct {
+	st      *store.Store
+	cat     *catalog.Catalog
+	oauth   *oauth.Server
+	servers []*http.Server
+	urls    URLs
+	creds   []Credential
+	rand    io.Reader
+}
+
+// role is one listener and what it serves.
+type role struct {
+	name string
+	ln   net.Listener
+	h    http.Handler
+}
+
+// Start opens the database, listens on every role's address and serves
+// until Close.
+func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if cfg.DB == "" {
+		return nil, errors.New("authserver: Config.DB is required")
+	}
+	if cfg.Listen == nil {
+		cfg.Listen = net.Listen
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	var roles []*role
+	defer func() {
+		if err != nil {
+			for _, r := range roles {
+				r.ln.Close()
+			}
+		}
+	}()
+	for _, a := range []struct{ name, addr string }{{"service", cfg.ServiceAddr}, {"dashboard", cfg.DashboardAddr},
+		{"signing", cfg.SigningAddr}, {"invoicing", cfg.InvoicingAddr}} {
+		if a.addr == "" {
+			a.addr = "127.0.0.1:0"
+		}
+		ln, err := cfg.Listen("tcp", a.addr)
+		if err != nil {
+			return nil, fmt.Errorf("authserver: listen for %s on %s: %w", a.name, a.addr, err)
+		}
+		roles = append(roles, &role{name: a.name, ln: ln})
+	}
+	origin := func(r *role) string { return "http://" + r.ln.Addr().String() }
+	s := &Server{rand: cfg.Rand}
+	s.urls = URLs{
+		Issuer: origin(roles[0]), BaseURL: origin(roles[0]) + BankPath, Dashboard: origin(roles[1]),
+		SigningBaseURL: origin(roles[2]) + ProviderPath, InvoicingBaseURL: origin(roles[3]) + ProviderPath,
+	}
+	s.cat, err = catalog.New(catalog.Endpoints{BaseURL: s.urls.BaseURL, SigningBaseURL: s.urls.SigningBaseURL,
+		InvoicingBaseURL: s.urls.InvoicingBaseURL})
+	if err != nil {
+		return nil, fmt.Errorf("authserver: %w", err)
+	}
+	if s.st, err = store.Open(ctx, cfg.DB); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.st.Close()
+		}
+	}()
+	if err := s.seed(ctx, cfg); err != nil {
+		return nil, err
+	}
+	oc := cfg.OAuth
+	oc.Issuer, oc.Catalog, oc.Store, oc.Now, oc.Rand, oc.Logger = s.urls.Issuer, s.cat, s.st, cfg.Now, cfg.Rand, cfg.Logger
+	if s.oauth, err = oauth.New(ctx, oc); err != nil {
+		return nil, err
+	}
+	s.urls.Discovery = s.urls.Issuer + "/.well-known/openid-configuration"
+	s.urls.Authorization, s.urls.Token = s.oauth.AuthorizationEndpoint(), s.urls.Issuer+"/oauth/token"
+	s.urls.Grant, s.urls.Native = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint()
+
+	roles[0].h = s.oauth.Handler()
+	roles[1].h = dashboard.New(s.st).Handler()
+	// The example providers read grants over HTTP with their own
+	// credential, exactly as a third-party Resource Server would.
+	grants := func(clientID string) providers.GrantSource {
+		cred, _ := s.Credential(clientID)
+		return &providers.GrantClient{Endpoint: s.urls.Grant, ClientID: cred.ClientID, ClientSecret: cred.ClientSecret}
+	}
+	signing, err := providers.NewSigning(providers.Config{Catalog: s.cat, Grants: grants("signing-provider"), Now: cfg.Now, Log: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	invoicing, err := providers.NewInvoicing(providers.Config{Catalog: s.cat, Grants: grants("invoicing-provider"), Now: cfg.Now, Log: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	roles[2].h, roles[3].h = signing, invoicing
+	for _, r := range roles {
+		hs := &http.Server{Handler: r.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		if cfg.Logger != nil {
+			hs.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
+		}
+		s.servers = append(s.servers, hs)
+		go hs.Serve(r.ln)
+	}
+	return s, nil
+}
+
+// seed loads the seed world into a new database and sets the secrets of
+// the seeded confidential clients for this run.
+func (s *Server) seed(ctx context.Context, cfg Config) error {
+	w, err := seed.Read()
+	if err != nil {
+		return err
+	}
+	empty, err := s.st.Empty(ctx)
+	if err != nil {
+		return err
+	}
+	if empty {
+		if err := w.Load(ctx, s.st); err != nil {
+			return err
+		}
+	}
+	for _, wc := range w.Clients {
+		c, err := s.st.Client(ctx, wc.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // removed by the developer
+		} else if err != nil {
+			return err
+		}
+		cred := credentialOf(c)
+		if c.Type == store.Confidential {
+			secret, ok := cfg.Secrets[c.ID]
+			if !ok {
+				if secret, err = s.newSecret(); err != nil {
+					return err
+				}
+			}
+			if err := s.st.SetClientSecret(ctx, c.ID, store.Hash(secret)); err != nil {
+				return err
+			}
+			cred.ClientSecret = secret
+		}
+		s.creds = append(s.creds, cred)
+	}
+	return nil
+}
+
+func credentialOf(c *store.Client) Credential {
+	return Credential{ClientID: c.ID, Type: string(c.Type), Name: c.Name, RedirectURIs: slices.Clone(c.RedirectURIs),
+		AllowedOrigins: slices.Clone(c.AllowedOrigins), Roles: slices.Clone(c.Roles)}
+}
+
+func (s *Server) newSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := io.ReadFull(s.rand, b); err != nil {
+		return "", fmt.Errorf("authserver: random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// URLs returns the server's addresses.
+func (s *Server) URLs() URLs { return s.urls }
+
+// Catalog returns the catalog built for the server's endpoints.
+func (s *Server) Catalog() *catalog.Catalog { return s.cat }
+
+// Credentials returns the seeded clients with their secrets for this run.
+func (s *Server) Credentials() []Credential { return slices.Clone(s.creds) }
+
+// Credential returns one client of Credentials.
+func (s *Server) Credential(clientID string) (Credential, bool) {
+	for _, c := range s.creds {
+		if c.ClientID == clientID {
+			return c, true
+		}
+	}
+	return Credential{}, false
+}
+
+// ClientSpec describes a client to register.
+type ClientSpec struct {
+	ID             string
+	Name           string
+	Confidential   bool
+	RedirectURIs   []string
+	AllowedOrigins []string
+}
+
+// RegisterClient adds or replaces an OAuth client under the demo project,
+// for Miniapps whose loopback origin is known only at run time (the
+// playground's demo Miniapps, tests). A confidential client gets a fresh
+// secret, returned once.
+func (s *Server) RegisterClient(ctx context.Context, spec ClientSpec) (Credential, error) {
+	if spec.ID == "" || strings.ContainsAny(spec.ID, "/?#") {
+		return Credential{}, fmt.Errorf("authserver: client id %q is empty or not URL-safe", spec.ID)
+	}
+	c := &store.Client{ID: spec.ID, ProjectID: "prj_demo", Name: spec.Name, Type: store.Public,
+		RedirectURIs: spec.RedirectURIs, AllowedOrigins: spec.AllowedOrigins}
+	if c.Name == "" {
+		c.Name = spec.ID
+	}
+	var secret string
+	if spec.Confidential {
+		var err error
+		if secret, err = s.newSecret(); err != nil {
+			return Credential{}, err
+		}
+		c.Type, c.SecretHash = store.Confidential, store.Hash(secret)
+	}
+	if err := s.st.PutClient(ctx, c); err != nil {
+		return Credential{}, err
+	}
+	s.oauth.InvalidateClient(c.ID)
+	cred := credentialOf(c)
+	cred.ClientSecret = secret
+	return cred, nil
+}
+
+// Close stops every listener and closes the database.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, hs := range s.servers {
+		if err := hs.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, s.st.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,276 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/catalog"
+	"github.com/miniapp-host/miniapp-host/consent"
+)
+
+// maxFormBytes bounds a form or JSON body; authorization_details is capped
+// by the catalog at 1 MiB, and the rest of a request is small.
+const maxFormBytes = catalog.MaxRequestBytes + 64<<10
+
+// validated is an authorization request that passed every check that does
+// not depend on the subject.
+type validated struct {
+	req     *AuthorizeRequest
+	client  *store.Client
+	result  *catalog.Result
+	company *store.Company // nil without org_id
+}
+
+// validateAuthorize checks an authorization request. When it fails,
+// redirect says whether the error may be sent to the redirect_uri: only
+// once the client is known and the redirect_uri is one of its registered
+// URIs (RFC 6749 §4.1.2.1); otherwise the user agent gets an error page, so
+// the server is never an open redirector.
+func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
+	req := ParseAuthorize(q)
+	v = &validated{req: req}
+	if req.ClientID == "" {
+		return v, false, oauthErr(codeInvalidRequest, "client_id is missing")
+	}
+	if req.Duplicated == "client_id" || req.Duplicated == "redirect_uri" {
+		return v, false, oauthErr(codeInvalidRequest, req.Duplicated+" is repeated (RFC 6749 §3.1)")
+	}
+	c, err := s.clients.get(ctx, req.ClientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return v, false, oauthErr(codeInvalidClient, "unknown client_id")
+	} else if err != nil {
+		return v, false, err
+	}
+	v.client = c
+	if req.RedirectURI == "" {
+		return v, false, oauthErr(codeInvalidRequest, "redirect_uri is missing; send one of the client's registered redirect URIs")
+	}
+	if !redirectAllowed(c.RedirectURIs, req.RedirectURI) {
+		return v, false, oauthErr(codeInvalidRequest, "redirect_uri is not registered for this client (exact match required)")
+	}
+	// From here on errors go back to the client.
+	switch {
+	case req.Duplicated != "":
+		return v, true, oauthErr(codeInvalidRequest, req.Duplicated+" is repeated (RFC 6749 §3.1)")
+	case req.ResponseType != "code":
+		return v, true, oauthErr(codeUnsupportedResponseType, "only response_type=code is supported")
+	case req.ResponseMode != "" && req.ResponseMode != "query":
+		return v, true, oauthErr(codeInvalidRequest, "only response_mode=query is supported")
+	case req.CodeChallenge == "":
+		return v, true, oauthErr(codeInvalidRequest, "code_challenge is required: every client uses PKCE with S256 (RFC 7636)")
+	case req.CodeChallengeMethod != "S256":
+		return v, true, oauthErr(codeInvalidRequest, "code_challenge_method must be S256; plain is refused (RFC 9700 §2.1.1)")
+	case !validChallenge(req.CodeChallenge):
+		return v, true, oauthErr(codeInvalidRequest, "code_challenge must be 43 base64url characters, the S256 of the verifier")
+	case strings.TrimSpace(req.Scope) == "" && req.AuthorizationDetails == nil:
+		return v, true, oauthErr(codeInvalidScope, "request at least one scope or one authorization_details object")
+	}
+	res := s.cfg.Catalog.Check(catalog.Request{Scope: req.Scope, Resource: req.Resource,
+		AuthorizationDetails: req.AuthorizationDetails, OrgID: req.OrgID})
+	if err := res.Err(); err != nil {
+		return v, true, catalogErr(err)
+	}
+	v.result = res
+	if req.OrgID != "" {
+		co, err := s.cfg.Store.Company(ctx, req.OrgID)
+		if errors.Is(err, store.ErrNotFound) {
+			return v, true, oauthErr(codeInvalidRequest, "org_id names no Company")
+		} else if err != nil {
+			return v, true, err
+		}
+		v.company = &co
+	}
+	if req.Prompt == "none" {
+		// Every request here needs the subject's interaction.
+		return v, true, oauthErr(codeConsentRequired, "prompt=none cannot be honoured: consent is required")
+	}
+	return v, true, nil
+}
+
+// handleAuthorize serves the authorization endpoint for browsers: it checks
+// the request, then sends the user agent to sign-in or straight to consent.
+func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			s.errorPage(w, r, oauthErr(codeInvalidRequest, "unreadable form body"))
+			return
+		}
+		q = r.PostForm
+	}
+	v, redirect, err := s.validateAuthorize(r.Context(), q)
+	if err != nil {
+		if redirect {
+			http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
+			return
+		}
+		s.errorPage(w, r, s.asError(r, err))
+		return
+	}
+	sess, err := s.sessions.ensure(w, r, s)
+	if err != nil {
+		s.errorPage(w, r, s.asError(r, err))
+		return
+	}
+	p, err := s.newPending(v, sess.id, "")
+	if err != nil {
+		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
+		return
+	}
+	next := pathLogin
+	if sess.subject() != "" && v.req.Prompt != "login" {
+		next = pathConsent
+	}
+	http.Redirect(w, r, next+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
+}
+
+// newPending stores a validated request until its decision, for a browser
+// session or for a host client.
+func (s *Server) newPending(v *validated, session, host string) (*pending, error) {
+	id, err := s.randomToken(24)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	p := &pending{id: id, v: v, expires: now.Add(s.cfg.ConsentTTL), session: session, host: host}
+	if !s.pending.add(p, now) {
+		return nil, oauthErr(codeTemporarilyUnavailable, "too many authorization requests are waiting for consent")
+	}
+	return p, nil
+}
+
+// buildModel makes the consent model of a pending request for a subject and
+// records the subject on it.
+func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (*consent.Model, error) {
+	st := s.cfg.Store
+	sub, err := st.Subject(ctx, subjectID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oauthErr(codeInvalidRequest, "unknown subject")
+	} else if err != nil {
+		return nil, err
+	}
+	c := p.v.client
+	proj, err := st.Project(ctx, c.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	accts, err := st.AccountsOf(ctx, sub.ID, "")
+	if err != nil {
+		return nil, err
+	}
+	in := consent.Input{
+		Project: consent.Party{ID: proj.ID, Name: proj.Name},
+		Client:  consent.Client{ID: c.ID, Name: c.Name, Type: string(c.Type)},
+		Subject: consent.Subject{ID: sub.ID, Name: sub.Profile.Name, Email: sub.Profile.Email},
+		Result:  p.v.result,
+	}
+	if co := p.v.company; co != nil {
+		in.Company = &consent.Company{ID: co.ID, Name: co.Name, LegalID: co.LegalID, Country: co.Country}
+		member, err := st.MemberOf(ctx, sub.ID, co.ID)
+		if err != nil {
+			return nil, err
+		}
+		chk := consent.Check{Name: "company_access", Outcome: consent.Pass}
+		if !member {
+			chk.Outcome, chk.Message = consent.Fail, "the subject may not act for this Company"
+		} else {
+			ca, err := st.AccountsOf(ctx, "", co.ID)
+			if err != nil {
+				return nil, err
+			}
+			accts = append(accts, ca...)
+		}
+		in.Checks = append(in.Checks, chk)
+	}
+	for _, a := range accts {
+		owner := consent.OwnerSubject
+		if a.CompanyID != "" {
+			owner = consent.OwnerCompany
+		}
+		in.Candidates = append(in.Candidates, consent.Account{ID: a.ID, Name: a.Name, Number: a.Number, Currency: a.Currency, Owner: owner})
+	}
+	m := consent.Build(s.cfg.Catalog, in)
+	p.mu.Lock()
+	p.subject, p.model = sub.ID, m
+	p.mu.Unlock()
+	return m, nil
+}
+
+// decide turns the subject's decision on a pending request into the final
+// redirect URL: code, state and iss (RFC 6749 §4.1.2, RFC 9207), or
+// error=access_denied with state and iss. The pending request is consumed by
+// the caller before, so that a decision is made once.
+func (s *Server) decide(ctx context.Context, p *pending, d consent.Decision) (string, error) {
+	req := p.v.req
+	if d.Action == consent.Deny {
+		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
+	}
+	details, err := consent.GrantedDetails(p.v.result, d)
+	if err != nil {
+		return "", err
+	}
+	now := s.cfg.Now()
+	code, err := s.randomToken(32)
+	if err != nil {
+		return "", err
+	}
+	var idb [16]byte
+	if _, err := io.ReadFull(s.cfg.Rand, idb[:]); err != nil {
+		return "", err
+	}
+	gid, _ := uuid.FromBytes(idb[:])
+	gid[6], gid[8] = (gid[6]&0x0f)|0x40, (gid[8]&0x3f)|0x80 // version 4, RFC 9562 variant
+	g := &store.Grant{
+		ID: gid.String(), ClientID: p.v.client.ID, SubjectID: p.subject, OrgID: req.OrgID,
+		Scopes: p.v.result.Scopes, Details: details, Audience: s.audience(p.v.result),
+		InstallationID: s.installationID(p.v.client.ID, p.subject, req.OrgID), AuthTime: now, CreatedAt: now,
+	}
+	c := &store.Code{Hash: store.Hash(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
+		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(s.cfg.CodeTTL)}
+	if err := s.cfg.Store.CreateGrant(ctx, g, c); err != nil {
+		return "", err
+	}
+	q := url.Values{"code": {code}, "iss": {s.cfg.Issuer}}
+	if req.State != "" {
+		q.Set("state", req.State)
+	}
+	return appendQuery(req.RedirectURI, q), nil
+}
+
+// audience lists the resource addresses a grant's access tokens are for:
+// {base_url} for scopes, and the provider of each detail.
+func (s *Server) audience(res *catalog.Result) []string {
+	var aud []string
+	if len(res.Scopes) > 0 {
+		aud = append(aud, s.cfg.baseURL())
+	}
+	for _, d := range res.Details {
+		if !slices.Contains(aud, d.Type.Resource) {
+			aud = append(aud, d.Type.Resource)
+		}
+	}
+	if len(aud) == 0 {
+		aud = []string{s.cfg.baseURL()}
+	}
+	return aud
+}
+
+// installationNamespace derives consumerInstallationId values.
+var installationNamespace = uuid.MustParse("8f5b8e3e-2f0c-5a7e-9d1b-4c3a2b1f0e6d")
+
+// installationID is the grant's consumerInstallationId (spec 2.6): one
+// stable id per client, subject and Company, so that a Resource Server sees
+// the same installation across re-authorizations (a name-based UUID, RFC
+// 9562 §5.5).
+func (s *Server) installationID(clientID, subject, orgID string) string {
+	return uuid.NewSHA1(installationNamespace, []byte(clientID+"\x00"+subject+"\x00"+orgID)).String()
+}

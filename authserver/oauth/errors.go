@@ -1,0 +1,176 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/miniapp-host/miniapp-host/catalog"
+)
+
+// Error is an OAuth protocol error: the error codes of RFC 6749 §4.1.2.1
+// and §5.2, RFC 7009 §2.2.1, RFC 8707 §2 and RFC 9396 §5, and the codes of
+// the grant endpoint (docs/authserver.md). Handlers return fresh values; one
+// function per response form (redirect, JSON, error page, grant object)
+// turns them into HTTP, and statusOf is the one table of HTTP statuses.
+type Error struct {
+	Code        string
+	Description string
+	// Violations are the catalog's findings when the catalog refused the
+	// request; the native API returns them so a host can point at the field.
+	Violations []catalog.Violation
+	// challenge is set when a 401 must carry WWW-Authenticate (RFC 6749 §5.2
+	// for client_secret_basic, RFC 6750 §3 for bearer tokens).
+	challenge string
+}
+
+func (e *Error) Error() string { return "oauth: " + e.Code + ": " + e.Description }
+
+// Error codes.
+const (
+	// RFC 6749 and extensions.
+	codeInvalidRequest              = "invalid_request"
+	codeInvalidClient               = "invalid_client"
+	codeInvalidGrant                = "invalid_grant"
+	codeUnauthorizedClient          = "unauthorized_client"
+	codeUnsupportedGrantType        = "unsupported_grant_type"
+	codeUnsupportedResponseType     = "unsupported_response_type"
+	codeInvalidScope                = "invalid_scope"
+	codeAccessDenied                = "access_denied"
+	codeServerError                 = "server_error"
+	codeTemporarilyUnavailable      = "temporarily_unavailable"
+	codeInvalidTarget               = "invalid_target"
+	codeInvalidAuthorizationDetails = "invalid_authorization_details"
+	codeConsentRequired             = "consent_required"
+	codeInvalidToken                = "invalid_token"
+	codeInsufficientScope           = "insufficient_scope"
+	codeUnsupportedTokenType        = "unsupported_token_type"
+	// Native-consent API.
+	codeUnknownRequest = "unknown_request"
+	// Grant endpoint (GET {base_url}/authorization), documented in docs/authserver.md.
+	codeMissingToken             = "missing_token"
+	codeMalformedToken           = "malformed_token"
+	codeExpiredToken             = "expired_token"
+	codeRevokedToken             = "revoked_token"
+	codeMissingClientCredentials = "missing_client_credentials"
+	codeInvalidClientCredentials = "invalid_client_credentials"
+	codeClientNotAllowed         = "client_not_allowed"
+)
+
+// statusOf is the HTTP status of each error code: the one mapping from
+// protocol errors to HTTP.
+func statusOf(code string) int {
+	switch code {
+	case codeInvalidClient, codeInvalidToken, codeMissingToken, codeMalformedToken, codeExpiredToken,
+		codeRevokedToken, codeMissingClientCredentials, codeInvalidClientCredentials:
+		return http.StatusUnauthorized
+	case codeClientNotAllowed, codeInsufficientScope, codeAccessDenied:
+		return http.StatusForbidden
+	case codeUnknownRequest:
+		return http.StatusNotFound
+	case codeServerError:
+		return http.StatusInternalServerError
+	case codeTemporarilyUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadRequest
+}
+
+func oauthErr(code, desc string) *Error { return &Error{Code: code, Description: desc} }
+
+// catalogErr turns the catalog's refusal into the OAuth error it names.
+func catalogErr(err error) *Error {
+	var ce *catalog.Error
+	if errors.As(err, &ce) {
+		return &Error{Code: ce.Code, Description: ce.Description, Violations: ce.Violations}
+	}
+	return oauthErr(codeInvalidRequest, err.Error())
+}
+
+// asError returns err as a protocol error; anything else is a server_error
+// whose detail is logged, never shown.
+func (s *Server) asError(r *http.Request, err error) *Error {
+	var oe *Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	ctx, path := context.Background(), ""
+	if r != nil {
+		ctx, path = r.Context(), r.URL.Path
+	}
+	s.log.ErrorContext(ctx, "oauth: internal error", "path", path, "err", err)
+	return oauthErr(codeServerError, "the server could not complete the request")
+}
+
+// writeJSONError writes an RFC 6749 §5.2 error body (token, introspection,
+// revocation and native-consent endpoints).
+func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err error) {
+	oe := s.asError(r, err)
+	if oe.challenge != "" {
+		w.Header().Set("WWW-Authenticate", oe.challenge)
+	}
+	body := struct {
+		Error       string              `json:"error"`
+		Description string              `json:"error_description,omitempty"`
+		Violations  []catalog.Violation `json:"violations,omitempty"`
+	}{oe.Code, oe.Description, oe.Violations}
+	writeJSON(w, statusOf(oe.Code), body)
+}
+
+// writeGrantError writes the grant endpoint's error object, {"code", "status"}
+// (spec 4.1 and 7).
+func (s *Server) writeGrantError(w http.ResponseWriter, r *http.Request, err error) {
+	oe := s.asError(r, err)
+	st := statusOf(oe.Code)
+	if st == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+s.cfg.baseURL()+`"`)
+	}
+	writeJSON(w, st, struct {
+		Code    string `json:"code"`
+		Status  int    `json:"status"`
+		Message string `json:"message,omitempty"`
+	}{oe.Code, st, oe.Description})
+}
+
+// errorRedirect is the authorization error response (RFC 6749 §4.1.2.1) sent
+// to a redirect_uri that was verified first, with state and iss (RFC 9207 §2).
+func (s *Server) errorRedirect(redirectURI, state string, oe *Error) string {
+	q := url.Values{}
+	q.Set("error", oe.Code)
+	if oe.Description != "" {
+		q.Set("error_description", oe.Description)
+	}
+	if state != "" {
+		q.Set("state", state)
+	}
+	q.Set("iss", s.cfg.Issuer)
+	return appendQuery(redirectURI, q)
+}
+
+// appendQuery adds parameters to a registered redirect URI, keeping any
+// query it already has (RFC 6749 §3.1.2).
+func appendQuery(uri string, q url.Values) string {
+	sep := "?"
+	for i := 0; i < len(uri); i++ {
+		if uri[i] == '?' {
+			sep = "&"
+			break
+		}
+	}
+	return uri + sep + q.Encode()
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":"server_error"}`, http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(status)
+	w.Write(b)
+}

@@ -1,0 +1,133 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+)
+
+// Grant endpoint client credentials. The Authorization header carries the
+// Bearer token, so the calling Resource Server's own credential travels in
+// these two headers (docs/authserver.md).
+const (
+	headerClientID     = "X-Client-Id"
+	headerClientSecret = "X-Client-Secret"
+)
+
+// grantBody is the response of GET {base_url}/authorization (spec 2.6, 4.1).
+type grantBody struct {
+	Scopes                 []string        `json:"scopes"`
+	AuthorizationDetails   json.RawMessage `json:"authorizationDetails"`
+	OrgID                  *string         `json:"orgId"`
+	Subject                string          `json:"subject"`
+	ConsumerInstallationID string          `json:"consumerInstallationId"`
+}
+
+// bearerToken extracts the token of an RFC 6750 §2.1 Authorization header.
+func bearerToken(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", oauthErr(codeMissingToken, "send Authorization: Bearer <access token>")
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || !wellFormedJWT(tok) {
+		return "", oauthErr(codeMalformedToken, "the Authorization header is not \"Bearer\" followed by a JWT")
+	}
+	return tok, nil
+}
+
+// wellFormedJWT reports whether tok has the shape of a compact JWS: three
+// non-empty base64url segments.
+func wellFormedJWT(tok string) bool {
+	parts := 0
+	seg := 0
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		switch {
+		case c == '.':
+			if seg == 0 {
+				return false
+			}
+			parts++
+			seg = 0
+		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_':
+			seg++
+		default:
+			return false
+		}
+	}
+	return parts == 2 && seg > 0
+}
+
+// activeToken looks up an access token this server issued and reports why
+// it cannot be used: unknown, expired or revoked (itself or its grant).
+func (s *Server) activeToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
+	at, g, err := s.cfg.Store.LookupAccessToken(ctx, store.Hash(tok))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil, oauthErr(codeInvalidToken, "the token was not issued by this server")
+	case err != nil:
+		return nil, nil, err
+	case at.Revoked || g.Revoked():
+		return nil, nil, oauthErr(codeRevokedToken, "the token or its grant was revoked")
+	case !s.cfg.Now().Before(at.ExpiresAt):
+		return nil, nil, oauthErr(codeExpiredToken, "the token has expired")
+	}
+	return at, g, nil
+}
+
+// mayReadGrant says whether an authenticated client may read a grant: the
+// client the grant was issued to (a developer debugging a permission), or a
+// Resource Server whose resource is in the grant's audience.
+func (s *Server) mayReadGrant(c *store.Client, g *store.Grant) bool {
+	if c.ID == g.ClientID {
+		return true
+	}
+	return c.HasRole(store.RoleResourceServer) && slices.Contains(g.Audience, s.resourceOf(c))
+}
+
+// handleGrant serves GET {base_url}/authorization: the grant behind a
+// Bearer token, for a Resource Server authenticated with its own client
+// credential (spec 4.1 and 5.6).
+func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
+	tok, err := bearerToken(r)
+	if err != nil {
+		s.writeGrantError(w, r, err)
+		return
+	}
+	id, secret := r.Header.Get(headerClientID), r.Header.Get(headerClientSecret)
+	if id == "" || secret == "" {
+		s.writeGrantError(w, r, oauthErr(codeMissingClientCredentials, "send the Resource Server's credential in "+headerClientID+" and "+headerClientSecret))
+		return
+	}
+	c, err := s.checkSecret(r.Context(), id, secret)
+	if err != nil {
+		if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
+			err = oauthErr(codeInvalidClientCredentials, "the client credential is not valid")
+		}
+		s.writeGrantError(w, r, err)
+		return
+	}
+	_, g, err := s.activeToken(r.Context(), tok)
+	if err != nil {
+		s.writeGrantError(w, r, err)
+		return
+	}
+	if !s.mayReadGrant(c, g) {
+		s.writeGrantError(w, r, oauthErr(codeClientNotAllowed, "this client is neither the token's client nor a Resource Server in its audience"))
+		return
+	}
+	body := grantBody{Scopes: g.Scopes, AuthorizationDetails: g.Details, Subject: g.SubjectID, ConsumerInstallationID: g.InstallationID}
+	if body.Scopes == nil {
+		body.Scopes = []string{}
+	}
+	if g.OrgID != "" {
+		body.OrgID = &g.OrgID
+	}
+	writeJSON(w, http.StatusOK, body)
+}

@@ -1,0 +1,178 @@
+package oauth
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+)
+
+// introspection is an RFC 7662 §2.2 response, with the granted
+// authorization_details as a top-level member (RFC 9396 §9.2).
+type introspection struct {
+	Active               bool            `json:"active"`
+	Scope                string          `json:"scope,omitempty"`
+	ClientID             string          `json:"client_id,omitempty"`
+	TokenType            string          `json:"token_type,omitempty"`
+	Exp                  int64           `json:"exp,omitempty"`
+	Iat                  int64           `json:"iat,omitempty"`
+	Sub                  string          `json:"sub,omitempty"`
+	Aud                  any             `json:"aud,omitempty"`
+	Iss                  string          `json:"iss,omitempty"`
+	Jti                  string          `json:"jti,omitempty"`
+	OrgID                string          `json:"org_id,omitempty"`
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
+}
+
+// handleIntrospect serves RFC 7662 introspection. The caller authenticates
+// as a confidential client (§2.1: the endpoint MUST require authorization,
+// and a public client's client_id proves nothing); a token it may not see is
+// reported inactive, exactly as an unknown one (§2.2), so introspection
+// reveals nothing else.
+func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+	if err := parsePostForm(w, r); err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	c, err := s.authenticateClient(r)
+	if err == nil && c.Type != store.Confidential {
+		err = &Error{Code: codeInvalidClient, Description: "introspection needs a confidential client's credential", challenge: `Basic realm="oauth"`}
+	}
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	tok := r.PostForm.Get("token")
+	if tok == "" {
+		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "token is missing"))
+		return
+	}
+	now := s.cfg.Now()
+	out := introspection{}
+	if at, g, err := s.cfg.Store.LookupAccessToken(r.Context(), store.Hash(tok)); err == nil {
+		if !at.Revoked && !g.Revoked() && now.Before(at.ExpiresAt) && s.mayReadGrant(c, g) {
+			out = s.describe(g, "Bearer", at.IssuedAt.Unix(), at.ExpiresAt.Unix(), at.JTI)
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		s.writeJSONError(w, r, err)
+		return
+	} else if rt, g, err := s.cfg.Store.LookupRefreshToken(r.Context(), store.Hash(tok)); err == nil {
+		if !rt.Used && !g.Revoked() && now.Before(rt.ExpiresAt) && s.mayReadGrant(c, g) {
+			out = s.describe(g, "refresh_token", rt.IssuedAt.Unix(), rt.ExpiresAt.Unix(), "")
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) describe(g *store.Grant, typ string, iat, exp int64, jti string) introspection {
+	out := introspection{Active: true, Scope: strings.Join(g.Scopes, " "), ClientID: g.ClientID, TokenType: typ,
+		Exp: exp, Iat: iat, Sub: g.SubjectID, Aud: audClaim(g.Audience), Iss: s.cfg.Issuer, Jti: jti, OrgID: g.OrgID}
+	if string(g.Details) != "[]" {
+		out.AuthorizationDetails = g.Details
+	}
+	return out
+}
+
+// handleRevoke serves RFC 7009 revocation. Revoking a refresh token revokes
+// its whole grant (RFC 7009 §2.1 allows it; the grant's access tokens go
+// with it). A token that is unknown gets 200 as §2.2 requires, but a storage
+// failure is reported, never swallowed.
+func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	if err := parsePostForm(w, r); err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	c, err := s.authenticateClient(r)
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	tok := r.PostForm.Get("token")
+	if tok == "" {
+		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "token is missing"))
+		return
+	}
+	ctx, h := r.Context(), store.Hash(tok)
+	at, g, err := s.cfg.Store.LookupAccessToken(ctx, h)
+	switch {
+	case err == nil:
+		if g.ClientID != c.ID {
+			s.writeJSONError(w, r, oauthErr(codeUnauthorizedClient, "the token was issued to another client"))
+			return
+		}
+		err = s.cfg.Store.RevokeAccessToken(ctx, at.Hash)
+	case errors.Is(err, store.ErrNotFound):
+		var rg *store.Grant
+		if _, rg, err = s.cfg.Store.LookupRefreshToken(ctx, h); err == nil {
+			if rg.ClientID != c.ID {
+				s.writeJSONError(w, r, oauthErr(codeUnauthorizedClient, "the token was issued to another client"))
+				return
+			}
+			err = s.cfg.Store.RevokeGrant(ctx, rg.ID, s.cfg.Now())
+		} else if errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "oauth: revocation failed", "err", err)
+		s.writeJSONError(w, r, oauthErr(codeTemporarilyUnavailable, "the token could not be revoked; retry"))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
+
+// handleUserinfo serves the OpenID Connect userinfo endpoint (OIDC Core
+// §5.3): the claims of the profile, email, phone and address scopes.
+func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
+	bearerErr := func(code, desc string) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="`+code+`", error_description="`+desc+`"`)
+		writeJSON(w, statusOf(code), map[string]string{"error": code, "error_description": desc})
+	}
+	tok, err := bearerToken(r)
+	if err != nil {
+		bearerErr(codeInvalidToken, "a Bearer access token is required")
+		return
+	}
+	_, g, err := s.activeToken(r.Context(), tok)
+	if err != nil {
+		if oe, ok := err.(*Error); ok {
+			bearerErr(codeInvalidToken, oe.Description)
+			return
+		}
+		s.writeJSONError(w, r, err)
+		return
+	}
+	if !slices.Contains(g.Scopes, "openid") {
+		bearerErr(codeInsufficientScope, "the token was not granted the openid scope")
+		return
+	}
+	sub, err := s.cfg.Store.Subject(r.Context(), g.SubjectID)
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	out := map[string]any{"sub": sub.ID}
+	p := sub.Profile
+	if slices.Contains(g.Scopes, "profile") {
+		out["name"], out["given_name"], out["family_name"] = p.Name, p.GivenName, p.FamilyName
+	}
+	if slices.Contains(g.Scopes, "email") && p.Email != "" {
+		out["email"], out["email_verified"] = p.Email, p.EmailVerified
+	}
+	if slices.Contains(g.Scopes, "phone") && p.PhoneNumber != "" {
+		out["phone_number"], out["phone_number_verified"] = p.PhoneNumber, p.PhoneNumberVerified
+	}
+	if slices.Contains(g.Scopes, "addresses:read") && len(p.Addresses) > 0 {
+		a := p.Addresses[0]
+		out["address"] = map[string]string{"street_address": a.StreetAddress, "locality": a.Locality,
+			"region": a.Region, "postal_code": a.PostalCode, "country": a.Country}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,132 @@
+package oauth
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+)
+
+// keySet holds the parsed signing keys and ready signers, built once at
+// start: access tokens are ES256 (short, fast to sign and verify), ID
+// tokens RS256, the algorithm OpenID Connect Core §15.1 requires every
+// relying party to accept. Every stored key is published in the JWKS so
+// that tokens signed before a key change still verify.
+type keySet struct {
+	access jose.Signer // ES256, typ at+jwt (RFC 9068 §2.1)
+	id     jose.Signer // RS256, typ JWT
+	jwks   []byte
+}
+
+// loadKeys reads the stored keys and creates the missing ones. Keys come
+// from crypto/rand, not Config.Rand: Go's key generation ignores a caller's
+// reader, and a test gains nothing from predictable keys.
+func loadKeys(ctx context.Context, st *store.Store, now func() time.Time) (*keySet, error) {
+	stored, err := st.Keys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	have := map[string]bool{}
+	for _, k := range stored {
+		have[k.Alg] = true
+	}
+	created := false
+	for _, alg := range []string{string(jose.ES256), string(jose.RS256)} {
+		if have[alg] {
+			continue
+		}
+		k, err := newKey(alg, now())
+		if err != nil {
+			return nil, err
+		}
+		if err := st.AddKey(ctx, k); err != nil {
+			return nil, fmt.Errorf("oauth: %w", err)
+		}
+		created = true
+	}
+	if created { // read back, so that the JWKS order is the store's on every start
+		if stored, err = st.Keys(ctx); err != nil {
+			return nil, fmt.Errorf("oauth: %w", err)
+		}
+	}
+	ks := &keySet{}
+	var pub jose.JSONWebKeySet
+	latest := map[string]jose.JSONWebKey{}
+	for _, k := range stored {
+		priv, err := x509.ParsePKCS8PrivateKey(k.DER)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: key %s: %w", k.KID, err)
+		}
+		jwk := jose.JSONWebKey{Key: priv, KeyID: k.KID, Algorithm: k.Alg, Use: "sig"}
+		latest[k.Alg] = jwk // stored oldest first, so the last one wins
+		pub.Keys = append(pub.Keys, jwk.Public())
+	}
+	ks.jwks, err = json.Marshal(pub)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: jwks: %w", err)
+	}
+	ks.access, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: latest[string(jose.ES256)]},
+		(&jose.SignerOptions{}).WithType("at+jwt"))
+	if err != nil {
+		return nil, fmt.Errorf("oauth: access token signer: %w", err)
+	}
+	ks.id, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: latest[string(jose.RS256)]},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return nil, fmt.Errorf("oauth: id token signer: %w", err)
+	}
+	return ks, nil
+}
+
+// newKey generates a key for alg; its kid is the RFC 7638 thumbprint.
+func newKey(alg string, now time.Time) (store.Key, error) {
+	var priv crypto.Signer
+	var err error
+	switch alg {
+	case string(jose.ES256):
+		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case string(jose.RS256):
+		priv, err = rsa.GenerateKey(rand.Reader, 2048)
+	default:
+		return store.Key{}, fmt.Errorf("oauth: no key type for %s", alg)
+	}
+	if err != nil {
+		return store.Key{}, fmt.Errorf("oauth: generate %s key: %w", alg, err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return store.Key{}, fmt.Errorf("oauth: %w", err)
+	}
+	jwk := jose.JSONWebKey{Key: priv.Public()}
+	tp, err := jwk.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return store.Key{}, fmt.Errorf("oauth: %w", err)
+	}
+	return store.Key{KID: base64.RawURLEncoding.EncodeToString(tp), Alg: alg, DER: der, CreatedAt: now}, nil
+}
+
+// sign serialises claims and signs them in compact form. The claims are
+// marshalled once by encoding/json, not round-tripped through a map as the
+// jwt builder does, which matters at thousands of tokens per second.
+func sign(signer jose.Signer, claims any) (string, error) {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", fmt.Errorf("oauth: claims: %w", err)
+	}
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		return "", fmt.Errorf("oauth: sign: %w", err)
+	}
+	return jws.CompactSerialize()
+}

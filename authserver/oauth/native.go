@@ -1,0 +1,197 @@
+package oauth
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// The native-consent API (docs/native-consent.md) lets a host replace the
+// browser consent page with its own native screen: it submits the
+// authorization request it caught on behalf of a subject, shows the consent
+// model it gets back, and posts the subject's decision. The request goes
+// through validateAuthorize, the same checks as the authorization endpoint.
+
+// nativeSubmit is the body of POST /native/requests.
+type nativeSubmit struct {
+	// AuthorizationURL is the caught navigation: this server's authorization
+	// endpoint with the request in its query.
+	AuthorizationURL string `json:"authorization_url,omitempty"`
+	// Parameters is the request as parameters; each value a string or an
+	// array of strings. Exactly one of AuthorizationURL and Parameters.
+	Parameters map[string]json.RawMessage `json:"parameters,omitempty"`
+	// Subject is the id of the subject the host acts for.
+	Subject string `json:"subject"`
+}
+
+// nativeRequest is the answer to a submitted request.
+type nativeRequest struct {
+	RequestID string         `json:"request_id"`
+	ExpiresIn int64          `json:"expires_in"`
+	Consent   *consent.Model `json:"consent"`
+}
+
+// nativeError is an error of the native API; RedirectURL is set when the
+// error is one the client must receive at its verified redirect_uri.
+type nativeError struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+	Violations  any    `json:"violations,omitempty"`
+	RedirectURL string `json:"redirect_url,omitempty"`
+}
+
+// authenticateHost checks the host's own credential, sent with HTTP Basic
+// (RFC 6749 §2.3.1), and that the client holds the host role.
+func (s *Server) authenticateHost(r *http.Request) (*store.Client, error) {
+	id, secret, ok := basicAuth(r)
+	if !ok {
+		return nil, &Error{Code: codeInvalidClient, Description: "authenticate with the host's client credential (HTTP Basic)",
+			challenge: `Basic realm="native-consent"`}
+	}
+	c, err := s.checkSecret(r.Context(), id, secret)
+	if err != nil {
+		return nil, err
+	}
+	if !c.HasRole(store.RoleHost) {
+		return nil, oauthErr(codeUnauthorizedClient, "this client may not use the native-consent API")
+	}
+	return c, nil
+}
+
+// handleNativeSubmit validates a caught authorization request for a subject
+// and returns its consent model.
+func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
+	host, err := s.authenticateHost(r)
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	var body nativeSubmit
+	if err := decodeJSONBody(w, r, &body); err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	q, err := s.nativeParams(&body)
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	if body.Subject == "" {
+		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "subject is missing"))
+		return
+	}
+	v, redirect, err := s.validateAuthorize(r.Context(), q)
+	if err == nil {
+		var p *pending
+		if p, err = s.newPending(v, "", host.ID); err == nil {
+			var m *consent.Model
+			if m, err = s.buildModel(r.Context(), p, body.Subject); err == nil {
+				writeJSON(w, http.StatusCreated, nativeRequest{RequestID: p.id, ExpiresIn: int64(s.cfg.ConsentTTL.Seconds()), Consent: m})
+				return
+			}
+			s.pending.take(p.id, s.cfg.Now())
+			redirect = false // an unknown subject is the host's mistake, not the client's
+		}
+	}
+	oe := s.asError(r, err)
+	ne := nativeError{Error: oe.Code, Description: oe.Description}
+	if len(oe.Violations) > 0 {
+		ne.Violations = oe.Violations
+	}
+	if redirect {
+		ne.RedirectURL = s.errorRedirect(v.req.RedirectURI, v.req.State, oe)
+	}
+	writeJSON(w, statusOf(oe.Code), ne)
+}
+
+// nativeParams reads the request parameters of a submission.
+func (s *Server) nativeParams(b *nativeSubmit) (url.Values, error) {
+	switch {
+	case b.AuthorizationURL != "" && b.Parameters != nil:
+		return nil, oauthErr(codeInvalidRequest, "send authorization_url or parameters, not both")
+	case b.AuthorizationURL != "":
+		// Read the URL as the web view that navigated to it did (the one
+		// origin policy), then require this server's endpoint.
+		u, err := origin.ParseURL(b.AuthorizationURL)
+		if err != nil {
+			return nil, oauthErr(codeInvalidRequest, "authorization_url is not an absolute URL")
+		}
+		if !origin.SameOrigin(u, s.issuerURL) || u.Path != pathAuthorize {
+			return nil, oauthErr(codeInvalidRequest, "authorization_url is not this server's authorization endpoint "+s.AuthorizationEndpoint())
+		}
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			return nil, oauthErr(codeInvalidRequest, "authorization_url has a malformed query")
+		}
+		return q, nil
+	case b.Parameters != nil:
+		q := url.Values{}
+		for k, raw := range b.Parameters {
+			var one string
+			if json.Unmarshal(raw, &one) == nil {
+				q.Add(k, one)
+				continue
+			}
+			var many []string
+			if json.Unmarshal(raw, &many) != nil {
+				return nil, oauthErr(codeInvalidRequest, fmt.Sprintf("parameters.%s must be a string or an array of strings", k))
+			}
+			q[k] = many
+		}
+		return q, nil
+	}
+	return nil, oauthErr(codeInvalidRequest, "send authorization_url or parameters")
+}
+
+// handleNativeDecision applies the subject's decision and returns the URL
+// the client's redirect_uri must receive.
+func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
+	host, err := s.authenticateHost(r)
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	var d consent.Decision
+	if err := decodeJSONBody(w, r, &d); err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	p := s.pending.take(r.PathValue("id"), s.cfg.Now())
+	if p == nil || p.host != host.ID {
+		if p != nil {
+			s.pending.put(p)
+		}
+		s.writeJSONError(w, r, oauthErr(codeUnknownRequest, "no pending request with this id for this host; it may have expired or been decided"))
+		return
+	}
+	_, m := p.state()
+	if err := m.Validate(d); err != nil {
+		s.pending.put(p)
+		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, err.Error()))
+		return
+	}
+	to, err := s.decide(r.Context(), p, d)
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		RedirectURL string `json:"redirect_url"`
+	}{to})
+}
+
+// decodeJSONBody reads one JSON object, refusing unknown members so that a
+// misspelt field is an error rather than silently ignored.
+func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxFormBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return oauthErr(codeInvalidRequest, "body must be a JSON object of the documented form: "+err.Error())
+	}
+	return nil
+}

@@ -1,0 +1,326 @@
+package oauth
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/assets"
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/consent"
+)
+
+// The browser flow: for a Miniapp in a plain browser tab, the authorization
+// endpoint sends the user agent to a sign-in page (pick a seeded subject)
+// and a consent page. Both are server-rendered with html/template, which
+// escapes everything that came from the request (RAR consent screens have
+// rendered attacker-chosen text before), and both post forms protected by a
+// per-session CSRF token.
+
+// pages are the parsed templates, parsed once.
+type pages struct {
+	login, consent, errorPage *template.Template
+	css                       []byte
+}
+
+func loadPages() (*pages, error) {
+	sub, err := fs.Sub(assets.FS, "authserver")
+	if err != nil {
+		return nil, fmt.Errorf("oauth: pages: %w", err)
+	}
+	parse := func(name string) (*template.Template, error) {
+		t, err := template.ParseFS(sub, "layout.html", name)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: template %s: %w", name, err)
+		}
+		return t.Lookup(name), nil
+	}
+	p := &pages{}
+	if p.login, err = parse("login.html"); err != nil {
+		return nil, err
+	}
+	if p.consent, err = parse("consent.html"); err != nil {
+		return nil, err
+	}
+	if p.errorPage, err = parse("error.html"); err != nil {
+		return nil, err
+	}
+	if p.css, err = fs.ReadFile(sub, "style.css"); err != nil {
+		return nil, fmt.Errorf("oauth: pages: %w", err)
+	}
+	return p, nil
+}
+
+// render executes a template into a buffer first, so that a template error
+// never leaves half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, t *template.Template, data any) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		s.log.ErrorContext(r.Context(), "oauth: render", "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	// No script at all; forms post to this origin only; never framed
+	// (clickjacking a consent button).
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// errorPage answers an authorization request whose redirect_uri could not be
+// verified (RFC 6749 §4.1.2.1): the error is shown, never redirected.
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
+	// A page is not an authentication challenge: an unknown client is a bad
+	// request here, whatever the code's status at the token endpoint.
+	status := statusOf(oe.Code)
+	if status < 500 {
+		status = http.StatusBadRequest
+	}
+	s.render(w, r, status, s.pages.errorPage, oe)
+}
+
+// handleStatic serves the pages' stylesheet.
+func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("file") != "style.css" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "max-age=300")
+	w.Write(s.pages.css)
+}
+
+// sessionCookie names the browser session cookie.
+const sessionCookie = "mh_session"
+
+// session is a browser's sign-in state.
+type session struct {
+	id      string
+	csrf    string
+	expires time.Time
+
+	mu   sync.Mutex // guards subj
+	subj string
+}
+
+func (se *session) subject() string {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	return se.subj
+}
+
+// sessionSet holds browser sessions in memory.
+type sessionSet struct {
+	mu sync.Mutex // guards m
+	m  map[string]*session
+}
+
+func newSessionSet() *sessionSet { return &sessionSet{m: map[string]*session{}} }
+
+// from returns the request's live session, or nil.
+func (ss *sessionSet) from(r *http.Request, now time.Time) *session {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	se := ss.m[ck.Value]
+	if se == nil || now.After(se.expires) {
+		return nil
+	}
+	return se
+}
+
+// ensure returns the request's session, starting one if needed.
+func (ss *sessionSet) ensure(w http.ResponseWriter, r *http.Request, s *Server) (*session, error) {
+	now := s.cfg.Now()
+	if se := ss.from(r, now); se != nil {
+		return se, nil
+	}
+	id, err := s.randomToken(32)
+	if err != nil {
+		return nil, err
+	}
+	csrf, err := s.randomToken(32)
+	if err != nil {
+		return nil, err
+	}
+	se := &session{id: id, csrf: csrf, expires: now.Add(12 * time.Hour)}
+	ss.mu.Lock()
+	for k, v := range ss.m {
+		if now.After(v.expires) {
+			delete(ss.m, k)
+		}
+	}
+	ss.m[id] = se
+	ss.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
+		Secure: s.issuerURL.Scheme == "https", SameSite: http.SameSiteLaxMode, Expires: se.expires})
+	return se, nil
+}
+
+// rotate replaces a session by a new one signed in as subject.
+func (ss *sessionSet) rotate(w http.ResponseWriter, old *session, subject string, s *Server) (*session, error) {
+	id, err := s.randomToken(32)
+	if err != nil {
+		return nil, err
+	}
+	csrf, err := s.randomToken(32)
+	if err != nil {
+		return nil, err
+	}
+	ns := &session{id: id, csrf: csrf, expires: old.expires, subj: subject}
+	ss.mu.Lock()
+	delete(ss.m, old.id)
+	ss.m[id] = ns
+	ss.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
+		Secure: s.issuerURL.Scheme == "https", SameSite: http.SameSiteLaxMode, Expires: ns.expires})
+	return ns, nil
+}
+
+// browserPending finds the pending request of a page, which must belong to
+// the browser's session: a request id alone lets no one else act on it.
+func (s *Server) browserPending(r *http.Request, id string) (*session, *pending, *Error) {
+	now := s.cfg.Now()
+	se := s.sessions.from(r, now)
+	p := s.pending.get(id, now)
+	if se == nil || p == nil || p.sessionID() != se.id {
+		return nil, nil, oauthErr(codeInvalidRequest, "this sign-in has expired or belongs to another browser; start again from the application")
+	}
+	return se, p, nil
+}
+
+// checkCSRF compares the form's token with the session's in constant time.
+func checkCSRF(se *session, r *http.Request) *Error {
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(se.csrf)) != 1 {
+		return oauthErr(codeInvalidRequest, "the form is stale or was not sent by this page; start again")
+	}
+	return nil
+}
+
+type loginData struct {
+	RequestID, CSRF, ClientName string
+	Subjects                    []store.Subject
+}
+
+// handleLoginPage shows the seeded subjects.
+func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
+	se, p, oe := s.browserPending(r, r.URL.Query().Get("request"))
+	if oe != nil {
+		s.errorPage(w, r, oe)
+		return
+	}
+	subs, err := s.cfg.Store.Subjects(r.Context())
+	if err != nil {
+		s.errorPage(w, r, s.asError(r, err))
+		return
+	}
+	s.render(w, r, http.StatusOK, s.pages.login, loginData{RequestID: p.id, CSRF: se.csrf, ClientName: p.v.client.Name, Subjects: subs})
+}
+
+// handleLoginSubmit signs the browser in as the chosen subject.
+func (s *Server) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
+	if err := parsePostForm(w, r); err != nil {
+		s.errorPage(w, r, s.asError(r, err))
+		return
+	}
+	se, p, oe := s.browserPending(r, r.PostForm.Get("request"))
+	if oe == nil {
+		oe = checkCSRF(se, r)
+	}
+	if oe != nil {
+		s.errorPage(w, r, oe)
+		return
+	}
+	sub, err := s.cfg.Store.Subject(r.Context(), r.PostForm.Get("subject"))
+	if err != nil {
+		s.errorPage(w, r, oauthErr(codeInvalidRequest, "pick one of the listed subjects"))
+		return
+	}
+	// A new session id at sign-in, so that a session id known before it
+	// (session fixation) is worth nothing after it.
+	ns, err := s.sessions.rotate(w, se, sub.ID, s)
+	if err != nil {
+		s.errorPage(w, r, s.asError(r, err))
+		return
+	}
+	s.pending.rebind(se.id, ns.id)
+	http.Redirect(w, r, pathConsent+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
+}
+
+type consentData struct {
+	RequestID, CSRF, Error string
+	Model                  *consent.Model
+}
+
+// handleConsentPage shows the consent model of a pending request.
+func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
+	se, p, oe := s.browserPending(r, r.URL.Query().Get("request"))
+	if oe != nil {
+		s.errorPage(w, r, oe)
+		return
+	}
+	subj := se.subject()
+	if subj == "" {
+		http.Redirect(w, r, pathLogin+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
+		return
+	}
+	m, err := s.buildModel(r.Context(), p, subj)
+	if err != nil {
+		s.errorPage(w, r, s.asError(r, err))
+		return
+	}
+	s.render(w, r, http.StatusOK, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m})
+}
+
+// handleConsentSubmit applies the decision and redirects to the client.
+func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
+	if err := parsePostForm(w, r); err != nil {
+		s.errorPage(w, r, s.asError(r, err))
+		return
+	}
+	se, p, oe := s.browserPending(r, r.PostForm.Get("request"))
+	if oe == nil {
+		oe = checkCSRF(se, r)
+	}
+	if oe != nil {
+		s.errorPage(w, r, oe)
+		return
+	}
+	if p = s.pending.take(p.id, s.cfg.Now()); p == nil {
+		s.errorPage(w, r, oauthErr(codeInvalidRequest, "this request was already decided"))
+		return
+	}
+	subj, m := p.state()
+	if m == nil || subj != se.subject() {
+		s.pending.put(p)
+		http.Redirect(w, r, pathConsent+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
+		return
+	}
+	d := consent.Decision{Action: r.PostForm.Get("action"), AccountID: r.PostForm.Get("account_id")}
+	if err := m.Validate(d); err != nil {
+		s.pending.put(p)
+		s.render(w, r, http.StatusBadRequest, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m, Error: err.Error()})
+		return
+	}
+	to, err := s.decide(r.Context(), p, d)
+	if err != nil {
+		s.errorPage(w, r, s.asError(r, err))
+		return
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}

@@ -1,0 +1,274 @@
+// Package oauth is the reference authorization server's protocol side: the
+// OpenID Connect discovery and RFC 8414 metadata, JWKS, the authorization
+// endpoint with its browser sign-in and consent pages, the JSON
+// native-consent API for hosts, the token endpoint, userinfo, RFC 7662
+// introspection, RFC 7009 revocation and the service's grant endpoint
+// GET {base_url}/authorization (spec 4.1).
+//
+// Every security check sits in one function: exact redirect_uri match
+// (redirectAllowed), PKCE (verifyPKCE), client authentication
+// (authenticateClient), and the catalog's reading of the request
+// (validateAuthorize).
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/catalog"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// Config configures a Server. Zero durations take the defaults named on
+// each field.
+type Config struct {
+	// Issuer is the server's issuer identifier (RFC 8414 §2): an https or
+	// loopback http URL without query or fragment. Required.
+	Issuer string
+	// Catalog is the permission catalog; its BaseURL is {base_url}, the
+	// resource address of the service. Required.
+	Catalog *catalog.Catalog
+	// Store holds clients, the world, keys, grants and tokens. Required.
+	Store *store.Store
+
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Rand is the source of codes, tokens, ids and CSRF tokens; nil means
+	// crypto/rand.Reader.
+	Rand io.Reader
+	// Logger receives internal errors; nil discards them.
+	Logger *slog.Logger
+
+	// CodeTTL is the authorization code lifetime; default 60s (RFC 6749
+	// §4.1.2 recommends at most 10 minutes).
+	CodeTTL time.Duration
+	// AccessTokenTTL defaults to 10 minutes.
+	AccessTokenTTL time.Duration
+	// IDTokenTTL defaults to 10 minutes.
+	IDTokenTTL time.Duration
+	// RefreshTokenTTL defaults to 30 days.
+	RefreshTokenTTL time.Duration
+	// ConsentTTL bounds how long a pending authorization request waits for
+	// sign-in and a decision; default 10 minutes.
+	ConsentTTL time.Duration
+	// MaxPending caps the pending authorization requests held in memory;
+	// default 100,000.
+	MaxPending int
+}
+
+// BaseURL is {base_url}: the catalog's banking resource address.
+func (c Config) baseURL() string { return strings.TrimSuffix(c.Catalog.Endpoints().BaseURL, "/") }
+
+// Server serves the OAuth/OIDC endpoints. Build it with New.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	keys     *keySet
+	pending  *pendingSet
+	sessions *sessionSet
+	clients  *clientCache
+	pages    *pages
+
+	issuerURL *url.URL
+	basePath  string // path of {base_url} on the issuer's origin
+	metadata  []byte
+}
+
+// New checks the configuration, loads (or on first start creates) the
+// signing keys and returns a server.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Issuer == "" || cfg.Catalog == nil || cfg.Store == nil {
+		return nil, errors.New("oauth: Issuer, Catalog and Store are required")
+	}
+	iu, err := url.Parse(cfg.Issuer)
+	if err != nil || (iu.Scheme != "https" && iu.Scheme != "http") || iu.Host == "" || iu.RawQuery != "" || iu.Fragment != "" {
+		return nil, fmt.Errorf("oauth: issuer %q must be an http(s) URL without query or fragment", cfg.Issuer)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.CodeTTL, time.Minute)
+	def(&cfg.AccessTokenTTL, 10*time.Minute)
+	def(&cfg.IDTokenTTL, 10*time.Minute)
+	def(&cfg.RefreshTokenTTL, 30*24*time.Hour)
+	def(&cfg.ConsentTTL, 10*time.Minute)
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = 100_000
+	}
+	bu, err := url.Parse(cfg.baseURL())
+	if err != nil || !origin.SameOrigin(bu, iu) {
+		return nil, fmt.Errorf("oauth: base_url %q must be on the issuer's origin %q", cfg.baseURL(), cfg.Issuer)
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		pending:   newPendingSet(cfg.MaxPending),
+		sessions:  newSessionSet(),
+		clients:   newClientCache(cfg.Store),
+		issuerURL: iu,
+		basePath:  strings.TrimSuffix(bu.Path, "/"),
+	}
+	s.keys, err = loadKeys(ctx, cfg.Store, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	s.metadata, err = s.buildMetadata()
+	if err != nil {
+		return nil, err
+	}
+	s.pages, err = loadPages()
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Endpoint paths on the issuer's origin.
+const (
+	pathOIDCConfig  = "/.well-known/openid-configuration"
+	pathASMetadata  = "/.well-known/oauth-authorization-server"
+	pathJWKS        = "/oauth/jwks"
+	pathAuthorize   = "/oauth/authorize"
+	pathToken       = "/oauth/token"
+	pathUserinfo    = "/oauth/userinfo"
+	pathIntrospect  = "/oauth/introspect"
+	pathRevoke      = "/oauth/revoke"
+	pathLogin       = "/oauth/login"
+	pathConsent     = "/oauth/consent"
+	pathStatic      = "/oauth/static/"
+	pathNative      = "/native/requests"
+	grantPathSuffix = "/authorization" // appended to {base_url}'s path
+)
+
+// Endpoint returns the absolute URL of an endpoint path.
+func (s *Server) endpoint(path string) string { return strings.TrimSuffix(s.cfg.Issuer, "/") + path }
+
+// AuthorizationEndpoint is the URL hosts watch for: navigations to it are
+// authorization requests.
+func (s *Server) AuthorizationEndpoint() string { return s.endpoint(pathAuthorize) }
+
+// NativeEndpoint is the native-consent API's collection URL.
+func (s *Server) NativeEndpoint() string { return s.endpoint(pathNative) }
+
+// GrantEndpoint is GET {base_url}/authorization.
+func (s *Server) GrantEndpoint() string { return s.cfg.baseURL() + grantPathSuffix }
+
+// Handler returns the server's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.routes(mux)
+	return mux
+}
+
+// routes registers every handler of the service origin.
+func (s *Server) routes(mux *http.ServeMux) {
+	// GET /.well-known/openid-configuration and the RFC 8414 document.
+	mux.HandleFunc("GET "+pathOIDCConfig, s.handleMetadata)
+	mux.HandleFunc("GET "+pathASMetadata, s.handleMetadata)
+	// GET /oauth/jwks
+	mux.HandleFunc("GET "+pathJWKS, s.handleJWKS)
+	// GET and POST /oauth/authorize (OIDC Core §3.1.2.1 allows both).
+	mux.HandleFunc("GET "+pathAuthorize, s.handleAuthorize)
+	mux.HandleFunc("POST "+pathAuthorize, s.handleAuthorize)
+	// GET and POST /oauth/login: pick a seeded subject.
+	mux.HandleFunc("GET "+pathLogin, s.handleLoginPage)
+	mux.HandleFunc("POST "+pathLogin, s.handleLoginSubmit)
+	// GET and POST /oauth/consent: the browser consent page.
+	mux.HandleFunc("GET "+pathConsent, s.handleConsentPage)
+	mux.HandleFunc("POST "+pathConsent, s.handleConsentSubmit)
+	// GET /oauth/static/: the pages' stylesheet.
+	mux.HandleFunc("GET "+pathStatic+"{file}", s.handleStatic)
+	// POST /oauth/token
+	mux.HandleFunc("POST "+pathToken, s.handleToken)
+	// GET and POST /oauth/userinfo (OIDC Core §5.3.1).
+	mux.HandleFunc("GET "+pathUserinfo, s.handleUserinfo)
+	mux.HandleFunc("POST "+pathUserinfo, s.handleUserinfo)
+	// POST /oauth/introspect (RFC 7662).
+	mux.HandleFunc("POST "+pathIntrospect, s.handleIntrospect)
+	// POST /oauth/revoke (RFC 7009).
+	mux.HandleFunc("POST "+pathRevoke, s.handleRevoke)
+	// POST /native/requests: a host submits a caught authorization request.
+	mux.HandleFunc("POST "+pathNative, s.handleNativeSubmit)
+	// POST /native/requests/{id}/decision: the host posts the subject's decision.
+	mux.HandleFunc("POST "+pathNative+"/{id}/decision", s.handleNativeDecision)
+	// GET {base_url}/authorization (spec 4.1).
+	mux.HandleFunc("GET "+s.basePath+grantPathSuffix, s.handleGrant)
+}
+
+// randomToken returns n random bytes, base64url-encoded without padding.
+func (s *Server) randomToken(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(s.cfg.Rand, b); err != nil {
+		return "", fmt.Errorf("oauth: random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// resourceOf fills the placeholders of a Resource Server client's stored
+// resource ("{signing_base_url}"...), which the seed keeps unfilled because
+// the providers' ports may change between starts.
+func (s *Server) resourceOf(c *store.Client) string {
+	ep := s.cfg.Catalog.Endpoints()
+	return strings.NewReplacer("{base_url}", s.cfg.baseURL(), "{signing_base_url}", ep.SigningBaseURL,
+		"{invoicing_base_url}", ep.InvoicingBaseURL).Replace(c.Resource)
+}
+
+// clientCache keeps clients in memory: the token and grant endpoints read a
+// client on every request, and clients change only through Invalidate.
+type clientCache struct {
+	st *store.Store
+	mu sync.RWMutex // guards m
+	m  map[string]*store.Client
+}
+
+func newClientCache(st *store.Store) *clientCache {
+	return &clientCache{st: st, m: map[string]*store.Client{}}
+}
+
+// get returns a client, or store.ErrNotFound.
+func (c *clientCache) get(ctx context.Context, id string) (*store.Client, error) {
+	c.mu.RLock()
+	cl, ok := c.m[id]
+	c.mu.RUnlock()
+	if ok {
+		return cl, nil
+	}
+	cl, err := c.st.Client(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.m[id] = cl
+	c.mu.Unlock()
+	return cl, nil
+}
+
+// InvalidateClient drops a cached client; call it after changing the
+// client in the store.
+func (s *Server) InvalidateClient(id string) {
+	s.clients.mu.Lock()
+	delete(s.clients.m, id)
+	s.clients.mu.Unlock()
+}

@@ -1,0 +1,337 @@
+package oauth
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+)
+
+// basicAuth reads client_secret_basic credentials. RFC 6749 §2.3.1 has the
+// client form-urlencode id and secret before Base64, so they are decoded.
+func basicAuth(r *http.Request) (id, secret string, ok bool) {
+	u, p, ok := r.BasicAuth()
+	if !ok {
+		return "", "", false
+	}
+	id, err1 := url.QueryUnescape(u)
+	secret, err2 := url.QueryUnescape(p)
+	if err1 != nil || err2 != nil || id == "" {
+		return "", "", false
+	}
+	return id, secret, true
+}
+
+// checkSecret verifies a confidential client's secret in constant time.
+func (s *Server) checkSecret(ctx context.Context, id, secret string) (*store.Client, error) {
+	bad := &Error{Code: codeInvalidClient, Description: "client authentication failed", challenge: `Basic realm="oauth"`}
+	c, err := s.clients.get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, bad
+	} else if err != nil {
+		return nil, err
+	}
+	if c.Type != store.Confidential || len(c.SecretHash) == 0 ||
+		subtle.ConstantTimeCompare(store.Hash(secret), c.SecretHash) != 1 {
+		return nil, bad
+	}
+	return c, nil
+}
+
+// authenticateClient identifies the client of a token, introspection or
+// revocation request: client_secret_basic or client_secret_post for a
+// confidential client, client_id alone for a public one (RFC 6749 §2.3 and
+// §3.2.1). Using two methods at once is refused.
+func (s *Server) authenticateClient(r *http.Request) (*store.Client, error) {
+	id, secret, basic := basicAuth(r)
+	_, hasHeader := r.Header["Authorization"]
+	form := r.PostForm
+	postID, postSecret := form.Get("client_id"), form.Get("client_secret")
+	switch {
+	case hasHeader && !basic:
+		return nil, &Error{Code: codeInvalidClient, Description: "malformed HTTP Basic credentials", challenge: `Basic realm="oauth"`}
+	case basic && postSecret != "":
+		return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3)")
+	case basic:
+		if postID != "" && postID != id {
+			return nil, oauthErr(codeInvalidRequest, "client_id differs from the authenticated client")
+		}
+		return s.checkSecret(r.Context(), id, secret)
+	case postSecret != "":
+		return s.checkSecret(r.Context(), postID, postSecret)
+	case postID == "":
+		return nil, &Error{Code: codeInvalidClient, Description: "client authentication is missing", challenge: `Basic realm="oauth"`}
+	}
+	c, err := s.clients.get(r.Context(), postID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oauthErr(codeInvalidClient, "unknown client")
+	} else if err != nil {
+		return nil, err
+	}
+	if c.Type != store.Public {
+		return nil, &Error{Code: codeInvalidClient, Description: "a confidential client must authenticate", challenge: `Basic realm="oauth"`}
+	}
+	return c, nil
+}
+
+// parsePostForm reads an application/x-www-form-urlencoded body.
+func parsePostForm(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return oauthErr(codeInvalidRequest, "the body must be application/x-www-form-urlencoded")
+	}
+	return nil
+}
+
+// tokenResponse is RFC 6749 §5.1 with RFC 9396 §7 and OIDC Core §3.1.3.3.
+type tokenResponse struct {
+	AccessToken          string          `json:"access_token"`
+	TokenType            string          `json:"token_type"`
+	ExpiresIn            int64           `json:"expires_in"`
+	Scope                string          `json:"scope,omitempty"`
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
+	IDToken              string          `json:"id_token,omitempty"`
+	RefreshToken         string          `json:"refresh_token,omitempty"`
+}
+
+// handleToken serves the token endpoint (RFC 6749 §3.2).
+func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
+	if err := parsePostForm(w, r); err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	c, err := s.authenticateClient(r)
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	var resp *tokenResponse
+	switch gt := r.PostForm.Get("grant_type"); gt {
+	case "authorization_code":
+		resp, err = s.exchangeCode(r.Context(), c, r.PostForm)
+	case "refresh_token":
+		resp, err = s.refresh(r.Context(), c, r.PostForm)
+	case "":
+		err = oauthErr(codeInvalidRequest, "grant_type is missing")
+	default:
+		err = oauthErr(codeUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+	}
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
+	w.Header().Set("Pragma", "no-cache")
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// exchangeCode redeems an authorization code (RFC 6749 §4.1.3, RFC 7636
+// §4.6). The code is read first, checked, and the tokens signed; then one
+// write spends the code and stores the tokens, atomically, so a code is
+// redeemed once however many requests race for it. A failed check spends
+// the code too, so a wrong verifier cannot be followed by a right one.
+func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values) (*tokenResponse, error) {
+	code := f.Get("code")
+	if code == "" {
+		return nil, oauthErr(codeInvalidRequest, "code is missing")
+	}
+	now := s.cfg.Now()
+	hash := store.Hash(code)
+	replay := oauthErr(codeInvalidGrant, "the code was already used; every token issued from it is revoked")
+	rc, used, err := s.cfg.Store.PeekCode(ctx, hash)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, oauthErr(codeInvalidGrant, "unknown code")
+	case err != nil:
+		return nil, err
+	case used:
+		if err := s.spend(ctx, hash, now); err != nil {
+			return nil, err
+		}
+		return nil, replay
+	}
+	var refusal *Error
+	switch {
+	case rc.ClientID != c.ID:
+		refusal = oauthErr(codeInvalidGrant, "the code was issued to another client")
+	case now.After(rc.ExpiresAt):
+		refusal = oauthErr(codeInvalidGrant, "the code has expired")
+	case f.Get("redirect_uri") != rc.RedirectURI:
+		refusal = oauthErr(codeInvalidGrant, "redirect_uri differs from the authorization request's")
+	case !verifyPKCE(rc.Challenge, f.Get("code_verifier")):
+		refusal = oauthErr(codeInvalidGrant, "code_verifier does not match the code_challenge")
+	}
+	var g *store.Grant
+	if refusal == nil {
+		if g, err = s.cfg.Store.Grant(ctx, rc.GrantID); err != nil {
+			return nil, err
+		}
+		if g.Revoked() {
+			refusal = oauthErr(codeInvalidGrant, "the grant was revoked")
+		}
+	}
+	if refusal != nil {
+		if err := s.spend(ctx, hash, now); err != nil {
+			return nil, err
+		}
+		return nil, refusal
+	}
+	m, err := s.mint(c, g, g.Scopes, rc.Nonce, true)
+	if err != nil {
+		return nil, err
+	}
+	err = s.cfg.Store.RedeemCodeFor(ctx, hash, now, m.at, m.rt)
+	if errors.Is(err, store.ErrReplayed) {
+		return nil, replay
+	} else if err != nil {
+		return nil, err
+	}
+	return m.resp, nil
+}
+
+// spend marks a code used after a refused redemption. A code already
+// spent is a replay, which revokes its grant; that is the outcome wanted
+// here too, so ErrReplayed is not an error of spend.
+func (s *Server) spend(ctx context.Context, hash []byte, now time.Time) error {
+	_, err := s.cfg.Store.RedeemCode(ctx, hash, now)
+	if err != nil && !errors.Is(err, store.ErrReplayed) && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// refresh redeems a refresh token, rotating it (RFC 6749 §6, RFC 9700
+// §4.14.2): the presented token is spent, and presenting it again revokes
+// the grant.
+func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values) (*tokenResponse, error) {
+	tok := f.Get("refresh_token")
+	if tok == "" {
+		return nil, oauthErr(codeInvalidRequest, "refresh_token is missing")
+	}
+	now := s.cfg.Now()
+	rt, err := s.cfg.Store.UseRefreshToken(ctx, store.Hash(tok), now)
+	switch {
+	case errors.Is(err, store.ErrReplayed):
+		return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
+	case errors.Is(err, store.ErrNotFound):
+		return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
+	case err != nil:
+		return nil, err
+	}
+	g, err := s.cfg.Store.Grant(ctx, rt.GrantID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case g.ClientID != c.ID:
+		return nil, oauthErr(codeInvalidGrant, "the refresh token was issued to another client")
+	case g.Revoked():
+		return nil, oauthErr(codeInvalidGrant, "the grant was revoked")
+	case now.After(rt.ExpiresAt):
+		return nil, oauthErr(codeInvalidGrant, "the refresh token has expired")
+	}
+	scopes := g.Scopes
+	if sc := f.Get("scope"); sc != "" {
+		scopes = strings.Fields(sc)
+		for _, x := range scopes {
+			if !slices.Contains(g.Scopes, x) {
+				return nil, oauthErr(codeInvalidScope, "scope "+x+" was not granted (RFC 6749 §6)")
+			}
+		}
+	}
+	m, err := s.mint(c, g, scopes, "", true)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Store.AddTokens(ctx, m.at, m.rt); err != nil {
+		return nil, err
+	}
+	return m.resp, nil
+}
+
+// minted is a signed token response and the records that store it.
+type minted struct {
+	resp *tokenResponse
+	at   *store.AccessToken
+	rt   *store.RefreshToken // nil without offline_access
+}
+
+// mint signs the tokens of a grant; the caller stores them.
+func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce string, withID bool) (*minted, error) {
+	now := s.cfg.Now()
+	jti, err := s.randomToken(16)
+	if err != nil {
+		return nil, err
+	}
+	scope := strings.Join(scopes, " ")
+	at, err := sign(s.keys.access, accessClaims{
+		Iss: s.cfg.Issuer, Sub: g.SubjectID, Aud: audClaim(g.Audience), Exp: now.Add(s.cfg.AccessTokenTTL).Unix(),
+		Iat: now.Unix(), Jti: jti, ClientID: c.ID, Scope: scope, OrgID: g.OrgID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(s.cfg.AccessTokenTTL.Seconds()), Scope: scope}
+	if string(g.Details) != "[]" && len(g.Details) > 0 {
+		resp.AuthorizationDetails = g.Details
+	}
+	if withID && slices.Contains(scopes, "openid") {
+		resp.IDToken, err = sign(s.keys.id, idClaims{
+			Iss: s.cfg.Issuer, Sub: g.SubjectID, Aud: c.ID, Azp: c.ID, Exp: now.Add(s.cfg.IDTokenTTL).Unix(),
+			Iat: now.Unix(), AuthTime: g.AuthTime.Unix(), Nonce: nonce,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	m := &minted{resp: resp, at: &store.AccessToken{Hash: store.Hash(at), GrantID: g.ID, JTI: jti, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTokenTTL)}}
+	if slices.Contains(g.Scopes, "offline_access") {
+		if resp.RefreshToken, err = s.randomToken(32); err != nil {
+			return nil, err
+		}
+		m.rt = &store.RefreshToken{Hash: store.Hash(resp.RefreshToken), GrantID: g.ID, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTokenTTL)}
+	}
+	return m, nil
+}
+
+// accessClaims are the claims of an access token (RFC 9068 §2.2, spec 5.6):
+// never the authorization_details, which Resource Servers read from the
+// grant endpoint.
+type accessClaims struct {
+	Iss      string `json:"iss"`
+	Sub      string `json:"sub"`
+	Aud      any    `json:"aud"`
+	Exp      int64  `json:"exp"`
+	Iat      int64  `json:"iat"`
+	Jti      string `json:"jti"`
+	ClientID string `json:"client_id"`
+	Scope    string `json:"scope"`
+	OrgID    string `json:"org_id,omitempty"`
+}
+
+// idClaims are the claims of an ID token (OIDC Core §2).
+type idClaims struct {
+	Iss      string `json:"iss"`
+	Sub      string `json:"sub"`
+	Aud      string `json:"aud"`
+	Azp      string `json:"azp"`
+	Exp      int64  `json:"exp"`
+	Iat      int64  `json:"iat"`
+	AuthTime int64  `json:"auth_time"`
+	Nonce    string `json:"nonce,omitempty"`
+}
+
+// audClaim is a single string for one audience, as most verifiers expect,
+// and an array otherwise (RFC 7519 §4.1.3).
+func audClaim(aud []string) any {
+	if len(aud) == 1 {
+		return aud[0]
+	}
+	return aud
+}

@@ -1,0 +1,121 @@
+// Package seed loads the reference server's seed world (assets/authserver/
+// seed.json) into a fresh database: projects, the demo clients, the host's
+// own credential, the Resource Server clients of the example providers,
+// subjects with profiles, companies with legal identifier, country and
+// addresses, memberships and bank accounts.
+package seed
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+
+	"github.com/miniapp-host/miniapp-host/assets"
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+)
+
+// World is the decoded seed file.
+type World struct {
+	Projects []store.Project `json:"projects"`
+	Clients  []struct {
+		ID             string   `json:"id"`
+		ProjectID      string   `json:"project_id"`
+		Name           string   `json:"name"`
+		Type           string   `json:"type"`
+		RedirectURIs   []string `json:"redirect_uris"`
+		AllowedOrigins []string `json:"allowed_origins"`
+		Roles          []string `json:"roles"`
+		Resource       string   `json:"resource"`
+	} `json:"clients"`
+	Subjects []struct {
+		ID      string        `json:"id"`
+		Profile store.Profile `json:"profile"`
+	} `json:"subjects"`
+	Companies []struct {
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		LegalID   string          `json:"legal_id"`
+		Country   string          `json:"country"`
+		Addresses []store.Address `json:"addresses"`
+	} `json:"companies"`
+	Memberships []struct {
+		SubjectID string `json:"subject_id"`
+		CompanyID string `json:"company_id"`
+		Role      string `json:"role"`
+	} `json:"memberships"`
+	Accounts []struct {
+		ID        string `json:"id"`
+		SubjectID string `json:"subject_id"`
+		CompanyID string `json:"company_id"`
+		Name      string `json:"name"`
+		Number    string `json:"number"`
+		Currency  string `json:"currency"`
+	} `json:"accounts"`
+}
+
+// Read decodes the embedded seed world.
+func Read() (*World, error) {
+	raw, err := fs.ReadFile(assets.FS, "authserver/seed.json")
+	if err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	var w World
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("seed: seed.json: %w", err)
+	}
+	return &w, nil
+}
+
+// ConfidentialClients returns the ids of the seeded confidential clients,
+// whose secrets the server sets at every start.
+func (w *World) ConfidentialClients() []string {
+	var ids []string
+	for _, c := range w.Clients {
+		if c.Type == string(store.Confidential) {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// Load writes the world into the store. Confidential clients get no secret
+// here: the server sets one at every start (see authserver.Config). A
+// Resource Server client's resource stays a placeholder such as
+// "{signing_base_url}", because the providers' loopback ports may change
+// from one start to the next; the server fills it in when it compares.
+func (w *World) Load(ctx context.Context, st *store.Store) error {
+	for _, p := range w.Projects {
+		if err := st.PutProject(ctx, p); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	for _, c := range w.Clients {
+		if err := st.PutClient(ctx, &store.Client{ID: c.ID, ProjectID: c.ProjectID, Name: c.Name, Type: store.ClientType(c.Type),
+			RedirectURIs: c.RedirectURIs, AllowedOrigins: c.AllowedOrigins, Roles: c.Roles, Resource: c.Resource}); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	for _, s := range w.Subjects {
+		if err := st.PutSubject(ctx, store.Subject{ID: s.ID, Profile: s.Profile}); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	for _, c := range w.Companies {
+		if err := st.PutCompany(ctx, store.Company{ID: c.ID, Name: c.Name, LegalID: c.LegalID, Country: c.Country, Addresses: c.Addresses}); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	for _, m := range w.Memberships {
+		if err := st.PutMembership(ctx, m.SubjectID, m.CompanyID, m.Role); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	for _, a := range w.Accounts {
+		if err := st.PutAccount(ctx, store.Account{ID: a.ID, SubjectID: a.SubjectID, CompanyID: a.CompanyID,
+			Name: a.Name, Number: a.Number, Currency: a.Currency}); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package seed
+
+import (
+	"regexp"
+	"testing"
+)
+
+// uuidRE is spec 2.2 rule 4: the catalog accepts only such identifiers, so
+// a seeded account that did not match could never be named in a request.
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$`)
+
+func TestWorldIsConsistent(t *testing.T) {
+	w, err := Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	projects, subjects, companies := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, p := range w.Projects {
+		projects[p.ID] = true
+	}
+	for _, s := range w.Subjects {
+		subjects[s.ID] = true
+	}
+	for _, c := range w.Companies {
+		companies[c.ID] = true
+		if c.LegalID == "" || c.Country == "" || len(c.Addresses) == 0 {
+			t.Errorf("company %s lacks legal id, country or addresses", c.ID)
+		}
+	}
+	hosts := 0
+	for _, c := range w.Clients {
+		if !projects[c.ProjectID] {
+			t.Errorf("client %s: unknown project %s", c.ID, c.ProjectID)
+		}
+		for _, r := range c.Roles {
+			if r == "host" {
+				hosts++
+			}
+		}
+	}
+	if hosts != 1 {
+		t.Errorf("want exactly one host client, got %d", hosts)
+	}
+	for _, m := range w.Memberships {
+		if !subjects[m.SubjectID] || !companies[m.CompanyID] {
+			t.Errorf("membership %v names an unknown subject or company", m)
+		}
+	}
+	for _, a := range w.Accounts {
+		t.Run(a.ID, func(t *testing.T) {
+			if !uuidRE.MatchString(a.ID) {
+				t.Error("account id is not a UUID the catalog accepts")
+			}
+			if (a.SubjectID == "") == (a.CompanyID == "") || (a.SubjectID != "" && !subjects[a.SubjectID]) || (a.CompanyID != "" && !companies[a.CompanyID]) {
+				t.Error("account must belong to exactly one known subject or company")
+			}
+		})
+	}
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// errClosed is returned by writes after Close.
+var errClosed = errors.New("store: closed")
+
+// maxBatch bounds how many writes share one transaction.
+const maxBatch = 256
+
+// writeOp is one write waiting for the writer goroutine.
+type writeOp struct {
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// write runs fn in a write transaction and returns once it is committed.
+// Writes that arrive while another transaction runs are committed together
+// (group commit): SQLite has one writer, and its commit is the expensive
+// part, so sharing it is what lets the token endpoint scale with clients.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	select {
+	case s.ops <- op:
+	case <-s.quit:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, the outcome is awaited even if ctx ends: the caller must
+	// know whether a code was spent.
+	return <-op.done
+}
+
+// writer is the goroutine that owns the write connection.
+func (s *Store) writer() {
+	defer close(s.writerDone)
+	for {
+		var op *writeOp
+		select {
+		case op = <-s.ops:
+		case <-s.quit:
+			return
+		}
+		batch := []*writeOp{op}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case o := <-s.ops:
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+// runBatch commits a batch in one transaction. When any write fails, the
+// batch is rolled back and each write is retried in a transaction of its
+// own, so that one failure never takes other writes with it, and no
+// partial write of the failed one is committed. A write function returns
+// an error only for a failure; outcomes such as "code already used" travel
+// in the caller's variables, so that what the write did is committed.
+func (s *Store) runBatch(batch []*writeOp) {
+	if len(batch) > 1 && s.runTx(batch) == nil {
+		for _, op := range batch {
+			op.done <- nil
+		}
+		return
+	}
+	for _, op := range batch {
+		op.done <- s.runTx([]*writeOp{op})
+	}
+}
+
+// runTx runs ops in one transaction and commits it, or rolls it back on
+// the first error.
+func (s *Store) runTx(ops []*writeOp) error {
+	tx, err := s.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	for _, op := range ops {
+		if err := op.fn(tx); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}

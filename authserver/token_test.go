@@ -1,0 +1,196 @@
+package authserver_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+)
+
+// TestCodeReplayRevokesTokens: a code presented twice is refused, and every
+// token issued from it stops working (RFC 6749 §4.1.2).
+func TestCodeReplayRevokesTokens(t *testing.T) {
+	e := start(t)
+	v, c := pkce(t)
+	q := e.authParams(c)
+	q.Set("client_id", confID)
+	q.Set("redirect_uri", confRedir)
+	code := e.nativeCode(q, subAna, map[string]string{"action": "approve"}).Get("code")
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {confRedir}, "code_verifier": {v}}
+	st, m := e.token(form, confID, e.confSecret)
+	if st != http.StatusOK {
+		t.Fatalf("first redemption: %d %v", st, m)
+	}
+	at, rt := m["access_token"].(string), m["refresh_token"].(string)
+	if st, g := e.grant(at, confID, e.confSecret); st != http.StatusOK {
+		t.Fatalf("grant before replay: %d %v", st, g)
+	}
+	if st, m = e.token(form, confID, e.confSecret); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Fatalf("replay: want 400 invalid_grant, got %d %v", st, m)
+	}
+	if st, g := e.grant(at, confID, e.confSecret); st != http.StatusUnauthorized || g["code"] != "revoked_token" {
+		t.Fatalf("access token after replay: want revoked_token, got %d %v", st, g)
+	}
+	st, m = e.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}, confID, e.confSecret)
+	if st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Fatalf("refresh token after replay: want invalid_grant, got %d %v", st, m)
+	}
+}
+
+// TestConcurrentRedemption: of many simultaneous redemptions of one code,
+// exactly one succeeds.
+func TestConcurrentRedemption(t *testing.T) {
+	e := start(t)
+	v, c := pkce(t)
+	code := e.nativeCode(e.authParams(c), subAna, map[string]string{"action": "approve"}).Get("code")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if st, _ := e.exchange(code, v); st == http.StatusOK {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 1 {
+		t.Fatalf("%d redemptions succeeded, want exactly 1", ok)
+	}
+}
+
+// TestRefreshReuseRevokesGrant: refresh tokens rotate, and presenting a
+// spent one revokes the grant with every token issued from it.
+func TestRefreshReuseRevokesGrant(t *testing.T) {
+	e := start(t)
+	v, c := pkce(t)
+	m := e.publicTokens(e.authParams(c), v)
+	rt1 := m["refresh_token"].(string)
+	refresh := func(rt string) (int, map[string]any) {
+		return e.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {publicID}}, "", "")
+	}
+	st, m2 := refresh(rt1)
+	if st != http.StatusOK || m2["refresh_token"] == rt1 {
+		t.Fatalf("rotation: %d %v", st, m2)
+	}
+	if m2["id_token"] == nil || m2["scope"] != "openid profile offline_access" {
+		t.Fatalf("refresh response: %v", m2)
+	}
+	at2, rt2 := m2["access_token"].(string), m2["refresh_token"].(string)
+	if st, m = refresh(rt1); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Fatalf("reuse: want invalid_grant, got %d %v", st, m)
+	}
+	if st, m = refresh(rt2); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Fatalf("the rotated token after reuse: want invalid_grant, got %d %v", st, m)
+	}
+	st, in := e.introspect(at2, confID, e.confSecret)
+	if st != http.StatusOK || in["active"] != false {
+		t.Fatalf("access token after reuse: want inactive, got %v", in)
+	}
+}
+
+// TestTokenEndpointRefusals covers the token endpoint's MUSTs: PKCE,
+// redirect_uri binding, client binding, expiry and client authentication.
+func TestTokenEndpointRefusals(t *testing.T) {
+	e := start(t)
+	newCode := func(t *testing.T) (code, verifier string) {
+		t.Helper()
+		v, c := pkce(t)
+		return e.nativeCode(e.authParams(c), subAna, map[string]string{"action": "approve"}).Get("code"), v
+	}
+	type tc struct {
+		name       string
+		edit       func(f url.Values, verifier string)
+		user, pass string
+		status     int
+		want       string
+	}
+	for _, x := range []tc{
+		{"wrong verifier", func(f url.Values, v string) { f.Set("code_verifier", v[:42]+"AAAAAAAAAA") }, "", "", 400, "invalid_grant"},
+		{"missing verifier", func(f url.Values, v string) { f.Del("code_verifier") }, "", "", 400, "invalid_grant"},
+		{"verifier is the challenge (plain)", func(f url.Values, v string) { f.Set("code_verifier", s256(v)) }, "", "", 400, "invalid_grant"},
+		{"redirect_uri differs", func(f url.Values, v string) { f.Set("redirect_uri", publicRedir+"/x") }, "", "", 400, "invalid_grant"},
+		{"redirect_uri missing", func(f url.Values, v string) { f.Del("redirect_uri") }, "", "", 400, "invalid_grant"},
+		{"another client", func(f url.Values, v string) { f.Del("client_id") }, confID, "", 401, "invalid_client"},
+		{"another client authenticated", func(f url.Values, v string) { f.Del("client_id") }, confID, "secret", 401, "invalid_client"},
+		{"public client with a secret", func(f url.Values, v string) { f.Set("client_secret", "x") }, "", "", 401, "invalid_client"},
+		{"two authentication methods", func(f url.Values, v string) { f.Set("client_secret", "x") }, publicID, "x", 400, "invalid_request"},
+		{"no client", func(f url.Values, v string) { f.Del("client_id") }, "", "", 401, "invalid_client"},
+		{"unsupported grant type", func(f url.Values, v string) { f.Set("grant_type", "password") }, "", "", 400, "unsupported_grant_type"},
+		{"unknown code", func(f url.Values, v string) { f.Set("code", "nope") }, "", "", 400, "invalid_grant"},
+	} {
+		t.Run(x.name, func(t *testing.T) {
+			code, v := newCode(t)
+			f := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {publicRedir},
+				"code_verifier": {v}, "client_id": {publicID}}
+			x.edit(f, v)
+			if x.name == "another client authenticated" {
+				x.pass = e.confSecret
+				x.status, x.want = 400, "invalid_grant"
+			}
+			st, m := e.token(f, x.user, x.pass)
+			if st != x.status || m["error"] != x.want {
+				t.Fatalf("want %d %s, got %d %v", x.status, x.want, st, m)
+			}
+			if x.want == "invalid_grant" && x.name != "unknown code" {
+				// The code is spent by the failed attempt: the right
+				// verifier cannot be tried after a wrong one.
+				if st, m := e.exchange(code, v); st != http.StatusBadRequest {
+					t.Fatalf("code still redeemable after a failed attempt: %d %v", st, m)
+				}
+			}
+		})
+	}
+	t.Run("expired code", func(t *testing.T) {
+		code, v := newCode(t)
+		e.clock.Advance(2 * time.Minute)
+		defer e.clock.Advance(-2 * time.Minute)
+		if st, m := e.exchange(code, v); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+			t.Fatalf("want invalid_grant, got %d %v", st, m)
+		}
+	})
+	t.Run("client_secret_post", func(t *testing.T) {
+		v, c := pkce(t)
+		q := e.authParams(c)
+		q.Set("client_id", confID)
+		q.Set("redirect_uri", confRedir)
+		q.Set("scope", "openid")
+		code := e.nativeCode(q, subAna, map[string]string{"action": "approve"}).Get("code")
+		st, m := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {confRedir},
+			"code_verifier": {v}, "client_id": {confID}, "client_secret": {e.confSecret}}, "", "")
+		if st != http.StatusOK || m["refresh_token"] != nil || m["id_token"] == nil {
+			t.Fatalf("want tokens without a refresh token (no offline_access): %d %v", st, m)
+		}
+	})
+}
+
+// TestVerifierWithoutStoredChallenge: a code stored without a challenge
+// (which the authorization endpoint never issues) cannot be redeemed by
+// sending a verifier: PKCE cannot be downgraded (RFC 9700 §4.8.2).
+func TestVerifierWithoutStoredChallenge(t *testing.T) {
+	e := start(t)
+	st, err := store.Open(context.Background(), e.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	g := &store.Grant{ID: "grant-no-pkce", ClientID: publicID, SubjectID: subAna, Scopes: []string{"openid"},
+		Audience: []string{e.u.BaseURL}, InstallationID: "i", AuthTime: now, CreatedAt: now}
+	if err := st.CreateGrant(context.Background(), g, &store.Code{Hash: store.Hash("code-no-pkce"), ClientID: publicID,
+		RedirectURI: publicRedir, ExpiresAt: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := pkce(t)
+	if code, m := e.exchange("code-no-pkce", v); code != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Fatalf("want invalid_grant, got %d %v", code, m)
+	}
+}

@@ -1,0 +1,364 @@
+// Command loadgen measures the reference authorization server on loopback:
+// token endpoint requests per second, GET {base_url}/authorization requests
+// per second, and full native flows per second (submit, decide, token). It
+// starts the server in-process on a temporary database, so the figures
+// include the client's own cost on the same cores. Every phase is bounded
+// in time and in count.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver"
+)
+
+const (
+	hostSecret = "loadgen-host-secret"
+	redirect   = "https://loadgen.example/cb"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+// gen is one load run against one server.
+type gen struct {
+	u          authserver.URLs
+	profile    string // CPU profile file prefix; each timed phase writes PREFIX-N
+	phases     int
+	hc         *http.Client
+	conc       int
+	dur        time.Duration
+	max        int64
+	confSecret string
+}
+
+func run() error {
+	dur := flag.Duration("duration", 5*time.Second, "length of each phase")
+	conc := flag.Int("c", 32, "concurrent clients")
+	max := flag.Int64("n", 200_000, "maximum requests (or flows) per phase")
+	only := flag.String("only", "", "run one phase: token, grant or flow")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of each timed phase to FILE-1, FILE-2...")
+	flag.Parse()
+
+	dir, err := os.MkdirTemp("", "loadgen-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	srv, err := authserver.Start(ctx, authserver.Config{DB: filepath.Join(dir, "load.db"),
+		Secrets: map[string]string{"miniapp-host": hostSecret}})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	cred, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "loadgen", Confidential: true, RedirectURIs: []string{redirect}})
+	if err != nil {
+		return err
+	}
+	g := &gen{u: srv.URLs(), profile: *profile, conc: *conc, dur: *dur, max: *max, confSecret: cred.ClientSecret,
+		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc * 2, MaxConnsPerHost: *conc * 2}}}
+	fmt.Printf("loadgen: GOMAXPROCS=%d NumCPU=%d, %d concurrent clients, %s per phase (max %d), server and client in one process on loopback%s\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), *conc, *dur, *max, loadavg())
+	db := filepath.Join(dir, "load.db")
+	defer func() {
+		var wal int64
+		if fi, err := os.Stat(db + "-wal"); err == nil {
+			wal = fi.Size()
+		}
+		fmt.Printf("loadgen: done%s; WAL %.1f MiB\n", loadavg(), float64(wal)/(1<<20))
+	}()
+
+	// Token endpoint: codes are made first, then only their redemption is timed.
+	for _, scope := range []string{"bank_accounts:read", "openid bank_accounts:read"} {
+		if *only != "" && *only != "token" {
+			break
+		}
+		n := g.estimate(scope)
+		codes, err := g.codes(scope, n)
+		if err != nil {
+			return err
+		}
+		var next atomic.Int64
+		r := g.phase(int64(len(codes)), func() error {
+			i := next.Add(1) - 1
+			if i >= int64(len(codes)) {
+				return errDone
+			}
+			return g.exchange(codes[i])
+		})
+		fmt.Printf("token endpoint (authorization_code, scope %q): %s\n", scope, r)
+	}
+
+	// GET {base_url}/authorization with one token.
+	if *only == "" || *only == "grant" {
+		if err := g.grantPhase(); err != nil {
+			return err
+		}
+	}
+	if *only == "" || *only == "flow" {
+		g.flowPhase()
+	}
+	return nil
+}
+
+func (g *gen) grantPhase() error {
+	c, err := g.codes("bank_accounts:read", 1)
+	if err != nil {
+		return err
+	}
+	tok, err := g.exchangeToken(c[0])
+	if err != nil {
+		return err
+	}
+	r := g.phase(g.max, func() error { return g.grant(tok) })
+	fmt.Printf("GET /authorization: %s\n", r)
+	return nil
+}
+
+// flowPhase runs full native flows, without and with an ID token (RS256
+// signing dominates the second).
+func (g *gen) flowPhase() {
+	for _, scope := range []string{"bank_accounts:read", "openid bank_accounts:read"} {
+		r := g.phase(g.max, func() error {
+			cs, err := g.codes(scope, 1)
+			if err != nil {
+				return err
+			}
+			return g.exchange(cs[0])
+		})
+		fmt.Printf("full native flow (submit, decide, token; scope %q): %s\n", scope, r)
+	}
+}
+
+var errDone = errors.New("done")
+
+// cpuTime is the CPU time the process has used. On a shared machine it
+// shows how much of the two cores the run actually got.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadavg describes the machine's load, which matters on shared cores;
+// empty where /proc/loadavg does not exist.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return "; load average " + strings.Join(f[:3], " ")
+}
+
+// result is one phase's outcome.
+type result struct {
+	ok, failed int64
+	elapsed    time.Duration
+	cpu        time.Duration // user and system CPU of the whole process (server and client)
+	firstErr   error
+}
+
+func (r result) String() string {
+	s := fmt.Sprintf("%.0f/s (%d ok, %d failed in %.2fs; process CPU %.2f cores, %.0f per CPU-second)",
+		float64(r.ok)/r.elapsed.Seconds(), r.ok, r.failed, r.elapsed.Seconds(),
+		r.cpu.Seconds()/r.elapsed.Seconds(), float64(r.ok)/r.cpu.Seconds())
+	if r.firstErr != nil {
+		s += "; first error: " + r.firstErr.Error()
+	}
+	return s
+}
+
+// phase runs op from conc workers until the duration passes or max
+// operations were started.
+func (g *gen) phase(max int64, op func() error) result {
+	var ok, failed, started atomic.Int64
+	var once sync.Once
+	var first error
+	if g.profile != "" {
+		g.phases++
+		f, err := os.Create(fmt.Sprintf("%s-%d", g.profile, g.phases))
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+	}
+	stop := time.Now().Add(g.dur)
+	begin, cpu0 := time.Now(), cpuTime()
+	var wg sync.WaitGroup
+	for range g.conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) && started.Add(1) <= max {
+				err := op()
+				switch {
+				case errors.Is(err, errDone):
+					return
+				case err != nil:
+					failed.Add(1)
+					once.Do(func() { first = err })
+				default:
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return result{ok: ok.Load(), failed: failed.Load(), elapsed: time.Since(begin), cpu: cpuTime() - cpu0, firstErr: first}
+}
+
+// estimate is how many codes to prepare for a token phase: enough for the
+// phase at 20,000 req/s, within max.
+func (g *gen) estimate(string) int {
+	n := int(g.dur.Seconds() * 8_000)
+	if int64(n) > g.max {
+		n = int(g.max)
+	}
+	return n
+}
+
+type code struct{ code, verifier string }
+
+// codes runs n native authorizations (submit and approve) concurrently.
+func (g *gen) codes(scope string, n int) ([]code, error) {
+	out := make([]code, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for range min(g.conc, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				c, err := g.authorize(scope)
+				if err != nil {
+					mu.Lock()
+					first = err
+					mu.Unlock()
+					return
+				}
+				out[i] = c
+			}
+		}()
+	}
+	wg.Wait()
+	return out, first
+}
+
+// authorize submits a request through the native API and approves it.
+func (g *gen) authorize(scope string) (code, error) {
+	b := make([]byte, 32)
+	rand.Read(b)
+	v := base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(v))
+	q := url.Values{"client_id": {"loadgen"}, "redirect_uri": {redirect}, "response_type": {"code"}, "scope": {scope},
+		"resource": {g.u.BaseURL}, "state": {"s"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])},
+		"code_challenge_method": {"S256"}, "nonce": {"n"}}
+	var sub struct {
+		RequestID string `json:"request_id"`
+	}
+	if err := g.postJSON(g.u.Native, map[string]string{"authorization_url": g.u.Authorization + "?" + q.Encode(), "subject": "sub_ana"}, &sub); err != nil {
+		return code{}, err
+	}
+	var dec struct {
+		RedirectURL string `json:"redirect_url"`
+	}
+	if err := g.postJSON(g.u.Native+"/"+sub.RequestID+"/decision", map[string]string{"action": "approve"}, &dec); err != nil {
+		return code{}, err
+	}
+	ru, err := url.Parse(dec.RedirectURL)
+	if err != nil {
+		return code{}, err
+	}
+	return code{ru.Query().Get("code"), v}, nil
+}
+
+func (g *gen) postJSON(u string, body, out any) error {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(b))
+	req.SetBasicAuth("miniapp-host", hostSecret)
+	req.Header.Set("Content-Type", "application/json")
+	return g.send(req, out)
+}
+
+func (g *gen) send(req *http.Request, out any) error {
+	resp, err := g.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s %s", req.Method, req.URL.Path, resp.Status, raw)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(raw, out)
+}
+
+func (g *gen) exchange(c code) error {
+	_, err := g.exchangeToken(c)
+	return err
+}
+
+func (g *gen) exchangeToken(c code) (string, error) {
+	f := url.Values{"grant_type": {"authorization_code"}, "code": {c.code}, "redirect_uri": {redirect}, "code_verifier": {c.verifier}}
+	req, _ := http.NewRequest(http.MethodPost, g.u.Token, strings.NewReader(f.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("loadgen", g.confSecret)
+	var tr struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := g.send(req, &tr); err != nil {
+		return "", err
+	}
+	return tr.AccessToken, nil
+}
+
+func (g *gen) grant(tok string) error {
+	req, _ := http.NewRequest(http.MethodGet, g.u.Grant, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("X-Client-Id", "loadgen")
+	req.Header.Set("X-Client-Secret", g.confSecret)
+	return g.send(req, nil)
+}

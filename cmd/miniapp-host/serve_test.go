@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while the command writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestServe starts `serve` on free ports, waits for the printed addresses,
+// fetches the discovery document and stops it with the context.
+func TestServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errs syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, env{args: []string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0",
+			"--secret", "miniapp-host=fixed-host-secret"}, stdout: &out, stderr: &errs})
+	}()
+	issuer := regexp.MustCompile(`(?m)^issuer\s+(\S+)$`)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "subjects:") {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("serve printed no addresses: %s %s", out.String(), errs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m := issuer.FindStringSubmatch(out.String())
+	if m == nil || !strings.Contains(out.String(), "miniapp-host         confidential secret fixed-host-secret") {
+		t.Fatalf("output lacks the issuer or the host credential:\n%s", out.String())
+	}
+	resp, err := http.Get(m[1] + "/.well-known/openid-configuration")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("discovery: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+}
