@@ -19,7 +19,7 @@ build: deps
 	$(GO) build -o $(BIN)/miniapp-host ./cmd/miniapp-host
 
 # What `make run` starts grows with the project; RUN_ARGS picks another subcommand.
-RUN_ARGS ?= catalog
+RUN_ARGS ?= playground
 run: build
 	./scripts/run.sh $(BIN)/miniapp-host $(RUN_ARGS)
 

@@ -5,7 +5,8 @@ set -euo pipefail
 
 # Build: webview_go links gtk+-3.0 and webkit2gtk-4.0 through pkg-config.
 # Run without a display: Xvfb and xauth (xvfb-run).
-pkgs=(pkg-config gcc libgtk-3-dev libwebkit2gtk-4.0-dev xvfb xauth)
+# The playground's plain-browser-tab tests drive Debian's headless Chromium.
+pkgs=(pkg-config gcc libgtk-3-dev libwebkit2gtk-4.0-dev xvfb xauth chromium)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -39,9 +39,10 @@ type command struct {
 
 // commands is the table of subcommands; each lives in a file of its own.
 var commands = map[string]command{
-	"catalog": {"print the permission catalog, or check an authorization request", runCatalog},
-	"resolve": {"resolve a Miniapp by origin and id, or check a manifest offline", runResolve},
-	"serve":   {"run the reference authorization server and dashboard", runServe},
+	"catalog":    {"print the permission catalog, or check an authorization request", runCatalog},
+	"resolve":    {"resolve a Miniapp by origin and id, or check a manifest offline", runResolve},
+	"serve":      {"run the reference authorization server and dashboard", runServe},
+	"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
 }
 
 func main() {

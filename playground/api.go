@@ -1,0 +1,256 @@
+package playground
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/miniapp-host/miniapp-host/assets"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// apiError is a refusal of the launcher's API, written as
+// {"error":{"code":"...","message":"..."}} like the automation channel's.
+type apiError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+// Codes of the launcher's API (docs/playground.md).
+var (
+	errBadHost     = &apiError{http.StatusForbidden, "bad_host", "the Host header is not a loopback name"}
+	errBadToken    = &apiError{http.StatusUnauthorized, "bad_token", "send the automation token as Authorization: Bearer <token>"}
+	errBadOrigin   = &apiError{http.StatusForbidden, "bad_origin", "only the launcher's own page may call the API"}
+	errBadType     = &apiError{http.StatusUnsupportedMediaType, "bad_content_type", "send Content-Type: application/json"}
+	errNotFound    = &apiError{http.StatusNotFound, "not_found", "no such route"}
+	errNoWindowAPI = &apiError{http.StatusConflict, string(CodeNoWindow), ErrNoWindow.Error()}
+)
+
+func invalid(msg string) *apiError {
+	return &apiError{http.StatusBadRequest, "invalid_request", msg}
+}
+
+// ServeHTTP (routes: see routes) is the gate of the launcher: the Host must
+// be a loopback name (a DNS-rebound page names its own host), the API needs
+// the automation token, and a request that changes something must come from
+// the launcher's own page (Origin) with a JSON body, which a cross-site form
+// cannot send.
+func (p *Playground) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	if err := p.gate(r); err != nil {
+		writeError(w, err)
+		return
+	}
+	p.mux.ServeHTTP(w, r)
+}
+
+func (p *Playground) gate(r *http.Request) *apiError {
+	o, err := origin.Parse("http://" + r.Host)
+	if err != nil || !o.IsLoopback() {
+		return errBadHost
+	}
+	if !strings.HasPrefix(r.URL.Path, "/api/") {
+		return nil
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(p.auto.Token())) != 1 {
+		return errBadToken
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return nil
+	}
+	if raw := r.Header.Values("Origin"); len(raw) > 0 {
+		o, err := origin.Parse(raw[0])
+		if err != nil || len(raw) != 1 || !o.Equal(origin.MustParse(p.origin)) {
+			return errBadOrigin
+		}
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return errBadType
+	}
+	return nil
+}
+
+// routes registers every route of the launcher.
+func (p *Playground) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	// GET /{$}: the launcher page.
+	m.HandleFunc("GET /{$}", p.handleAsset("index.html", "text/html; charset=utf-8"))
+	// GET /playground.css: its style sheet.
+	m.HandleFunc("GET /playground.css", p.handleAsset("playground.css", "text/css; charset=utf-8"))
+	// GET /playground.js: its script.
+	m.HandleFunc("GET /playground.js", p.handleAsset("playground.js", "text/javascript; charset=utf-8"))
+	// GET /api/session: addresses, the automation channel, the window's state, the subject.
+	m.HandleFunc("GET /api/session", p.handleSession)
+	// GET /api/miniapps: the launcher's list.
+	m.HandleFunc("GET /api/miniapps", p.handleMiniapps)
+	// GET /api/subjects: the seeded subjects and the current one.
+	m.HandleFunc("GET /api/subjects", p.handleSubjects)
+	// POST /api/subject {subject}: switch the subject.
+	m.HandleFunc("POST /api/subject", p.handleSetSubject)
+	// POST /api/launch {origin, id}: resolve, report, open.
+	m.HandleFunc("POST /api/launch", p.handleLaunch)
+	// POST /api/reset {origin, id}: reset a Miniapp's storage in the window.
+	m.HandleFunc("POST /api/reset", p.handleReset)
+	// GET /api/events: the latest automation events, for a late launcher.
+	m.HandleFunc("GET /api/events", p.handleEvents)
+	// Anything else: 404 in the API's shape.
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errNotFound) })
+	return m
+}
+
+// handleAsset serves one embedded file of assets/playground under the
+// launcher's Content-Security-Policy: its own scripts and styles only, and
+// connections to itself and to the automation channel.
+func (p *Playground) handleAsset(name, ctype string) http.HandlerFunc {
+	body, err := fs.ReadFile(assets.FS, "playground/"+name)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err != nil {
+			writeError(w, &apiError{http.StatusInternalServerError, "server_error", "missing asset " + name})
+			return
+		}
+		ws := strings.Replace(p.auto.URL(), "/automation", "", 1)
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' "+ws+
+			"; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(body)
+	}
+}
+
+// session is the answer of GET /api/session.
+type session struct {
+	Launcher      string   `json:"launcher_origin"`
+	AutomationURL string   `json:"automation_url"`
+	Services      Services `json:"services"`
+	Window        struct {
+		Available bool   `json:"available"`
+		Message   string `json:"message"`
+	} `json:"window"`
+	Subject string `json:"subject"`
+}
+
+func (p *Playground) handleSession(w http.ResponseWriter, r *http.Request) {
+	s := session{Launcher: p.origin, AutomationURL: p.auto.URL(), Services: p.Services(), Subject: p.Subject()}
+	s.Window.Available = p.cfg.Opener != nil
+	if s.Window.Available {
+		s.Window.Message = "Miniapps open in the desktop window."
+	} else {
+		s.Window.Message = msgNoWindow
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (p *Playground) handleMiniapps(w http.ResponseWriter, r *http.Request) {
+	list, err := p.Miniapps(r.Context())
+	out := struct {
+		Miniapps       []Entry `json:"miniapps"`
+		PublishedError string  `json:"published_error,omitempty"`
+		Published      bool    `json:"published_source"`
+	}{Miniapps: list, Published: p.cfg.Published != nil}
+	if err != nil {
+		out.PublishedError = err.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (p *Playground) handleSubjects(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Subjects []Subject `json:"subjects"`
+		Current  string    `json:"current"`
+	}{p.Subjects(), p.Subject()})
+}
+
+func (p *Playground) handleSetSubject(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Subject string `json:"subject"`
+	}
+	if err := readJSON(r, &in); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := p.SetSubject(in.Subject); err != nil {
+		writeError(w, invalid(err.Error()))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"current": in.Subject})
+}
+
+// miniappRef is the body of launch and reset.
+type miniappRef struct {
+	Origin string `json:"origin"`
+	ID     string `json:"id"`
+}
+
+func (p *Playground) handleLaunch(w http.ResponseWriter, r *http.Request) {
+	var in miniappRef
+	if err := readJSON(r, &in); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := p.Launch(r.Context(), in.Origin, in.ID)
+	if err != nil {
+		writeError(w, invalid(err.Error()))
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (p *Playground) handleReset(w http.ResponseWriter, r *http.Request) {
+	var in miniappRef
+	if err := readJSON(r, &in); err != nil {
+		writeError(w, err)
+		return
+	}
+	err := p.ResetStorage(r.Context(), in.Origin, in.ID)
+	switch {
+	case errors.Is(err, ErrNoWindow):
+		writeError(w, errNoWindowAPI)
+	case err != nil:
+		writeError(w, &apiError{http.StatusBadGateway, "reset_failed", err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"message": "The window forgot what it kept for " + in.Origin + "."})
+	}
+}
+
+func (p *Playground) handleEvents(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Events []json.RawMessage `json:"events"`
+	}{p.history.recent()})
+}
+
+// readJSON decodes one strict JSON object of at most 64 KiB.
+func readJSON(r *http.Request, v any) *apiError {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid("the body is not the expected JSON object: " + err.Error())
+	}
+	if dec.More() {
+		return invalid("the body has data after the JSON object")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError is the one place an API error becomes an HTTP answer.
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, map[string]any{"error": map[string]string{"code": e.code, "message": e.message}})
+}

@@ -1,0 +1,104 @@
+package playground
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/resolver"
+)
+
+// CodeNoWindow is the automation channel's code for a command that needs a
+// window in a playground that has none.
+const CodeNoWindow bridge.Code = "no_window"
+
+// controller carries out the automation channel's commands: open is a
+// launch (resolved, reported, handed to the Opener); the others go to the
+// Opener when it implements bridge.Controller.
+type controller struct{ p *Playground }
+
+func (c *controller) window() (bridge.Controller, error) {
+	if ctl, ok := c.p.cfg.Opener.(bridge.Controller); ok {
+		return ctl, nil
+	}
+	return nil, bridge.Errorf(CodeNoWindow, "%s", ErrNoWindow.Error())
+}
+
+// Open implements bridge.Controller.
+func (c *controller) Open(ctx context.Context, cmd bridge.OpenCommand) (bridge.OpenResult, error) {
+	if cmd.Dashboard != "" {
+		return bridge.OpenResult{}, bridge.Errorf(bridge.CodeInvalidParams,
+			"the playground resolves against its own dashboard (%s); dashboard must be omitted", c.p.world.urls.Dashboard)
+	}
+	res, err := c.p.Launch(ctx, cmd.Origin, cmd.ID)
+	if err != nil {
+		return bridge.OpenResult{}, bridge.Errorf(bridge.CodeInvalidParams, "%s", err.Error())
+	}
+	switch {
+	case res.Report.Outcome != resolver.OutcomeAccepted:
+		r := res.Report.Reasons
+		if len(r) == 0 {
+			return bridge.OpenResult{}, bridge.Errorf(bridge.CodeCommandFailed, "resolver: %s", res.Report.Outcome)
+		}
+		return bridge.OpenResult{}, bridge.Errorf(bridge.CodeCommandFailed, "resolver: %s: %s", res.Report.Outcome, r[0].String())
+	case !res.Window.Available:
+		return bridge.OpenResult{}, bridge.Errorf(CodeNoWindow, "%s", ErrNoWindow.Error())
+	case !res.Window.Opened:
+		return bridge.OpenResult{}, bridge.Errorf(bridge.CodeCommandFailed, "%s", res.Window.Message)
+	}
+	return bridge.OpenResult{View: res.Window.View}, nil
+}
+
+// ApproveConsent implements bridge.Controller.
+func (c *controller) ApproveConsent(ctx context.Context, cmd bridge.ApproveCommand) error {
+	w, err := c.window()
+	if err != nil {
+		return err
+	}
+	return w.ApproveConsent(ctx, cmd)
+}
+
+// DenyConsent implements bridge.Controller.
+func (c *controller) DenyConsent(ctx context.Context, cmd bridge.ViewCommand) error {
+	w, err := c.window()
+	if err != nil {
+		return err
+	}
+	return w.DenyConsent(ctx, cmd)
+}
+
+// Navigate implements bridge.Controller.
+func (c *controller) Navigate(ctx context.Context, cmd bridge.NavigateCommand) error {
+	w, err := c.window()
+	if err != nil {
+		return err
+	}
+	return w.Navigate(ctx, cmd)
+}
+
+// Eval implements bridge.Controller.
+func (c *controller) Eval(ctx context.Context, cmd bridge.EvalCommand) (json.RawMessage, error) {
+	w, err := c.window()
+	if err != nil {
+		return nil, err
+	}
+	return w.Eval(ctx, cmd)
+}
+
+// Screenshot implements bridge.Controller.
+func (c *controller) Screenshot(ctx context.Context, cmd bridge.ViewCommand) (bridge.Screenshot, error) {
+	w, err := c.window()
+	if err != nil {
+		return bridge.Screenshot{}, err
+	}
+	return w.Screenshot(ctx, cmd)
+}
+
+// Close implements bridge.Controller.
+func (c *controller) Close(ctx context.Context, cmd bridge.ViewCommand) error {
+	w, err := c.window()
+	if err != nil {
+		return err
+	}
+	return w.Close(ctx, cmd)
+}

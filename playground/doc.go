@@ -1,0 +1,26 @@
+// Package playground is what `miniapp-host playground` (and `make run`)
+// starts: the embedded reference authorization server with its dashboard and
+// providers, the two demo Miniapps, four deliberately broken demo Miniapps
+// that the resolver must reject, the automation channel, and a launcher page
+// on its own loopback origin.
+//
+// The launcher lists the Miniapps, opens any Miniapp by origin and id,
+// shows the resolver's staged report of each launch, and draws a flow
+// inspector: a timeline of the automation channel's events (resolution
+// stages, navigation decisions with their rule, consent, codes and tokens by
+// fingerprint, the token's decoded claims, the grant read from
+// GET {base_url}/authorization, cookies synced by name).
+//
+// The package has no cgo and opens no window. Mounting a Miniapp in a desktop
+// window goes through [Opener], which package host implements; without one
+// every launch still resolves and reports, and the launcher says that this
+// process has no window and offers the Miniapp's URL for a plain browser tab,
+// where the demo Miniapps run unchanged against the server's web sign-in and
+// consent pages.
+//
+// Files: playground.go (Config, Start, Close), world.go (the one file that
+// uses packages authserver and demoapps), broken.go (the broken Miniapps),
+// launch.go (resolve, report, Opener), observe.go (token responses of the
+// demo backends, decoded for the inspector), controller.go (the automation
+// channel's commands), api.go (the launcher's HTTP API and its gate).
+package playground

@@ -1,0 +1,177 @@
+package playground
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/resolver"
+)
+
+// Opener mounts Miniapps in a desktop window. Package host implements it;
+// the playground only resolves, reports and hands over accepted Miniapps.
+//
+// An Opener that also implements bridge.Controller receives the automation
+// channel's other commands (consent.approve, consent.deny, navigate, eval,
+// screenshot, close); the channel's open command always goes through
+// [Playground.Launch], so that every launch is reported the same way.
+type Opener interface {
+	// Mount mounts req.Miniapp, which the resolver accepted, and returns
+	// the id of its view, as the automation channel's open command names
+	// it. It returns once the load is issued, not when the page is
+	// loaded. The host publishes its events (navigation, consent, code,
+	// token, cookies) on the Bus of the playground's Config.
+	Mount(ctx context.Context, req OpenRequest) (view string, err error)
+	// ResetStorage deletes everything the webview keeps for the Miniapp
+	// at origin with manifest id id (cookies, local storage, IndexedDB,
+	// caches), so that its next launch starts signed out.
+	ResetStorage(ctx context.Context, origin, id string) error
+}
+
+// OpenRequest is what an Opener needs to mount a Miniapp: the resolved
+// Miniapp, who signs in, and the service with the host's own credential for
+// its native-consent API.
+type OpenRequest struct {
+	// Miniapp is the resolver's answer, report included: the Opener
+	// mounts it as it is and does not resolve it again.
+	Miniapp *resolver.Miniapp
+	// Subject is who signs in on the consent screen (the subject
+	// switcher's choice).
+	Subject  string
+	Services Services
+	// HostClientID and HostSecret are the host's credential for the
+	// native-consent API (Services.Native).
+	HostClientID, HostSecret string
+}
+
+// LaunchResult is the answer of POST /api/launch: the resolver's staged
+// report and what became of the window.
+type LaunchResult struct {
+	Report *resolver.Report `json:"report"`
+	Window WindowStatus     `json:"window"`
+}
+
+// WindowStatus says whether a launch reached a window.
+type WindowStatus struct {
+	// Available is whether this process has a window at all (an Opener).
+	Available bool `json:"available"`
+	// Opened is whether the Miniapp was mounted; View names its view.
+	Opened bool   `json:"opened"`
+	View   string `json:"view,omitempty"`
+	// Message says what happened, for people.
+	Message string `json:"message"`
+	// TabURL is where a plain browser tab starts an accepted Miniapp
+	// (its load_url: oauth.auth_url for a confidential client, else
+	// start_url).
+	TabURL string `json:"tab_url,omitempty"`
+}
+
+// Messages of WindowStatus, stable enough for tests to match.
+const (
+	msgNoWindow = "This process has no window (no desktop host is attached: no display, or a build without WebKitGTK). " +
+		"The Miniapp was resolved and reported, not opened. Open it in a browser tab instead: it runs unchanged there " +
+		"against the server's web sign-in and consent pages."
+	msgRejected  = "Rejected: the Miniapp must not be opened."
+	msgUndecided = "Undecided: no answer could be had; nothing was rejected. Try again when the server answers."
+)
+
+// ErrNoWindow is the error of the window actions (reset storage, the
+// automation channel's view commands) in a playground without an Opener.
+var ErrNoWindow = errors.New("playground: this process has no window: no desktop host is attached (no display, or a build without WebKitGTK)")
+
+// Launch resolves the Miniapp id at origin, publishes each stage on the
+// event bus, and, when it is accepted and the playground has an Opener,
+// mounts it. A rejection or an undecided resolve is not an error: the
+// report says it. The error is for input that cannot be resolved at all.
+func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResult, error) {
+	origin, id = strings.TrimSpace(origin), strings.TrimSpace(id)
+	if origin == "" || id == "" {
+		return nil, errors.New("playground: launch needs an origin and an id")
+	}
+	app, err := p.res.Resolve(ctx, id, origin)
+	var (
+		rej *resolver.Rejection
+		und *resolver.Undecided
+		res = &LaunchResult{Window: WindowStatus{Available: p.cfg.Opener != nil}}
+	)
+	switch {
+	case err == nil:
+		res.Report = app.Report
+		res.Window.TabURL = app.LoadURL.String()
+	case errors.As(err, &rej):
+		res.Report, res.Window.Message = rej.Report, msgRejected
+	case errors.As(err, &und):
+		res.Report, res.Window.Message = und.Report, msgUndecided
+	default:
+		return nil, fmt.Errorf("playground: %w", err)
+	}
+	p.publishStages(res.Report)
+	if err != nil {
+		return res, nil
+	}
+	if p.cfg.Opener == nil {
+		res.Window.Message = msgNoWindow
+		return res, nil
+	}
+	hostID, hostSecret := p.HostCredential()
+	view, err := p.cfg.Opener.Mount(ctx, OpenRequest{Miniapp: app, Subject: p.Subject(), Services: p.Services(),
+		HostClientID: hostID, HostSecret: hostSecret})
+	if err != nil {
+		res.Window.Message = "Accepted, but the window could not open it: " + err.Error()
+		return res, nil
+	}
+	res.Window.Opened, res.Window.View = true, view
+	res.Window.Message = fmt.Sprintf("Opened in the window (view %s), signing in as %s.", view, p.Subject())
+	return res, nil
+}
+
+// ResetStorage asks the window to forget what it keeps for a Miniapp.
+func (p *Playground) ResetStorage(ctx context.Context, origin, id string) error {
+	if p.cfg.Opener == nil {
+		return ErrNoWindow
+	}
+	return p.cfg.Opener.ResetStorage(ctx, origin, id)
+}
+
+// publishStages puts one resolve.stage event per stage that ran on the bus.
+func (p *Playground) publishStages(rep *resolver.Report) {
+	if rep == nil {
+		return
+	}
+	for _, st := range rep.Stages {
+		if st.Outcome == resolver.OutcomeSkipped {
+			continue
+		}
+		ev := bridge.ResolveStageEvent{Origin: rep.Origin, ID: rep.ID, Stage: string(st.Stage), OK: st.Outcome == resolver.OutcomeOK}
+		if len(st.Reasons) > 0 {
+			ev.Code, ev.Pointer, ev.Hint = st.Reasons[0].Code, st.Reasons[0].Pointer, st.Reasons[0].Hint
+		}
+		p.bus.Publish(ev)
+	}
+}
+
+// Miniapps lists the launcher's Miniapps: the demos, the broken demos, and
+// those published on the dashboard when Config.Published is set.
+func (p *Playground) Miniapps(ctx context.Context) ([]Entry, error) {
+	out := p.world.demos()
+	for _, b := range p.broken {
+		e := b.entry
+		exp := *b.entry.Expect
+		e.Expect = &exp
+		out = append(out, e)
+	}
+	if p.cfg.Published == nil {
+		return out, nil
+	}
+	pub, err := p.cfg.Published(ctx)
+	if err != nil {
+		return out, fmt.Errorf("playground: published Miniapps: %w", err)
+	}
+	for _, e := range pub {
+		e.Kind = KindPublished
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,258 @@
+package playground
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// Events the playground adds to the automation channel's (docs/playground.md).
+// The host never sees the token a Miniapp's own backend obtains (way 1 of
+// ARCHITECTURE.md), so the playground reads the demo backends' token
+// responses on their way back and reports what the inspector shows.
+
+// TokenClaimsEvent reports the decoded claims of an access token (a JWT;
+// the signature is not checked, the inspector only shows them). The token
+// itself never travels: Fingerprint matches TokenIssuedEvent's, and
+// CodeFingerprint that of the code it was exchanged for.
+type TokenClaimsEvent struct {
+	ClientID        string          `json:"client_id"`
+	Fingerprint     string          `json:"fingerprint"`
+	CodeFingerprint string          `json:"code_fingerprint,omitempty"`
+	Claims          json.RawMessage `json:"claims,omitempty"`
+	Error           string          `json:"error,omitempty"`
+}
+
+// Kind implements bridge.Event.
+func (TokenClaimsEvent) Kind() string { return "token.claims" }
+
+// GrantEvent reports what GET {base_url}/authorization answered for an
+// access token, read with the credential of the client it was issued to.
+type GrantEvent struct {
+	ClientID    string          `json:"client_id"`
+	Fingerprint string          `json:"fingerprint"`
+	Status      int             `json:"status,omitempty"`
+	Grant       json.RawMessage `json:"grant,omitempty"`
+	Error       string          `json:"error,omitempty"`
+}
+
+// Kind implements bridge.Event.
+func (GrantEvent) Kind() string { return "grant" }
+
+// observer is the transport of the demo Miniapps' token requests: it passes
+// every request on unchanged and, for a successful token response of the
+// service's token endpoint, publishes token.issued, token.claims and then
+// (in the background) grant.
+type observer struct {
+	bus    *bridge.Bus
+	base   http.RoundTripper // nil: http.DefaultTransport
+	client *http.Client      // reads the grant
+	log    *slog.Logger
+	// token and grant are the service's endpoints, set before any demo
+	// Miniapp starts.
+	token, grant *url.URL
+
+	wg sync.WaitGroup // grant reads in flight
+}
+
+const maxObserved = 1 << 20
+
+func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := o.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if o.token == nil || req.Method != http.MethodPost || !origin.SameOrigin(req.URL, o.token) || req.URL.Path != o.token.Path {
+		return base.RoundTrip(req)
+	}
+	var form url.Values
+	if req.Body != nil {
+		body, err := io.ReadAll(io.LimitReader(req.Body, maxObserved))
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		form, _ = url.ParseQuery(string(body))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxObserved))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return resp, nil
+	}
+	clientID, secret, ok := req.BasicAuth()
+	if ok {
+		// RFC 6749 section 2.3.1: both are form-encoded before Basic.
+		clientID, _ = url.QueryUnescape(clientID)
+		secret, _ = url.QueryUnescape(secret)
+	} else {
+		clientID, secret = form.Get("client_id"), form.Get("client_secret")
+	}
+	o.publish(clientID, secret, form.Get("code"), body)
+	return resp, nil
+}
+
+// publish reports one token response.
+func (o *observer) publish(clientID, secret, code string, body []byte) {
+	var tr struct {
+		AccessToken          string          `json:"access_token"`
+		TokenType            string          `json:"token_type"`
+		ExpiresIn            int64           `json:"expires_in"`
+		Scope                string          `json:"scope"`
+		AuthorizationDetails json.RawMessage `json:"authorization_details"`
+	}
+	if json.Unmarshal(body, &tr) != nil || tr.AccessToken == "" {
+		return
+	}
+	fp := bridge.Fingerprint(tr.AccessToken)
+	o.bus.Publish(bridge.TokenIssuedEvent{ClientID: clientID, TokenType: tr.TokenType, Scope: tr.Scope, ExpiresIn: tr.ExpiresIn,
+		AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp})
+	claims := TokenClaimsEvent{ClientID: clientID, Fingerprint: fp}
+	if code != "" {
+		claims.CodeFingerprint = bridge.Fingerprint(code)
+	}
+	if c, err := jwtClaims(tr.AccessToken); err != nil {
+		claims.Error = err.Error()
+	} else {
+		claims.Claims = c
+	}
+	o.bus.Publish(claims)
+	if secret == "" {
+		o.bus.Publish(GrantEvent{ClientID: clientID, Fingerprint: fp,
+			Error: "not read: GET /authorization needs a client secret, and a public client has none"})
+		return
+	}
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		o.bus.Publish(o.readGrant(clientID, secret, tr.AccessToken, fp))
+	}()
+}
+
+// readGrant asks the grant endpoint about token, as the client it was
+// issued to (docs/authserver.md, "GET {base_url}/authorization").
+func (o *observer) readGrant(clientID, secret, token, fp string) GrantEvent {
+	ev := GrantEvent{ClientID: clientID, Fingerprint: fp}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.grant.String(), nil)
+	if err != nil {
+		ev.Error = err.Error()
+		return ev
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Client-Id", clientID)
+	req.Header.Set("X-Client-Secret", secret)
+	resp, err := o.client.Do(req)
+	if err != nil {
+		o.log.Warn("playground: read grant", "err", err)
+		ev.Error = "the grant endpoint did not answer"
+		return ev
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxObserved))
+	ev.Status = resp.StatusCode
+	if err != nil || !json.Valid(body) {
+		ev.Error = "the grant endpoint's answer is not JSON"
+		return ev
+	}
+	ev.Grant = body
+	return ev
+}
+
+// wait waits for the grant reads in flight.
+func (o *observer) wait() { o.wg.Wait() }
+
+// jwtClaims decodes the payload of a compact JWS without checking it.
+func jwtClaims(token string) (json.RawMessage, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil, errNotJWT
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || !json.Valid(b) {
+		return nil, errNotJWT
+	}
+	return b, nil
+}
+
+var errNotJWT = errors.New("the access token is not a JWT: no claims to show")
+
+// history keeps the latest event envelopes for a launcher that connects
+// after they were published.
+type history struct {
+	mu     sync.Mutex // guards below
+	events []json.RawMessage
+	max    int
+
+	sub    *bridge.Subscription
+	closed bool
+
+	bus  *bridge.Bus
+	done chan struct{}
+}
+
+func newHistory(bus *bridge.Bus, max int) *history {
+	h := &history{max: max, bus: bus, sub: bus.Subscribe(1024), done: make(chan struct{})}
+	go h.run()
+	return h
+}
+
+func (h *history) run() {
+	defer close(h.done)
+	h.mu.Lock()
+	sub := h.sub
+	h.mu.Unlock()
+	for {
+		for env := range sub.C() {
+			h.mu.Lock()
+			h.events = append(h.events, env)
+			if len(h.events) > h.max {
+				h.events = append(h.events[:0:0], h.events[len(h.events)-h.max:]...)
+			}
+			h.mu.Unlock()
+		}
+		// Dropped for falling behind: the gap is lost, the rest is not.
+		h.mu.Lock()
+		if h.closed || !sub.Dropped() {
+			h.mu.Unlock()
+			return
+		}
+		h.sub = h.bus.Subscribe(1024)
+		sub = h.sub
+		h.mu.Unlock()
+	}
+}
+
+// recent returns the kept envelopes, oldest first.
+func (h *history) recent() []json.RawMessage {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]json.RawMessage(nil), h.events...)
+}
+
+func (h *history) close() {
+	h.mu.Lock()
+	h.closed = true
+	sub := h.sub
+	h.mu.Unlock()
+	sub.Close()
+	<-h.done
+}

@@ -1,0 +1,290 @@
+package playground
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/resolver"
+)
+
+// Addrs are the listen addresses of everything the playground serves. Each
+// "" means "127.0.0.1:0", a free loopback port. Every address must be a
+// loopback address: the launcher and the automation channel can open
+// Miniapps and approve consent.
+type Addrs struct {
+	// Service, Dashboard, Signing and Invoicing are the reference
+	// server's roles (authserver.Config).
+	Service, Dashboard, Signing, Invoicing string
+	// Launcher serves the launcher page and its API.
+	Launcher string
+	// Automation is the automation channel's WebSocket.
+	Automation string
+	// Public and Confidential are the two demo Miniapps.
+	Public, Confidential string
+	// Broken are the broken demo Miniapps, in the order of [BrokenKinds];
+	// missing entries mean free ports.
+	Broken []string
+}
+
+// Config configures [Start]. The zero value starts everything on free
+// loopback ports with a fresh database.
+type Config struct {
+	// DataDir holds the reference server's database (authserver.db),
+	// created with the seed world when missing. "": a fresh temporary
+	// folder that Close removes, so each run starts from the seed world.
+	DataDir string
+	// Addrs are the listen addresses; see [Addrs].
+	Addrs Addrs
+	// Opener mounts accepted Miniapps in a desktop window (package host).
+	// Nil: launches resolve and report, and say that this process has no
+	// window.
+	Opener Opener
+	// Published lists the Miniapps published on the dashboard, shown in
+	// the launcher beside the demos. Nil: none (the dashboard has no list
+	// API yet; this is where it plugs in).
+	Published func(ctx context.Context) ([]Entry, error)
+	// Bus carries the host's events to the automation channel and the
+	// inspector. Nil: Start makes one. Give the same Bus to the host's
+	// window (host.Options.Events) so that its events reach the inspector.
+	Bus *bridge.Bus
+	// Subject is who signs in on the host's consent screen at first;
+	// the launcher's subject switcher changes it. "": the first seeded
+	// subject.
+	Subject string
+	// HTTP sends the resolver's requests and the inspector's grant reads;
+	// nil means a client of the playground's own. Its transport also
+	// carries the demo Miniapps' token requests (observed for the
+	// inspector).
+	HTTP *http.Client
+	// Now is the clock of the event bus, the resolver and the server; nil
+	// means time.Now.
+	Now func() time.Time
+	// Logger receives internal errors of every part; nil discards them.
+	Logger *slog.Logger
+	// History is how many recent events GET /api/events keeps for a
+	// launcher that connects late; 0 means 500.
+	History int
+}
+
+// Playground is a running playground. Close stops every part.
+type Playground struct {
+	cfg      Config
+	bus      *bridge.Bus
+	world    *world
+	broken   []*brokenApp
+	res      *resolver.Resolver
+	auto     *bridge.Automation
+	launcher *http.Server
+	mux      *http.ServeMux // the launcher's routes
+	ln       net.Listener
+	origin   string // the launcher's origin, e.g. http://127.0.0.1:8700
+	history  *history
+	obs      *observer
+	tempDir  string
+
+	mu      sync.Mutex // guards below
+	subject string
+}
+
+// Start starts the reference server, the demo and broken Miniapps, the
+// automation channel and the launcher, and returns once all of them accept
+// connections. ctx bounds the start only; Close stops everything.
+func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
+	p := &Playground{cfg: cfg}
+	if p.cfg.Now == nil {
+		p.cfg.Now = time.Now
+	}
+	if p.cfg.Logger == nil {
+		p.cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if p.cfg.History <= 0 {
+		p.cfg.History = 500
+	}
+	if p.cfg.HTTP == nil {
+		p.cfg.HTTP = &http.Client{Timeout: 30 * time.Second}
+	}
+	if err := p.cfg.Addrs.validate(); err != nil {
+		return nil, err
+	}
+	p.bus = cfg.Bus
+	if p.bus == nil {
+		p.bus = bridge.NewBus(p.cfg.Now)
+	}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	dir := cfg.DataDir
+	if dir == "" {
+		if p.tempDir, err = os.MkdirTemp("", "miniapp-host-playground-"); err != nil {
+			return nil, fmt.Errorf("playground: data dir: %w", err)
+		}
+		dir = p.tempDir
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("playground: data dir: %w", err)
+	}
+
+	// The launcher listens first: its origin is the one page origin the
+	// automation channel lets in.
+	if p.ln, err = net.Listen("tcp", orFree(cfg.Addrs.Launcher)); err != nil {
+		return nil, fmt.Errorf("playground: listen for the launcher: %w", err)
+	}
+	p.origin = "http://" + p.ln.Addr().String()
+
+	p.obs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger}
+	if p.world, err = startWorld(ctx, worldConfig{
+		db: filepath.Join(dir, "authserver.db"), addrs: cfg.Addrs, now: cfg.Now, logger: p.cfg.Logger, obs: p.obs,
+	}); err != nil {
+		return nil, err
+	}
+	if p.broken, err = startBroken(ctx, p.world, cfg.Addrs.Broken); err != nil {
+		return nil, err
+	}
+	p.subject = cfg.Subject
+	if p.subject == "" && len(p.world.subjects) > 0 {
+		p.subject = p.world.subjects[0].ID
+	}
+
+	if p.res, err = resolver.New(resolver.Config{Dashboard: p.world.urls.Dashboard, HTTPClient: p.cfg.HTTP, Now: p.cfg.Now}); err != nil {
+		return nil, fmt.Errorf("playground: %w", err)
+	}
+	p.history = newHistory(p.bus, p.cfg.History)
+
+	if p.auto, err = bridge.NewAutomation(bridge.AutomationConfig{Addr: cfg.Addrs.Automation, AllowedOrigins: []string{p.origin},
+		Bus: p.bus, Controller: &controller{p: p}, Logger: p.cfg.Logger}); err != nil {
+		return nil, fmt.Errorf("playground: %w", err)
+	}
+	if err := p.auto.Listen(); err != nil {
+		return nil, fmt.Errorf("playground: %w", err)
+	}
+
+	p.mux = p.routes()
+	p.launcher = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelWarn)}
+	go p.launcher.Serve(p.ln)
+	return p, nil
+}
+
+// validate refuses an address that is not on loopback.
+func (a Addrs) validate() error {
+	all := []string{a.Service, a.Dashboard, a.Signing, a.Invoicing, a.Launcher, a.Automation, a.Public, a.Confidential}
+	for _, addr := range append(all, a.Broken...) {
+		if addr == "" {
+			continue
+		}
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("playground: address %q: %w", addr, err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("playground: address %q is not a loopback address", addr)
+		}
+	}
+	return nil
+}
+
+func orFree(addr string) string {
+	if addr == "" {
+		return "127.0.0.1:0"
+	}
+	return addr
+}
+
+// Close stops the launcher, the automation channel, the Miniapps and the
+// server, and removes a temporary data folder.
+func (p *Playground) Close() error {
+	var errs []error
+	if p.launcher != nil {
+		// A browser's preconnected sockets count as active for 5 s: after
+		// the grace period the launcher closes what is left.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := p.launcher.Shutdown(ctx); err != nil {
+			errs = append(errs, p.launcher.Close())
+		}
+		cancel()
+	} else if p.ln != nil {
+		p.ln.Close()
+	}
+	if p.auto != nil {
+		errs = append(errs, p.auto.Close())
+	}
+	if p.history != nil {
+		p.history.close()
+	}
+	for _, b := range p.broken {
+		errs = append(errs, b.close())
+	}
+	if p.world != nil {
+		errs = append(errs, p.world.close())
+	}
+	if p.obs != nil {
+		p.obs.wait()
+	}
+	if p.tempDir != "" {
+		errs = append(errs, os.RemoveAll(p.tempDir))
+	}
+	return errors.Join(errs...)
+}
+
+// Bus is the event bus of the automation channel and the inspector.
+func (p *Playground) Bus() *bridge.Bus { return p.bus }
+
+// LauncherURL is the launcher page, with the automation token in the
+// fragment: the page needs it for its API and its WebSocket, and a fragment
+// is never sent to a server nor written to its logs. Show it only to the user
+// who started the playground.
+func (p *Playground) LauncherURL() string { return p.origin + "/#token=" + p.auto.Token() }
+
+// LauncherOrigin is the launcher's origin, without the token.
+func (p *Playground) LauncherOrigin() string { return p.origin }
+
+// AutomationURL and AutomationToken are how a program reaches the
+// automation channel (docs/automation.md).
+func (p *Playground) AutomationURL() string { return p.auto.URL() }
+
+// AutomationToken is the automation channel's token; see AutomationURL.
+func (p *Playground) AutomationToken() string { return p.auto.Token() }
+
+// Services are the reference server's addresses.
+func (p *Playground) Services() Services { return p.world.urls }
+
+// HostCredential is the host's own client credential for the
+// native-consent API of this run.
+func (p *Playground) HostCredential() (clientID, secret string) {
+	return p.world.hostID, p.world.hostSecret
+}
+
+// Subject is who signs in on the host's consent screen now.
+func (p *Playground) Subject() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.subject
+}
+
+// SetSubject chooses who signs in on the host's consent screen from the next
+// launch on; it must be one of Subjects.
+func (p *Playground) SetSubject(id string) error {
+	for _, s := range p.world.subjects {
+		if s.ID == id {
+			p.mu.Lock()
+			p.subject = id
+			p.mu.Unlock()
+			return nil
+		}
+	}
+	return fmt.Errorf("playground: no seeded subject %q", id)
+}
+
+// Subjects are the seeded subjects of the reference server.
+func (p *Playground) Subjects() []Subject { return append([]Subject(nil), p.world.subjects...) }

@@ -1,0 +1,186 @@
+package playground
+
+// This file is the playground's one contact with packages authserver and
+// demoapps, which are still moving: everything they export that the
+// playground uses is called here and nowhere else.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/seed"
+	"github.com/miniapp-host/miniapp-host/demoapps"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// Services are the reference server's addresses (authserver.URLs).
+type Services struct {
+	Issuer           string `json:"issuer"`
+	BaseURL          string `json:"base_url"`
+	Dashboard        string `json:"dashboard_url"`
+	SigningBaseURL   string `json:"signing_base_url"`
+	InvoicingBaseURL string `json:"invoicing_base_url"`
+	Discovery        string `json:"discovery"`
+	Authorization    string `json:"authorization_endpoint"`
+	Token            string `json:"token_endpoint"`
+	Grant            string `json:"grant_endpoint"`
+	Native           string `json:"native_consent_endpoint"`
+}
+
+// Subject is a seeded subject, for the subject switcher.
+type Subject struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Email string `json:"email,omitempty"`
+}
+
+// Demo Miniapps: ids, which are also their client ids.
+const (
+	DemoPublicID       = "demo-public"
+	DemoConfidentialID = "demo-confidential"
+	// demoScope is what both demos ask for, with {base_url} as resource.
+	demoScope = "openid profile"
+)
+
+// world is the reference server and the two demo Miniapps.
+type world struct {
+	srv                  *authserver.Server
+	public, confidential *demoapps.App
+	urls                 Services
+	subjects             []Subject
+	hostID, hostSecret   string
+}
+
+type worldConfig struct {
+	db     string
+	addrs  Addrs
+	now    func() time.Time
+	logger *slog.Logger
+	// obs observes the demos' token requests; startWorld tells it the
+	// service's endpoints before any demo starts.
+	obs *observer
+}
+
+// startWorld starts the reference server, then the demo Miniapps, and
+// registers the demos' clients at the origins they got.
+func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
+	w := &world{}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
+	if w.srv, err = authserver.Start(ctx, authserver.Config{DB: cfg.db, ServiceAddr: cfg.addrs.Service,
+		DashboardAddr: cfg.addrs.Dashboard, SigningAddr: cfg.addrs.Signing, InvoicingAddr: cfg.addrs.Invoicing,
+		Now: cfg.now, Logger: cfg.logger}); err != nil {
+		return nil, fmt.Errorf("playground: %w", err)
+	}
+	u := w.srv.URLs()
+	w.urls = Services{Issuer: u.Issuer, BaseURL: u.BaseURL, Dashboard: u.Dashboard, SigningBaseURL: u.SigningBaseURL,
+		InvoicingBaseURL: u.InvoicingBaseURL, Discovery: u.Discovery, Authorization: u.Authorization, Token: u.Token,
+		Grant: u.Grant, Native: u.Native}
+	if cfg.obs.token, err = origin.ParseURL(u.Token); err != nil {
+		return nil, fmt.Errorf("playground: token endpoint: %w", err)
+	}
+	if cfg.obs.grant, err = origin.ParseURL(u.Grant); err != nil {
+		return nil, fmt.Errorf("playground: grant endpoint: %w", err)
+	}
+	demoHTTP := &http.Client{Transport: cfg.obs, Timeout: 30 * time.Second}
+	if host, ok := w.srv.Credential("miniapp-host"); ok {
+		w.hostID, w.hostSecret = host.ClientID, host.ClientSecret
+	}
+	sw, err := seed.Read()
+	if err != nil {
+		return nil, fmt.Errorf("playground: %w", err)
+	}
+	for _, s := range sw.Subjects {
+		w.subjects = append(w.subjects, Subject{ID: s.ID, Name: s.Profile.Name, Email: s.Profile.Email})
+	}
+
+	demo := func(id, name string) demoapps.Config {
+		return demoapps.Config{ID: id, Name: name, ClientID: id, AuthURL: u.Authorization, TokenURL: u.Token,
+			Scope: demoScope, Resource: u.BaseURL, HTTP: demoHTTP}
+	}
+	if w.public, err = demoapps.StartPublic(demo(DemoPublicID, "Demo public Miniapp"), cfg.addrs.Public); err != nil {
+		return nil, fmt.Errorf("playground: %w", err)
+	}
+	if err := w.register(ctx, DemoPublicID, "Demo public Miniapp", false, w.public.Origin); err != nil {
+		return nil, err
+	}
+	// The confidential demo needs its secret before it starts, and the
+	// server makes the secret when the client is registered with the
+	// demo's origin: so the origin is fixed first. A free port is found
+	// by listening and closing; another process could take it in
+	// between, which Start then reports.
+	addr := cfg.addrs.Confidential
+	if addr == "" {
+		if addr, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	conf := demo(DemoConfidentialID, "Demo confidential Miniapp")
+	if conf.ClientSecret, err = w.registerSecret(ctx, DemoConfidentialID, conf.Name, true, "http://"+addr); err != nil {
+		return nil, err
+	}
+	if w.confidential, err = demoapps.StartConfidential(conf, addr); err != nil {
+		return nil, fmt.Errorf("playground: %w", err)
+	}
+	return w, nil
+}
+
+// register adds (or replaces) a client of the demo project whose redirect
+// URI is origin/callback and whose only allowed origin is origin, plus
+// extra allowed origins.
+func (w *world) register(ctx context.Context, id, name string, confidential bool, origin string, extra ...string) error {
+	_, err := w.registerSecret(ctx, id, name, confidential, origin, extra...)
+	return err
+}
+
+func (w *world) registerSecret(ctx context.Context, id, name string, confidential bool, origin string, extra ...string) (string, error) {
+	cred, err := w.srv.RegisterClient(ctx, authserver.ClientSpec{ID: id, Name: name, Confidential: confidential,
+		RedirectURIs: []string{origin + "/callback"}, AllowedOrigins: append([]string{origin}, extra...)})
+	if err != nil {
+		return "", fmt.Errorf("playground: register client %s: %w", id, err)
+	}
+	return cred.ClientSecret, nil
+}
+
+// demos lists the two demo Miniapps for the launcher.
+func (w *world) demos() []Entry {
+	return []Entry{
+		{ID: DemoPublicID, Name: "Demo public Miniapp", Origin: w.public.Origin, Kind: KindDemo,
+			Description: "Public client: signs in through the host's bridge (authorize), or by navigating to the service with PKCE made in the page."},
+		{ID: DemoConfidentialID, Name: "Demo confidential Miniapp", Origin: w.confidential.Origin, Kind: KindDemo,
+			Description: "Confidential client: its Go backend starts the sign-in at oauth.auth_url, exchanges the code and sets an HttpOnly session cookie."},
+	}
+}
+
+func (w *world) close() error {
+	var errs []error
+	for _, a := range []*demoapps.App{w.public, w.confidential} {
+		if a != nil {
+			errs = append(errs, a.Close())
+		}
+	}
+	if w.srv != nil {
+		errs = append(errs, w.srv.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// freePort returns a loopback address with a port that was free a moment
+// ago.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("playground: find a free port: %w", err)
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
