@@ -306,13 +306,18 @@ func (a *Automation) serve(conn *websocket.Conn, sub *Subscription) {
 		a.write(ctx, conn, sub, replies)
 	}()
 
-	conn.SetReadLimit(maxCommandSize)
 	sem := make(chan struct{}, a.maxInFlight)
 	var running sync.WaitGroup
 	for {
-		_, data, err := conn.ReadMessage()
+		data, tooLarge, err := readCommand(conn)
 		if err != nil {
 			break
+		}
+		if tooLarge {
+			// No id can be read from a command that was not kept: the
+			// reply has id 0 (docs/automation.md, "Errors").
+			a.send(ctx, replies, 0, nil, Errorf(CodeTooLarge, "command of more than %d bytes", maxCommandSize))
+			continue
 		}
 		cmd, derr := decodeCommand(data)
 		if derr != nil {
@@ -345,6 +350,29 @@ func (a *Automation) serve(conn *websocket.Conn, sub *Subscription) {
 	running.Wait()
 	<-writerDone
 	a.log.Info("bridge: automation client disconnected", "remote", conn.RemoteAddr().String(), "dropped", sub.Dropped())
+}
+
+// readCommand reads the next message. One over maxCommandSize is read to
+// its end but not kept, and reported as tooLarge, so that the client gets a
+// too_large reply on a connection that stays usable. (gorilla's SetReadLimit
+// would instead close the connection with 1009.) The client is authenticated
+// and on loopback; discarding costs it bandwidth, the host no memory.
+func readCommand(conn *websocket.Conn) (data []byte, tooLarge bool, err error) {
+	_, r, err := conn.NextReader()
+	if err != nil {
+		return nil, false, err
+	}
+	data, err = io.ReadAll(io.LimitReader(r, maxCommandSize+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if len(data) <= maxCommandSize {
+		return data, false, nil
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return nil, false, err
+	}
+	return nil, true, nil
 }
 
 // send queues a command reply for the writer.

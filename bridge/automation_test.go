@@ -475,3 +475,58 @@ func TestAutomationClose(t *testing.T) {
 		t.Fatal("connected after Close")
 	}
 }
+
+// TestAutomationTooLarge: docs/automation.md promises a too_large reply for
+// a command over 1 MiB, and the connection stays usable; a command of
+// exactly 1 MiB is read.
+func TestAutomationTooLarge(t *testing.T) {
+	a, _ := startAutomation(t, 0)
+	c := dial(t, a, nil)
+	roundTrip := func(msg string) string {
+		t.Helper()
+		if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, got, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("after a %d-byte command: %v", len(msg), err)
+		}
+		return string(got)
+	}
+	if got := roundTrip(`{"id":1,"command":"open","params":{"origin":"https://app.example","id":"app"}}`); !strings.Contains(got, `"ok":true`) {
+		t.Fatalf("open: %s", got)
+	}
+	navigate := func(id, size int) string {
+		head := fmt.Sprintf(`{"id":%d,"command":"navigate","params":{"url":"https://app.example/`, id)
+		tail := `"}}`
+		return head + strings.Repeat("a", size-len(head)-len(tail)) + tail
+	}
+	if got := roundTrip(navigate(2, maxCommandSize)); got != `{"type":"reply","id":2,"ok":true}` {
+		t.Fatalf("a command of exactly 1 MiB: %.200s", got)
+	}
+	want := `{"type":"reply","id":0,"ok":false,"error":{"code":"too_large","message":"command of more than 1048576 bytes"}}`
+	if got := roundTrip(navigate(3, maxCommandSize+1)); got != want {
+		t.Fatalf("a command of 1 MiB + 1 byte\n got %.300s\nwant %s", got, want)
+	}
+	// Much larger, in several frames: still a reply, and the rest of the
+	// message is discarded rather than held in memory.
+	w, err := c.NextWriter(websocket.TextMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := []byte(strings.Repeat("x", 1<<20))
+	for range 5 {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, got, err := c.ReadMessage(); err != nil || string(got) != want {
+		t.Fatalf("a 5 MiB command: %s, %v", got, err)
+	}
+	if got := roundTrip(`{"id":4,"command":"eval","params":{"script":"location.href"}}`); !strings.Contains(got, `"ok":true`) {
+		t.Fatalf("the connection is not usable after too_large: %s", got)
+	}
+}

@@ -56,3 +56,67 @@ func TestBus(t *testing.T) {
 		}
 	})
 }
+
+// TestNavigationEventRedacted: an OAuth redirect caught by the navigation
+// policy carries the code (or tokens) in its URL; on the channel they are
+// replaced by their fingerprints, whatever the host put in the event.
+func TestNavigationEventRedacted(t *testing.T) {
+	bus := NewBus(nil)
+	s := bus.Subscribe(1)
+	bus.Publish(NavigationEvent{
+		URL:      "https://app.example/cb?code=SplxlOBeZQQYbYS6WxSbIA&state=xyz&iss=https%3A%2F%2Fas.example#access_token=2YotnFZFEjr1zCsicMWpAA&token_type=Bearer",
+		Decision: NavigationAllowed, Rule: "miniapp-origin",
+	})
+	var env struct {
+		Data NavigationEvent `json:"data"`
+	}
+	if err := json.Unmarshal(<-s.C(), &env); err != nil {
+		t.Fatal(err)
+	}
+	want := "https://app.example/cb?code=" + Fingerprint("SplxlOBeZQQYbYS6WxSbIA") + "&state=" + Fingerprint("xyz") +
+		"&iss=https%3A%2F%2Fas.example#access_token=" + Fingerprint("2YotnFZFEjr1zCsicMWpAA") + "&token_type=Bearer"
+	if env.Data.URL != want {
+		t.Fatalf("url\n got %s\nwant %s", env.Data.URL, want)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	fp := Fingerprint
+	tests := []struct{ in, want string }{
+		{"https://app.example/", "https://app.example/"},
+		{"https://app.example/path?x=1&y=2#top", "https://app.example/path?x=1&y=2#top"},
+		{"https://app.example/cb?code=abc", "https://app.example/cb?code=" + fp("abc")},
+		{"https://app.example/cb?state=s1&code=abc&iss=x", "https://app.example/cb?state=" + fp("s1") + "&code=" + fp("abc") + "&iss=x"},
+		// Values are fingerprinted as the server reads them, percent-decoded.
+		{"https://app.example/cb?code=a%2Bb", "https://app.example/cb?code=" + fp("a+b")},
+		{"https://app.example/cb?code=a+b", "https://app.example/cb?code=" + fp("a b")},
+		{"https://app.example/cb?code=%zz", "https://app.example/cb?code=" + fp("%zz")},
+		// Names as a server might read them.
+		{"https://app.example/cb?%63ode=abc", "https://app.example/cb?%63ode=" + fp("abc")},
+		{"https://app.example/cb?CODE=abc", "https://app.example/cb?CODE=" + fp("abc")},
+		{"https://app.example/cb?a=1;code=abc", "https://app.example/cb?a=1;code=" + fp("abc")},
+		// Every name of the list, in the fragment too (implicit flow).
+		{"https://app.example/cb#access_token=at&token_type=Bearer&id_token=it&state=s",
+			"https://app.example/cb#access_token=" + fp("at") + "&token_type=Bearer&id_token=" + fp("it") + "&state=" + fp("s")},
+		{"https://as.example/token?refresh_token=rt&client_secret=cs&code_verifier=cv",
+			"https://as.example/token?refresh_token=" + fp("rt") + "&client_secret=" + fp("cs") + "&code_verifier=" + fp("cv")},
+		// A single-page app's fragment route.
+		{"https://app.example/#/cb?code=abc&state=s", "https://app.example/#/cb?code=" + fp("abc") + "&state=" + fp("s")},
+		// Only the values of those names; an empty value stays empty.
+		{"https://app.example/cb?code=&codes=abc&xcode=abc&code", "https://app.example/cb?code=&codes=abc&xcode=abc&code"},
+		// A value that contains "=" or "?" is one value; a name hidden
+		// in another parameter's value is found.
+		{"https://app.example/cb?code=a=b&x=1", "https://app.example/cb?code=" + fp("a=b") + "&x=1"},
+		{"https://app.example/cb?code=a?b&x=1", "https://app.example/cb?code=" + fp("a?b") + "&x=1"},
+		{"https://app.example/cb?x=1?code=abc", "https://app.example/cb?x=1?code=" + fp("abc")},
+		{"https://app.example/cb?x=1#code=abc", "https://app.example/cb?x=1#code=" + fp("abc")},
+		// Not a URL at all: still redacted, never an error.
+		{"::?code=abc", "::?code=" + fp("abc")},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}

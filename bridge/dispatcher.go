@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/assets"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -61,6 +62,18 @@ type Host interface {
 	Authorize(ctx context.Context, req AuthorizeRequest) (AuthorizeResult, error)
 	// OpenExternal opens url, an absolute http or https URL in canonical
 	// form, in the user's browser.
+	//
+	// The page's word that the user acted ("gesture": true) is not proof:
+	// the Miniapp's own scripts can forge it, and WebKit counts the host's
+	// Eval as a user gesture. Before opening anything, OpenExternal MUST
+	// confirm that the user pressed a key or a pointer button (or began a
+	// touch) on the Miniapp's view within GestureWindow, as the host saw it
+	// natively: GTK key-press, button-press or touch-begin events on the
+	// WebKitWebView, recorded in Go (see [Gestures]), ignoring events sent
+	// by other clients (send_event set). Each such input opens at most one
+	// URL. Without one, it returns Errorf(CodeNoUserGesture, ...) and
+	// opens nothing. The dispatcher refuses calls whose script saw no
+	// gesture before asking, but that check is only a first filter.
 	OpenExternal(ctx context.Context, url string) error
 }
 
@@ -89,7 +102,9 @@ type Config struct {
 	Origin origin.Origin
 	Host   Host
 	View   View
-	// Events receives a BridgeCallEvent for every call; nil for none.
+	// Events receives a BridgeCallEvent for every call of the Miniapp's
+	// bridge script, and at most one BridgeRefusedEvent per RefusedInterval
+	// for the messages that cannot be attributed to it; nil for none.
 	Events Publisher
 	// Logger records refusals and host failures; nil discards.
 	Logger *slog.Logger
@@ -98,7 +113,15 @@ type Config struct {
 	// MaxInFlight caps the calls running at once, so that a page cannot
 	// start goroutines without bound; 0 means 16.
 	MaxInFlight int
+	// Now is the clock that spaces BridgeRefusedEvents; nil means time.Now.
+	Now func() time.Time
 }
+
+// RefusedInterval is the least time between two BridgeRefusedEvents of one
+// view. A frame can post as fast as it likes; one event per interval keeps
+// it from filling the automation clients' buffers (and so disconnecting
+// them) and the host's log.
+const RefusedInterval = time.Second
 
 // Dispatcher serves the bridge of one Miniapp view: it decodes page
 // messages, gates them, calls the Host and delivers replies and events.
@@ -113,11 +136,27 @@ type Dispatcher struct {
 	key         string
 	script      string
 	maxInFlight int
+	now         func() time.Time
+	// after schedules f in d; time.AfterFunc, replaced by tests.
+	after func(d time.Duration, f func()) (stop func() bool)
 
-	mu     sync.Mutex // guards below
-	closed bool
-	latest uint64 // highest document Seq seen
-	calls  map[*call]struct{}
+	mu      sync.Mutex // guards below
+	closed  bool
+	latest  uint64 // highest document Seq seen
+	calls   map[*call]struct{}
+	refused refusals
+}
+
+// refusals counts the untrusted messages not yet reported.
+type refusals struct {
+	count     int
+	reasons   map[Code]int
+	published bool        // an event was published at last
+	last      time.Time   // when, by d.now
+	stop      func() bool // stops the pending flush; nil when none
+	// gen numbers the flushes, so that one that was already running when
+	// it was stopped or replaced does nothing.
+	gen uint64
 }
 
 // call is one admitted request, running on its own goroutine.
@@ -166,9 +205,14 @@ func New(cfg Config) (*Dispatcher, error) {
 	if max == 0 {
 		max = 16
 	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &Dispatcher{
 		origin: cfg.Origin, host: cfg.Host, view: cfg.View, events: cfg.Events, log: log,
-		key: key, script: script, maxInFlight: max, calls: map[*call]struct{}{},
+		key: key, script: script, maxInFlight: max, calls: map[*call]struct{}{}, now: now,
+		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 	}, nil
 }
 
@@ -189,7 +233,8 @@ func buildScript(key, miniappOrigin string) (string, error) {
 		Origin  string `json:"origin"`
 		Post    string `json:"post"`
 		Receive string `json:"receive"`
-	}{key, miniappOrigin, PostFunction, ReceiveFunction})
+		Max     int    `json:"max"` // the script refuses larger requests itself
+	}{key, miniappOrigin, PostFunction, ReceiveFunction, MaxMessageSize})
 	if err != nil {
 		return "", fmt.Errorf("bridge: script: %w", err)
 	}
@@ -205,50 +250,64 @@ func (d *Dispatcher) Script() string { return d.script }
 // Receive handles one message that arrived through the bound function.
 // It returns at once: the reply, if any, is delivered later through the
 // View. It never panics on any input.
+//
+// Only a trusted sender is ever answered: a JSON object with this view's
+// key, from the main frame, whose document is on the Miniapp's origin.
+// Anything else gets nothing, not even an error: a reply is a host Eval in
+// the sender's page, where a foreign page may have defined the receive
+// function itself, and WebKit counts that Eval as a user gesture. Such
+// messages are only counted and reported now and then (refuseUntrusted),
+// never with anything they contain.
 func (d *Dispatcher) Receive(f Frame, msg string) {
 	req, decodeErr := decodeRequest([]byte(msg))
-	// Replies to what cannot be trusted: a reply carries the request's id
-	// only when the message provably came from this view's bridge script
-	// in the main frame. Otherwise a subframe could post forged ids and
-	// settle the main frame's pending promises; id 0 matches no pending
-	// call (the script numbers calls from 1).
-	keyOK := subtle.ConstantTimeCompare([]byte(req.key), []byte(d.key)) == 1
-	trusted := f.IsMainFrame && keyOK
-	id := int64(0)
-	if trusted {
-		id = req.id
-	}
 	switch {
 	case !f.IsMainFrame:
-		d.refuse(f.Document, 0, req.method, Errorf(CodeSubframe, "calls from subframes are refused"))
+		d.refuseUntrusted(CodeSubframe)
 		return
-	case decodeErr != nil && !req.object:
-		// Too large, or not a JSON object: nothing can be attributed.
-		d.refuse(f.Document, 0, "", decodeErr)
+	case !req.object:
+		// Too large, or not a JSON object: decodeRequest said which.
+		d.refuseUntrusted(decodeErr.Code)
 		return
-	case !keyOK:
-		d.refuse(f.Document, 0, req.method, Errorf(CodeSubframe, "the message did not come from the bridge script of the main frame"))
-		return
-	case decodeErr != nil:
-		d.refuse(f.Document, id, req.method, decodeErr)
+	case subtle.ConstantTimeCompare([]byte(req.key), []byte(d.key)) != 1:
+		// A subframe posting straight to the message handler, which the
+		// host could not tell from the main frame, or another page.
+		d.refuseUntrusted(CodeSubframe)
 		return
 	}
-	invoke, perr := d.bind(req)
+	// The main frame's bridge script, if its document is the Miniapp's.
+	var invoke invocation
+	var reqErr *Error
+	if decodeErr != nil {
+		reqErr = decodeErr
+	} else {
+		invoke, reqErr = d.bind(req)
+	}
 	d.mu.Lock()
 	gateErr := d.gateLocked(f.Document)
-	if gateErr == nil && perr != nil {
-		gateErr = perr
+	if gateErr == nil && reqErr == nil && len(d.calls) >= d.maxInFlight {
+		reqErr = Errorf(CodeBusy, "%d calls are already in flight", d.maxInFlight)
 	}
-	if gateErr == nil && len(d.calls) >= d.maxInFlight {
-		gateErr = Errorf(CodeBusy, "%d calls are already in flight", d.maxInFlight)
-	}
-	if gateErr != nil {
+	if gateErr != nil || reqErr != nil {
 		d.mu.Unlock()
-		d.refuse(f.Document, id, req.method, gateErr)
+		switch {
+		case gateErr != nil && gateErr.Code == CodeWrongOrigin:
+			// The key in a document that is not the Miniapp's: the
+			// script never keeps it there, so this is a leaked key or a
+			// navigation the host has not reported yet. Not trusted.
+			d.refuseUntrusted(CodeWrongOrigin)
+		case gateErr != nil:
+			// Closed, or a document no longer shown: nobody is left to
+			// answer.
+			d.log.Info("bridge: call refused", "method", apiMethod(req.method), "code", gateErr.Code)
+			d.publish(req.method, DecisionRefused, gateErr.Code)
+		default:
+			// An id that could not be read is 0, which settles no call.
+			d.refuse(f.Document, req.id, req.method, reqErr)
+		}
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &call{id: id, method: req.method, doc: f.Document, cancel: cancel}
+	c := &call{id: req.id, method: req.method, doc: f.Document, cancel: cancel}
 	d.calls[c] = struct{}{}
 	d.mu.Unlock()
 	d.publish(req.method, DecisionAllowed, "")
@@ -390,18 +449,86 @@ func (d *Dispatcher) hostError(ctx context.Context, c *call, err error) *Error {
 	return Errorf(CodeHostError, "the host could not complete %s", c.method)
 }
 
-// refuse answers a request that is not run. The error reply goes to the
-// calling document only: if the view has moved on, nobody is left to hear.
+// refuse answers a request of a trusted sender that is not run. The error
+// reply goes to the calling document only, and only while it is still on
+// the Miniapp's origin: if the view has moved on, nobody is left to hear.
 func (d *Dispatcher) refuse(doc Document, id int64, method string, e *Error) {
-	d.log.Info("bridge: call refused", "method", method, "code", e.Code, "message", e.Message)
+	d.log.Info("bridge: call refused", "method", apiMethod(method), "code", e.Code, "message", e.Message)
 	d.publish(method, DecisionRefused, e.Code)
 	msg := encodeReply(id, nil, e)
 	d.view.Deliver(func(now Document) string {
-		if now.Seq != doc.Seq || d.isClosed() {
+		if now.Seq != doc.Seq || d.isClosed() || !d.isMiniappOrigin(now.URL) {
 			return ""
 		}
 		return receiveScript(msg)
 	})
+}
+
+// refuseUntrusted counts a message that cannot be attributed to the
+// Miniapp's bridge script. Nothing is delivered, and nothing the message
+// holds is logged or published: the first refusal after a quiet
+// RefusedInterval is reported at once, later ones are counted and reported
+// together when the interval ends, so a flood costs one event and one log
+// line per second.
+func (d *Dispatcher) refuseUntrusted(reason Code) {
+	now := d.now()
+	d.mu.Lock()
+	r := &d.refused
+	if r.reasons == nil {
+		r.reasons = map[Code]int{}
+	}
+	r.count++
+	r.reasons[reason]++
+	var ev BridgeRefusedEvent
+	ok := false
+	switch elapsed := now.Sub(r.last); {
+	case !r.published || elapsed >= RefusedInterval:
+		ev, ok = d.takeRefusedLocked()
+	case r.stop == nil:
+		r.gen++
+		gen := r.gen
+		r.stop = d.after(RefusedInterval-elapsed, func() { d.flushRefused(gen) })
+	}
+	d.mu.Unlock()
+	if ok {
+		d.reportRefused(ev)
+	}
+}
+
+// flushRefused reports the refusals counted since the last report; it runs
+// when an interval with refusals in it ends.
+func (d *Dispatcher) flushRefused(gen uint64) {
+	d.mu.Lock()
+	if d.refused.stop == nil || d.refused.gen != gen {
+		d.mu.Unlock()
+		return
+	}
+	d.refused.stop = nil
+	ev, ok := d.takeRefusedLocked()
+	d.mu.Unlock()
+	if ok {
+		d.reportRefused(ev)
+	}
+}
+
+// takeRefusedLocked returns the counted refusals as an event, if there are
+// any, and starts a new interval.
+func (d *Dispatcher) takeRefusedLocked() (BridgeRefusedEvent, bool) {
+	r := &d.refused
+	if r.count == 0 {
+		return BridgeRefusedEvent{}, false
+	}
+	ev := BridgeRefusedEvent{Count: r.count, Reasons: r.reasons}
+	r.count, r.reasons = 0, nil
+	r.published, r.last = true, d.now()
+	return ev, true
+}
+
+func (d *Dispatcher) reportRefused(ev BridgeRefusedEvent) {
+	d.log.Info("bridge: messages refused", "count", ev.Count, "reasons", ev.Reasons)
+	if d.events != nil {
+		d.events.Publish(ev)
+	}
 }
 
 // Navigated tells the dispatcher that a new document committed in the
@@ -432,10 +559,20 @@ func (d *Dispatcher) advanceLocked(seq uint64) {
 // is delivered to the page afterwards. It does not wait.
 func (d *Dispatcher) Close() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.closed = true
 	for c := range d.calls {
 		c.cancel()
+	}
+	// Report what is still counted now rather than from a timer that
+	// would outlive the view.
+	if d.refused.stop != nil {
+		d.refused.stop()
+		d.refused.stop = nil
+	}
+	ev, ok := d.takeRefusedLocked()
+	d.mu.Unlock()
+	if ok {
+		d.reportRefused(ev)
 	}
 }
 
@@ -484,12 +621,22 @@ func (d *Dispatcher) emit(name string, data any) {
 	})
 }
 
+// publish reports a call of the Miniapp's bridge script. Only the API's own
+// method names reach the channel: any other string the page sent becomes
+// "", so that nothing a page chose is shown to a test driver as if the
+// host had said it.
 func (d *Dispatcher) publish(method string, decision string, code Code) {
 	if d.events == nil {
 		return
 	}
-	if len(method) > 64 {
-		method = method[:64] // the name may come from a hostile message
+	d.events.Publish(BridgeCallEvent{Method: apiMethod(method), Decision: decision, Code: code})
+}
+
+// apiMethod returns method if it names a method of the API, else "".
+func apiMethod(method string) string {
+	switch method {
+	case MethodReady, MethodClose, MethodGetContext, MethodAuthorize, MethodOpenExternal:
+		return method
 	}
-	d.events.Publish(BridgeCallEvent{Method: method, Decision: decision, Code: code})
+	return ""
 }

@@ -15,7 +15,9 @@ const (
 	// CodeNotInHost is produced by the JavaScript alone, in a page that no
 	// host injected the transport into (a plain browser tab).
 	CodeNotInHost Code = "not_in_host"
-	// CodeTooLarge: the message is larger than MaxMessageSize.
+	// CodeTooLarge: the message is larger than MaxMessageSize. The bridge
+	// script refuses such a request itself; the dispatcher cannot read
+	// one, so it only reports it (BridgeRefusedEvent) and answers nothing.
 	CodeTooLarge Code = "too_large"
 	// CodeInvalidMessage: not a JSON object, a duplicate or unknown field,
 	// a field of the wrong type, a missing field.
@@ -28,9 +30,11 @@ const (
 	CodeInvalidParams Code = "invalid_params"
 	// CodeSubframe: the message did not come from the bridge script of the
 	// view's main frame (the host said so, or the per-view key is wrong).
+	// Such a sender is answered nothing; the code is a reason in
+	// BridgeRefusedEvent.
 	CodeSubframe Code = "subframe"
 	// CodeWrongOrigin: the view's top-level document is not on the
-	// Miniapp's origin.
+	// Miniapp's origin. Answered nothing, like CodeSubframe.
 	CodeWrongOrigin Code = "wrong_origin"
 	// CodeNavigatedAway: the document that made the call is no longer the
 	// one shown in the view.

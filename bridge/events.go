@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/url"
+	"strings"
 )
 
 // Event is one thing that happened in the host, for the automation channel
@@ -48,10 +50,21 @@ type ResolveStageEvent struct {
 }
 
 // NavigationEvent reports a navigation decided by the native policy.
+//
+// URL goes on the channel through RedactURL (MarshalJSON does it), so the
+// host may put the navigation's URL here as it is: an OAuth redirect's code
+// or tokens are replaced by their fingerprints whoever builds the event.
 type NavigationEvent struct {
 	URL      string `json:"url"`
 	Decision string `json:"decision"` // NavigationAllowed, NavigationBlocked or NavigationConsent
 	Rule     string `json:"rule"`     // the name of the rule that decided
+}
+
+// MarshalJSON writes the event with its URL redacted (RedactURL).
+func (e NavigationEvent) MarshalJSON() ([]byte, error) {
+	type plain NavigationEvent // without this method
+	e.URL = RedactURL(e.URL)
+	return json.Marshal(plain(e))
 }
 
 // ConsentShownEvent reports that the consent view is on screen, with the
@@ -98,11 +111,31 @@ type CookiesSyncedEvent struct {
 	Names  []string `json:"names"`
 }
 
-// BridgeCallEvent reports a page call and the gate's decision.
+// BridgeCallEvent reports a call of the Miniapp's bridge script (a message
+// with the view's key, from the main frame) and the gate's decision.
 type BridgeCallEvent struct {
+	// Method is the name of an API method (MethodReady, ...), or "" when
+	// the message named none: the string a page sent is never repeated.
 	Method   string `json:"method"`
 	Decision string `json:"decision"` // DecisionAllowed, DecisionRefused or DecisionWithheld
 	Code     Code   `json:"code,omitempty"`
+}
+
+// BridgeRefusedEvent reports, in aggregate, the messages a Dispatcher
+// refused without attributing them to the Miniapp's bridge script: not a
+// JSON object, from a subframe, without the view's key, or with it from a
+// document not on the Miniapp's origin. Such a sender is answered nothing
+// and is told nothing on the channel either: one event per view per
+// RefusedInterval at most, with counts only, so that a frame posting in a
+// loop cannot fill the automation clients' buffers.
+type BridgeRefusedEvent struct {
+	// Count is the number of messages refused since the previous
+	// BridgeRefusedEvent of the view.
+	Count int `json:"count"`
+	// Reasons counts them by code: CodeSubframe (no key, a wrong key, or
+	// a subframe), CodeInvalidMessage or CodeTooLarge (not a JSON object),
+	// CodeWrongOrigin (the key from a document of another origin).
+	Reasons map[Code]int `json:"reasons"`
 }
 
 // Kind names of the events.
@@ -114,6 +147,7 @@ func (CodeIssuedEvent) Kind() string     { return "code.issued" }
 func (TokenIssuedEvent) Kind() string    { return "token.issued" }
 func (CookiesSyncedEvent) Kind() string  { return "cookies.synced" }
 func (BridgeCallEvent) Kind() string     { return "bridge.call" }
+func (BridgeRefusedEvent) Kind() string  { return "bridge.refused" }
 
 // Fingerprint is how codes and tokens appear on the automation channel:
 // the first 16 hex digits of their SHA-256. A test that holds the secret
@@ -121,4 +155,79 @@ func (BridgeCallEvent) Kind() string     { return "bridge.call" }
 func Fingerprint(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:8])
+}
+
+// redactedParams are the URL parameters whose values are secrets, or
+// correlate with one, in OAuth 2.0 and OpenID Connect responses and
+// requests (RFC 6749 sections 4.1.2 and 4.2.2, RFC 7636, OpenID Connect
+// Core 3.2.2.5).
+var redactedParams = map[string]bool{
+	"code": true, "state": true, "access_token": true, "id_token": true,
+	"refresh_token": true, "client_secret": true, "code_verifier": true,
+}
+
+// RedactURL returns raw with the value of every query or fragment parameter
+// named code, state, access_token, id_token, refresh_token, client_secret or
+// code_verifier replaced by its Fingerprint (of the percent-decoded value),
+// so that a URL can go on the automation channel without what an OAuth
+// redirect carries. Everything else is kept byte for byte, and a test that
+// holds the secret can still match it.
+//
+// raw is not parsed as a URL: it is what the webview reported, and must not
+// escape redaction by failing to parse. Names are matched after percent-
+// decoding and without regard to case (a server may read %63ode as code).
+// Parameters are separated by &, ; or ?, as a lenient server or a single-
+// page app's fragment route (#/cb?code=...) might read them; a redacted
+// value runs to the next &, ; or #, since a ? in it is data. Redacting a
+// parameter that merely looks like one of these costs nothing.
+func RedactURL(raw string) string {
+	i := strings.IndexAny(raw, "?#")
+	if i < 0 {
+		return raw
+	}
+	var b strings.Builder
+	b.Grow(len(raw))
+	b.WriteString(raw[:i])
+	rest := raw[i:]
+	for rest != "" {
+		// rest starts at a separator: copy it, then one parameter.
+		b.WriteByte(rest[0])
+		rest = rest[1:]
+		end := paramEnd(rest, "?#&;")
+		name, _, hasValue := strings.Cut(rest[:end], "=")
+		if !hasValue || !secretParam(name) {
+			b.WriteString(rest[:end])
+			rest = rest[end:]
+			continue
+		}
+		end = paramEnd(rest, "#&;")
+		value := rest[len(name)+1 : end]
+		b.WriteString(name)
+		b.WriteByte('=')
+		if value != "" {
+			if v, err := url.QueryUnescape(value); err == nil {
+				value = v
+			}
+			b.WriteString(Fingerprint(value))
+		}
+		rest = rest[end:]
+	}
+	return b.String()
+}
+
+// paramEnd is the index in s of the first of seps, or len(s).
+func paramEnd(s, seps string) int {
+	if i := strings.IndexAny(s, seps); i >= 0 {
+		return i
+	}
+	return len(s)
+}
+
+// secretParam reports whether a parameter name, as written in a URL, is
+// one whose value RedactURL hides.
+func secretParam(name string) bool {
+	if n, err := url.QueryUnescape(name); err == nil {
+		name = n
+	}
+	return redactedParams[strings.ToLower(name)]
 }

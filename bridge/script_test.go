@@ -35,6 +35,7 @@ func TestScriptUnderNode(t *testing.T) {
 			"ready":                                 `{"ok":null}`,
 			"parallel":                              `{"authorize":{"ok":{"access_token":"at-openid+profile","token_type":"Bearer","expires_in":300,"scope":"openid profile"}},"getContext":"com.example.app"}`,
 			"authorize invalid":                     `{"code":"invalid_params","name":"MiniappError"}`,
+			"authorize too large":                   `{"code":"too_large","name":"MiniappError"}`,
 			"openExternal without gesture":          `{"code":"no_user_gesture","name":"MiniappError"}`,
 			"openExternal after Eval only":          `{"code":"no_user_gesture","name":"MiniappError"}`,
 			"openExternal after synthetic click":    `{"code":"no_user_gesture","name":"MiniappError"}`,
@@ -51,6 +52,29 @@ func TestScriptUnderNode(t *testing.T) {
 		defer fx.host.mu.Unlock()
 		if len(fx.host.opened) != 1 || fx.host.opened[0] != "https://docs.example/" {
 			t.Errorf("host opened %q", fx.host.opened)
+		}
+	})
+	t.Run("a hostile page", func(t *testing.T) {
+		// The review's repro: prototype pollution and replaced globals
+		// must neither reveal the key to page code nor turn a call
+		// without input into one with "gesture": true.
+		fx := newFixture(t, 0)
+		got := runHarness(t, node, fx.d.Script(), "hostile", fx)
+		compareReports(t, got, map[string]string{
+			"toJSON: openExternal without input":                 `{"code":"no_user_gesture","name":"MiniappError"}`,
+			"toJSON: openExternal of a URL object after a click": `{"ok":null}`,
+			"params setter: authorize":                           `{"ok":{"access_token":"at-openid","token_type":"Bearer","expires_in":300,"scope":"openid"}}`,
+			"globals replaced: authorize":                        `{"ok":{"access_token":"at-openid+profile","token_type":"Bearer","expires_in":300,"scope":"openid profile","authorization_details":[{"type":"bank_account","actions":["read"]}]}}`,
+			"cyclic params":                                      `{"code":"invalid_params","name":"MiniappError"}`,
+			"BigInt in params":                                   `{"code":"invalid_params","name":"MiniappError"}`,
+			"openExternal of a number":                           `{"code":"invalid_params","name":"MiniappError"}`,
+			"JSON rules":                                         `{"ok":{"access_token":"at-openid","token_type":"Bearer","expires_in":300,"scope":"openid","authorization_details":[{"type":"t","b":null,"c":[null,null,0,null,"x"],"d":{}}]}}`,
+			"leaks":                                              `[]`,
+		})
+		fx.host.mu.Lock()
+		defer fx.host.mu.Unlock()
+		if len(fx.host.opened) != 1 || fx.host.opened[0] != "https://docs.example/u" {
+			t.Errorf("host opened %q, want only the URL clicked for", fx.host.opened)
 		}
 	})
 	t.Run("in a plain tab", func(t *testing.T) {

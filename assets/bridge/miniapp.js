@@ -11,6 +11,13 @@
  * Promise, Object, Reflect, the user-activation getter) is captured here,
  * before any page script runs, so a page that later overrides globals or
  * prototypes cannot redirect the bridge's own messages.
+ *
+ * No page code ever runs while the per-view key is in an object or a string
+ * it could reach: a request is built by string concatenation of primitives
+ * serialised one by one, after the page's params have been copied (see
+ * call). An inherited toJSON or setter therefore never sees the key, and
+ * cannot rewrite what is sent. What the transport does with the text is
+ * the host's affair (docs/bridge.md, "What the key does not do").
  */
 (function (config) {
   'use strict';
@@ -22,10 +29,24 @@
   var create = O.create;
   var getOwnPropertyDescriptor = O.getOwnPropertyDescriptor;
   var apply = Reflect.apply;
+  var keys = O.keys;
+  var hasOwn = O.prototype.hasOwnProperty;
+  var isArray = Array.isArray;
+  var charCodeAt = String.prototype.charCodeAt;
   var P = Promise;
   var stringify = JSON.stringify;
   var Err = Error;
   var microtask = w.queueMicrotask;
+  // URL.prototype.href's getter, to accept a URL object for openExternal
+  // without calling anything the page can redefine (it throws on anything
+  // that is not a real URL).
+  var hrefGetter = null;
+  try {
+    var hd = getOwnPropertyDescriptor(w.URL.prototype, 'href');
+    hrefGetter = hd && hd.get ? hd.get : null;
+  } catch (e) {
+    hrefGetter = null;
+  }
 
   var VERSION = '1.0.0';
   var PROTOCOL = 1;
@@ -48,6 +69,7 @@
   // later post with it from an iframe inside the Miniapp.
   var post = null;
   var key = '';
+  var maxMessage = 0;
   if (config !== null && typeof config === 'object' && w === w.top) {
     var bound = w[config.post];
     try {
@@ -62,9 +84,11 @@
     } catch (e) {
       here = '';
     }
-    if (typeof bound === 'function' && here === config.origin) {
+    if (typeof bound === 'function' && here === config.origin && typeof config.key === 'string' &&
+        typeof config.max === 'number') {
       post = bound;
       key = config.key;
+      maxMessage = config.max;
     }
   }
   var inHost = post !== null;
@@ -145,23 +169,164 @@
   var pending = create(null);
   var nextID = 0;
 
-  function call(method, params) {
+  // failure is what a params builder returns instead of JSON text when the
+  // call must be refused without asking the host.
+  function failure(code, message) {
+    var f = create(null);
+    f.code = code;
+    f.message = message;
+    return f;
+  }
+
+  // The page's params are serialised in two steps. copy reads them with
+  // own-property reads into a tree of primitives and null-prototype nodes
+  // that only this script can reach; page code may run there (getters,
+  // proxies), but nothing it can reach holds the key yet. serialise then
+  // writes that tree as JSON without calling anything the page defined:
+  // primitives go through the captured JSON.stringify, which looks up no
+  // toJSON on a primitive. The result follows JSON.stringify's rules
+  // (undefined, functions and symbols are left out of objects and are null
+  // in arrays; NaN and the infinities are null), except that inherited
+  // properties and toJSON methods are ignored.
+  var SKIP = create(null); // a value JSON leaves out
+  var MAX_DEPTH = 64;
+
+  function copy(v, depth) {
+    if (v === null) {
+      return null;
+    }
+    switch (typeof v) {
+      case 'string':
+      case 'boolean':
+        return v;
+      case 'number':
+        return v === v && v !== Infinity && v !== -Infinity ? v : null;
+      case 'undefined':
+      case 'function':
+      case 'symbol':
+        return SKIP;
+      case 'bigint':
+        throw new TypeError('miniapp: a BigInt cannot be sent as JSON');
+    }
+    if (depth >= MAX_DEPTH) {
+      throw new TypeError('miniapp: params are nested too deeply');
+    }
+    var node = create(null);
+    var i;
+    var x;
+    node.items = create(null);
+    node.length = 0;
+    if (isArray(v)) {
+      node.array = true;
+      var n = v.length;
+      // Anything longer could not fit in a message anyway.
+      if (typeof n !== 'number' || !(n >= 0 && n <= maxMessage)) {
+        throw new TypeError('miniapp: an array is too long');
+      }
+      for (i = 0; i < n; i++) {
+        x = apply(hasOwn, v, [i]) ? copy(v[i], depth + 1) : null;
+        node.items[i] = x === SKIP ? null : x;
+      }
+      node.length = n;
+      return node;
+    }
+    node.array = false;
+    node.names = create(null);
+    var names = keys(v); // own enumerable string keys, as JSON reads them
+    for (i = 0; i < names.length; i++) {
+      var name = '' + names[i];
+      x = copy(v[name], depth + 1);
+      if (x !== SKIP) {
+        node.names[node.length] = name;
+        node.items[node.length] = x;
+        node.length += 1;
+      }
+    }
+    return node;
+  }
+
+  function serialise(x) {
+    if (x === null) {
+      return 'null';
+    }
+    switch (typeof x) {
+      case 'string':
+        return stringify(x);
+      case 'number':
+        return '' + x;
+      case 'boolean':
+        return x ? 'true' : 'false';
+    }
+    var out = x.array ? '[' : '{';
+    for (var i = 0; i < x.length; i++) {
+      if (i > 0) {
+        out += ',';
+      }
+      if (!x.array) {
+        out += stringify(x.names[i]) + ':';
+      }
+      out += serialise(x.items[i]);
+    }
+    return out + (x.array ? ']' : '}');
+  }
+
+  // paramsJSON returns the JSON text of a page value, or undefined when
+  // JSON would leave it out.
+  function paramsJSON(value) {
+    var c = copy(value, 0);
+    return c === SKIP ? undefined : serialise(c);
+  }
+
+  // utf8Length is the size of s in UTF-8, as the host measures a message.
+  // s comes from serialise, in which every lone surrogate is escaped.
+  function utf8Length(s) {
+    var n = 0;
+    for (var i = 0; i < s.length; i++) {
+      var c = apply(charCodeAt, s, [i]);
+      if (c < 0x80) {
+        n += 1;
+      } else if (c < 0x800) {
+        n += 2;
+      } else if (c >= 0xd800 && c <= 0xdbff) {
+        n += 4; // a surrogate pair
+        i += 1;
+      } else {
+        n += 3;
+      }
+    }
+    return n;
+  }
+
+  // call sends one request. build, when given, returns the params as JSON
+  // text, undefined for none, or a failure; it runs before anything holds
+  // the key, and whatever it throws refuses the call as invalid_params.
+  function call(method, build) {
     return new P(function (resolve, reject) {
       if (!inHost) {
         reject(makeError('not_in_host', 'miniapp: not in a host'));
         return;
       }
-      nextID += 1;
-      var id = nextID;
-      var msg = { v: PROTOCOL, id: id, key: key, method: method };
-      if (params !== undefined) {
-        msg.params = params;
-      }
-      var text;
+      var params;
       try {
-        text = stringify(msg);
+        params = build === undefined ? undefined : build();
       } catch (e) {
         reject(makeError('invalid_params', 'miniapp: params cannot be sent as JSON'));
+        return;
+      }
+      if (params !== undefined && typeof params !== 'string') {
+        reject(makeError(params.code, 'miniapp: ' + params.message));
+        return;
+      }
+      nextID += 1;
+      var id = nextID;
+      // Only primitives from here on: id is this script's integer, method
+      // one of its constants, key the configuration's hex, params text.
+      var text = '{"v":' + PROTOCOL + ',"id":' + id + ',"key":' + stringify(key) +
+        ',"method":' + stringify(method) + (params === undefined ? '' : ',"params":' + params) + '}';
+      // The host answers nothing it cannot attribute, and a message over
+      // its limit cannot be: refuse it here, where the caller waits.
+      if (utf8Length(text) > maxMessage) {
+        reject(makeError('too_large', 'miniapp: the request is larger than ' + maxMessage + ' bytes'));
         return;
       }
       pending[id] = { resolve: resolve, reject: reject };
@@ -172,6 +337,28 @@
         reject(makeError('host_error', 'miniapp: the host transport failed'));
       }
     });
+  }
+
+  // externalParams builds openExternal's params: the URL (a string, or a
+  // URL object read through the captured href getter) and whether the
+  // script saw a user gesture. The host does not take the script's word for
+  // the gesture (docs/bridge.md, "openExternal"): this is a first filter.
+  function externalParams(url) {
+    var u = url;
+    if (typeof u !== 'string') {
+      u = null;
+      if (hrefGetter !== null && url !== null && typeof url === 'object') {
+        try {
+          u = apply(hrefGetter, url, []);
+        } catch (e) {
+          u = null;
+        }
+      }
+      if (typeof u !== 'string') {
+        return failure('invalid_params', 'url must be a string');
+      }
+    }
+    return '{"url":' + stringify(u) + ',"gesture":' + (userGesture() ? 'true' : 'false') + '}';
   }
 
   // Event listeners, by event name.
@@ -274,10 +461,8 @@
     getContext: function () { return call('getContext'); },
     // req: {scope: "openid profile", authorization_details: [...], org_id: "..."}.
     // The host checks it; extra or mistyped fields are refused there.
-    authorize: function (req) { return call('authorize', req); },
-    openExternal: function (url) {
-      return call('openExternal', { url: url, gesture: userGesture() });
-    },
+    authorize: function (req) { return call('authorize', function () { return paramsJSON(req); }); },
+    openExternal: function (url) { return call('openExternal', function () { return externalParams(url); }); },
     addEventListener: addEventListener,
     removeEventListener: removeEventListener,
     // on(type, fn) adds a listener and returns a function that removes it.

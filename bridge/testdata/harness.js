@@ -4,7 +4,7 @@
 // evaluated in the page. The scenario below then reports what the page saw
 // as {"report": {...}} lines and ends with {"done": true}.
 //
-// Usage: node harness.js <bridge script file> <scenario: host|tab|foreign>
+// Usage: node harness.js <bridge script file> <scenario: host|tab|foreign|hostile>
 'use strict';
 const fs = require('fs');
 const readline = require('readline');
@@ -15,6 +15,9 @@ const [scriptFile, scenario] = process.argv.slice(2);
 const stringify = JSON.stringify;
 const RealPromise = Promise;
 const out = (obj) => process.stdout.write(stringify(obj) + '\n');
+// A post is written without serialising any object, so that the hostile
+// scenario's prototype pollution cannot touch what the Go side receives.
+const outPost = (msg) => process.stdout.write('{"post":' + stringify(String(msg)) + '}\n');
 
 // The page's window: the global object, its own top.
 globalThis.window = globalThis;
@@ -38,7 +41,9 @@ const input = (type, isTrusted) => {
   }
 };
 if (scenario !== 'tab') {
-  globalThis.__miniappHostPost = (msg) => out({ post: msg });
+  // Like package host's transport: a function captured before the page
+  // runs, which reads nothing from the page at call time.
+  globalThis.__miniappHostPost = (msg) => outPost(msg);
 }
 
 vm.runInThisContext(fs.readFileSync(scriptFile, 'utf8'), { filename: 'miniapp.js' });
@@ -72,6 +77,10 @@ async function host() {
   const [a, b] = await RealPromise.all([settle(m.authorize({ scope: 'openid profile' })), settle(m.getContext())]);
   report('parallel', { authorize: a, getContext: b.ok && b.ok.id });
   report('authorize invalid', await settle(m.authorize({ scope: 'openid', resource: 'x' })));
+  // Over the dispatcher's 64 KiB, in UTF-8 bytes (3 per character here):
+  // the script refuses it itself, since the host answers nothing it cannot
+  // attribute.
+  report('authorize too large', await settle(m.authorize({ scope: '\u20ac'.repeat(22000) })));
   report('openExternal without gesture', await settle(m.openExternal('https://docs.example/')));
   // The host's Eval makes isActive true without any input: not a gesture.
   activeGesture = true;
@@ -119,6 +128,80 @@ async function tab() {
   report('authorize', await settle(m.authorize({ scope: 'openid' })));
 }
 
-(scenario === 'host' ? host() : tab()).then(
+// hostile is the review's repro: a page script that pollutes prototypes and
+// replaces globals to read the per-view key or fake a user gesture. Leaks
+// are recorded by the page's own hooks and reported at the end.
+async function hostile() {
+  const m = window.miniapp;
+  const leaks = [];
+  const keyLike = /[0-9a-f]{64}/;
+  const ownKey = (o) => o !== null && typeof o === 'object' && Object.prototype.hasOwnProperty.call(o, 'key');
+
+  // 1. An inherited toJSON, called by JSON.stringify with the message as
+  // this: it would see the key and rewrite params with gesture true.
+  Object.defineProperty(Object.prototype, 'toJSON', {
+    configurable: true,
+    value() {
+      if (!ownKey(this)) return this;
+      leaks.push('toJSON');
+      const p = Object.create(null);
+      p.url = 'https://ads.example/popup';
+      p.gesture = true;
+      return { v: this.v, id: this.id, key: this.key, method: this.method, params: p };
+    },
+  });
+  report('toJSON: openExternal without input', await settle(m.openExternal('https://ads.example/popup')));
+  input('click', true);
+  activeGesture = true;
+  report('toJSON: openExternal of a URL object after a click', await settle(m.openExternal(new URL('https://docs.example/u'))));
+  activeGesture = false;
+  delete Object.prototype.toJSON;
+
+  // 2. A setter for params, fired by an assignment msg.params = params.
+  Object.defineProperty(Object.prototype, 'params', {
+    configurable: true,
+    set(v) {
+      if (ownKey(this)) leaks.push('params setter');
+      Object.defineProperty(this, 'params', { value: v, writable: true, enumerable: true, configurable: true });
+    },
+  });
+  report('params setter: authorize', await settle(m.authorize({ scope: 'openid' })));
+  delete Object.prototype.params;
+
+  // 3. Globals replaced after load, and hooks on what a serialiser might
+  // call: none may see the key.
+  const saved = { stringify: JSON.stringify, apply: Reflect.apply };
+  JSON.stringify = function (v) {
+    if (ownKey(v) || (typeof v === 'string' && keyLike.test(v))) leaks.push('JSON.stringify');
+    return saved.stringify.apply(this, arguments);
+  };
+  Reflect.apply = function (f, t, args) {
+    if (args && Array.prototype.some.call(args, (a) => typeof a === 'string' && keyLike.test(a))) leaks.push('Reflect.apply');
+    return saved.apply(f, t, args);
+  };
+  const details = [{ type: 'bank_account', actions: ['read'] }];
+  Object.defineProperty(Array.prototype, 'toJSON', { configurable: true, value() { return 'replaced'; } });
+  const replaced = await settle(m.authorize({ scope: 'openid profile', authorization_details: details }));
+  delete Array.prototype.toJSON; // before reporting, which serialises arrays
+  JSON.stringify = saved.stringify;
+  Reflect.apply = saved.apply;
+  report('globals replaced: authorize', replaced);
+
+  // The serialiser follows JSON's rules, minus inherited properties and
+  // toJSON, and refuses what JSON cannot carry before anything is sent.
+  const cyclic = { scope: 'openid' };
+  cyclic.self = cyclic;
+  report('cyclic params', await settle(m.authorize(cyclic)));
+  report('BigInt in params', await settle(m.authorize({ scope: 'openid', n: 1n })));
+  report('openExternal of a number', await settle(m.openExternal(42)));
+  report('JSON rules', await settle(m.authorize({
+    scope: 'openid', org_id: undefined,
+    authorization_details: [{ type: 't', a: undefined, b: NaN, c: [undefined, () => 1, -0, , 'x'], d: new Date(0) }],
+  })));
+
+  report('leaks', leaks);
+}
+
+({ host, tab, foreign: tab, hostile })[scenario]().then(
   () => { out({ done: true }); process.exit(0); },
   (e) => { out({ error: String(e && e.stack) }); process.exit(1); });
