@@ -28,3 +28,13 @@ func BenchmarkOfInList(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOfString is the bridge's origin of the URL the webview reports.
+func BenchmarkOfString(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := OfString("https://app.example/page?x=1#top"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

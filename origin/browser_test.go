@@ -20,7 +20,10 @@ type browserCase struct {
 	Ours    *struct {
 		Href    string `json:"href"`
 		Failure bool   `json:"failure"`
-		Why     string `json:"why"`
+		// OriginFailure is set when OfString refuses the URL too: the
+		// deviation is in the host, and refusing it is the fail-closed side.
+		OriginFailure bool   `json:"originFailure"`
+		Why           string `json:"why"`
 	} `json:"ours"`
 }
 
@@ -105,6 +108,36 @@ func TestParseURLAbsoluteMatchesResolve(t *testing.T) {
 			}
 			if err1 == nil && u1.String() != u2.String() {
 				t.Errorf("ParseURL %q, resolve %q", u1, u2)
+			}
+		})
+	}
+}
+
+// TestOfStringDifferential checks OfString against the browser's origin for
+// every absolute input of the table, deviations of ParseURL included: the
+// origin is computed from the parse, so a URL that url.URL cannot carry
+// still gets the origin the webview gives it.
+func TestOfStringDifferential(t *testing.T) {
+	for _, c := range loadBrowserCases(t) {
+		if c.Base != "about:blank" {
+			continue
+		}
+		t.Run(c.Input, func(t *testing.T) {
+			o, err := OfString(c.Input)
+			if c.Failure || (c.Ours != nil && c.Ours.OriginFailure) {
+				if err == nil {
+					t.Fatalf("got origin %s, want failure", o)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got error %v, want origin %s", err, c.Origin)
+			}
+			if got := o.String(); got != c.Origin {
+				t.Errorf("origin = %q, want %q", got, c.Origin)
+			}
+			if u, err := ParseURL(c.Input); err == nil && Of(u).String() != o.String() {
+				t.Errorf("Of(ParseURL) = %s, OfString = %s", Of(u), o)
 			}
 		})
 	}

@@ -16,6 +16,9 @@
 // Decisions, in one place:
 //   - Hosts are lower-cased, IDN is converted to punycode (UTS #46,
 //     non-transitional, as browsers do), percent-encoded hosts are decoded,
+//     an "xn--" label that decodes to nothing or to ASCII only is refused,
+//     and ẞ maps to ß as in UTS #46 for Unicode 15.1 on (x/net/idna's
+//     tables are Unicode 15.0 below go1.27),
 //     numeric IPv4 forms (2130706433, 0x7f.1, 0177.0.0.1) become dotted
 //     decimal and IPv6 is compressed. The default port is dropped.
 //   - A trailing dot is kept: https://a.example. is another origin than
@@ -33,5 +36,12 @@
 //     browser decodes them back to the same host), and an empty fragment
 //     ("#" with nothing after it) is dropped. A "%" that does
 //     not start a valid percent-escape in the path, fragment or userinfo is
-//     refused rather than guessed at. None of these changes an origin.
+//     refused rather than guessed at. None of these changes an origin, and
+//     [OfString], which computes the origin from the WHATWG parse without a
+//     url.URL, gives the browser's origin for all of them
+//     (https://app.example/#/sale/50% is https://app.example).
+//   - One deviation does change an origin, on the fail-closed side: the
+//     Bidi rule of RFC 5893 is applied to every label of a domain name with
+//     a right-to-left label, as ICU does, so "1.ي" is refused where
+//     web-platform-tests expect 1.xn--mhb (whatwg/url#543 is open).
 package origin

@@ -1,6 +1,7 @@
 package origin
 
 import (
+	"errors"
 	"testing"
 )
 
@@ -9,7 +10,8 @@ func addSeeds(f *testing.F) {
 	for _, c := range loadBrowserCases(f) {
 		f.Add(c.Input)
 	}
-	for _, s := range []string{"https://a.example", "http://[::1]:0", "https://a.example.", "blob:blob:https://a/", "http://%2e%2e/", "file:////x"} {
+	for _, s := range []string{"https://a.example", "http://[::1]:0", "https://a.example.", "blob:blob:https://a/", "http://%2e%2e/", "file:////x",
+		"https://xn--.example/", "https://ｘｎ--.bücher.example./", "https://ẞ.example/", "https://app.example/#/sale/50%", "https://us%er@a/"} {
 		f.Add(s)
 	}
 }
@@ -19,9 +21,25 @@ func addSeeds(f *testing.F) {
 func FuzzParseURL(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, raw string) {
+		o, oerr := OfString(raw)
+		if oerr == nil && !o.IsOpaque() {
+			// An origin serializes to a URL with the same origin.
+			if again, err := OfString(o.String()); err != nil || !again.Equal(o) {
+				t.Fatalf("origin %s (from %q) re-parses to %s, %v", o, raw, again, err)
+			}
+		}
 		u, err := ParseURL(raw)
 		if err != nil {
+			// ParseURL refuses more than a browser only where url.URL
+			// cannot carry the URL; OfString must refuse nothing else.
+			var e *Error
+			if oerr == nil && (!errors.As(err, &e) || e.Code != CodePercent) {
+				t.Fatalf("ParseURL(%q) refuses (%v) but OfString gives %s", raw, err, o)
+			}
 			return
+		}
+		if oerr != nil || o.String() != Of(u).String() {
+			t.Fatalf("OfString(%q) = %s, %v; Of(ParseURL) = %s", raw, o, oerr, Of(u))
 		}
 		s := u.String()
 		again, err := ParseURL(s)

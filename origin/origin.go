@@ -85,28 +85,36 @@ func Of(u *url.URL) Origin {
 	if err != nil {
 		return Origin{}
 	}
+	return p.urlOrigin()
+}
+
+// OfString returns the origin a browser gives the URL raw, or the error of
+// the WHATWG parser when a browser would refuse raw too. It is computed from
+// the parse itself, never through a url.URL: a URL that [ParseURL] refuses
+// only because url.URL cannot carry it (a "%" that starts no escape in the
+// fragment, path or user name, such as https://app.example/#/sale/50%)
+// still has its origin, so a page at such a URL is not refused by every
+// origin check. Use OfString for URLs the webview reports.
+func OfString(raw string) (Origin, error) {
+	p, err := parse(raw)
+	if err != nil {
+		return Origin{}, err
+	}
+	return p.urlOrigin(), nil
+}
+
+// urlOrigin is the WHATWG origin of the parsed URL, blob: included.
+func (p *parsed) urlOrigin() Origin {
 	if p.scheme == "blob" {
-		inner := p.opaquePath + queryPart(p)
-		q, err := parse(inner)
+		// WHATWG parses the blob URL's path; the query cannot change the
+		// origin, since "?" ends the host of a special URL.
+		q, err := parse(p.opaquePath + queryPart(p))
 		if err != nil || (q.scheme != "http" && q.scheme != "https") {
 			return Origin{}
 		}
 		return q.origin()
 	}
 	return p.origin()
-}
-
-// OfString is ParseURL followed by Of.
-func OfString(raw string) (Origin, error) {
-	p, err := parse(raw)
-	if err != nil {
-		return Origin{}, err
-	}
-	u, err := p.toURL(raw)
-	if err != nil {
-		return Origin{}, err
-	}
-	return Of(u), nil
 }
 
 func (p *parsed) origin() Origin {

@@ -329,3 +329,57 @@ func TestResolveReferenceErrors(t *testing.T) {
 		t.Error("nil base must fail")
 	}
 }
+
+// TestOfStringStrayPercent covers URLs a browser accepts but Go's url.URL
+// cannot carry: OfString must still give the browser's origin, or a page at
+// such a URL is refused by every bridge call. ParseURL refuses them, as the
+// package documentation says.
+func TestOfStringStrayPercent(t *testing.T) {
+	tests := []struct{ raw, want string }{
+		{"https://app.example/#/sale/50%", "https://app.example"},
+		{"https://app.example/#/sale/50%/", "https://app.example"},
+		{"https://app.example/#%zz", "https://app.example"},
+		{"https://us%er@app.example/", "https://app.example"},
+		{"https://user:pa%ss@app.example:8443/", "https://app.example:8443"},
+		{"https://app.example/50%", "https://app.example"},
+		{"https://app.example/foo/%2e%2", "https://app.example"},
+		{"https://app.example/a%?q=%#%", "https://app.example"},
+		{"HTTPS://APP.EXAMPLE:443/%#%", "https://app.example"},
+		{"blob:https://app.example/50%", "https://app.example"},
+		{"blob:https://evil.example/#50%", "https://evil.example"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			o, err := OfString(tt.raw)
+			if err != nil {
+				t.Fatalf("OfString: %v", err)
+			}
+			if o.String() != tt.want {
+				t.Errorf("origin = %s, want %s", o, tt.want)
+			}
+			if want := MustParse(tt.want); !o.Equal(want) || !InList(o, []string{tt.want}) {
+				t.Errorf("origin %#v is not equal to %#v", o, want)
+			}
+			if u, err := ParseURL(tt.raw); err == nil {
+				// blob: keeps its path opaque, which url.URL carries.
+				if got := Of(u); !got.Equal(o) {
+					t.Errorf("Of(ParseURL) = %s, OfString = %s", got, o)
+				}
+			} else if e := (*Error)(nil); !errors.As(err, &e) || e.Code != CodePercent {
+				t.Errorf("ParseURL error %v, want code %s", err, CodePercent)
+			}
+		})
+	}
+	// A stray % does not make an opaque origin a tuple one, nor a bad host
+	// a good one.
+	for _, raw := range []string{"data:,50%", "javascript:50%", "about:blank#50%"} {
+		if o, err := OfString(raw); err != nil || !o.IsOpaque() {
+			t.Errorf("OfString(%q) = %s, %v; want an opaque origin", raw, o, err)
+		}
+	}
+	for _, raw := range []string{"https://exa%zzmple/#50%", "https://xn--.example/#50%", "/#50%"} {
+		if o, err := OfString(raw); err == nil {
+			t.Errorf("OfString(%q) = %s, want an error", raw, o)
+		}
+	}
+}

@@ -70,7 +70,9 @@ func (p *parsed) path() string {
 // special schemes; the host is percent-decoded, mapped with IDNA (UTS #46) to
 // punycode, lower-cased, and numeric IPv4 forms are normalised; the default
 // port is dropped; "." and ".." segments, including their %2e spellings, are
-// removed. A relative reference is an error with code [CodeNotAbsolute].
+// removed. A relative reference is an error with code [CodeNotAbsolute]. A
+// URL refused only because url.URL cannot carry it ([CodePercent]) still
+// has an origin, which [OfString] gives.
 func ParseURL(raw string) (*url.URL, error) {
 	p, err := parse(raw)
 	if err != nil {
@@ -213,6 +215,12 @@ func parse(raw string) (*parsed, error) {
 }
 
 func (p *parsed) parseAuthority(raw, auth string) error {
+	if p.scheme == "file" && strings.IndexByte(auth, '@') >= 0 {
+		// WHATWG's file host state has no credentials: "@" is part of the
+		// host, where it is forbidden. Taking it as userinfo instead made
+		// "file://0@:" serialize to "file://0@/", which does not re-parse.
+		return errorf(CodeHost, raw, "a file: URL has no user name or password")
+	}
 	if at := strings.LastIndexByte(auth, '@'); at >= 0 {
 		p.hadUserinfo = true
 		user, pass, _ := strings.Cut(auth[:at], ":")
