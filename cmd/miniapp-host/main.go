@@ -41,6 +41,7 @@ type command struct {
 var commands = map[string]command{
 	"catalog":    {"print the permission catalog, or check an authorization request", runCatalog},
 	"resolve":    {"resolve a Miniapp by origin and id, or check a manifest offline", runResolve},
+	"open":       {"open a Miniapp in a desktop window", runOpen},
 	"serve":      {"run the reference authorization server and dashboard", runServe},
 	"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
 }

@@ -1,0 +1,181 @@
+// The host's own screens: consent, rejection, error, crashed. The host
+// calls window.hostRender(screen) with JSON it encoded itself; everything
+// shown is set with textContent, never parsed as HTML, because the consent
+// model carries text chosen by whoever wrote the authorization request.
+// Answers go to the host through the "host" message handler, which exists
+// only in this view.
+(function () {
+  "use strict";
+  var post = function (m) { window.webkit.messageHandlers.host.postMessage(JSON.stringify(m)); };
+  var root = document.getElementById("root");
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function name(x) {
+    if (x === undefined || x === null) return "";
+    if (typeof x !== "object") return String(x);
+    return x.display_name || x.name || x.title || x.legal_name || x.id || x.identifier || x.client_id || "";
+  }
+  function clp(v) {
+    var n = Number(v);
+    if (!isFinite(n)) return String(v);
+    try {
+      return new Intl.NumberFormat("es-CL", { style: "currency", currency: "CLP" }).format(n) + " CLP";
+    } catch (e) {
+      return "$" + String(v) + " CLP";
+    }
+  }
+  function shown(screen) {
+    // Two frames: the first lays out, the second is on screen.
+    requestAnimationFrame(function () { requestAnimationFrame(function () { post({ action: "shown", screen: screen }); }); });
+  }
+  function bar(buttons) {
+    var b = el("div", "bar");
+    buttons.forEach(function (x) { b.appendChild(x); });
+    return b;
+  }
+  function button(text, cls, id, onclick) {
+    var b = el("button", cls, text);
+    b.id = id;
+    b.addEventListener("click", onclick);
+    return b;
+  }
+
+  // limits phrases a permission's limits (consent.Limits) for people.
+  function limits(p) {
+    var out = [], l = p.limits;
+    if (!l) return out;
+    if (l.minimum || l.maximum) out.push("Each charge from " + clp(l.minimum) + " to " + clp(l.maximum));
+    if (l.budget && l.budget.amount) {
+      var b = l.budget;
+      var n = b.count || 1, unit = String(b.unit || "");
+      var every = n === 1 ? unit.replace(/s$/, "") : n + " " + unit;
+      out.push("Budget of " + clp(b.amount) + " every " + every +
+        (b.time_zone ? " (" + b.time_zone + ")" : "") + "; accepted but not enforced");
+    }
+    if (l.selection) {
+      var mn = l.selection.min || 1, mx = l.selection.max || mn;
+      out.push("Accounts to select: " + (mn === mx ? mn : mn + " to " + mx));
+    }
+    if (l.identifiers && l.identifiers.length) out.push("Accounts named by the request: " + l.identifiers.join(", "));
+    if (l.sources && l.sources.length) out.push("Paying sources: " + l.sources.join(", "));
+    if (l.beneficiaries && l.beneficiaries.length) out.push("Beneficiaries: " + l.beneficiaries.join(", "));
+    if (l.account_binding) {
+      out.push("Binds an account named \u201c" + l.account_binding.suggested_name + "\u201d" + (l.account_binding.editable ? " (you may rename it)" : ""));
+    }
+    if (l.subject_identifier) out.push("For the profile " + l.subject_identifier);
+    return out;
+  }
+
+  // consent renders a consent.Model (package consent).
+  function consent(m) {
+    m = m || {};
+    root.textContent = "";
+    var asker = name(m.client) || name(m.project) || "A Miniapp";
+    root.appendChild(el("h1", "", asker + " asks for access"));
+    root.appendChild(el("p", "sub", m.remembered ? "You allowed all of this before; approve to continue, or deny."
+      : "Review what it may do, then approve or deny."));
+
+    var who = el("dl", "card who");
+    who.id = "who";
+    var client = m.client || {};
+    var company = m.company;
+    [["Project", name(m.project)],
+     ["Client", (client.name || "") + (client.id ? " (" + client.id + (client.type ? ", " + client.type : "") + ")" : "")],
+     ["Signed in as", name(m.subject) + (m.subject && m.subject.email ? " \u00b7 " + m.subject.email : "")],
+     ["Company", company ? company.name + (company.legal_id ? " \u00b7 " + company.legal_id : "") + (company.country ? " \u00b7 " + company.country : "") : ""]
+    ].forEach(function (r) {
+      if (!r[1]) return;
+      who.appendChild(el("dt", "", r[0]));
+      who.appendChild(el("dd", "", r[1]));
+    });
+    root.appendChild(who);
+
+    // "ask" is the consent check while this screen asks: only "fail" refuses.
+    var failed = (m.checks || []).filter(function (c) { return c && c.outcome === "fail"; });
+    if (failed.length) {
+      var r = el("section", "card refused");
+      r.id = "refused";
+      r.appendChild(el("h2", "", "Refused: this request can only be denied"));
+      var ul = el("ul");
+      failed.forEach(function (c) { ul.appendChild(el("li", "", c.name + (c.message ? ": " + c.message : ""))); });
+      r.appendChild(ul);
+      root.appendChild(r);
+    }
+
+    (m.permissions || []).forEach(function (p) {
+      var c = el("section", "card perm");
+      c.appendChild(el("h2", "", p.meaning || p.name));
+      var code = el("code", "", p.name + (p.provider ? " \u00b7 " + p.provider : ""));
+      c.appendChild(code);
+      var acts = p.actions || [];
+      if (acts.length) {
+        var ul = el("ul");
+        acts.forEach(function (a) { ul.appendChild(el("li", "", (a.meaning || a.name) + " (" + a.name + ")")); });
+        c.appendChild(ul);
+      }
+      limits(p).forEach(function (l) { c.appendChild(el("div", "limits", l)); });
+      root.appendChild(c);
+    });
+
+    var chooser = null;
+    if (m.account_required && (m.accounts || []).length) {
+      chooser = el("fieldset", "card accounts");
+      chooser.id = "accounts";
+      chooser.appendChild(el("legend", "", "Account to share"));
+      m.accounts.forEach(function (a, i) {
+        var lab = el("label", "acct");
+        var input = document.createElement("input");
+        input.type = "radio";
+        input.name = "account";
+        input.value = a.id;
+        if (i === 0) input.checked = true;
+        lab.appendChild(input);
+        lab.appendChild(el("span", "", a.name + (a.number ? " \u00b7 " + a.number : "") + (a.currency ? " \u00b7 " + a.currency : "")));
+        chooser.appendChild(lab);
+      });
+      root.appendChild(chooser);
+    }
+
+    var approve = button("Approve", "primary", "approve", function () {
+      var chosen = chooser && chooser.querySelector("input:checked");
+      approve.disabled = deny.disabled = true;
+      post({ action: "approve", account: chosen ? chosen.value : "" });
+    });
+    var deny = button("Deny", "", "deny", function () {
+      approve.disabled = deny.disabled = true;
+      post({ action: "deny" });
+    });
+    approve.disabled = failed.length > 0;
+    root.appendChild(bar([deny, approve]));
+    shown("consent");
+  }
+
+  function message(s, buttons) {
+    root.textContent = "";
+    root.appendChild(el("h1", "", s.title || "Miniapp Host"));
+    var c = el("div", "card");
+    c.id = "message";
+    String(s.text || "").split("\n").forEach(function (line) { c.appendChild(el("p", "", line)); });
+    root.appendChild(c);
+    if (buttons.length) root.appendChild(bar(buttons));
+    shown(s.screen);
+  }
+
+  window.hostRender = function (s) {
+    switch (s.screen) {
+    case "consent": return consent(s.model);
+    case "crashed":
+      return message({ screen: "crashed", title: "The Miniapp stopped", text: s.text },
+        [button("Reload", "primary", "reload", function () { post({ action: "reload" }); })]);
+    case "error":
+      return message(s, [button("Close", "", "close", function () { post({ action: "close" }); })]);
+    default:
+      return message(s, []);
+    }
+  };
+})();

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/resolver"
+)
+
+// defaultServiceURL is the service role of the embedded reference server
+// with its defaults (authserver.DefaultServiceAddr).
+const defaultServiceURL = "http://127.0.0.1:8600"
+
+// runOpen is `miniapp-host open`: resolve a Miniapp and run it in a
+// desktop window (package host). Exit codes: 0 the window was closed, 1
+// the Miniapp was rejected (the reason is printed and shown in the
+// window), 2 usage, 3 the resolver or the service could not be reached.
+func runOpen(ctx context.Context, e env) int {
+	fs := flag.NewFlagSet("open", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfg := host.OpenConfig{Log: e.stderr, HostVersion: "dev"}
+	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://127.0.0.1:8702")
+	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
+	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
+	fs.StringVar(&cfg.Service, "service", defaultServiceURL, "the authorization service's issuer URL")
+	fs.StringVar(&cfg.Subject, "subject", "sub_ana", "the subject who signs in on the consent screen")
+	fs.StringVar(&cfg.HostClientID, "host-client", "miniapp-host", "the host's own client id (native-consent API)")
+	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "give the Miniapp a throw-away WebKit data folder")
+	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
+	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
+	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent) to stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [-v]")
+		fmt.Fprintln(e.stderr, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(e.args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(e.stderr, "miniapp-host: open: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	case cfg.Origin == "" || cfg.ID == "":
+		fmt.Fprintln(e.stderr, "miniapp-host: open: --origin and --id are required")
+		return exitUsage
+	case !host.HasWebview:
+		fmt.Fprintln(e.stderr, "miniapp-host: open:", host.ErrNoWebview)
+		return exitUsage
+	}
+	if *verbose {
+		cfg.OnEvent = func(ev host.Event) {
+			fmt.Fprintf(e.stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
+		}
+	}
+	cfg.OnResolved = func(app *resolver.Miniapp, err error) { printResolve(e.stdout, e.stderr, app, err, false) }
+	err := host.Open(ctx, cfg)
+	var rej *resolver.Rejection
+	switch {
+	case err == nil || errors.Is(err, context.Canceled):
+		return exitOK
+	case errors.As(err, &rej):
+		return exitRejected
+	default:
+		fmt.Fprintln(e.stderr, "miniapp-host: open:", err)
+		return exitUndecided
+	}
+}

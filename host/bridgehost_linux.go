@@ -1,0 +1,191 @@
+//go:build linux && cgo
+
+package host
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+
+	"golang.org/x/oauth2"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// BridgeConfig is what the host needs to serve a Miniapp's bridge.
+type BridgeConfig struct {
+	// Origin is the Miniapp's canonical origin (from the resolver).
+	Origin origin.Origin
+	// ID is the manifest id, reported by getContext.
+	ID string
+	// ClientID is the Miniapp's public OAuth client.
+	ClientID string
+	// RedirectURI is one of the client's registered redirect_uris. The
+	// host never loads it: it is where the service addresses the
+	// authorization response, which the host reads before any view does.
+	RedirectURI string
+	// AuthorizeURL and TokenURL are the service's endpoints.
+	AuthorizeURL, TokenURL string
+	// Resource is the service's {base_url}, sent as resource when the
+	// page asks for scopes (spec 2.1).
+	Resource string
+	// Issuer, when set, must equal the iss of every authorization
+	// response (RFC 9207).
+	Issuer string
+	// HostVersion is reported by getContext.
+	HostVersion string
+	// HTTP makes the token request; http.DefaultClient when nil.
+	HTTP *http.Client
+	// Events receives the bridge's call events (the automation bus); nil
+	// for none.
+	Events bridge.Publisher
+}
+
+// bridgeHost implements bridge.Host for one mounted Miniapp.
+type bridgeHost struct {
+	w   *Window
+	cfg BridgeConfig
+}
+
+// NewBridge returns the bridge dispatcher of a Miniapp for this window;
+// put it in Miniapp.Bridge.
+func (w *Window) NewBridge(cfg BridgeConfig) (*bridge.Dispatcher, error) {
+	if cfg.Origin.IsOpaque() {
+		return nil, errors.New("host: bridge: the Miniapp's origin is required")
+	}
+	return bridge.New(bridge.Config{Origin: cfg.Origin, Host: &bridgeHost{w: w, cfg: cfg}, View: w, Events: cfg.Events})
+}
+
+// Ready implements bridge.Host.
+func (h *bridgeHost) Ready(context.Context) error {
+	h.w.emit(Event{Kind: EventBridgeMessage, Detail: bridge.MethodReady})
+	return nil
+}
+
+// Close implements bridge.Host: the window shows nothing of the Miniapp
+// any more.
+func (h *bridgeHost) Close(context.Context) error {
+	h.w.ShowRejection("The Miniapp closed itself", "You can close this window.")
+	return nil
+}
+
+// Context implements bridge.Host.
+func (h *bridgeHost) Context(context.Context) (bridge.ContextInfo, error) {
+	return bridge.ContextInfo{ID: h.cfg.ID, Theme: bridge.ThemeLight, HostVersion: h.cfg.HostVersion}, nil
+}
+
+// OpenExternal implements bridge.Host.
+func (h *bridgeHost) OpenExternal(_ context.Context, u string) error {
+	go h.w.opts.OpenExternal(u)
+	return nil
+}
+
+// Authorize implements bridge.Host: ARCHITECTURE.md's way 2. The host
+// builds the request with PKCE, runs the consent, reads the response
+// addressed to the redirect_uri, checks state and iss, and exchanges the
+// code itself; the page gets the token response, never the code.
+func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest) (bridge.AuthorizeResult, error) {
+	conf := &oauth2.Config{ClientID: h.cfg.ClientID, RedirectURL: h.cfg.RedirectURI, Scopes: req.Scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: h.cfg.AuthorizeURL, TokenURL: h.cfg.TokenURL, AuthStyle: oauth2.AuthStyleInParams}}
+	verifier, state := oauth2.GenerateVerifier(), oauth2.GenerateVerifier()
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
+	if len(req.Scopes) > 0 && h.cfg.Resource != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("resource", h.cfg.Resource))
+	}
+	if len(req.AuthorizationDetails) > 0 {
+		opts = append(opts, oauth2.SetAuthURLParam("authorization_details", string(req.AuthorizationDetails)))
+	}
+	if req.OrgID != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("org_id", req.OrgID))
+	}
+	u, err := origin.ParseURL(conf.AuthCodeURL(state, opts...))
+	if err != nil {
+		return bridge.AuthorizeResult{}, fmt.Errorf("host: authorize: %w", err)
+	}
+
+	type outcome struct {
+		redirect *url.URL
+		err      error
+	}
+	ch := make(chan outcome, 1)
+	w := h.w
+	w.mu.Lock()
+	f := &flow{gen: w.mountGen, app: w.app}
+	w.mu.Unlock()
+	f.deliver = func(_ context.Context, r *url.URL) { ch <- outcome{redirect: r} }
+	f.fail = func(err error) { ch <- outcome{err: err} }
+	if err := w.beginFlow(f, u); err != nil {
+		return bridge.AuthorizeResult{}, bridge.Errorf(bridge.CodeBusy, "%v", err)
+	}
+	var out outcome
+	select {
+	case out = <-ch:
+	case <-ctx.Done():
+		// The page went away: take the consent off the screen.
+		if w.endFlow(f) {
+			w.Dispatch(func() { hideHost(w) })
+		}
+		return bridge.AuthorizeResult{}, ctx.Err()
+	}
+	if out.err != nil {
+		return bridge.AuthorizeResult{}, out.err
+	}
+	code, err := h.readResponse(out.redirect, state)
+	if err != nil {
+		return bridge.AuthorizeResult{}, err
+	}
+	if h.cfg.HTTP != nil {
+		ctx = context.WithValue(ctx, oauth2.HTTPClient, h.cfg.HTTP)
+	}
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	if err != nil {
+		return bridge.AuthorizeResult{}, fmt.Errorf("host: authorize: code exchange: %w", err)
+	}
+	res := bridge.AuthorizeResult{AccessToken: tok.AccessToken, TokenType: tok.TokenType, ExpiresIn: tok.ExpiresIn}
+	res.Scope, _ = tok.Extra("scope").(string)
+	res.IDToken, _ = tok.Extra("id_token").(string)
+	if d := tok.Extra("authorization_details"); d != nil {
+		if res.AuthorizationDetails, err = json.Marshal(d); err != nil {
+			return bridge.AuthorizeResult{}, fmt.Errorf("host: authorize: %w", err)
+		}
+	}
+	w.emit(Event{Kind: EventCompleted, URL: h.cfg.RedirectURI, Detail: "token issued to the bridge"})
+	w.publish(bridge.TokenIssuedEvent{ClientID: h.cfg.ClientID, TokenType: res.TokenType, Scope: res.Scope, ExpiresIn: res.ExpiresIn,
+		AuthorizationDetails: res.AuthorizationDetails, Fingerprint: bridge.Fingerprint(res.AccessToken)})
+	return res, nil
+}
+
+// readResponse checks an authorization response addressed to the
+// redirect_uri and returns its code, or the error it carries.
+func (h *bridgeHost) readResponse(r *url.URL, state string) (string, error) {
+	want, err := origin.ParseURL(h.cfg.RedirectURI)
+	if err != nil {
+		return "", fmt.Errorf("host: authorize: redirect_uri: %w", err)
+	}
+	if !origin.SameOrigin(r, want) || path.Clean("/"+r.Path) != path.Clean("/"+want.Path) {
+		return "", fmt.Errorf("host: authorize: the response went to %s, not to the redirect_uri", origin.Of(r))
+	}
+	q := r.Query()
+	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
+		return "", errors.New("host: authorize: the response's state does not match the request's")
+	}
+	// RFC 9207 section 2.4: iss is compared as a simple string.
+	if h.cfg.Issuer != "" && q.Get("iss") != h.cfg.Issuer {
+		return "", fmt.Errorf("host: authorize: the response's iss %q is not the service %q (RFC 9207)", q.Get("iss"), h.cfg.Issuer)
+	}
+	switch e := q.Get("error"); {
+	case e == "access_denied":
+		return "", bridge.Errorf(bridge.CodeAccessDenied, "the subject denied the authorization")
+	case e != "":
+		return "", fmt.Errorf("host: authorize: the service answered %s: %s", e, q.Get("error_description"))
+	case q.Get("code") == "":
+		return "", errors.New("host: authorize: the response has no code")
+	}
+	return q.Get("code"), nil
+}

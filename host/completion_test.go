@@ -1,0 +1,319 @@
+//go:build linux && cgo
+
+package host
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/demoapps"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// confidentialApp is the confidential demo as the resolver would hand it
+// over: load oauth.auth_url first.
+func confidentialApp(t *testing.T, e *env) Miniapp {
+	t.Helper()
+	return Miniapp{Name: "Demo confidential Miniapp", LoadURL: mustURL(t, e.confidential.Origin+"/login"),
+		StartURL: mustURL(t, e.confidential.Origin+"/"), Confidential: true, ClientID: "demo-confidential",
+		Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{e.confidential.Origin}}, Consent: e.consent}
+}
+
+// publicApp is the public demo with its bridge.
+func publicApp(t *testing.T, e *env, events bridge.Publisher) Miniapp {
+	t.Helper()
+	d, err := testWin.NewBridge(BridgeConfig{Origin: origin.MustParse(e.public.Origin), ID: "demo-public", ClientID: "demo-public",
+		RedirectURI: e.public.RedirectURI(), AuthorizeURL: e.authorize, TokenURL: e.token, Issuer: e.svc.URL, Resource: e.svc.URL + "/api", Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return Miniapp{Name: "Demo public Miniapp", LoadURL: mustURL(t, e.public.Origin+"/"), StartURL: mustURL(t, e.public.Origin+"/"), ClientID: "demo-public",
+		Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{e.public.Origin}}, Consent: e.consent, Bridge: d}
+}
+
+// press clicks a button of the host's consent view.
+func press(t *testing.T, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := testWin.EvalHost(ctx, `(function(){ var b = document.getElementById(`+jsString(id)+`); if (!b || b.disabled) return false; b.click(); return true; })()`)
+	if err != nil || out != "true" {
+		t.Fatalf("press %s on the consent view: %v %s", id, err, out)
+	}
+}
+
+func jsString(s string) string {
+	b := strings.Builder{}
+	b.WriteString(`"`)
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteString(`\` + string(r))
+		case r < 0x20 || r == 0x2028 || r == 0x2029:
+			b.WriteString(`\u` + strings.ToUpper(strings.TrimPrefix(string(rune(0x10000+r)), "")))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString(`"`)
+	return b.String()
+}
+
+func clearCookies(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := testWin.ClearCookies(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConfidentialApprove is way 1: the host catches the backend's
+// redirect, shows consent, makes the callback request with the view's
+// cookies, copies the session cookie into the view and opens the start
+// page, which the view then loads signed in.
+func TestConfidentialApprove(t *testing.T) {
+	e := testEnv(t)
+	clearCookies(t)
+	before := e.authorizeHits()
+	busFrom := testBus.len()
+	rec := record(t)
+	if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "consent requested", kind(EventConsentRequested))
+	shown := rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+
+	// The consent view renders the model: who asks and for whom.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	text, err := testWin.EvalHost(ctx, `document.body.innerText`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Demo confidential Miniapp", "Ana Rojas", "Approve", "Deny"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("consent view lacks %q: %s", want, text)
+		}
+	}
+	if err := os.MkdirAll(artifactDir(t), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(artifactDir(t), "consent-confidential.png")
+	if err := testWin.Snapshot(ctx, shot); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if st, err := os.Stat(shot); err != nil || st.Size() < 1000 {
+		t.Fatalf("screenshot %s: %v", shot, err)
+	}
+	t.Logf("consent view screenshot: %s", shot)
+
+	press(t, "approve")
+	rec.wait(t, "callback", kind(EventCallback))
+	completed := rec.wait(t, "completed", kind(EventCompleted))
+	done := rec.waitAfter(t, completed, "start page loaded", func(ev Event) bool {
+		return ev.Kind == EventLoadFinished && ev.URL == completed.URL
+	})
+	t.Logf("consent shown -> signed-in page loaded: %v", done.At.Sub(shown.At))
+
+	// The view sent the HttpOnly session cookie: the server rendered the
+	// page signed in. Its scripts cannot see the cookie.
+	var signedIn, cookies string
+	evalJSON(t, `document.body.dataset.signedIn`, &signedIn)
+	evalJSON(t, `document.cookie`, &cookies)
+	if signedIn != "true" {
+		t.Errorf("start page not signed in (data-signed-in=%q)", signedIn)
+	}
+	if strings.Contains(cookies, demoapps.SessionCookie) {
+		t.Errorf("document.cookie shows the HttpOnly session cookie: %q", cookies)
+	}
+	header, err := testWin.Cookies(ctx, e.confidential.Origin+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(header, demoapps.SessionCookie+"=") {
+		t.Errorf("the view's store has no session cookie: %q", header)
+	}
+	// The code never entered the view: no load of /callback.
+	for _, ev := range rec.all(kind(EventNavigation)) {
+		if strings.Contains(ev.URL, "/callback") {
+			t.Errorf("the view navigated to the callback: %s", ev.URL)
+		}
+	}
+	if n := e.authorizeHits() - before; n != 0 {
+		t.Errorf("the authorization endpoint received %d requests from the view", n)
+	}
+
+	// The automation channel saw each step, secrets by fingerprint only.
+	kinds := map[string]bridge.Event{}
+	for _, ev := range testBus.since(busFrom) {
+		if _, seen := kinds[ev.Kind()]; !seen {
+			kinds[ev.Kind()] = ev
+		}
+	}
+	if nav, ok := kinds["navigation"].(bridge.NavigationEvent); !ok {
+		t.Error("no navigation event")
+	} else if ev := testBus.find(busFrom, func(ev bridge.Event) bool {
+		n, ok := ev.(bridge.NavigationEvent)
+		return ok && n.Decision == bridge.NavigationConsent && n.Rule == RuleAuthorize
+	}); ev == nil {
+		t.Errorf("no navigation event with decision consent (first: %+v)", nav)
+	}
+	if s, ok := kinds["consent.shown"].(bridge.ConsentShownEvent); !ok || s.ClientID != "demo-confidential" {
+		t.Errorf("consent.shown: %+v", kinds["consent.shown"])
+	}
+	if d, ok := kinds["consent.decided"].(bridge.ConsentDecidedEvent); !ok || d.Decision != bridge.ConsentApproved {
+		t.Errorf("consent.decided: %+v", kinds["consent.decided"])
+	}
+	if c, ok := kinds["code.issued"].(bridge.CodeIssuedEvent); !ok || len(c.Fingerprint) != 16 || c.RedirectURI != e.confidential.RedirectURI() {
+		t.Errorf("code.issued: %+v", kinds["code.issued"])
+	}
+	if c, ok := kinds["cookies.synced"].(bridge.CookiesSyncedEvent); !ok || !slices.Contains(c.Names, demoapps.SessionCookie) {
+		t.Errorf("cookies.synced: %+v", kinds["cookies.synced"])
+	}
+}
+
+// TestConfidentialDeny: a denial reaches the Miniapp's backend through the
+// same callback, which shows access_denied and opens no session.
+func TestConfidentialDeny(t *testing.T) {
+	e := testEnv(t)
+	clearCookies(t)
+	rec := record(t)
+	if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+	press(t, "deny")
+	rec.wait(t, "callback", kind(EventCallback))
+	completed := rec.wait(t, "completed", kind(EventCompleted))
+	rec.waitAfter(t, completed, "start page loaded", func(ev Event) bool {
+		return ev.Kind == EventLoadFinished && ev.URL == completed.URL
+	})
+	var signedIn, errCode string
+	evalJSON(t, `document.body.dataset.signedIn`, &signedIn)
+	evalJSON(t, `document.body.dataset.error`, &errCode)
+	if signedIn != "false" || errCode != "access_denied" {
+		t.Errorf("after deny: signed-in %q, error %q; want false, access_denied", signedIn, errCode)
+	}
+}
+
+// TestPublicNavigation is way 3: the page navigates to the service itself;
+// the host answers with a navigation to redirect_uri?code&state&iss, or
+// error=access_denied.
+func TestPublicNavigation(t *testing.T) {
+	e := testEnv(t)
+	for _, c := range []struct{ button, want string }{{"approve", "code"}, {"deny", "denied"}} {
+		t.Run(c.button, func(t *testing.T) {
+			rec := mount(t, publicApp(t, e, nil))
+			testWin.Eval(`document.getElementById("signin").click()`)
+			rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+			press(t, c.button)
+			completed := rec.wait(t, "completed", kind(EventCompleted))
+			rec.waitAfter(t, completed, "callback page", func(ev Event) bool {
+				return ev.Kind == EventLoadFinished && ev.URL == completed.URL
+			})
+			pollJS(t, `document.body.dataset.state`, c.want)
+			var res struct {
+				StateOK bool   `json:"state_ok"`
+				Iss     string `json:"iss"`
+			}
+			var raw string
+			evalJSON(t, `document.getElementById("result").textContent`, &raw)
+			if err := jsonUnmarshal(raw, &res); err != nil || !res.StateOK || res.Iss != e.svc.URL {
+				t.Errorf("callback page: %s (%v); want state_ok and iss %s", raw, err, e.svc.URL)
+			}
+		})
+	}
+}
+
+// busRecorder records the bridge's call events.
+type busRecorder struct {
+	mu  sync.Mutex // guards evs
+	evs []bridge.Event
+}
+
+func (b *busRecorder) Publish(e bridge.Event) {
+	b.mu.Lock()
+	b.evs = append(b.evs, e)
+	b.mu.Unlock()
+}
+
+func (b *busRecorder) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.evs)
+}
+
+func (b *busRecorder) since(i int) []bridge.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.evs[i:])
+}
+
+func (b *busRecorder) find(from int, match func(bridge.Event) bool) bridge.Event {
+	for _, ev := range b.since(from) {
+		if match(ev) {
+			return ev
+		}
+	}
+	return nil
+}
+
+// TestPublicBridgeAuthorize is way 2: window.miniapp.authorize; the host
+// runs PKCE, consent and the code exchange, and the page gets the token.
+func TestPublicBridgeAuthorize(t *testing.T) {
+	e := testEnv(t)
+	for _, c := range []struct{ button, want string }{{"approve", "signed-in"}, {"deny", "denied"}} {
+		t.Run(c.button, func(t *testing.T) {
+			rec := mount(t, publicApp(t, e, nil))
+			start := time.Now()
+			testWin.Eval(`document.getElementById("bridge-signin").click()`)
+			rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+			press(t, c.button)
+			pollJS(t, `document.body.dataset.state`, c.want)
+			t.Logf("%s through the bridge in %v", c.button, time.Since(start))
+			if c.want == "signed-in" {
+				if testBus.find(0, func(ev bridge.Event) bool {
+					tok, ok := ev.(bridge.TokenIssuedEvent)
+					return ok && tok.ClientID == "demo-public" && len(tok.Fingerprint) == 16
+				}) == nil {
+					t.Error("no token.issued event")
+				}
+				var raw string
+				evalJSON(t, `document.getElementById("result").textContent`, &raw)
+				if !strings.Contains(raw, `"has_access_token":true`) {
+					t.Errorf("bridge result: %s", raw)
+				}
+			}
+			if got := rec.all(func(ev Event) bool { return ev.Kind == EventNavigation && strings.Contains(ev.URL, "/callback") }); len(got) != 0 {
+				t.Errorf("the view navigated to the callback: %v", got)
+			}
+		})
+	}
+}
+
+// TestOtherClientRefused: a Miniapp that heads for the authorization
+// endpoint with another client's client_id gets an error screen; the
+// service is not asked.
+func TestOtherClientRefused(t *testing.T) {
+	e := testEnv(t)
+	rec := mount(t, publicApp(t, e, nil))
+	other := strings.Replace(e.publicAuthorizeURL(), "client_id=demo-public", "client_id=demo-confidential", 1)
+	testWin.Eval(`location.href = ` + jsString(other))
+	ev := rec.wait(t, "error", kind(EventError))
+	if !strings.Contains(ev.Detail, "demo-confidential") {
+		t.Errorf("error %q", ev.Detail)
+	}
+	rec.wait(t, "error screen", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "error" })
+	if got := rec.all(kind(EventConsentRequested)); len(got) != 0 {
+		t.Errorf("the service was asked: %v", got)
+	}
+}

@@ -1,0 +1,175 @@
+//go:build linux && cgo
+
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+)
+
+// CodeNoConsent is the automation error of consent.approve and
+// consent.deny when no consent screen is shown.
+const CodeNoConsent bridge.Code = "no_consent"
+
+// controller carries out the automation channel's commands on the window
+// (bridge.Controller). The window has one view; its name is "main", and ""
+// means it too.
+type controller struct {
+	w    *Window
+	open func(ctx context.Context, cmd bridge.OpenCommand) error
+}
+
+// Controller returns the window's bridge.Controller. open resolves and
+// mounts a Miniapp for the open command.
+func (w *Window) Controller(open func(ctx context.Context, cmd bridge.OpenCommand) error) bridge.Controller {
+	return &controller{w: w, open: open}
+}
+
+const mainView = "main"
+
+func checkView(v string) error {
+	if v != "" && v != mainView {
+		return bridge.Errorf(bridge.CodeInvalidParams, "no view %q; this host has one view, %q", v, mainView)
+	}
+	return nil
+}
+
+// Open implements bridge.Controller.
+func (c *controller) Open(ctx context.Context, cmd bridge.OpenCommand) (bridge.OpenResult, error) {
+	if err := c.open(ctx, cmd); err != nil {
+		return bridge.OpenResult{}, err
+	}
+	return bridge.OpenResult{View: mainView}, nil
+}
+
+// consentOnScreen reports whether a consent screen waits for a decision.
+func (c *controller) consentOnScreen() bool {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	return c.w.flow != nil && c.w.flow.requestID != "" && c.w.hostVisible
+}
+
+// press presses a button of the consent screen, as the subject would.
+func (c *controller) press(ctx context.Context, account, button string) error {
+	if !c.consentOnScreen() {
+		return bridge.Errorf(CodeNoConsent, "no consent screen is shown")
+	}
+	a, _ := json.Marshal(account)
+	b, _ := json.Marshal(button)
+	out, err := c.w.EvalHost(ctx, `(function (account, button) {
+  if (account) {
+    var r = Array.prototype.find.call(document.querySelectorAll("input[name=account]"), function (x) { return x.value === account; });
+    if (!r) return "no-account";
+    r.click();
+  }
+  var b = document.getElementById(button);
+  if (!b) return "no-button";
+  if (b.disabled) return "disabled";
+  b.click();
+  return "ok";
+})(`+string(a)+`, `+string(b)+`)`)
+	if err != nil {
+		return err
+	}
+	switch out {
+	case `"ok"`:
+		return nil
+	case `"no-account"`:
+		return bridge.Errorf(bridge.CodeInvalidParams, "account %q is not offered on the consent screen", account)
+	case `"disabled"`:
+		return bridge.Errorf(CodeNoConsent, "the consent screen refuses %s: a check failed", button)
+	default:
+		return fmt.Errorf("host: consent screen: %s", out)
+	}
+}
+
+// ApproveConsent implements bridge.Controller.
+func (c *controller) ApproveConsent(ctx context.Context, cmd bridge.ApproveCommand) error {
+	if err := checkView(cmd.View); err != nil {
+		return err
+	}
+	return c.press(ctx, cmd.Account, "approve")
+}
+
+// DenyConsent implements bridge.Controller.
+func (c *controller) DenyConsent(ctx context.Context, cmd bridge.ViewCommand) error {
+	if err := checkView(cmd.View); err != nil {
+		return err
+	}
+	return c.press(ctx, "", "deny")
+}
+
+// Navigate implements bridge.Controller: the policy decides the URL as any
+// other navigation.
+func (c *controller) Navigate(_ context.Context, cmd bridge.NavigateCommand) error {
+	if err := checkView(cmd.View); err != nil {
+		return err
+	}
+	if _, err := parseCanonical(cmd.URL); err != nil {
+		return bridge.Errorf(bridge.CodeInvalidParams, "url: %v", err)
+	}
+	c.w.Navigate(cmd.URL)
+	return nil
+}
+
+// Eval implements bridge.Controller.
+func (c *controller) Eval(ctx context.Context, cmd bridge.EvalCommand) (json.RawMessage, error) {
+	if err := checkView(cmd.View); err != nil {
+		return nil, err
+	}
+	out, err := c.w.EvalResult(ctx, cmd.Script)
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(out), nil
+}
+
+// Screenshot implements bridge.Controller: what the window shows, the
+// host's view when it is over the Miniapp.
+func (c *controller) Screenshot(ctx context.Context, cmd bridge.ViewCommand) (bridge.Screenshot, error) {
+	if err := checkView(cmd.View); err != nil {
+		return bridge.Screenshot{}, err
+	}
+	dir, err := os.MkdirTemp("", "miniapp-host-shot-")
+	if err != nil {
+		return bridge.Screenshot{}, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "shot.png")
+	c.w.mu.Lock()
+	host := c.w.hostVisible
+	c.w.mu.Unlock()
+	if host {
+		err = c.w.Snapshot(ctx, path)
+	} else {
+		err = c.w.SnapshotMiniapp(ctx, path)
+	}
+	if err != nil {
+		return bridge.Screenshot{}, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return bridge.Screenshot{}, err
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return bridge.Screenshot{}, fmt.Errorf("host: screenshot: %w", err)
+	}
+	return bridge.Screenshot{Format: "png", Width: cfg.Width, Height: cfg.Height, Data: data}, nil
+}
+
+// Close implements bridge.Controller: it closes the window.
+func (c *controller) Close(_ context.Context, cmd bridge.ViewCommand) error {
+	if err := checkView(cmd.View); err != nil {
+		return err
+	}
+	c.w.Terminate()
+	return nil
+}

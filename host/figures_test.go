@@ -1,0 +1,58 @@
+//go:build linux && cgo
+
+package host
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFigures measures, in the test window under Xvfb, the two latencies
+// BENCHMARKS.md reports for the consent flow, over several runs each:
+//   - caught: a navigation caught towards the authorization endpoint →
+//     the consent view painted (the host view's "shown" message, sent
+//     after two animation frames);
+//   - approve: Approve pressed → the confidential Miniapp's signed-in page
+//     loaded in the view (decision, callback request, cookie copy,
+//     navigation).
+//
+// It logs the figures and asserts only that each run completes.
+func TestFigures(t *testing.T) {
+	e := testEnv(t)
+	const runs = 20
+	var caught, approve []time.Duration
+	for i := 0; i < runs; i++ {
+		clearCookies(t)
+		rec := record(t)
+		if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
+			t.Fatal(err)
+		}
+		nav := rec.wait(t, "caught", func(ev Event) bool { return ev.Kind == EventNavigation && ev.Action == Consent })
+		shown := rec.wait(t, "consent shown", func(ev Event) bool { return ev.Kind == EventHostShown && ev.Detail == "consent" })
+		pressed := time.Now()
+		press(t, "approve")
+		completed := rec.wait(t, "completed", kind(EventCompleted))
+		loaded := rec.waitAfter(t, completed, "signed-in page", func(ev Event) bool { return ev.Kind == EventLoadFinished && ev.URL == completed.URL })
+		caught = append(caught, shown.At.Sub(nav.At))
+		approve = append(approve, loaded.At.Sub(pressed))
+	}
+	t.Logf("caught navigation -> consent view visible: %s", stats(caught))
+	t.Logf("Approve -> callback page loaded (confidential): %s", stats(approve))
+}
+
+func stats(d []time.Duration) string {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	ms := func(x time.Duration) string { return strings.TrimSuffix(x.Round(100*time.Microsecond).String(), "0s") }
+	return "median " + ms(s[len(s)/2]) + ", min " + ms(s[0]) + ", max " + ms(s[len(s)-1]) + " (n=" + itoa(len(s)) + ")"
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}

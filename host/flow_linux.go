@@ -1,0 +1,249 @@
+//go:build linux && cgo
+
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// flow is one consent flow: a caught navigation or a bridge authorize.
+// Only one runs at a time.
+type flow struct {
+	gen int // the mount it belongs to
+	app *Miniapp
+	// deliver receives the authorization response (code or error) once
+	// the service has produced it; fail receives anything that stopped
+	// the flow before.
+	deliver func(ctx context.Context, redirect *url.URL)
+	fail    func(err error)
+	// requestID is the native-consent request on screen, and shown its
+	// automation event; both guarded by Window.mu.
+	requestID string
+	shown     *bridge.ConsentShownEvent
+	// clientID and redirectURI are read off the authorization request,
+	// for the code.issued event.
+	clientID, redirectURI string
+}
+
+// shownEvent describes a consent screen for the automation channel: the
+// request as it was caught, and the accounts the screen offers.
+func shownEvent(u *url.URL, model json.RawMessage) *bridge.ConsentShownEvent {
+	q := u.Query()
+	ev := &bridge.ConsentShownEvent{ClientID: q.Get("client_id"), Scopes: strings.Fields(q.Get("scope")), OrgID: q.Get("org_id")}
+	if d := q.Get("authorization_details"); d != "" && json.Valid([]byte(d)) {
+		ev.AuthorizationDetails = json.RawMessage(d)
+	}
+	var m consent.Model
+	if json.Unmarshal(model, &m) == nil {
+		for _, a := range m.Accounts {
+			ev.Accounts = append(ev.Accounts, a.ID)
+		}
+	}
+	return ev
+}
+
+// publishCode reports the code of an authorization response by
+// fingerprint.
+func (w *Window) publishCode(f *flow, redirect *url.URL) {
+	if code := redirect.Query().Get("code"); code != "" {
+		w.publish(bridge.CodeIssuedEvent{ClientID: f.clientID, RedirectURI: f.redirectURI, Fingerprint: bridge.Fingerprint(code)})
+	}
+}
+
+// errFlowBusy is returned to a bridge authorize while a consent is on
+// screen.
+var errFlowBusy = errors.New("host: another authorization is in progress")
+
+// errFlowAbandoned ends a flow whose consent view was closed, or whose
+// Miniapp was replaced.
+var errFlowAbandoned = errors.New("host: the authorization was abandoned")
+
+// startConsent runs on the main thread when the policy caught a navigation
+// towards the authorization endpoint. The navigation is already refused;
+// the response will be delivered as ARCHITECTURE.md's ways 1 and 3 say.
+func (w *Window) startConsent(u *url.URL) {
+	w.mu.Lock()
+	app, gen := w.app, w.mountGen
+	w.mu.Unlock()
+	f := &flow{gen: gen, app: app}
+	f.deliver = func(ctx context.Context, redirect *url.URL) { w.complete(ctx, f, redirect) }
+	f.fail = func(err error) { w.showFlowError(f, err) }
+	if app != nil && app.ClientID != "" && u.Query().Get("client_id") != app.ClientID {
+		go f.fail(fmt.Errorf("host: the Miniapp asked to sign in as client %q; it is %q", u.Query().Get("client_id"), app.ClientID))
+		return
+	}
+	if err := w.beginFlow(f, u); err != nil {
+		// A redirect chain or a double click: one consent at a time.
+		w.emit(Event{Kind: EventConsentIgnored, URL: u.String(), Detail: err.Error()})
+	}
+}
+
+// beginFlow makes f the running flow and asks the service for the consent
+// screen of the authorization request u, on a goroutine.
+func (w *Window) beginFlow(f *flow, u *url.URL) error {
+	w.mu.Lock()
+	if w.flow != nil {
+		w.mu.Unlock()
+		return errFlowBusy
+	}
+	if f.app == nil || f.gen != w.mountGen {
+		w.mu.Unlock()
+		return errFlowAbandoned
+	}
+	w.flow = f
+	f.clientID, f.redirectURI = u.Query().Get("client_id"), u.Query().Get("redirect_uri")
+	w.mu.Unlock()
+	w.emit(Event{Kind: EventConsentRequested, URL: u.String()})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
+		defer cancel()
+		screen, err := f.app.Consent.Begin(ctx, u, w.opts.Subject)
+		if err != nil {
+			w.endFlow(f)
+			f.fail(err)
+			return
+		}
+		if screen.Redirect != nil {
+			w.endFlow(f)
+			f.deliver(ctx, screen.Redirect)
+			return
+		}
+		shown := shownEvent(u, screen.Model)
+		w.mu.Lock()
+		current := w.flow == f
+		if current {
+			f.requestID, f.shown = screen.RequestID, shown
+		}
+		w.mu.Unlock()
+		if !current {
+			return
+		}
+		w.showHost(map[string]any{"screen": "consent", "model": screen.Model})
+	}()
+	return nil
+}
+
+// endFlow clears f if it is still the running flow and reports whether it
+// was.
+func (w *Window) endFlow(f *flow) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.flow != f {
+		return false
+	}
+	w.flow = nil
+	return true
+}
+
+// abandonFlow ends the running flow without a decision.
+func (w *Window) abandonFlow() {
+	w.mu.Lock()
+	f := w.flow
+	w.flow = nil
+	w.mu.Unlock()
+	if f != nil {
+		go f.fail(errFlowAbandoned)
+	}
+}
+
+// decide sends the subject's decision and delivers the response.
+func (w *Window) decide(d consent.Decision) {
+	w.mu.Lock()
+	f := w.flow
+	id := ""
+	if f != nil {
+		id = f.requestID
+	}
+	if id != "" {
+		w.flow = nil
+	}
+	w.mu.Unlock()
+	if id == "" {
+		return // no consent on screen, or its screen is not shown yet
+	}
+	w.emit(Event{Kind: EventConsentDecided, Detail: d.Action})
+	decided := bridge.ConsentDecidedEvent{Decision: bridge.ConsentDenied}
+	if d.Action == consent.Approve {
+		decided = bridge.ConsentDecidedEvent{Decision: bridge.ConsentApproved, Account: d.AccountID}
+	}
+	w.publish(decided)
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
+	defer cancel()
+	redirect, err := f.app.Consent.Decide(ctx, id, d)
+	w.Dispatch(func() { hideHost(w) })
+	if err != nil {
+		f.fail(err)
+		return
+	}
+	w.publishCode(f, redirect)
+	f.deliver(ctx, redirect)
+}
+
+// complete delivers the authorization response of a caught navigation
+// (ARCHITECTURE.md, "The three ways an authorization completes", ways 1
+// and 3).
+func (w *Window) complete(ctx context.Context, f *flow, redirect *url.URL) {
+	app := f.app
+	if !origin.InList(origin.Of(redirect), app.Policy.Allowed) {
+		w.showFlowError(f, fmt.Errorf("host: the authorization response goes to %s, outside the Miniapp's allowed origins", origin.Of(redirect)))
+		return
+	}
+	next := redirect
+	if app.Confidential {
+		// The host makes the callback request itself, with the view's
+		// cookies for the Miniapp's origin (its session holds the PKCE
+		// verifier and state), then gives the view the cookies the
+		// callback set: the code never enters the view.
+		header, err := w.Cookies(ctx, redirect.String())
+		if err != nil {
+			w.showFlowError(f, err)
+			return
+		}
+		res, err := callback(ctx, w.opts.HTTPClient, redirect, header, app.StartURL, time.Now())
+		if err != nil {
+			w.showFlowError(f, err)
+			return
+		}
+		if err := w.addCookies(ctx, res.Cookies); err != nil {
+			w.showFlowError(f, err)
+			return
+		}
+		w.emit(Event{Kind: EventCallback, URL: redirect.String(), Detail: fmt.Sprintf("%d, %d cookies", res.Status, len(res.Cookies))})
+		names := make([]string, 0, len(res.Cookies))
+		for _, c := range res.Cookies {
+			names = append(names, c.Name)
+		}
+		w.publish(bridge.CookiesSyncedEvent{Origin: origin.Of(redirect).String(), Names: names})
+		next = res.Next
+	}
+	w.mu.Lock()
+	stale := f.gen != w.mountGen
+	w.mu.Unlock()
+	if stale {
+		return
+	}
+	w.emit(Event{Kind: EventCompleted, URL: next.String()})
+	w.Navigate(next.String())
+}
+
+// showFlowError says in the host's view why a caught authorization could
+// not finish.
+func (w *Window) showFlowError(f *flow, err error) {
+	w.emit(Event{Kind: EventError, Detail: err.Error()})
+	w.mu.Lock()
+	stale := f.gen != w.mountGen
+	w.mu.Unlock()
+	if !stale && !errors.Is(err, errFlowAbandoned) {
+		w.showHost(map[string]any{"screen": "error", "title": "The sign-in could not finish", "text": err.Error()})
+	}
+}

@@ -1,0 +1,80 @@
+//go:build linux && cgo
+
+package host
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testWin is the one window of the test process: WebKitGTK allows one
+// webview.New per process, on the main thread, so every test mounts its
+// Miniapp into it, one test at a time.
+var testWin *Window
+
+// testBus records what the window publishes for the automation channel.
+var testBus = &busRecorder{}
+
+// externals records the URLs the host handed to the "system browser".
+var externals struct {
+	mu   sync.Mutex // guards urls
+	urls []string
+}
+
+func openExternal(u string) {
+	externals.mu.Lock()
+	externals.urls = append(externals.urls, u)
+	externals.mu.Unlock()
+}
+
+// procStart is when the test process started its window, for the figures.
+var procStart time.Time
+
+// TestMain runs the GTK main loop on the main goroutine (webview_go locks
+// it to the main thread in its init) and the tests on another goroutine.
+func TestMain(m *testing.M) {
+	if u := os.Getenv(bareWindowEnv); u != "" {
+		os.Exit(runBareWindow(u))
+	}
+	if c := os.Getenv(openChildEnv); c != "" {
+		os.Exit(runOpenChild(c))
+	}
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	procStart = time.Now()
+	dir, err := os.MkdirTemp("", "miniapp-host-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	// WebKit writes under the XDG directories: keep it inside dir.
+	if err := UseDataDir(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if os.Getenv("WEBKIT_DISABLE_COMPOSITING_MODE") == "" {
+		os.Setenv("WEBKIT_DISABLE_COMPOSITING_MODE", "1")
+	}
+	w, err := NewWindow(Options{DataDir: dir, Ephemeral: true, Subject: "sub_ana", OpenExternal: openExternal,
+		HangTimeout: 2 * time.Second, Title: "host tests", Events: testBus})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	testWin = w
+	done := make(chan int, 1)
+	go func() {
+		code := m.Run()
+		closeEnv()
+		w.Terminate()
+		done <- code
+	}()
+	w.Run()
+	return <-done
+}

@@ -1,0 +1,118 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// NativeConsent is the [ConsentService] of the reference authorization
+// server's native-consent API (docs/native-consent.md): POST
+// {Endpoint} with the caught authorization URL and the subject, then POST
+// {Endpoint}/{id}/decision. The host authenticates with its own client
+// credential (HTTP Basic).
+type NativeConsent struct {
+	// Endpoint is the API's collection URL (oauth.Server.NativeEndpoint).
+	Endpoint string
+	// ClientID and ClientSecret are the host's own credential.
+	ClientID, ClientSecret string
+	// HTTP is the client; http.DefaultClient when nil.
+	HTTP *http.Client
+}
+
+// NativeError is an error answer of the native-consent API.
+type NativeError struct {
+	Status      int
+	Code        string `json:"error"`
+	Description string `json:"error_description"`
+	RedirectURL string `json:"redirect_url"`
+}
+
+func (e *NativeError) Error() string {
+	return fmt.Sprintf("host: native consent: %d %s: %s", e.Status, e.Code, e.Description)
+}
+
+// Begin implements ConsentService.
+func (n *NativeConsent) Begin(ctx context.Context, authorize *url.URL, subject string) (*ConsentScreen, error) {
+	var out struct {
+		RequestID string          `json:"request_id"`
+		Consent   json.RawMessage `json:"consent"`
+	}
+	body := map[string]string{"authorization_url": authorize.String(), "subject": subject}
+	err := n.post(ctx, n.Endpoint, body, &out)
+	if ne, ok := err.(*NativeError); ok && ne.RedirectURL != "" {
+		// An error the client must receive at its verified redirect_uri
+		// (RFC 6749 4.1.2.1): delivered like any authorization response.
+		u, perr := origin.ParseURL(ne.RedirectURL)
+		if perr != nil {
+			return nil, fmt.Errorf("host: native consent: redirect_url: %w", perr)
+		}
+		return &ConsentScreen{Redirect: u}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if out.RequestID == "" || len(out.Consent) == 0 {
+		return nil, fmt.Errorf("host: native consent: answer without request_id or consent")
+	}
+	return &ConsentScreen{RequestID: out.RequestID, Model: out.Consent}, nil
+}
+
+// Decide implements ConsentService.
+func (n *NativeConsent) Decide(ctx context.Context, requestID string, d consent.Decision) (*url.URL, error) {
+	var out struct {
+		RedirectURL string `json:"redirect_url"`
+	}
+	if err := n.post(ctx, n.Endpoint+"/"+url.PathEscape(requestID)+"/decision", d, &out); err != nil {
+		return nil, err
+	}
+	u, err := origin.ParseURL(out.RedirectURL)
+	if err != nil {
+		return nil, fmt.Errorf("host: native consent: redirect_url: %w", err)
+	}
+	return u, nil
+}
+
+func (n *NativeConsent) post(ctx context.Context, endpoint string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("host: native consent: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("host: native consent: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth(url.QueryEscape(n.ClientID), url.QueryEscape(n.ClientSecret))
+	c := n.HTTP
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("host: native consent: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("host: native consent: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		ne := &NativeError{Status: resp.StatusCode}
+		if json.Unmarshal(raw, ne) != nil || ne.Code == "" {
+			ne.Code, ne.Description = "http_error", string(bytes.TrimSpace(raw))
+		}
+		return ne
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("host: native consent: answer: %w", err)
+	}
+	return nil
+}

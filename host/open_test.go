@@ -1,0 +1,164 @@
+//go:build linux && cgo
+
+package host
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/demoapps"
+	"github.com/miniapp-host/miniapp-host/resolver"
+)
+
+// openChildEnv makes the test binary run Open, as `miniapp-host open -v`
+// does, with the OpenConfig JSON it holds: a process of its own with its
+// own window, without building the command (which, with the reference
+// server linked in, takes long on a busy machine).
+const openChildEnv = "MINIAPP_HOST_OPEN_CONFIG"
+
+// childConfig is the part of OpenConfig a child process gets.
+type childConfig struct {
+	Origin, ID, Dashboard, Service, Subject, HostClientID, HostSecret string
+	Ephemeral                                                         bool
+}
+
+func runOpenChild(raw string) int {
+	var c childConfig
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cfg := OpenConfig{Origin: c.Origin, ID: c.ID, Dashboard: c.Dashboard, Service: c.Service, Subject: c.Subject,
+		HostClientID: c.HostClientID, HostSecret: c.HostSecret, Ephemeral: c.Ephemeral}
+	cfg.Log = os.Stderr
+	cfg.OnEvent = func(ev Event) { fmt.Fprintf(os.Stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail) }
+	cfg.OnResolved = func(app *resolver.Miniapp, err error) {
+		var rej *resolver.Rejection
+		switch {
+		case err == nil:
+			fmt.Printf("accepted: %s\n", app.Manifest.Name)
+		case errors.As(err, &rej):
+			fmt.Printf("rejected at stage %s\n", rej.Stage)
+		default:
+			fmt.Printf("error: %v\n", err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := Open(ctx, cfg); err != nil && !errors.Is(err, context.Canceled) {
+		return 1
+	}
+	return 0
+}
+
+// openChild starts the test binary as an `open` process.
+func openChild(tb testing.TB, cfg childConfig) *exec.Cmd {
+	tb.Helper()
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), openChildEnv+"="+string(raw), "WEBKIT_DISABLE_COMPOSITING_MODE=1")
+	return cmd
+}
+
+// TestOpenCommand runs Open (what `miniapp-host open -v` runs) as its own
+// process against the reference server: an accepted Miniapp loads its start_url; a rejected one
+// is printed, shown in the window, and never loaded.
+func TestOpenCommand(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	srv, err := authserver.Start(ctx, authserver.Config{DB: filepath.Join(dir, "svc.db"), Secrets: map[string]string{"miniapp-host": hostSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	u := srv.URLs()
+	app, err := demoapps.StartPublic(demoapps.Config{ID: "demo-public", Name: "Demo public Miniapp", ClientID: "demo-public",
+		AuthURL: u.Authorization, TokenURL: u.Token, Scope: testScope, Resource: u.BaseURL}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	if _, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "demo-public", Name: "Demo public Miniapp",
+		RedirectURIs: []string{app.RedirectURI()}, AllowedOrigins: []string{app.Origin}}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, id string
+		until    string // the event line that ends the run
+		stdout   string // printed by the resolver step
+		never    string // an event line that must not appear
+	}{
+		{"accepted", "demo-public", "event load-finished block " + app.Origin + "/ ", "accepted: Demo public Miniapp", ""},
+		{"rejected", "not-this-id", "event host-shown block  rejection", "rejected at stage", "event navigation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := openChild(t, childConfig{Origin: app.Origin, ID: c.id, Dashboard: u.Dashboard, Service: u.Issuer,
+				Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hostSecret, Ephemeral: true})
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			defer cmd.Process.Signal(syscall.SIGTERM)
+			lines := make(chan string, 100)
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
+			var seen []string
+			deadline := time.After(20 * time.Second)
+		wait:
+			for {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatalf("open exited before %q:\n%s", c.until, strings.Join(seen, "\n"))
+					}
+					seen = append(seen, l)
+					if strings.HasPrefix(l, c.until) {
+						break wait
+					}
+				case <-deadline:
+					t.Fatalf("timed out waiting for %q:\n%s", c.until, strings.Join(seen, "\n"))
+				}
+			}
+			if c.never != "" {
+				for _, l := range seen {
+					if strings.HasPrefix(l, c.never) {
+						t.Errorf("a rejected Miniapp was navigated to: %s", l)
+					}
+				}
+			}
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+			if !strings.Contains(stdout.String(), c.stdout) {
+				t.Errorf("stdout %q lacks %q", stdout.String(), c.stdout)
+			}
+		})
+	}
+}

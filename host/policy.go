@@ -1,0 +1,181 @@
+package host
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// Action is what the host does with one navigation of the Miniapp's view.
+type Action int
+
+const (
+	// Block refuses the navigation; the view stays where it is.
+	Block Action = iota
+	// Allow lets the view load it (a new-window action loads in the same
+	// view: the host never opens a second window for a Miniapp).
+	Allow
+	// Consent refuses the navigation and runs the host's consent flow for
+	// the authorization request it carried.
+	Consent
+	// External refuses the navigation and hands the URL to the system
+	// browser.
+	External
+)
+
+func (a Action) String() string {
+	switch a {
+	case Allow:
+		return "allow"
+	case Consent:
+		return "consent"
+	case External:
+		return "external"
+	default:
+		return "block"
+	}
+}
+
+// Trigger says what started a navigation, as WebKit reports it.
+type Trigger string
+
+// Triggers. WebKit cannot tell a script navigation, a meta refresh, an
+// iframe src or a server redirect apart from each other: they are all
+// "other" (redirects carry Navigation.Redirect).
+const (
+	TriggerLink       Trigger = "link"
+	TriggerForm       Trigger = "form"
+	TriggerBackFwd    Trigger = "back-forward"
+	TriggerReload     Trigger = "reload"
+	TriggerResubmit   Trigger = "form-resubmit"
+	TriggerOther      Trigger = "other"
+	TriggerWindowOpen Trigger = "window-open"
+)
+
+// Navigation is one navigation the view asked for.
+type Navigation struct {
+	URL         string  // as WebKit reports it
+	Method      string  // GET, POST
+	Trigger     Trigger // what started it
+	Redirect    bool    // the answer of a server redirect
+	UserGesture bool    // started by a click or key (or by the host's Eval)
+	NewWindow   bool    // target=_blank or window.open
+	Frame       string  // target frame name, when WebKit knows it
+}
+
+// Policy decides every navigation of the Miniapp's view through the one
+// origin policy: towards the service's authorization endpoint it is
+// consent, inside the client's allowed origins it is allowed, http(s)
+// elsewhere on a user gesture goes to the system browser, anything else is
+// blocked. There is no main-frame flag on a WebKit navigation decision, so
+// subframes are decided by the same rules.
+type Policy struct {
+	// Authorize is the service's authorization endpoint. Required.
+	Authorize *url.URL
+	// Allowed is the client's allowed_origins, as the dashboard lists them.
+	Allowed []string
+}
+
+// Validate reports whether the policy can decide anything.
+func (p *Policy) Validate() error {
+	if p.Authorize == nil || origin.Of(p.Authorize).IsOpaque() {
+		return fmt.Errorf("host: policy needs the http(s) authorization endpoint of the service")
+	}
+	return nil
+}
+
+// Rules of the policy, as events name them.
+const (
+	RuleUnparsable    = "unparsable"             // the URL does not parse as a browser would
+	RuleAuthorize     = "authorization-endpoint" // towards the service's authorization endpoint
+	RuleAboutFrame    = "about-document"         // about:blank or about:srcdoc, made by the page
+	RuleNoOrigin      = "opaque-origin"          // a scheme without a network origin
+	RuleAllowedOrigin = "allowed-origin"         // inside the client's allowed_origins
+	RuleExternal      = "external-on-gesture"    // http(s) elsewhere, followed on a user gesture
+	RuleNotAllowed    = "not-allowed"            // http(s) elsewhere, without a gesture or by redirect
+	RuleNoNewWindow   = "no-new-window"          // about: documents never open a window
+)
+
+// Decide returns the action for n and the canonical URL it concerns (nil
+// when the URL does not parse).
+func (p *Policy) Decide(n Navigation) (Action, *url.URL) {
+	a, _, u := p.DecideRule(n)
+	return a, u
+}
+
+// DecideRule is Decide with the name of the rule that decided.
+func (p *Policy) DecideRule(n Navigation) (Action, string, *url.URL) {
+	u, err := origin.ParseURL(n.URL)
+	if err != nil {
+		return Block, RuleUnparsable, nil
+	}
+	if p.IsAuthorize(u) {
+		return Consent, RuleAuthorize, u
+	}
+	// about:blank and about:srcdoc documents are made by the page itself
+	// and load nothing; they inherit the origin of their creator, so they
+	// are allowed in frames but never as a new window.
+	if u.Scheme == "about" && (u.Opaque == "blank" || u.Opaque == "srcdoc") {
+		if n.NewWindow {
+			return Block, RuleNoNewWindow, u
+		}
+		return Allow, RuleAboutFrame, u
+	}
+	o := origin.Of(u)
+	if o.IsOpaque() {
+		return Block, RuleNoOrigin, u
+	}
+	if origin.InList(o, p.Allowed) {
+		return Allow, RuleAllowedOrigin, u
+	}
+	if (u.Scheme == "http" || u.Scheme == "https") && n.UserGesture && !n.Redirect {
+		return External, RuleExternal, u
+	}
+	return Block, RuleNotAllowed, u
+}
+
+// IsAuthorize reports whether u targets the service's authorization
+// endpoint: same origin, and a decoded path equal to the endpoint's or
+// below it. The decoded path is compared because servers route on it
+// (/%61uthorize reaches /authorize).
+func (p *Policy) IsAuthorize(u *url.URL) bool {
+	if u == nil || !origin.Of(u).Equal(origin.Of(p.Authorize)) {
+		return false
+	}
+	want := path.Clean("/" + p.Authorize.Path)
+	got := path.Clean("/" + u.Path)
+	return got == want || strings.HasPrefix(got, want+"/")
+}
+
+// filterRules is the WebKit content-blocker list that stops fetch and XHR
+// (which are not navigations) towards the authorization endpoint, and
+// redirects towards it. A second rule blocks percent-escapes in paths on the
+// service's origin, because content-blocker patterns cannot match the
+// escaped spellings of the endpoint's path and servers decode them.
+func (p *Policy) filterRules() string {
+	o := origin.Of(p.Authorize)
+	base := regexp.QuoteMeta(o.String())
+	ep := regexp.QuoteMeta(path.Clean("/" + p.Authorize.Path))
+	// Every resource type but "popup": a blocked popup would fail inside
+	// the web process before the view's create signal, and the host wants
+	// window.open(authorize) to reach create and become a consent.
+	types := `["document","image","style-sheet","script","font","raw","svg-document","media","ping","fetch","websocket","other"]`
+	rule := func(pattern string) string {
+		return fmt.Sprintf(`{"trigger":{"url-filter":%q,"resource-type":%s},"action":{"type":"block"}}`, pattern, types)
+	}
+	return "[" + rule("^"+base+ep) + "," + rule("^"+base+"/[^?#]*%") + "]"
+}
+
+func parseCanonical(raw string) (*url.URL, error) {
+	u, err := origin.ParseURL(raw)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	return u, nil
+}
+
+func sameOriginAs(u *url.URL, o origin.Origin) bool { return origin.Of(u).Equal(o) }

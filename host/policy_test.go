@@ -1,0 +1,112 @@
+package host
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestPolicyDecide(t *testing.T) {
+	p := &Policy{Authorize: &url.URL{Scheme: "http", Host: "127.0.0.1:8080", Path: "/oauth/authorize"},
+		Allowed: []string{"https://app.example", "http://127.0.0.1:8701"}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		url     string
+		gesture bool
+		redir   bool
+		newWin  bool
+		want    Action
+	}{
+		// The authorization endpoint, however it is spelled.
+		{url: "http://127.0.0.1:8080/oauth/authorize?client_id=x", want: Consent},
+		{url: "http://127.0.0.1:8080/oauth/authorize", redir: true, want: Consent},
+		{url: "http://127.0.0.1:8080/oauth/authorize/", want: Consent},
+		{url: "http://127.0.0.1:8080/oauth/%61uthorize", want: Consent},
+		{url: "http://127.0.0.1:8080/oauth/x/../authorize", want: Consent},
+		{url: "http://127.0.0.1:8080/oauth/%2e%2e/oauth/authorize", want: Consent},
+		{url: `http://127.0.0.1:8080\oauth\authorize`, want: Consent},
+		{url: "HTTP://127.0.0.1:8080/oauth/authorize", want: Consent},
+		{url: "http://2130706433:8080/oauth/authorize", want: Consent},
+		{url: "http://0x7f.1:8080/oauth/authorize", want: Consent},
+		{url: "http://127.0.0.1:8080/oauth/authorize", newWin: true, want: Consent},
+		{url: "http://127.0.0.1:8080/oauth/authorizex", want: Block},
+		{url: "http://127.0.0.1:8080/oauth/token", want: Block},
+		{url: "https://127.0.0.1:8080/oauth/authorize", want: Block},
+		{url: "http://127.0.0.1:8081/oauth/authorize", want: Block},
+		// Allowed origins, compared whole.
+		{url: "https://app.example/x", want: Allow},
+		{url: "HTTPS://APP.EXAMPLE:443/x", want: Allow},
+		{url: "https://app.example/x", newWin: true, want: Allow},
+		{url: "http://localhost:8701/", want: Block},
+		{url: "http://127.0.0.1:8701/cb?code=1", want: Allow},
+		{url: "https://app.example./", want: Block},
+		{url: "https://app.example.evil/", want: Block},
+		{url: "https://app.example.community/", want: Block},
+		{url: "https://app.example@evil.example/", want: Block},
+		{url: "http://app.example/", want: Block},
+		{url: "https://app.example:8443/", want: Block},
+		{url: "//evil.example/app", want: Block},
+		{url: "/relative", want: Block},
+		// Schemes without a network origin.
+		{url: "javascript:alert(1)", gesture: true, want: Block},
+		{url: "java\tscript:alert(1)", gesture: true, want: Block},
+		{url: "data:text/html,hi", want: Block},
+		{url: "blob:https://evil.example/3f1a", want: Block},
+		{url: "blob:https://app.example/3f1a", want: Allow},
+		{url: "file:///etc/passwd", gesture: true, want: Block},
+		{url: "intent://scan#Intent;end", gesture: true, want: Block},
+		{url: "about:blank", want: Allow},
+		{url: "about:srcdoc", want: Allow},
+		{url: "about:blank", newWin: true, want: Block},
+		// Elsewhere: the system browser on a user gesture only.
+		{url: "https://docs.example/help", gesture: true, want: External},
+		{url: "https://docs.example/help", want: Block},
+		{url: "https://docs.example/help", gesture: true, redir: true, want: Block},
+		{url: "ftp://docs.example/file", gesture: true, want: Block},
+	}
+	for _, c := range cases {
+		got, _ := p.Decide(Navigation{URL: c.url, UserGesture: c.gesture, Redirect: c.redir, NewWindow: c.newWin})
+		if got != c.want {
+			t.Errorf("Decide(%q, gesture %v, redirect %v, new window %v) = %v, want %v", c.url, c.gesture, c.redir, c.newWin, got, c.want)
+		}
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	for _, p := range []*Policy{{}, {Authorize: &url.URL{Scheme: "data", Opaque: "x"}}} {
+		if err := p.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil, want an error", p)
+		}
+	}
+}
+
+func TestPolicyFilterRules(t *testing.T) {
+	p := &Policy{Authorize: &url.URL{Scheme: "http", Host: "127.0.0.1:8080", Path: "/oauth/authorize"}}
+	var rules []struct {
+		Trigger struct {
+			URLFilter    string   `json:"url-filter"`
+			ResourceType []string `json:"resource-type"`
+		} `json:"trigger"`
+		Action struct {
+			Type string `json:"type"`
+		} `json:"action"`
+	}
+	if err := json.Unmarshal([]byte(p.filterRules()), &rules); err != nil {
+		t.Fatalf("rules are not JSON: %v\n%s", err, p.filterRules())
+	}
+	want := []string{`^http://127\.0\.0\.1:8080/oauth/authorize`, `^http://127\.0\.0\.1:8080/[^?#]*%`}
+	if len(rules) != len(want) {
+		t.Fatalf("%d rules, want %d", len(rules), len(want))
+	}
+	for i, r := range rules {
+		if r.Trigger.URLFilter != want[i] || r.Action.Type != "block" {
+			t.Errorf("rule %d: %q %q, want %q block", i, r.Trigger.URLFilter, r.Action.Type, want[i])
+		}
+		if strings.Contains(strings.Join(r.Trigger.ResourceType, ","), "popup") {
+			t.Errorf("rule %d blocks popups, which must reach the create signal", i)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+//go:build linux && cgo
+
+package host
+
+import (
+	"testing"
+)
+
+// TestWebProcessEndDoesNotTakeHostDown ends the Miniapp's web process, once
+// by killing it and once by hanging it until the host stops it; each time
+// the host shows its "stopped" screen and Reload brings the Miniapp back.
+func TestWebProcessEndDoesNotTakeHostDown(t *testing.T) {
+	e := testEnv(t)
+	app := triggerApp(t, map[string]string{
+		"page": `<script>window.spin = function () { for (;;) {} };</script>`,
+	}, e.authorize)
+	for _, c := range []struct {
+		name  string
+		end   func()
+		wantD string
+	}{
+		{"killed", testWin.TerminateWebProcess, "stopped answering and was stopped"},
+		{"hung", func() { testWin.Eval(`setTimeout(window.spin, 0)`) }, "stopped answering and was stopped"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			load := mustURL(t, app.URL+"/page")
+			rec := mount(t, Miniapp{Name: "robust", LoadURL: load, StartURL: load,
+				Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{app.URL}}, Consent: e.consent})
+			c.end()
+			ev := rec.wait(t, "web process terminated", kind(EventWebProcessTerminated))
+			if ev.Detail != c.wantD {
+				t.Errorf("terminated: %q, want %q", ev.Detail, c.wantD)
+			}
+			shown := rec.wait(t, "stopped screen", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "crashed" })
+			press(t, "reload")
+			rec.waitAfter(t, shown, "reloaded page", func(e Event) bool { return e.Kind == EventLoadFinished && e.URL == load.String() })
+			var ok bool
+			evalJSON(t, `typeof window.spin === "function"`, &ok)
+			if !ok {
+				t.Error("the reloaded page does not run")
+			}
+		})
+	}
+}

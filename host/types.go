@@ -1,0 +1,163 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+)
+
+// ErrNoWebview is what NewWindow and Open return in a build without
+// WebKitGTK (CGO_ENABLED=0, or not Linux).
+var ErrNoWebview = errors.New("host: this build has no webview (it was built without cgo, or not for Linux with WebKitGTK); rebuild with CGO_ENABLED=1 on Linux")
+
+// Options configure the window. The zero value of each field has the
+// default its comment names.
+type Options struct {
+	Title         string // window title; "Miniapp Host"
+	Width, Height int    // window size; 1024x768
+	// DataDir holds the view's cookies (unless Ephemeral) and the
+	// content-filter store. Required: see UseDataDir.
+	DataDir string
+	// Ephemeral keeps cookies in memory only.
+	Ephemeral bool
+	// Subject is who signs in on the consent screen (the service's
+	// subject identifier).
+	Subject string
+	// HTTPClient makes the confidential callback request; http.DefaultClient.
+	HTTPClient *http.Client
+	// OpenExternal opens a URL in the system browser; xdg-open.
+	OpenExternal func(u string)
+	// HangTimeout is how long an unresponsive page may hang before its
+	// web process is stopped; 10s.
+	HangTimeout time.Duration
+	// FlowTimeout bounds each step of a consent flow's network calls; 30s.
+	FlowTimeout time.Duration
+	// Debug enables WebKit's developer tools.
+	Debug bool
+	// Events receives the automation channel's events (navigation
+	// decisions, consent, codes and tokens by fingerprint, cookie sync);
+	// a *bridge.Bus. Nil: none.
+	Events bridge.Publisher
+}
+
+func (o *Options) setDefaults() error {
+	if o.DataDir == "" {
+		return errors.New("host: Options.DataDir is required")
+	}
+	if o.Title == "" {
+		o.Title = "Miniapp Host"
+	}
+	if o.Width == 0 || o.Height == 0 {
+		o.Width, o.Height = 1024, 768
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = http.DefaultClient
+	}
+	if o.OpenExternal == nil {
+		o.OpenExternal = func(u string) { _ = exec.Command("xdg-open", u).Run() }
+	}
+	if o.HangTimeout == 0 {
+		o.HangTimeout = 10 * time.Second
+	}
+	if o.FlowTimeout == 0 {
+		o.FlowTimeout = 30 * time.Second
+	}
+	return nil
+}
+
+// UseDataDir points WebKit's XDG_DATA_HOME, XDG_CACHE_HOME and
+// XDG_CONFIG_HOME at folders under dir, so that everything WebKit keeps
+// for a Miniapp (local storage, caches, IndexedDB) is its own. It must run
+// before the window is made, because WebKit reads them once.
+func UseDataDir(dir string) error {
+	for env, sub := range map[string]string{"XDG_DATA_HOME": "data", "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config"} {
+		p := filepath.Join(dir, sub)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return fmt.Errorf("host: data dir: %w", err)
+		}
+		if err := os.Setenv(env, p); err != nil {
+			return fmt.Errorf("host: data dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// Miniapp is what the window mounts: a resolved Miniapp and the service it
+// signs in with.
+type Miniapp struct {
+	Name string
+	// LoadURL is loaded first: oauth.auth_url for a confidential client,
+	// start_url for a public one.
+	LoadURL *url.URL
+	// StartURL is the Miniapp's start_url, where the view goes when a
+	// confidential callback does not redirect and after a crash.
+	StartURL *url.URL
+	// Confidential selects completion through the host's own callback
+	// request (ARCHITECTURE.md, way 1).
+	Confidential bool
+	// ClientID is the manifest's oauth.client_id. When set, a caught
+	// authorization request for another client is refused before the
+	// service sees it: a Miniapp signs in as itself only.
+	ClientID string
+	Policy   Policy
+	Consent  ConsentService
+	// Bridge receives the top frame's bridge messages; nil refuses them.
+	Bridge Bridge
+}
+
+func (m *Miniapp) validate() error {
+	if m.LoadURL == nil {
+		return errors.New("host: Miniapp.LoadURL is required")
+	}
+	if m.Consent == nil {
+		return errors.New("host: Miniapp.Consent is required")
+	}
+	return m.Policy.Validate()
+}
+
+func (m *Miniapp) reloadURL() *url.URL {
+	if m.StartURL != nil {
+		return m.StartURL
+	}
+	return m.LoadURL
+}
+
+// EventKind names what happened in the window.
+type EventKind string
+
+// Events. The automation channel and the tests watch them.
+const (
+	EventNavigation           EventKind = "navigation"             // a navigation was decided (Action)
+	EventLoadCommitted        EventKind = "load-committed"         // the top frame committed URL
+	EventLoadFinished         EventKind = "load-finished"          // the top frame finished loading URL
+	EventLoadFailed           EventKind = "load-failed"            // a load failed (Detail: code and message)
+	EventConsentRequested     EventKind = "consent-requested"      // a caught authorization request (URL)
+	EventConsentIgnored       EventKind = "consent-ignored"        // caught while a consent was already running
+	EventHostShown            EventKind = "host-shown"             // the host's view painted a screen (Detail: its name)
+	EventConsentDecided       EventKind = "consent-decided"        // Detail: approve or deny
+	EventCallback             EventKind = "callback"               // the host made the confidential callback request
+	EventCompleted            EventKind = "completed"              // the view is sent to URL after an authorization
+	EventBridgeMessage        EventKind = "bridge-message"         // a top-frame bridge message was passed on
+	EventBridgeRefused        EventKind = "bridge-refused"         // a bridge message was refused (Detail: why)
+	EventUnresponsive         EventKind = "unresponsive"           // the web process stopped answering
+	EventWebProcessTerminated EventKind = "web-process-terminated" // the web process ended (Detail: why)
+	EventError                EventKind = "error"                  // a flow failed (Detail)
+)
+
+// Event is one thing that happened in the window.
+type Event struct {
+	Kind       EventKind
+	URL        string
+	Action     Action
+	Rule       string // the policy rule that decided a navigation
+	Navigation *Navigation
+	Detail     string
+	At         time.Time
+}

@@ -1,0 +1,396 @@
+//go:build linux && cgo
+
+// C bodies of the host's WebKitGTK layer. A cgo file that uses //export may
+// only declare C in its preamble, so the bodies live here and reach Go
+// through _cgo_export.h. Every function here runs on the GTK main thread.
+
+#include <signal.h>
+#include <string.h>
+#include <libsoup/soup.h>
+#include "webkit_linux.h"
+#include "_cgo_export.h"
+
+// mh_fix_signals re-applies SA_ONSTACK to the handlers JavaScriptCore
+// installs without it; Go crashes at random when a signal arrives on a
+// goroutine stack and the handler does not switch stacks (notes/webkitgtk.md).
+void mh_fix_signals(void) {
+	int sigs[] = {SIGSEGV, SIGBUS, SIGUSR1, SIGXCPU, SIGFPE, SIGPWR};
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction sa;
+		if (sigaction(sigs[i], NULL, &sa) != 0) continue;
+		if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) continue;
+		if (sa.sa_flags & SA_ONSTACK) continue;
+		sa.sa_flags |= SA_ONSTACK;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+static const char *nav_uri(WebKitNavigationAction *a) {
+	WebKitURIRequest *r = webkit_navigation_action_get_request(a);
+	const char *u = r ? webkit_uri_request_get_uri(r) : NULL;
+	return u ? u : "";
+}
+
+static const char *nav_method(WebKitNavigationAction *a) {
+	WebKitURIRequest *r = webkit_navigation_action_get_request(a);
+	const char *m = r ? webkit_uri_request_get_http_method(r) : NULL;
+	return m ? m : "GET";
+}
+
+// on_decide_policy hands every navigation and new-window action of the
+// Miniapp's view to Go, which answers allow (0) or ignore (1).
+static gboolean on_decide_policy(WebKitWebView *view, WebKitPolicyDecision *d,
+                                 WebKitPolicyDecisionType type, gpointer data) {
+	if (type != WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION &&
+	    type != WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION) {
+		return FALSE;
+	}
+	WebKitNavigationAction *a =
+		webkit_navigation_policy_decision_get_navigation_action(WEBKIT_NAVIGATION_POLICY_DECISION(d));
+	const char *frame = webkit_navigation_action_get_frame_name(a);
+	int verdict = goDecide((uintptr_t)data, (char *)nav_uri(a), (char *)nav_method(a),
+	                       (int)webkit_navigation_action_get_navigation_type(a),
+	                       webkit_navigation_action_is_redirect(a),
+	                       webkit_navigation_action_is_user_gesture(a),
+	                       type == WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION,
+	                       (char *)(frame ? frame : ""));
+	if (verdict == 0) {
+		webkit_policy_decision_use(d);
+	} else {
+		webkit_policy_decision_ignore(d);
+	}
+	return TRUE;
+}
+
+// on_create is window.open (and target=_blank when no new-window decision
+// is made): Go decides it like a navigation; no second view is ever made.
+static GtkWidget *on_create(WebKitWebView *view, WebKitNavigationAction *a, gpointer data) {
+	goCreate((uintptr_t)data, (char *)nav_uri(a), webkit_navigation_action_is_user_gesture(a));
+	return NULL;
+}
+
+static void on_load_changed(WebKitWebView *view, WebKitLoadEvent ev, gpointer data) {
+	if (ev == WEBKIT_LOAD_FINISHED) mh_fix_signals();
+	const char *u = webkit_web_view_get_uri(view);
+	goLoadChanged((uintptr_t)data, (int)ev, (char *)(u ? u : ""));
+}
+
+static gboolean on_load_failed(WebKitWebView *view, WebKitLoadEvent ev, gchar *uri, GError *err, gpointer data) {
+	goLoadFailed((uintptr_t)data, (char *)(uri ? uri : ""), err ? err->code : 0,
+	             (char *)(err && err->message ? err->message : ""));
+	return FALSE;
+}
+
+static void on_terminated(WebKitWebView *view, WebKitWebProcessTerminationReason reason, gpointer data) {
+	goWebProcessTerminated((uintptr_t)data, (int)reason);
+}
+
+static void on_responsive(GObject *obj, GParamSpec *p, gpointer data) {
+	goResponsive((uintptr_t)data, webkit_web_view_get_is_web_process_responsive(WEBKIT_WEB_VIEW(obj)));
+}
+
+static void on_bridge_message(WebKitUserContentManager *m, WebKitJavascriptResult *r, gpointer data) {
+	char *s = jsc_value_to_string(webkit_javascript_result_get_js_value(r));
+	goBridgeMessage((uintptr_t)data, s);
+	g_free(s);
+}
+
+static void on_host_message(WebKitUserContentManager *m, WebKitJavascriptResult *r, gpointer data) {
+	char *s = jsc_value_to_string(webkit_javascript_result_get_js_value(r));
+	goHostMessage((uintptr_t)data, s);
+	g_free(s);
+}
+
+// on_host_decide keeps the host's own view on the one document the host
+// loaded into it: it has no network origin and follows no link.
+static gboolean on_host_decide(WebKitWebView *view, WebKitPolicyDecision *d,
+                               WebKitPolicyDecisionType type, gpointer data) {
+	if (type == WEBKIT_POLICY_DECISION_TYPE_RESPONSE) return FALSE;
+	if (type == WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION) {
+		WebKitNavigationAction *a =
+			webkit_navigation_policy_decision_get_navigation_action(WEBKIT_NAVIGATION_POLICY_DECISION(d));
+		if (strcmp(nav_uri(a), "about:blank") == 0 &&
+		    webkit_navigation_action_get_navigation_type(a) == WEBKIT_NAVIGATION_TYPE_OTHER &&
+		    !webkit_navigation_action_is_user_gesture(a)) {
+			webkit_policy_decision_use(d);
+			return TRUE;
+		}
+	}
+	webkit_policy_decision_ignore(d);
+	return TRUE;
+}
+
+static GtkWidget *on_host_create(WebKitWebView *view, WebKitNavigationAction *a, gpointer data) {
+	return NULL;
+}
+
+static void on_host_load_changed(WebKitWebView *view, WebKitLoadEvent ev, gpointer data) {
+	if (ev == WEBKIT_LOAD_FINISHED) {
+		mh_fix_signals();
+		goHostLoaded((uintptr_t)data);
+	}
+}
+
+WebKitWebView *mh_main_view(GtkWindow *win) {
+	GtkWidget *child = gtk_bin_get_child(GTK_BIN(win));
+	if (child && GTK_IS_OVERLAY(child)) child = gtk_bin_get_child(GTK_BIN(child));
+	if (!child || !WEBKIT_IS_WEB_VIEW(child)) return NULL;
+	return WEBKIT_WEB_VIEW(child);
+}
+
+WebKitWebView *mh_setup(GtkWindow *win, uintptr_t handle) {
+	WebKitWebView *view = mh_main_view(win);
+	if (!view) return NULL;
+	mh_fix_signals();
+
+	// The Miniapp's view moves into an overlay whose top layer is the host's
+	// view: consent shows over the Miniapp without unloading it.
+	GtkWidget *overlay = gtk_overlay_new();
+	g_object_ref(view);
+	gtk_container_remove(GTK_CONTAINER(win), GTK_WIDGET(view));
+	gtk_container_add(GTK_CONTAINER(overlay), GTK_WIDGET(view));
+	g_object_unref(view);
+	gtk_container_add(GTK_CONTAINER(win), overlay);
+
+	// WebKit's popup blocker would drop window.open without a gesture
+	// before the create signal: let every call reach create, where the
+	// host decides it (and never opens a window).
+	webkit_settings_set_javascript_can_open_windows_automatically(webkit_web_view_get_settings(view), TRUE);
+	g_signal_connect(view, "decide-policy", G_CALLBACK(on_decide_policy), (gpointer)handle);
+	g_signal_connect(view, "create", G_CALLBACK(on_create), (gpointer)handle);
+	g_signal_connect(view, "load-changed", G_CALLBACK(on_load_changed), (gpointer)handle);
+	g_signal_connect(view, "load-failed", G_CALLBACK(on_load_failed), (gpointer)handle);
+	g_signal_connect(view, "web-process-terminated", G_CALLBACK(on_terminated), (gpointer)handle);
+	g_signal_connect(view, "notify::is-web-process-responsive", G_CALLBACK(on_responsive), (gpointer)handle);
+	WebKitUserContentManager *vucm = webkit_web_view_get_user_content_manager(view);
+	// webview_go's own "external" handler feeds page input to its C++
+	// JSON reader; the host binds nothing through it, so it goes.
+	webkit_user_content_manager_unregister_script_message_handler(vucm, "external");
+	g_signal_connect(vucm, "script-message-received::miniappHost", G_CALLBACK(on_bridge_message), (gpointer)handle);
+	webkit_user_content_manager_register_script_message_handler(vucm, "miniappHost");
+
+	// The host's view has its own content manager: nothing the Miniapp's
+	// view registers or injects reaches it, and its message handler is
+	// unknown to the Miniapp's pages.
+	WebKitUserContentManager *ucm = webkit_user_content_manager_new();
+	g_signal_connect(ucm, "script-message-received::host", G_CALLBACK(on_host_message), (gpointer)handle);
+	webkit_user_content_manager_register_script_message_handler(ucm, "host");
+	GtkWidget *host = GTK_WIDGET(g_object_new(WEBKIT_TYPE_WEB_VIEW, "user-content-manager", ucm, NULL));
+	g_object_unref(ucm);
+	WebKitSettings *s = webkit_web_view_get_settings(WEBKIT_WEB_VIEW(host));
+	webkit_settings_set_enable_developer_extras(s, FALSE);
+	webkit_settings_set_javascript_can_open_windows_automatically(s, FALSE);
+	g_signal_connect(host, "decide-policy", G_CALLBACK(on_host_decide), (gpointer)handle);
+	g_signal_connect(host, "create", G_CALLBACK(on_host_create), (gpointer)handle);
+	g_signal_connect(host, "load-changed", G_CALLBACK(on_host_load_changed), (gpointer)handle);
+	gtk_widget_set_halign(host, GTK_ALIGN_FILL);
+	gtk_widget_set_valign(host, GTK_ALIGN_FILL);
+	gtk_overlay_add_overlay(GTK_OVERLAY(overlay), host);
+	gtk_widget_show(overlay);
+	gtk_widget_show(GTK_WIDGET(view));
+	gtk_widget_set_no_show_all(host, TRUE);
+	gtk_widget_hide(host);
+	gtk_widget_grab_focus(GTK_WIDGET(view));
+	return WEBKIT_WEB_VIEW(host);
+}
+
+void mh_show_host_view(WebKitWebView *host, int show) {
+	if (show) {
+		gtk_widget_show(GTK_WIDGET(host));
+		gtk_widget_grab_focus(GTK_WIDGET(host));
+	} else {
+		gtk_widget_hide(GTK_WIDGET(host));
+	}
+}
+
+void mh_load_uri(WebKitWebView *view, const char *uri) { webkit_web_view_load_uri(view, uri); }
+
+void mh_load_html(WebKitWebView *view, const char *html) { webkit_web_view_load_html(view, html, NULL); }
+
+void mh_eval(WebKitWebView *view, const char *js) {
+	webkit_web_view_evaluate_javascript(view, js, -1, NULL, NULL, NULL, NULL, NULL);
+}
+
+// mh_register_bridge gives the Miniapp's top frame (and only it) the
+// message handler of the bridge. The script is injected in the top frame
+// only; see bridge_linux.go for why a subframe cannot forge a message.
+void mh_register_bridge(WebKitWebView *view, const char *script) {
+	WebKitUserContentManager *ucm = webkit_web_view_get_user_content_manager(view);
+	webkit_user_content_manager_remove_all_scripts(ucm);
+	webkit_user_content_manager_add_script(
+		ucm, webkit_user_script_new(script, WEBKIT_USER_CONTENT_INJECT_TOP_FRAME,
+		                            WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, NULL, NULL));
+}
+
+typedef struct {
+	WebKitWebView *view;
+	uintptr_t req;
+} filter_ctx;
+
+static void on_filter_saved(GObject *src, GAsyncResult *res, gpointer data) {
+	filter_ctx *ctx = data;
+	GError *err = NULL;
+	WebKitUserContentFilter *f =
+		webkit_user_content_filter_store_save_finish(WEBKIT_USER_CONTENT_FILTER_STORE(src), res, &err);
+	if (f) {
+		WebKitUserContentManager *ucm = webkit_web_view_get_user_content_manager(ctx->view);
+		webkit_user_content_manager_remove_all_filters(ucm);
+		webkit_user_content_manager_add_filter(ucm, f);
+		webkit_user_content_filter_unref(f);
+		goFilterDone(ctx->req, "");
+	} else {
+		goFilterDone(ctx->req, err ? err->message : "unknown error");
+		if (err) g_error_free(err);
+	}
+	g_object_unref(src);
+	g_object_unref(ctx->view);
+	g_free(ctx);
+}
+
+void mh_install_filter(WebKitWebView *view, const char *store_path, const char *json, uintptr_t req) {
+	WebKitUserContentFilterStore *store = webkit_user_content_filter_store_new(store_path);
+	GBytes *b = g_bytes_new(json, strlen(json));
+	filter_ctx *ctx = g_new0(filter_ctx, 1);
+	ctx->view = g_object_ref(view);
+	ctx->req = req;
+	webkit_user_content_filter_store_save(store, "miniapp-host-authorize", b, NULL, on_filter_saved, ctx);
+	g_bytes_unref(b);
+}
+
+void mh_remove_filters(WebKitWebView *view) {
+	webkit_user_content_manager_remove_all_filters(webkit_web_view_get_user_content_manager(view));
+}
+
+static WebKitCookieManager *cookie_manager(WebKitWebView *view) {
+	return webkit_website_data_manager_get_cookie_manager(webkit_web_view_get_website_data_manager(view));
+}
+
+static void on_cookie_added(GObject *src, GAsyncResult *res, gpointer data) {
+	GError *err = NULL;
+	if (webkit_cookie_manager_add_cookie_finish(WEBKIT_COOKIE_MANAGER(src), res, &err)) {
+		goCookieAdded((uintptr_t)data, "");
+	} else {
+		goCookieAdded((uintptr_t)data, err ? err->message : "unknown error");
+		if (err) g_error_free(err);
+	}
+}
+
+// mh_add_cookie sets one cookie with its flags; max_age < 0 makes a session
+// cookie. Only soup_cookie_* accessors are used (the same in libsoup 2 and 3).
+void mh_add_cookie(WebKitWebView *view, const char *name, const char *value, const char *domain,
+                   const char *path, int max_age, int http_only, int secure, int same_site, uintptr_t req) {
+	SoupCookie *c = soup_cookie_new(name, value, domain, path, max_age);
+	soup_cookie_set_http_only(c, http_only);
+	soup_cookie_set_secure(c, secure);
+	soup_cookie_set_same_site_policy(c, (SoupSameSitePolicy)same_site);
+	webkit_cookie_manager_add_cookie(cookie_manager(view), c, NULL, on_cookie_added, (gpointer)req);
+	soup_cookie_free(c);
+}
+
+static void on_cookies_got(GObject *src, GAsyncResult *res, gpointer data) {
+	GError *err = NULL;
+	GList *list = webkit_cookie_manager_get_cookies_finish(WEBKIT_COOKIE_MANAGER(src), res, &err);
+	if (err) {
+		goCookiesGot((uintptr_t)data, "", err->message);
+		g_error_free(err);
+		return;
+	}
+	GSList *sl = NULL;
+	for (GList *l = list; l; l = l->next) sl = g_slist_append(sl, l->data);
+	char *header = sl ? soup_cookies_to_cookie_header(sl) : g_strdup("");
+	goCookiesGot((uintptr_t)data, header, "");
+	g_free(header);
+	g_slist_free(sl);
+	g_list_free_full(list, (GDestroyNotify)soup_cookie_free);
+}
+
+// mh_get_cookies answers with the Cookie header WebKit would send to uri,
+// HttpOnly cookies included.
+void mh_get_cookies(WebKitWebView *view, const char *uri, uintptr_t req) {
+	webkit_cookie_manager_get_cookies(cookie_manager(view), uri, NULL, on_cookies_got, (gpointer)req);
+}
+
+static void on_cleared(GObject *src, GAsyncResult *res, gpointer data) {
+	GError *err = NULL;
+	if (webkit_website_data_manager_clear_finish(WEBKIT_WEBSITE_DATA_MANAGER(src), res, &err)) {
+		goCookieAdded((uintptr_t)data, "");
+	} else {
+		goCookieAdded((uintptr_t)data, err ? err->message : "unknown error");
+		if (err) g_error_free(err);
+	}
+}
+
+void mh_clear_cookies(WebKitWebView *view, uintptr_t req) {
+	webkit_website_data_manager_clear(webkit_web_view_get_website_data_manager(view), WEBKIT_WEBSITE_DATA_COOKIES,
+	                                  0, NULL, on_cleared, (gpointer)req);
+}
+
+void mh_set_persistent_cookies(WebKitWebView *view, const char *path) {
+	webkit_cookie_manager_set_persistent_storage(cookie_manager(view), path,
+	                                             WEBKIT_COOKIE_PERSISTENT_STORAGE_SQLITE);
+}
+
+typedef struct {
+	char *path;
+	uintptr_t req;
+} snap_ctx;
+
+static void on_snapshot(GObject *src, GAsyncResult *res, gpointer data) {
+	snap_ctx *ctx = data;
+	GError *err = NULL;
+	cairo_surface_t *s = webkit_web_view_get_snapshot_finish(WEBKIT_WEB_VIEW(src), res, &err);
+	if (s) {
+		cairo_status_t st = cairo_surface_write_to_png(s, ctx->path);
+		cairo_surface_destroy(s);
+		goSnapshotDone(ctx->req, (char *)(st == CAIRO_STATUS_SUCCESS ? "" : cairo_status_to_string(st)));
+	} else {
+		goSnapshotDone(ctx->req, err ? err->message : "unknown error");
+		if (err) g_error_free(err);
+	}
+	g_free(ctx->path);
+	g_free(ctx);
+}
+
+void mh_snapshot(WebKitWebView *view, const char *path, uintptr_t req) {
+	snap_ctx *ctx = g_new0(snap_ctx, 1);
+	ctx->path = g_strdup(path);
+	ctx->req = req;
+	webkit_web_view_get_snapshot(view, WEBKIT_SNAPSHOT_REGION_VISIBLE, WEBKIT_SNAPSHOT_OPTIONS_NONE, NULL,
+	                             on_snapshot, ctx);
+}
+
+void mh_terminate_web_process(WebKitWebView *view) { webkit_web_view_terminate_web_process(view); }
+
+static void on_eval_done(GObject *src, GAsyncResult *res, gpointer data) {
+	GError *err = NULL;
+	JSCValue *v = webkit_web_view_evaluate_javascript_finish(WEBKIT_WEB_VIEW(src), res, &err);
+	if (!v) {
+		goEvalDone((uintptr_t)data, "", err ? err->message : "unknown error");
+		if (err) g_error_free(err);
+		return;
+	}
+	char *json = jsc_value_to_json(v, 0);
+	goEvalDone((uintptr_t)data, json ? json : "null", "");
+	g_free(json);
+	g_object_unref(v);
+}
+
+// mh_eval_result evaluates js in the top frame and answers with its value
+// as JSON (null for undefined).
+void mh_eval_result(WebKitWebView *view, const char *js, uintptr_t req) {
+	webkit_web_view_evaluate_javascript(view, js, -1, NULL, NULL, NULL, on_eval_done, (gpointer)req);
+}
+
+static gboolean on_idle_dispatch(gpointer data) {
+	goDispatch((uintptr_t)data);
+	return G_SOURCE_REMOVE;
+}
+
+// mh_dispatch queues a Go function (a cgo.Handle) for the main loop. It is
+// safe from any thread (g_idle_add is). webview_go's own Dispatch is not
+// used: it reads its shared index after releasing its lock, so two
+// goroutines dispatching at once can run one function twice and lose the
+// other (the race detector shows it).
+void mh_dispatch(uintptr_t fn) {
+	g_idle_add_full(G_PRIORITY_HIGH_IDLE, on_idle_dispatch, (gpointer)fn, NULL);
+}
