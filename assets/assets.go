@@ -7,5 +7,5 @@ import "embed"
 
 // FS is every embedded file, rooted at this folder.
 //
-//go:embed schemas authserver bridge playground
+//go:embed schemas authserver bridge host playground
 var FS embed.FS
