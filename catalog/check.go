@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/miniapp-host/miniapp-host/jsonpointer"
 	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
@@ -381,7 +382,7 @@ func walkNumbers(v any, ptr string, fn func(string, json.Number)) {
 		fn(ptr, x)
 	case map[string]any:
 		for k, e := range x {
-			walkNumbers(e, ptr+"/"+escapePointer(k), fn)
+			walkNumbers(e, ptr+"/"+jsonpointer.Escape(k), fn)
 		}
 	case []any:
 		for i, e := range x {
@@ -479,7 +480,7 @@ func DecodeRequest(data []byte) (Request, []Violation, error) {
 			js, _ := json.Marshal(val)
 			req.AuthorizationDetails = js
 		default:
-			vs = append(vs, Violation{Pointer: "/" + escapePointer(k), Code: "unknown_member", OAuthError: ErrInvalidRequest,
+			vs = append(vs, Violation{Pointer: "/" + jsonpointer.Escape(k), Code: "unknown_member", OAuthError: ErrInvalidRequest,
 				Message: fmt.Sprintf("%q is not a member of a request document; use scope, resource, authorization_details or org_id", k)})
 		}
 	}

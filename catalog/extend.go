@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/miniapp-host/miniapp-host/jsonpointer"
 	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
@@ -254,7 +255,7 @@ func walkObjects(v any, ptr string, fn func(string, map[string]any)) {
 			if k == "const" || k == "enum" || k == "default" || k == "examples" {
 				continue // values, not schemas
 			}
-			walkObjects(x[k], ptr+"/"+escapePointer(k), fn)
+			walkObjects(x[k], ptr+"/"+jsonpointer.Escape(k), fn)
 		}
 	case []any:
 		for i, e := range x {

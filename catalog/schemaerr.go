@@ -8,6 +8,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/miniapp-host/miniapp-host/jsonpointer"
 )
 
 // schemaViolations turns a schema validation error of the detail at ptr into
@@ -28,18 +30,18 @@ func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *js
 	walk(ve)
 	const oauth = ErrInvalidAuthorizationDetails
 	for _, e := range leaves {
-		inst := pointerOf(e.InstanceLocation)
+		inst := jsonpointer.FromTokens(e.InstanceLocation)
 		field := fieldName(inst)
-		val, _ := lookup(obj, inst)
+		val, _ := jsonpointer.Lookup(obj, inst)
 		switch k := e.ErrorKind.(type) {
 		case *kind.Required:
 			for _, m := range k.Missing {
-				r.add(ptr+inst+"/"+escapePointer(m), "missing_field", oauth,
+				r.add(ptr+inst+"/"+jsonpointer.Escape(m), "missing_field", oauth,
 					fmt.Sprintf("%s is required in a %s detail", joinField(field, m), t.Key))
 			}
 		case *kind.AdditionalProperties:
 			for _, m := range k.Properties {
-				r.add(ptr+inst+"/"+escapePointer(m), "unknown_field", oauth,
+				r.add(ptr+inst+"/"+jsonpointer.Escape(m), "unknown_field", oauth,
 					fmt.Sprintf("%s is not a field of a %s detail; remove it (unknown fields are invalid, spec 2)", joinField(field, m), t.Key))
 			}
 		case *kind.Type:
@@ -96,35 +98,13 @@ func plural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// pointerOf renders an instance location as an RFC 6901 pointer.
-func pointerOf(loc []string) string {
-	var b strings.Builder
-	for _, seg := range loc {
-		b.WriteByte('/')
-		b.WriteString(escapePointer(seg))
-	}
-	return b.String()
-}
-
-// fieldName renders an instance pointer as a dotted field path for messages:
-// "/transaction/minimum" is "transaction.minimum", "/identifiers/3" is "identifiers[3]".
+// fieldName renders an instance pointer as a dotted field path for
+// messages: "/transaction/minimum" is "transaction.minimum".
 func fieldName(inst string) string {
 	if inst == "" {
 		return "the detail"
 	}
-	var b strings.Builder
-	for _, seg := range strings.Split(inst[1:], "/") {
-		seg = unescapePointer(seg)
-		if _, err := strconv.Atoi(seg); err == nil {
-			b.WriteString("[" + seg + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(seg)
-	}
-	return b.String()
+	return jsonpointer.Readable(inst)
 }
 
 func joinField(parent, name string) string {
@@ -132,32 +112,6 @@ func joinField(parent, name string) string {
 		return name
 	}
 	return parent + "." + name
-}
-
-// lookup returns the value at an RFC 6901 pointer below v.
-func lookup(v any, ptr string) (any, bool) {
-	if ptr == "" {
-		return v, true
-	}
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = unescapePointer(seg)
-		switch c := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = c[seg]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			v = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
 }
 
 // show renders a value for a message, cut short when long.
@@ -180,15 +134,6 @@ func show(v any) string {
 		s = s[:57] + "..."
 	}
 	return s
-}
-
-// escapePointer escapes one reference token (RFC 6901 §3).
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func unescapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
 // sortViolations puts violations in request order: by the request member

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/miniapp-host/miniapp-host/jsonpointer"
 
 	"github.com/miniapp-host/miniapp-host/assets"
 )
@@ -160,7 +161,7 @@ func leafReasons(e *jsonschema.ValidationError, stage Stage, doc string) []Reaso
 		kw = "not" // the library gives "not" no keyword path
 	}
 	code := "schema-" + kebab(kw)
-	at := pointerOf(e.InstanceLocation)
+	at := jsonpointer.FromTokens(e.InstanceLocation)
 	var names []string
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
@@ -172,7 +173,7 @@ func leafReasons(e *jsonschema.ValidationError, stage Stage, doc string) []Reaso
 	if len(names) > 0 {
 		out := make([]Reason, 0, len(names))
 		for _, name := range names {
-			r := Reason{Stage: stage, Code: code, Pointer: at + "/" + escapePointer(name)}
+			r := Reason{Stage: stage, Code: code, Pointer: at + "/" + jsonpointer.Escape(name)}
 			if kw == "required" {
 				r.Message = fmt.Sprintf("the %s lacks the required member %s", doc, memberName(r.Pointer))
 				r.Hint = requiredHint(doc)
@@ -191,16 +192,6 @@ func leafReasons(e *jsonschema.ValidationError, stage Stage, doc string) []Reaso
 
 // english prints the validator's messages.
 var english = message.NewPrinter(language.English)
-
-// pointerOf renders an instance location as an RFC 6901 pointer.
-func pointerOf(loc []string) string {
-	var b strings.Builder
-	for _, seg := range loc {
-		b.WriteByte('/')
-		b.WriteString(escapePointer(seg))
-	}
-	return b.String()
-}
 
 func specSection(doc string) string {
 	if doc == "manifest" {
@@ -247,24 +238,7 @@ func memberName(ptr string) string {
 	if ptr == "" {
 		return "the document"
 	}
-	parts := strings.Split(ptr[1:], "/")
-	var b strings.Builder
-	for i, p := range parts {
-		p = strings.NewReplacer("~1", "/", "~0", "~").Replace(p)
-		if _, err := strconv.Atoi(p); err == nil {
-			fmt.Fprintf(&b, "[%s]", p)
-			continue
-		}
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(strconv.Quote(p)[1 : len(strconv.Quote(p))-1])
-	}
-	return b.String()
-}
-
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+	return jsonpointer.Readable(ptr)
 }
 
 // kebab turns a JSON Schema keyword into the tail of a code: minLength -> min-length.
