@@ -159,7 +159,7 @@ func TestCatalogViolationsReachTheHost(t *testing.T) {
 }
 
 // TestConsentChecksAndDenial: a subject who may not act for the Company
-// cannot approve, and a denial redirects with access_denied, state and iss.
+// cannot approve (the failed check's code, 403), and a denial redirects with access_denied, state and iss.
 func TestConsentChecksAndDenial(t *testing.T) {
 	e := start(t)
 	_, c := pkce(t)
@@ -174,8 +174,8 @@ func TestConsentChecksAndDenial(t *testing.T) {
 		t.Fatalf("want a failed company_access check: %v", m["consent"])
 	}
 	id := m["request_id"].(string)
-	if st, m = e.decide(id, map[string]string{"action": "approve"}); st != http.StatusBadRequest {
-		t.Fatalf("approve with a failed check: want 400, got %d %v", st, m)
+	if st, m = e.decide(id, map[string]string{"action": "approve"}); st != http.StatusForbidden || m["error"] != "company_access_denied" {
+		t.Fatalf("approve with a failed check: want 403 company_access_denied, got %d %v", st, m)
 	}
 	if st, m = e.decide(id, map[string]string{"action": "deny"}); st != http.StatusOK {
 		t.Fatalf("deny: %d %v", st, m)

@@ -7,9 +7,11 @@
 // and the example signing and invoicing providers.
 //
 // The roles live in sub-packages: store (SQLite), seed (the seed world),
-// oauth (the OAuth/OIDC endpoints, native-consent API and grant endpoint),
-// dashboard (the client configuration API) and providers (the example
-// Resource Servers).
+// oauth (the OAuth/OIDC endpoints, native-consent API, grant endpoint and
+// the three checks of spec 1), dashboard (the client configuration API,
+// onboarding and operator review) and providers (the example Resource
+// Servers). Approved Resource Servers extend the catalog in force, rebuilt
+// from the database at every start.
 package authserver
 
 import (
@@ -90,6 +92,10 @@ type Config struct {
 	Rand io.Reader
 	// Logger receives internal errors; nil discards them.
 	Logger *slog.Logger
+	// OperatorKey fixes the operator credential of the dashboard's review
+	// API (docs/dashboard.md); empty means a new random key at each start,
+	// read it from Server.OperatorKey. Only its hash is stored.
+	OperatorKey string
 	// Secrets fixes the secrets of seeded confidential clients, by client
 	// id. Every other seeded confidential client gets a fresh random secret
 	// at each start (read it from Credentials): the database keeps only
@@ -135,6 +141,7 @@ type Server struct {
 	urls    URLs
 	creds   []Credential
 	rand    io.Reader
+	opKey   string
 }
 
 // role is one listener and what it serves.
@@ -202,12 +209,22 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.oauth, err = oauth.New(ctx, oc); err != nil {
 		return nil, err
 	}
+	// The approved Resource Servers' permissions live in the database; the
+	// catalog in force is rebuilt from them at every start (spec 5.8).
+	if err := s.extendCatalog(ctx, cfg.Logger); err != nil {
+		return nil, err
+	}
 	s.urls.Discovery = s.urls.Issuer + "/.well-known/openid-configuration"
 	s.urls.Authorization, s.urls.Token = s.oauth.AuthorizationEndpoint(), s.urls.Issuer+"/oauth/token"
 	s.urls.Grant, s.urls.Native = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint()
 
 	roles[0].h = s.oauth.Handler()
-	roles[1].h = dashboard.New(s.st).Handler()
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	roles[1].h = dashboard.New(dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
+		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger}).Handler()
 	// The example providers read grants over HTTP with their own
 	// credential, exactly as a third-party Resource Server would.
 	grants := func(clientID string) providers.GrantSource {
@@ -234,8 +251,32 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	return s, nil
 }
 
-// seed loads the seed world into a new database and sets the secrets of
-// the seeded confidential clients for this run.
+// extendCatalog puts in force the base catalog extended with every
+// approved Resource Server. A declaration the catalog now refuses (a name
+// taken by a newer catalog) is logged and left out rather than stopping
+// the server.
+func (s *Server) extendCatalog(ctx context.Context, log *slog.Logger) error {
+	decls, err := dashboard.ApprovedDeclarations(ctx, s.st, "")
+	if err != nil || len(decls) == 0 {
+		return err
+	}
+	cat := s.cat
+	for _, d := range decls {
+		ext, err := cat.Extend(d)
+		if err != nil {
+			if log != nil {
+				log.WarnContext(ctx, "authserver: approved Resource Server left out of the catalog", "id", d.ID, "err", err)
+			}
+			continue
+		}
+		cat = ext
+	}
+	return s.oauth.SetCatalog(cat)
+}
+
+// seed loads the seed world into a new database, the seeded projects'
+// policies into a database that has none, the operator credential, and sets
+// the secrets of the seeded confidential clients for this run.
 func (s *Server) seed(ctx context.Context, cfg Config) error {
 	w, err := seed.Read()
 	if err != nil {
@@ -249,6 +290,23 @@ func (s *Server) seed(ctx context.Context, cfg Config) error {
 		if err := w.Load(ctx, s.st); err != nil {
 			return err
 		}
+	}
+	now := time.Now
+	if cfg.Now != nil {
+		now = cfg.Now
+	}
+	if err := w.LoadPolicies(ctx, s.st, now()); err != nil {
+		return err
+	}
+	// Like the seeded clients' secrets, the operator credential is new at
+	// each start unless fixed, because only its hash is kept.
+	if s.opKey = cfg.OperatorKey; s.opKey == "" {
+		if s.opKey, err = s.newSecret(); err != nil {
+			return err
+		}
+	}
+	if err := s.st.PutSetting(ctx, dashboard.OperatorKeySetting, store.Hash(s.opKey)); err != nil {
+		return err
 	}
 	for _, wc := range w.Clients {
 		c, err := s.st.Client(ctx, wc.ID)
@@ -288,11 +346,16 @@ func (s *Server) newSecret() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
+// OperatorKey returns the operator credential of this run: the Bearer key
+// of the dashboard's review API.
+func (s *Server) OperatorKey() string { return s.opKey }
+
 // URLs returns the server's addresses.
 func (s *Server) URLs() URLs { return s.urls }
 
-// Catalog returns the catalog built for the server's endpoints.
-func (s *Server) Catalog() *catalog.Catalog { return s.cat }
+// Catalog returns the catalog in force: the catalog built for the server's
+// endpoints, extended with the approved Resource Servers.
+func (s *Server) Catalog() *catalog.Catalog { return s.oauth.Catalog() }
 
 // Credentials returns the seeded clients with their secrets for this run.
 func (s *Server) Credentials() []Credential { return slices.Clone(s.creds) }

@@ -133,10 +133,38 @@ type AccountBinding struct {
 	Editable      bool   `json:"editable"`
 }
 
-// Check outcomes.
+// Check outcomes. Ask is the subject-consent check's outcome while the
+// subject is being asked: it does not block an approval, which is the
+// answer.
 const (
 	Pass = "pass"
 	Fail = "fail"
+	Ask  = "ask"
+)
+
+// Check names: the catalog, and the three checks of spec 1 that apply
+// beside it (the project's approval, the subject's consent, the resource's
+// controls: company access, account ownership, beneficiaries, a fitting
+// account).
+const (
+	CheckCatalog         = "catalog"
+	CheckProjectApproval = "project_approval"
+	CheckConsent         = "consent"
+	CheckCompanyAccess   = "company_access"
+	CheckAccountOwner    = "account_ownership"
+	CheckBeneficiaries   = "beneficiaries"
+	CheckAccounts        = "accounts"
+)
+
+// Codes are the stable error codes of failed checks: an approval of a
+// model with a failed check is refused with the first failed check's code
+// (docs/native-consent.md).
+const (
+	CodeProjectNotApproved    = "project_not_approved"
+	CodeCompanyAccessDenied   = "company_access_denied"
+	CodeAccountNotOwned       = "account_not_owned"
+	CodeBeneficiaryNotAllowed = "beneficiary_not_allowed"
+	CodeNoFittingAccount      = "no_fitting_account"
 )
 
 // Check is the outcome of one of the checks that apply beside the catalog
@@ -145,6 +173,8 @@ const (
 type Check struct {
 	Name    string `json:"name"`
 	Outcome string `json:"outcome"`
+	// Code is the error code of a failed check.
+	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 }
 
@@ -160,16 +190,25 @@ type Model struct {
 	Accounts        []Account `json:"accounts"`
 	AccountRequired bool      `json:"account_required"`
 	Checks          []Check   `json:"checks"`
+	// Remembered is true when the subject already consented to every
+	// requested permission for this client (and Company): the host need
+	// not show the screen, and approving with RememberedAccount (when an
+	// account is required) answers for the subject.
+	Remembered        bool   `json:"remembered,omitempty"`
+	RememberedAccount string `json:"remembered_account,omitempty"`
 }
 
-// Approvable reports whether every check passed.
-func (m *Model) Approvable() bool {
-	for _, c := range m.Checks {
-		if c.Outcome != Pass {
-			return false
+// Approvable reports whether no check failed.
+func (m *Model) Approvable() bool { return m.Failed() == nil }
+
+// Failed returns the first failed check, or nil.
+func (m *Model) Failed() *Check {
+	for i, c := range m.Checks {
+		if c.Outcome == Fail {
+			return &m.Checks[i]
 		}
 	}
-	return true
+	return nil
 }
 
 // Input is what Build needs besides the catalog.
@@ -191,7 +230,7 @@ type Input struct {
 func Build(cat *catalog.Catalog, in Input) *Model {
 	m := &Model{
 		Project: in.Project, Client: in.Client, Subject: in.Subject, Company: in.Company,
-		Permissions: []Permission{}, Accounts: []Account{}, Checks: append([]Check{{Name: "catalog", Outcome: Pass}}, in.Checks...),
+		Permissions: []Permission{}, Accounts: []Account{}, Checks: append([]Check{{Name: CheckCatalog, Outcome: Pass}}, in.Checks...),
 	}
 	for _, s := range in.Result.Scopes {
 		sc, _ := cat.Scope(s)
@@ -215,12 +254,14 @@ func Build(cat *catalog.Catalog, in Input) *Model {
 		m.Permissions = append(m.Permissions, p)
 	}
 	if m.AccountRequired {
-		m.Accounts = offered
+		if offered != nil {
+			m.Accounts = offered // never null in JSON: Accounts starts as []
+		}
 		if len(offered) == 0 {
-			m.Checks = append(m.Checks, Check{Name: "accounts", Outcome: Fail,
+			m.Checks = append(m.Checks, Check{Name: CheckAccounts, Outcome: Fail, Code: CodeNoFittingAccount,
 				Message: "no account of the subject fits every requested detail"})
 		} else {
-			m.Checks = append(m.Checks, Check{Name: "accounts", Outcome: Pass})
+			m.Checks = append(m.Checks, Check{Name: CheckAccounts, Outcome: Pass})
 		}
 	}
 	return m

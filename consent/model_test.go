@@ -123,3 +123,27 @@ func TestValidateAndGrant(t *testing.T) {
 		t.Fatalf("granted details: %s", js)
 	}
 }
+
+// TestKeysCovered: the same request is covered by its own keys; another
+// action, a changed limit or a new scope is not.
+func TestKeysCovered(t *testing.T) {
+	_, first := build(t, "openid", `[{"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"selection":{"max":1}}]`, "")
+	have := Keys(first)
+	for _, tc := range []struct {
+		name, scope, details string
+		want                 bool
+	}{
+		{"the same request", "openid", `[{"type":"bank_account","subject":{"type":"profile"},"selection":{"max":1},"actions":["read"]}]`, true},
+		{"less", "openid", "", true},
+		{"another action", "openid", `[{"type":"bank_account","actions":["read","close"],"subject":{"type":"profile"},"selection":{"max":1}}]`, false},
+		{"another limit", "openid", `[{"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"selection":{"max":2}}]`, false},
+		{"a new scope", "openid email", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, res := build(t, tc.scope, tc.details, "")
+			if got := Covered(have, Keys(res)); got != tc.want {
+				t.Fatalf("Covered = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

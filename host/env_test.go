@@ -95,6 +95,9 @@ func startEnv() (*env, error) {
 	if err := world.Load(ctx, e.st); err != nil {
 		return nil, err
 	}
+	if err := world.LoadPolicies(ctx, e.st, time.Now()); err != nil {
+		return nil, err
+	}
 	for id, secret := range map[string]string{"miniapp-host": hostSecret, "demo-confidential": confSecret} {
 		if err := e.st.SetClientSecret(ctx, id, store.Hash(secret)); err != nil {
 			return nil, err

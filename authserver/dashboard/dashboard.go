@@ -1,23 +1,87 @@
 // Package dashboard is the reference server's dashboard origin
 // ({dashboard_url}): the public OAuth client configuration that hosts read
-// when they resolve a Miniapp manifest (spec 4.2 and 2.10).
+// when they resolve a Miniapp manifest (spec 4.2 and 2.10), and the JSON API
+// of onboarding and review (spec 2.7, 5.8; docs/dashboard.md): projects and
+// their OAuth credentials, scope policies, Resource Server declarations and
+// published Miniapps' manifests, each approved or rejected by the operator.
+//
+// Two credentials open it, both random keys kept as SHA-256 hashes and
+// compared in constant time: a project's own key (returned once when the
+// project is created) for that project's routes, and the operator
+// credential for review. There is no self-service approval: no project key
+// opens a review route.
 package dashboard
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/catalog"
 )
+
+// Config configures a Server. Only Store is required for the client
+// configuration API; the onboarding API needs Catalog and SetCatalog too.
+type Config struct {
+	// Store holds projects, clients and submissions.
+	Store *store.Store
+	// Catalog returns the catalog in force: policies are checked against
+	// it and Resource Server declarations must not collide with it.
+	Catalog func() *catalog.Catalog
+	// SetCatalog puts an extended catalog in force when the operator
+	// approves a Resource Server (discovery and request checking).
+	SetCatalog func(*catalog.Catalog) error
+	// InvalidateClient drops a client from the OAuth server's cache after
+	// it changed; nil does nothing.
+	InvalidateClient func(id string)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Rand is the source of ids, keys and secrets; nil means
+	// crypto/rand.Reader.
+	Rand io.Reader
+	// Logger receives internal errors, never shown to callers; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// OperatorKeySetting is the store setting holding the SHA-256 hash of the
+// operator credential.
+const OperatorKeySetting = "operator_key_hash"
 
 // Server serves the dashboard API.
 type Server struct {
-	st *store.Store
+	cfg Config
+	st  *store.Store
+	log *slog.Logger
+
+	// reviewMu serializes review decisions: approving a Resource Server
+	// reads the catalog in force and puts an extended one in force, and two
+	// approvals interleaved would lose one of them.
+	reviewMu sync.Mutex
 }
 
-// New returns a dashboard server reading clients from st.
-func New(st *store.Store) *Server { return &Server{st: st} }
+// New returns a dashboard server.
+func New(cfg Config) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.InvalidateClient == nil {
+		cfg.InvalidateClient = func(string) {}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger}
+}
 
 // Handler returns the dashboard's routes.
 func (s *Server) Handler() http.Handler {
@@ -29,6 +93,37 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) routes(mux *http.ServeMux) {
 	// GET /api/oauth/clients/{client_id}: public client configuration (spec 4.2).
 	mux.HandleFunc("GET /api/oauth/clients/{client_id}", s.handleClient)
+
+	// POST /api/projects: create a project with a name only (spec 2.7); public.
+	mux.HandleFunc("POST /api/projects", s.handleCreateProject)
+	// GET /api/projects/{project_id}: the project, its credentials and submissions (project key).
+	mux.HandleFunc("GET /api/projects/{project_id}", s.project(s.handleGetProject))
+	// POST /api/projects/{project_id}/credentials: add an OAuth credential (project key).
+	mux.HandleFunc("POST /api/projects/{project_id}/credentials", s.project(s.handleAddCredential))
+	// GET /api/projects/{project_id}/credentials: list the credentials (project key).
+	mux.HandleFunc("GET /api/projects/{project_id}/credentials", s.project(s.handleListCredentials))
+	// POST /api/projects/{project_id}/credentials/{client_id}/rotate: new client_secret (project key).
+	mux.HandleFunc("POST /api/projects/{project_id}/credentials/{client_id}/rotate", s.project(s.handleRotateSecret))
+	// DELETE /api/projects/{project_id}/credentials/{client_id}: remove a credential (project key).
+	mux.HandleFunc("DELETE /api/projects/{project_id}/credentials/{client_id}", s.project(s.handleRemoveCredential))
+	// POST /api/projects/{project_id}/policy: request a scope policy for review (project key).
+	mux.HandleFunc("POST /api/projects/{project_id}/policy", s.project(s.handleRequestPolicy))
+	// POST /api/projects/{project_id}/resource-servers: declare a Resource Server for review (project key).
+	mux.HandleFunc("POST /api/projects/{project_id}/resource-servers", s.project(s.handleDeclareRS))
+	// POST /api/projects/{project_id}/miniapps: submit a published Miniapp's manifest for review (project key).
+	mux.HandleFunc("POST /api/projects/{project_id}/miniapps", s.project(s.handleSubmitMiniapp))
+
+	// GET /api/review: submissions, ?status= and ?kind= filters (operator).
+	mux.HandleFunc("GET /api/review", s.operator(s.handleReviewList))
+	// POST /api/review/{submission_id}/approve: approve, optional reason (operator).
+	mux.HandleFunc("POST /api/review/{submission_id}/approve", s.operator(s.handleApprove))
+	// POST /api/review/{submission_id}/reject: reject with a reason (operator).
+	mux.HandleFunc("POST /api/review/{submission_id}/reject", s.operator(s.handleReject))
+
+	// GET /api/miniapps: the approved Miniapps, for launchers; public.
+	mux.HandleFunc("GET /api/miniapps", s.handleMiniapps)
+	// GET /api/resource-servers: the approved Resource Servers with their ids (spec 2.8); public.
+	mux.HandleFunc("GET /api/resource-servers", s.handleResourceServers)
 }
 
 // clientConfig is the public configuration of a client (spec 2.10). It has
@@ -39,17 +134,7 @@ type clientConfig struct {
 	ClientType     string   `json:"client_type"`
 }
 
-// handleClient returns a client's public configuration, or 404.
-func (s *Server) handleClient(w http.ResponseWriter, r *http.Request) {
-	c, err := s.st.Client(r.Context(), r.PathValue("client_id"))
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, map[string]any{"code": "client_not_found", "status": http.StatusNotFound})
-		return
-	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"code": "internal_error", "status": http.StatusInternalServerError})
-		return
-	}
+func clientConfigOf(c *store.Client) clientConfig {
 	cfg := clientConfig{RedirectURIs: c.RedirectURIs, AllowedOrigins: c.AllowedOrigins, ClientType: string(c.Type)}
 	if cfg.RedirectURIs == nil {
 		cfg.RedirectURIs = []string{}
@@ -57,9 +142,22 @@ func (s *Server) handleClient(w http.ResponseWriter, r *http.Request) {
 	if cfg.AllowedOrigins == nil {
 		cfg.AllowedOrigins = []string{}
 	}
+	return cfg
+}
+
+// handleClient returns a client's public configuration, or 404.
+func (s *Server) handleClient(w http.ResponseWriter, r *http.Request) {
+	c, err := s.st.Client(r.Context(), r.PathValue("client_id"))
+	if errors.Is(err, store.ErrNotFound) {
+		err = &Error{Code: codeClientNotFound}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	// Public data, read by browser-based hosts too.
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	writeJSON(w, http.StatusOK, cfg)
+	writeJSON(w, http.StatusOK, clientConfigOf(c))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -26,7 +26,7 @@ func TestClientConfig(t *testing.T) {
 		SecretHash: store.Hash("s3cret"), RedirectURIs: []string{"https://a.example/cb"}, AllowedOrigins: []string{"https://a.example"}}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(st).Handler())
+	srv := httptest.NewServer(New(Config{Store: st}).Handler())
 	defer srv.Close()
 	for _, tc := range []struct {
 		path   string

@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -26,7 +27,8 @@ type validated struct {
 	req     *AuthorizeRequest
 	client  *store.Client
 	result  *catalog.Result
-	company *store.Company // nil without org_id
+	company *store.Company   // nil without org_id
+	cat     *catalog.Catalog // the catalog the request was checked with
 }
 
 // validateAuthorize checks an authorization request. When it fails,
@@ -73,7 +75,8 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 	case strings.TrimSpace(req.Scope) == "" && req.AuthorizationDetails == nil:
 		return v, true, oauthErr(codeInvalidScope, "request at least one scope or one authorization_details object")
 	}
-	res := s.cfg.Catalog.Check(catalog.Request{Scope: req.Scope, Resource: req.Resource,
+	v.cat = s.Catalog()
+	res := v.cat.Check(catalog.Request{Scope: req.Scope, Resource: req.Resource,
 		AuthorizationDetails: req.AuthorizationDetails, OrgID: req.OrgID})
 	if err := res.Err(); err != nil {
 		return v, true, catalogErr(err)
@@ -167,7 +170,22 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 	if err != nil {
 		return nil, err
 	}
+	// The three checks of spec 1, in the order a developer reads them:
+	// the project's approval, the subject's consent, the resource's controls.
+	projChk, err := s.projectCheck(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	consentChk, remembered, err := s.consentCheck(ctx, p, sub.ID)
+	if err != nil {
+		return nil, err
+	}
+	resChks, err := s.resourceChecks(ctx, p, sub.ID, proj)
+	if err != nil {
+		return nil, err
+	}
 	in := consent.Input{
+		Checks:  []consent.Check{projChk, consentChk},
 		Project: consent.Party{ID: proj.ID, Name: proj.Name},
 		Client:  consent.Client{ID: c.ID, Name: c.Name, Type: string(c.Type)},
 		Subject: consent.Subject{ID: sub.ID, Name: sub.Profile.Name, Email: sub.Profile.Email},
@@ -179,9 +197,10 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 		if err != nil {
 			return nil, err
 		}
-		chk := consent.Check{Name: "company_access", Outcome: consent.Pass}
+		chk := consent.Check{Name: consent.CheckCompanyAccess, Outcome: consent.Pass}
 		if !member {
-			chk.Outcome, chk.Message = consent.Fail, "the subject may not act for this Company"
+			chk.Outcome, chk.Code = consent.Fail, consent.CodeCompanyAccessDenied
+			chk.Message = fmt.Sprintf("org_id: the subject may not act for Company %s", co.ID)
 		} else {
 			ca, err := st.AccountsOf(ctx, "", co.ID)
 			if err != nil {
@@ -198,7 +217,23 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 		}
 		in.Candidates = append(in.Candidates, consent.Account{ID: a.ID, Name: a.Name, Number: a.Number, Currency: a.Currency, Owner: owner})
 	}
-	m := consent.Build(s.cfg.Catalog, in)
+	in.Checks = append(in.Checks, resChks...)
+	m := consent.Build(p.v.cat, in)
+	if remembered != nil && m.Approvable() {
+		// Remembered only when nothing failed and the account bound then
+		// is still offered: otherwise the subject must see the screen.
+		if !m.AccountRequired {
+			m.Remembered = true
+		} else if slices.ContainsFunc(m.Accounts, func(a consent.Account) bool { return a.ID == remembered.AccountID }) {
+			m.Remembered, m.RememberedAccount = true, remembered.AccountID
+		} else {
+			for i := range m.Checks {
+				if m.Checks[i].Name == consent.CheckConsent {
+					m.Checks[i] = consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "the account chosen before is no longer offered"}
+				}
+			}
+		}
+	}
 	p.mu.Lock()
 	p.subject, p.model = sub.ID, m
 	p.mu.Unlock()
@@ -237,6 +272,11 @@ func (s *Server) decide(ctx context.Context, p *pending, d consent.Decision) (st
 	c := &store.Code{Hash: store.Hash(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
 		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(s.cfg.CodeTTL)}
 	if err := s.cfg.Store.CreateGrant(ctx, g, c); err != nil {
+		return "", err
+	}
+	// Remembered after the grant exists, so that a consent is never kept
+	// for an approval that failed.
+	if err := s.rememberConsent(ctx, p, d.AccountID); err != nil {
 		return "", err
 	}
 	q := url.Values{"code": {code}, "iss": {s.cfg.Issuer}}

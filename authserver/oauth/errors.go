@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/miniapp-host/miniapp-host/catalog"
+	"github.com/miniapp-host/miniapp-host/consent"
 )
 
 // Error is an OAuth protocol error: the error codes of RFC 6749 §4.1.2.1
@@ -57,6 +58,12 @@ const (
 	codeMissingClientCredentials = "missing_client_credentials"
 	codeInvalidClientCredentials = "invalid_client_credentials"
 	codeClientNotAllowed         = "client_not_allowed"
+	// Charge endpoint (POST {base_url}/automatic-charges), docs/authserver.md.
+	codeInsufficientAuthorization = "insufficient_authorization"
+	codeAmountOutsideLimits       = "amount_outside_limits"
+	codeInvalidCharge             = "invalid_charge"
+	// Remembered consent (GET/DELETE /native/consents).
+	codeUnknownConsent = "unknown_consent"
 )
 
 // statusOf is the HTTP status of each error code: the one mapping from
@@ -66,9 +73,11 @@ func statusOf(code string) int {
 	case codeInvalidClient, codeInvalidToken, codeMissingToken, codeMalformedToken, codeExpiredToken,
 		codeRevokedToken, codeMissingClientCredentials, codeInvalidClientCredentials:
 		return http.StatusUnauthorized
-	case codeClientNotAllowed, codeInsufficientScope, codeAccessDenied:
+	case codeClientNotAllowed, codeInsufficientScope, codeAccessDenied, consent.CodeProjectNotApproved,
+		consent.CodeCompanyAccessDenied, consent.CodeAccountNotOwned, consent.CodeBeneficiaryNotAllowed,
+		consent.CodeNoFittingAccount, codeAmountOutsideLimits, codeInsufficientAuthorization:
 		return http.StatusForbidden
-	case codeUnknownRequest:
+	case codeUnknownRequest, codeUnknownConsent:
 		return http.StatusNotFound
 	case codeServerError:
 		return http.StatusInternalServerError

@@ -3,17 +3,19 @@ package oauth
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/miniapp-host/miniapp-host/catalog"
 )
 
 // buildMetadata renders the discovery document once: OpenID Connect
 // Discovery 1.0 §3 and RFC 8414 §2 share their members, and the issuer has
 // no path, so one document serves both well-known URLs.
-func (s *Server) buildMetadata() ([]byte, error) {
+func (s *Server) buildMetadata(c *catalog.Catalog) ([]byte, error) {
 	var scopes, types []string
-	for _, sc := range s.cfg.Catalog.Scopes() {
+	for _, sc := range c.Scopes() {
 		scopes = append(scopes, sc.Name)
 	}
-	for _, t := range s.cfg.Catalog.Types() {
+	for _, t := range c.Types() {
 		types = append(types, t.Name)
 	}
 	md := map[string]any{
@@ -53,7 +55,7 @@ func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "max-age=300")
-	w.Write(s.metadata)
+	w.Write(*s.metadata.Load())
 }
 
 // handleJWKS serves the public keys (RFC 7517 §5).

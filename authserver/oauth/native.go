@@ -170,6 +170,16 @@ func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, m := p.state()
+	if f := m.Failed(); f != nil && d.Action == consent.Approve {
+		// The check that said no names the error (docs/native-consent.md);
+		// the request stays pending so that the host can deny it.
+		s.pending.put(p)
+		s.writeJSONError(w, r, oauthErr(f.Code, f.Name+": "+f.Message))
+		return
+	}
+	if d.Action == consent.Approve && d.AccountID == "" && m.Remembered {
+		d.AccountID = m.RememberedAccount
+	}
 	if err := m.Validate(d); err != nil {
 		s.pending.put(p)
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, err.Error()))

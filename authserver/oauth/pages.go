@@ -284,6 +284,20 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
+	// Nothing new is requested and every check passes: the subject is not
+	// asked again (spec 1, the subject's consent).
+	d := consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount}
+	if m.Remembered && m.Validate(d) == nil {
+		if tp := s.pending.take(p.id, s.cfg.Now()); tp != nil {
+			to, err := s.decide(r.Context(), tp, d)
+			if err != nil {
+				s.errorPage(w, r, s.asError(r, err))
+				return
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
+			return
+		}
+	}
 	s.render(w, r, http.StatusOK, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m})
 }
 

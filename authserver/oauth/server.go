@@ -7,8 +7,10 @@
 //
 // Every security check sits in one function: exact redirect_uri match
 // (redirectAllowed), PKCE (verifyPKCE), client authentication
-// (authenticateClient), and the catalog's reading of the request
-// (validateAuthorize).
+// (authenticateClient), the catalog's reading of the request
+// (validateAuthorize), and the three checks of spec 1 beside the catalog
+// (checks.go: projectCheck, consentCheck, resourceChecks; transaction
+// limits in handleCharge).
 package oauth
 
 import (
@@ -23,6 +25,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -82,7 +85,13 @@ type Server struct {
 
 	issuerURL *url.URL
 	basePath  string // path of {base_url} on the issuer's origin
-	metadata  []byte
+
+	// cat is the catalog in force and metadata its discovery document.
+	// SetCatalog swaps both when the operator approves a Resource Server
+	// (spec 5.8), so a request is checked against one catalog throughout
+	// and discovery never advertises a type the catalog would refuse.
+	cat      atomic.Pointer[catalog.Catalog]
+	metadata atomic.Pointer[[]byte]
 }
 
 // New checks the configuration, loads (or on first start creates) the
@@ -134,8 +143,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.metadata, err = s.buildMetadata()
-	if err != nil {
+	if err := s.SetCatalog(cfg.Catalog); err != nil {
 		return nil, err
 	}
 	s.pages, err = loadPages()
@@ -144,6 +152,29 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	return s, nil
 }
+
+// SetCatalog puts a catalog in force: Config.Catalog extended with the
+// approved Resource Servers (catalog.Extend). Its endpoints must be those of
+// Config.Catalog. Requests already pending keep the catalog they were
+// checked with.
+func (s *Server) SetCatalog(c *catalog.Catalog) error {
+	if c.Endpoints() != s.cfg.Catalog.Endpoints() {
+		return errors.New("oauth: SetCatalog: the catalog's endpoints differ from the server's")
+	}
+	md, err := s.buildMetadata(c)
+	if err != nil {
+		return err
+	}
+	// The two stores are not one atomic step; for an instant discovery may
+	// lag the catalog, never lead it, because the catalog is set first and
+	// an approval only ever adds permissions.
+	s.cat.Store(c)
+	s.metadata.Store(&md)
+	return nil
+}
+
+// Catalog returns the catalog in force.
+func (s *Server) Catalog() *catalog.Catalog { return s.cat.Load() }
 
 // Endpoint paths on the issuer's origin.
 const (
@@ -213,8 +244,15 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+pathNative, s.handleNativeSubmit)
 	// POST /native/requests/{id}/decision: the host posts the subject's decision.
 	mux.HandleFunc("POST "+pathNative+"/{id}/decision", s.handleNativeDecision)
+	// GET /native/consents?subject=S: the subject's remembered consents.
+	mux.HandleFunc("GET /native/consents", s.handleConsents)
+	// DELETE /native/consents/{client_id}?subject=S: revoke a consent.
+	mux.HandleFunc("DELETE /native/consents/{client_id}", s.handleRevokeConsent)
 	// GET {base_url}/authorization (spec 4.1).
 	mux.HandleFunc("GET "+s.basePath+grantPathSuffix, s.handleGrant)
+	// POST {base_url}/automatic-charges: a charge within the grant's
+	// transaction limits (spec 2.4).
+	mux.HandleFunc("POST "+s.basePath+pathCharges, s.handleCharge)
 }
 
 // randomToken returns n random bytes, base64url-encoded without padding.
@@ -230,9 +268,16 @@ func (s *Server) randomToken(n int) (string, error) {
 // resource ("{signing_base_url}"...), which the seed keeps unfilled because
 // the providers' ports may change between starts.
 func (s *Server) resourceOf(c *store.Client) string {
+	return s.fill(c.Resource)
+}
+
+// fill replaces the endpoint placeholders of seeded values ({base_url},
+// {signing_base_url}, {signing_origin}...) with this run's addresses.
+func (s *Server) fill(v string) string {
 	ep := s.cfg.Catalog.Endpoints()
 	return strings.NewReplacer("{base_url}", s.cfg.baseURL(), "{signing_base_url}", ep.SigningBaseURL,
-		"{invoicing_base_url}", ep.InvoicingBaseURL).Replace(c.Resource)
+		"{invoicing_base_url}", ep.InvoicingBaseURL, "{signing_origin}", ep.SigningOrigin(),
+		"{invoicing_origin}", ep.InvoicingOrigin()).Replace(v)
 }
 
 // clientCache keeps clients in memory: the token and grant endpoints read a

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/assets"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -18,7 +19,15 @@ import (
 // World is the decoded seed file.
 type World struct {
 	Projects []store.Project `json:"projects"`
-	Clients  []struct {
+	// Policies are the approved scope policies of seeded projects, so that
+	// the demo Miniapps pass the project-approval check (spec 1). Type
+	// names keep the endpoint placeholders ({base_url}...), filled when
+	// the server compares.
+	Policies []struct {
+		ProjectID string `json:"project_id"`
+		store.Policy
+	} `json:"policies"`
+	Clients []struct {
 		ID             string   `json:"id"`
 		ProjectID      string   `json:"project_id"`
 		Name           string   `json:"name"`
@@ -77,6 +86,30 @@ func (w *World) ConfidentialClients() []string {
 		}
 	}
 	return ids
+}
+
+// LoadPolicies records the seeded policies as approved submissions, for
+// each seeded project that has no policy submission yet: on a new database,
+// and on one created before projects had policies.
+func (w *World) LoadPolicies(ctx context.Context, st *store.Store, now time.Time) error {
+	for _, p := range w.Policies {
+		subs, err := st.Submissions(ctx, store.SubmissionFilter{ProjectID: p.ProjectID, Kind: store.KindPolicy})
+		if err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		if len(subs) > 0 {
+			continue
+		}
+		body, _ := json.Marshal(p.Policy)
+		id := "sub_seed_policy_" + p.ProjectID
+		if err := st.AddSubmission(ctx, &store.Submission{ID: id, ProjectID: p.ProjectID, Kind: store.KindPolicy, Body: body, CreatedAt: now}); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		if err := st.DecideSubmission(ctx, id, store.StatusApproved, "seeded demo project", "", now); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	return nil
 }
 
 // Load writes the world into the store. Confidential clients get no secret

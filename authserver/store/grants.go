@@ -89,7 +89,7 @@ func (st *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 		errs = append(errs, err)
 		return s
 	}
-	st.client = p(r, clientSelect+` WHERE id = ?`)
+	st.client = p(r, clientSelect+` WHERE id = ? AND removed_at IS NULL`)
 	st.grant = p(r, `SELECT `+grantCols+` FROM grants g WHERE g.id = ?`)
 	st.accessToken = p(r, `SELECT t.grant_id, t.jti, t.issued_at, t.expires_at, t.revoked, `+grantCols+`
 		FROM access_tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ?`)

@@ -262,6 +262,43 @@ CREATE TABLE refresh_tokens (
 ) WITHOUT ROWID;
 CREATE INDEX refresh_tokens_grant ON refresh_tokens(grant_id);
 `,
+	// 2: onboarding and review (issue 5): project keys, the operator
+	// credential, submissions under review, remembered consent, and
+	// removable credentials. A removed client keeps its row (its grants
+	// reference it) and its id, which is never reused.
+	`
+ALTER TABLE projects ADD COLUMN key_hash BLOB;
+ALTER TABLE projects ADD COLUMN operator_company TEXT NOT NULL DEFAULT '';
+ALTER TABLE clients ADD COLUMN removed_at INTEGER;
+CREATE INDEX clients_project ON clients(project_id);
+CREATE INDEX grants_client ON grants(client_id);
+CREATE TABLE settings (
+	name  TEXT PRIMARY KEY,
+	value BLOB NOT NULL
+);
+CREATE TABLE submissions (
+	id          TEXT PRIMARY KEY,
+	project_id  TEXT NOT NULL REFERENCES projects(id),
+	kind        TEXT NOT NULL CHECK (kind IN ('policy', 'resource_server', 'miniapp')),
+	body        TEXT NOT NULL,  -- JSON: the policy, declaration or manifest as submitted
+	status      TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'rejected')),
+	reason      TEXT NOT NULL DEFAULT '',
+	assigned_id TEXT NOT NULL DEFAULT '',  -- the Resource Server id given on approval (spec 5.8 c)
+	created_at  INTEGER NOT NULL,
+	decided_at  INTEGER
+);
+CREATE INDEX submissions_project ON submissions(project_id, kind, status);
+CREATE INDEX submissions_status ON submissions(status, kind);
+CREATE TABLE consents (
+	subject_id  TEXT NOT NULL,
+	client_id   TEXT NOT NULL,
+	org_id      TEXT NOT NULL,
+	permissions TEXT NOT NULL,  -- JSON array of permission keys
+	account_id  TEXT NOT NULL,
+	updated_at  INTEGER NOT NULL,
+	PRIMARY KEY (subject_id, client_id)
+) WITHOUT ROWID;
+`,
 }
 
 // migrate applies the migrations the database has not seen, each in its own

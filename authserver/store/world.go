@@ -30,6 +30,10 @@ const (
 type Project struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// OperatorCompany is the Company that operates the project: the owner
+	// of the accounts an automatic charge may pay (spec 2.4 beneficiaries).
+	// Empty until set by the seed or the operator.
+	OperatorCompany string `json:"operator_company,omitempty"`
 }
 
 // Client is an OAuth client registered under a project.
@@ -104,8 +108,8 @@ type Account struct {
 
 // PutProject inserts or replaces a project.
 func (s *Store) PutProject(ctx context.Context, p Project) error {
-	return s.exec(ctx, "put project", `INSERT INTO projects(id, name) VALUES(?, ?)
-		ON CONFLICT(id) DO UPDATE SET name = excluded.name`, p.ID, p.Name)
+	return s.exec(ctx, "put project", `INSERT INTO projects(id, name, operator_company) VALUES(?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET name = excluded.name, operator_company = excluded.operator_company`, p.ID, p.Name, p.OperatorCompany)
 }
 
 // PutClient inserts or replaces a client.
@@ -117,7 +121,8 @@ func (s *Store) PutClient(ctx context.Context, c *Client) error {
 		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET project_id = excluded.project_id, name = excluded.name, type = excluded.type,
 			secret_hash = excluded.secret_hash, redirect_uris = excluded.redirect_uris,
-			allowed_origins = excluded.allowed_origins, roles = excluded.roles, resource = excluded.resource`,
+			allowed_origins = excluded.allowed_origins, roles = excluded.roles, resource = excluded.resource,
+			removed_at = NULL`,
 		c.ID, c.ProjectID, c.Name, string(c.Type), c.SecretHash, string(ru), string(ao), string(ro), c.Resource)
 }
 
@@ -143,7 +148,7 @@ func (s *Store) SetClientSecret(ctx context.Context, id string, hash []byte) err
 
 // Clients returns every client, ordered by id.
 func (s *Store) Clients(ctx context.Context) ([]*Client, error) {
-	rows, err := s.r.QueryContext(ctx, clientSelect+` ORDER BY id`)
+	rows, err := s.r.QueryContext(ctx, clientSelect+` WHERE removed_at IS NULL ORDER BY id`)
 	if err != nil {
 		return nil, wrap("clients", err)
 	}

@@ -61,13 +61,13 @@ func (s *Store) readWorld(ctx context.Context) (*world, error) {
 		return nil, wrap("world", err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT id, name FROM projects`)
+	rows, err := tx.QueryContext(ctx, `SELECT id, name, operator_company FROM projects`)
 	if err != nil {
 		return nil, wrap("projects", err)
 	}
 	for rows.Next() {
 		var p Project
-		if err := rows.Scan(&p.ID, &p.Name); err != nil {
+		if err := rows.Scan(&p.ID, &p.Name, &p.OperatorCompany); err != nil {
 			rows.Close()
 			return nil, wrap("projects", err)
 		}

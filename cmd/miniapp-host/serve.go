@@ -39,6 +39,7 @@ func runServe(ctx context.Context, e env) int {
 	invoicing := fs.String("invoicing-addr", "", "invoicing provider address")
 	secrets := secretFlags{}
 	fs.Var(secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET (repeatable); the others get a new random secret at each start")
+	opKey := fs.String("operator-key", "", "fix the operator credential of the dashboard's review API (default: a new random key at each start)")
 	verbose := fs.Bool("v", false, "log internal errors to stderr")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--secret CLIENT_ID=SECRET]...")
@@ -63,7 +64,7 @@ func runServe(ctx context.Context, e env) int {
 		*db = p
 	}
 	cfg := authserver.Config{DB: *db, ServiceAddr: *addr, DashboardAddr: *dash, SigningAddr: *signing,
-		InvoicingAddr: *invoicing, Secrets: secrets}
+		InvoicingAddr: *invoicing, Secrets: secrets, OperatorKey: *opKey}
 	for i, p := range []*string{&cfg.DashboardAddr, &cfg.SigningAddr, &cfg.InvoicingAddr} {
 		if *p == "" {
 			*p = nextPort(*addr, i+1)
@@ -86,6 +87,7 @@ func runServe(ctx context.Context, e env) int {
 	} {
 		fmt.Fprintf(e.stdout, "%-20s%s\n", l[0], l[1])
 	}
+	fmt.Fprintf(e.stdout, "\noperator key        %s  (review: miniapp-host review list --key KEY, docs/dashboard.md)\n", srv.OperatorKey())
 	fmt.Fprintln(e.stdout, "\nclients (secrets are valid until the server stops unless fixed with --secret):")
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(e.stdout, "  %-20s %-12s", c.ClientID, c.Type)

@@ -1,0 +1,304 @@
+package dashboard
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// Projects and their OAuth credentials (spec 2.7): a project is created
+// with a name only; credentials are added afterwards, each a client_id and,
+// for a confidential client, a client_secret shown once.
+
+// createdProject is the answer to POST /api/projects: the key is shown
+// this once and kept only as a hash.
+type createdProject struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// handleCreateProject creates a project. Creating one needs no credential;
+// everything a project can then do on its own is inert until the operator
+// approves it.
+func (s *Server) handleCreateProject(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := decode(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := checkName("/name", body.Name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id, err := s.newID("prj_", 9)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	key, err := s.newID("mhk_", 32)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.st.CreateProject(r.Context(), store.Project{ID: id, Name: body.Name}, store.Hash(key)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, createdProject{ID: id, Name: body.Name, Key: key})
+}
+
+func checkName(field, name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return missing(field, "a name is required")
+	case utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name):
+		return invalid(field, "a name is valid UTF-8 of at most 100 characters")
+	}
+	return nil
+}
+
+// credential is a credential as listed: never its secret.
+type credential struct {
+	ClientID       string   `json:"client_id"`
+	ClientSecret   string   `json:"client_secret,omitempty"` // only when created or rotated
+	ClientType     string   `json:"client_type"`
+	Name           string   `json:"name"`
+	RedirectURIs   []string `json:"redirect_uris"`
+	AllowedOrigins []string `json:"allowed_origins"`
+	Roles          []string `json:"roles,omitempty"`
+}
+
+func credentialOf(c *store.Client) credential {
+	cfg := clientConfigOf(c)
+	return credential{ClientID: c.ID, ClientType: cfg.ClientType, Name: c.Name, RedirectURIs: cfg.RedirectURIs,
+		AllowedOrigins: cfg.AllowedOrigins, Roles: c.Roles}
+}
+
+// projectView is the answer to GET /api/projects/{project_id}.
+type projectView struct {
+	ID          string              `json:"id"`
+	Name        string              `json:"name"`
+	Credentials []credential        `json:"credentials"`
+	Policy      store.Policy        `json:"approved_policy"`
+	Submissions []*store.Submission `json:"submissions"`
+}
+
+// handleGetProject shows a project with its credentials, approved policy
+// and submissions with their review outcome.
+func (s *Server) handleGetProject(w http.ResponseWriter, r *http.Request, p store.Project) {
+	creds, err := s.credentials(r, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	pol, err := s.st.ApprovedPolicy(r.Context(), p.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	subs, err := s.st.Submissions(r.Context(), store.SubmissionFilter{ProjectID: p.ID})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, projectView{ID: p.ID, Name: p.Name, Credentials: creds, Policy: pol, Submissions: subs})
+}
+
+func (s *Server) credentials(r *http.Request, p store.Project) ([]credential, error) {
+	cs, err := s.st.ProjectClients(r.Context(), p.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]credential, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, credentialOf(c))
+	}
+	return out, nil
+}
+
+// handleListCredentials lists a project's credentials.
+func (s *Server) handleListCredentials(w http.ResponseWriter, r *http.Request, p store.Project) {
+	creds, err := s.credentials(r, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Credentials []credential `json:"credentials"`
+	}{creds})
+}
+
+// newCredential is the body of POST .../credentials.
+type newCredential struct {
+	// Type is "confidential" (a server-side app, gets a secret) or "public".
+	Type           string   `json:"type"`
+	Name           string   `json:"name"`
+	RedirectURIs   []string `json:"redirect_uris"`
+	AllowedOrigins []string `json:"allowed_origins"`
+}
+
+// handleAddCredential adds an OAuth credential to a project.
+func (s *Server) handleAddCredential(w http.ResponseWriter, r *http.Request, p store.Project) {
+	var body newCredential
+	if err := decode(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := checkCredential(&body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id, err := s.newID("cli_", 12)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c := &store.Client{ID: id, ProjectID: p.ID, Name: body.Name, Type: store.ClientType(body.Type),
+		RedirectURIs: body.RedirectURIs, AllowedOrigins: body.AllowedOrigins}
+	if c.Name == "" {
+		c.Name = p.Name
+	}
+	var secret string
+	if c.Type == store.Confidential {
+		if secret, err = s.newID("", 32); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		c.SecretHash = store.Hash(secret)
+		// A project whose Resource Server was approved reads grants with
+		// its confidential credentials (GET {base_url}/authorization).
+		if res, err := s.approvedResource(r, p.ID); err != nil {
+			s.writeError(w, r, err)
+			return
+		} else if res != "" {
+			c.Roles, c.Resource = []string{store.RoleResourceServer}, res
+		}
+	}
+	if err := s.st.AddClient(r.Context(), c); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.cfg.InvalidateClient(c.ID)
+	out := credentialOf(c)
+	out.ClientSecret = secret
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// checkCredential checks a new credential's type and addresses with the
+// one origin policy: each allowed origin must be an origin (origin.Parse),
+// each redirect URI an absolute http(s) URL without fragment, http only on
+// a loopback host (RFC 8252 §7.3, RFC 9700 §4.1.1). Redirect URIs are kept
+// byte for byte, because the authorization endpoint matches them exactly.
+func checkCredential(c *newCredential) error {
+	switch c.Type {
+	case "":
+		return missing("/type", `type is "confidential" (an app that runs on a server) or "public"`)
+	case string(store.Confidential), string(store.Public):
+	default:
+		return invalid("/type", fmt.Sprintf(`type %q is neither "confidential" nor "public"`, c.Type))
+	}
+	if c.Name != "" {
+		if err := checkName("/name", c.Name); err != nil {
+			return err
+		}
+	}
+	// No redirect URI is fine: a Resource Server's credential only reads
+	// grants and never asks for an authorization.
+	if len(c.RedirectURIs) > 20 || len(c.AllowedOrigins) > 20 {
+		return invalid("/redirect_uris", "at most 20 redirect URIs and 20 allowed origins")
+	}
+	for i, raw := range c.RedirectURIs {
+		if err := checkRedirectURI(raw); err != nil {
+			return invalid(fmt.Sprintf("/redirect_uris/%d", i), fmt.Sprintf("redirect URI %q: %s", raw, err))
+		}
+	}
+	for i, raw := range c.AllowedOrigins {
+		if _, err := origin.Parse(raw); err != nil {
+			return invalid(fmt.Sprintf("/allowed_origins/%d", i), fmt.Sprintf("allowed origin %q: %v", raw, err))
+		}
+	}
+	return nil
+}
+
+func checkRedirectURI(raw string) error {
+	if strings.Contains(raw, "#") {
+		return errors.New("a redirect URI has no fragment (RFC 6749 §3.1.2)")
+	}
+	u, err := origin.ParseURL(raw)
+	if err != nil {
+		return fmt.Errorf("not an absolute URL: %w", err)
+	}
+	if u.User != nil {
+		return errors.New("a redirect URI has no user name or password")
+	}
+	o := origin.Of(u)
+	switch {
+	case o.Scheme == "https":
+	case o.Scheme == "http" && o.IsLoopback():
+	case o.Scheme == "http":
+		return errors.New("http is allowed only on a loopback host (127.0.0.1, [::1], localhost); use https")
+	default:
+		return fmt.Errorf("the scheme must be https (or http on loopback), not %q", u.Scheme)
+	}
+	return nil
+}
+
+// projectClient returns a project's client named in the path; a client of
+// another project is not found, so that a key reaches only its own.
+func (s *Server) projectClient(r *http.Request, p store.Project) (*store.Client, error) {
+	c, err := s.st.Client(r.Context(), r.PathValue("client_id"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && c.ProjectID != p.ID) {
+		return nil, &Error{Code: codeCredentialNotFound, Field: "client_id", Message: "project " + p.ID + " has no credential " + r.PathValue("client_id")}
+	}
+	return c, err
+}
+
+// handleRotateSecret gives a confidential credential a new secret, shown
+// once; the old secret stops working at once.
+func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request, p store.Project) {
+	c, err := s.projectClient(r, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if c.Type != store.Confidential {
+		s.writeError(w, r, &Error{Code: codeNotConfidential, Field: "client_id", Message: "a public client has no secret to rotate"})
+		return
+	}
+	secret, err := s.newID("", 32)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.st.SetClientSecret(r.Context(), c.ID, store.Hash(secret)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.cfg.InvalidateClient(c.ID)
+	out := credentialOf(c)
+	out.ClientSecret = secret
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleRemoveCredential removes a credential and revokes its grants.
+func (s *Server) handleRemoveCredential(w http.ResponseWriter, r *http.Request, p store.Project) {
+	c, err := s.projectClient(r, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.st.RemoveClient(r.Context(), c.ID, s.cfg.Now()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.cfg.InvalidateClient(c.ID)
+	w.WriteHeader(http.StatusNoContent)
+}

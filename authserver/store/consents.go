@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Consent is what a subject approved for a client, remembered so that the
+// subject is not asked again when nothing new is requested (spec 1: the
+// subject's consent is one of the three checks).
+type Consent struct {
+	SubjectID string `json:"subject"`
+	ClientID  string `json:"client_id"`
+	// OrgID is the Company the consent was given for; empty without one.
+	OrgID string `json:"org_id,omitempty"`
+	// Permissions are the keys of the consented permissions (one per scope
+	// and per requested authorization_details object).
+	Permissions []string `json:"permissions"`
+	// AccountID is the account bound at the consent, if any.
+	AccountID string    `json:"account_id,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Consent returns the remembered consent of a subject for a client, or
+// ErrNotFound.
+func (s *Store) Consent(ctx context.Context, subjectID, clientID string) (*Consent, error) {
+	cs, err := s.consents(ctx, `WHERE subject_id = ? AND client_id = ?`, subjectID, clientID)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		return nil, fmt.Errorf("store: consent: %w", ErrNotFound)
+	}
+	return cs[0], nil
+}
+
+// Consents returns every remembered consent of a subject, by client id.
+func (s *Store) Consents(ctx context.Context, subjectID string) ([]*Consent, error) {
+	return s.consents(ctx, `WHERE subject_id = ? ORDER BY client_id`, subjectID)
+}
+
+func (s *Store) consents(ctx context.Context, where string, args ...any) ([]*Consent, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT subject_id, client_id, org_id, permissions, account_id, updated_at FROM consents `+where, args...)
+	if err != nil {
+		return nil, wrap("consents", err)
+	}
+	defer rows.Close()
+	out := []*Consent{}
+	for rows.Next() {
+		var c Consent
+		var perms string
+		var at int64
+		if err := rows.Scan(&c.SubjectID, &c.ClientID, &c.OrgID, &perms, &c.AccountID, &at); err != nil {
+			return nil, wrap("consents", err)
+		}
+		if err := json.Unmarshal([]byte(perms), &c.Permissions); err != nil {
+			return nil, wrap("consents", err)
+		}
+		c.UpdatedAt = time.Unix(at, 0).UTC()
+		out = append(out, &c)
+	}
+	return out, wrap("consents", rows.Err())
+}
+
+// PutConsent remembers a consent, replacing the previous one of the same
+// subject and client.
+func (s *Store) PutConsent(ctx context.Context, c *Consent) error {
+	perms, _ := json.Marshal(nonNil(c.Permissions))
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO consents(subject_id, client_id, org_id, permissions, account_id, updated_at) VALUES(?, ?, ?, ?, ?, ?)
+			ON CONFLICT(subject_id, client_id) DO UPDATE SET org_id = excluded.org_id, permissions = excluded.permissions,
+				account_id = excluded.account_id, updated_at = excluded.updated_at`,
+			c.SubjectID, c.ClientID, c.OrgID, string(perms), c.AccountID, c.UpdatedAt.Unix())
+		return wrap("put consent", err)
+	})
+}
+
+// RevokeConsent forgets a subject's consent for a client and revokes the
+// grants issued on it, so that the client's tokens stop working and the
+// next request asks again. A consent that does not exist is ErrNotFound.
+func (s *Store) RevokeConsent(ctx context.Context, subjectID, clientID string, now time.Time) error {
+	var n int64
+	var revoked []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`DELETE FROM consents WHERE subject_id = ? AND client_id = ?`, subjectID, clientID)
+		if err != nil {
+			return wrap("revoke consent", err)
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return wrap("revoke consent", err)
+		}
+		rows, err := tx.Query(`UPDATE grants SET revoked_at = ? WHERE client_id = ? AND subject_id = ? AND revoked_at IS NULL RETURNING id`,
+			now.Unix(), clientID, subjectID)
+		if err != nil {
+			return wrap("revoke consent", err)
+		}
+		defer rows.Close()
+		revoked = revoked[:0]
+		for rows.Next() {
+			var g string
+			if err := rows.Scan(&g); err != nil {
+				return wrap("revoke consent", err)
+			}
+			revoked = append(revoked, g)
+		}
+		return wrap("revoke consent", rows.Err())
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("store: consent of %q for %q: %w", subjectID, clientID, ErrNotFound)
+	}
+	for _, g := range revoked {
+		s.cache.revokedGrant(g, time.Unix(now.Unix(), 0))
+	}
+	return nil
+}
