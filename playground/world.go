@@ -19,19 +19,9 @@ import (
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
-// Services are the reference server's addresses (authserver.URLs).
-type Services struct {
-	Issuer           string `json:"issuer"`
-	BaseURL          string `json:"base_url"`
-	Dashboard        string `json:"dashboard_url"`
-	SigningBaseURL   string `json:"signing_base_url"`
-	InvoicingBaseURL string `json:"invoicing_base_url"`
-	Discovery        string `json:"discovery"`
-	Authorization    string `json:"authorization_endpoint"`
-	Token            string `json:"token_endpoint"`
-	Grant            string `json:"grant_endpoint"`
-	Native           string `json:"native_consent_endpoint"`
-}
+// Services are the reference server's addresses, as authserver reports
+// them; the launcher's API serves them as they are.
+type Services = authserver.URLs
 
 // Subject is a seeded subject, for the subject switcher.
 type Subject struct {
@@ -82,9 +72,7 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 		return nil, fmt.Errorf("playground: %w", err)
 	}
 	u := w.srv.URLs()
-	w.urls = Services{Issuer: u.Issuer, BaseURL: u.BaseURL, Dashboard: u.Dashboard, SigningBaseURL: u.SigningBaseURL,
-		InvoicingBaseURL: u.InvoicingBaseURL, Discovery: u.Discovery, Authorization: u.Authorization, Token: u.Token,
-		Grant: u.Grant, Native: u.Native}
+	w.urls = u
 	if cfg.obs.token, err = origin.ParseURL(u.Token); err != nil {
 		return nil, fmt.Errorf("playground: token endpoint: %w", err)
 	}
