@@ -30,6 +30,8 @@ vet: deps
 	$(GO) vet ./...
 
 lint: vet $(STATICCHECK)
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt: these files need formatting:"; echo "$$unformatted"; exit 1; fi
 	$(STATICCHECK) ./...
 
 # Every test, with the race detector, under a virtual display (the host's tests open real windows).

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path"
+	"time"
 
 	"golang.org/x/oauth2"
 
@@ -80,8 +80,14 @@ func (h *bridgeHost) Context(context.Context) (bridge.ContextInfo, error) {
 	return bridge.ContextInfo{ID: h.cfg.ID, Theme: bridge.ThemeLight, HostVersion: h.cfg.HostVersion}, nil
 }
 
-// OpenExternal implements bridge.Host.
+// OpenExternal implements bridge.Host. The page's "gesture" is its own
+// word (docs/bridge.md, "What the key does not do"): the URL opens only if
+// the host itself saw a key press, click or touch on the Miniapp's view
+// within bridge.GestureWindow, and that input is then used up.
 func (h *bridgeHost) OpenExternal(_ context.Context, u string) error {
+	if !h.w.gestures.Take(time.Now()) {
+		return bridge.Errorf(bridge.CodeNoUserGesture, "no key press, click or touch on the Miniapp in the last %s", bridge.GestureWindow)
+	}
 	go h.w.opts.OpenExternal(u)
 	return nil
 }
@@ -168,8 +174,15 @@ func (h *bridgeHost) readResponse(r *url.URL, state string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("host: authorize: redirect_uri: %w", err)
 	}
-	if !origin.SameOrigin(r, want) || path.Clean("/"+r.Path) != path.Clean("/"+want.Path) {
-		return "", fmt.Errorf("host: authorize: the response went to %s, not to the redirect_uri", origin.Of(r))
+	// Both are canonicalised as a browser would load them, then compared
+	// exactly (notes/security.md): /cb/, /CB or /cb%2F are other
+	// resources, which a cleaned or case-folded comparison would let in.
+	got, err := origin.ParseURL(r.String())
+	if err != nil {
+		return "", fmt.Errorf("host: authorize: the response's URL: %w", err)
+	}
+	if !origin.SameOrigin(got, want) || got.EscapedPath() != want.EscapedPath() {
+		return "", fmt.Errorf("host: authorize: the response went to %s%s, not to the redirect_uri", origin.Of(got), got.EscapedPath())
 	}
 	q := r.Query()
 	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {

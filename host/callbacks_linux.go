@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"runtime/cgo"
 	"strings"
+	"time"
 )
 
 func windowOf(h C.uintptr_t) *Window { return cgo.Handle(h).Value().(*Window) }
@@ -61,6 +62,20 @@ func goWebProcessTerminated(h C.uintptr_t, reason C.int) { windowOf(h).onTermina
 
 //export goResponsive
 func goResponsive(h C.uintptr_t, ok C.int) { windowOf(h).onResponsive(ok != 0) }
+
+//export goUserInput
+func goUserInput(h C.uintptr_t) { windowOf(h).gestures.Input(time.Now()) }
+
+//export goLauncherDecide
+func goLauncherDecide(h C.uintptr_t, uri *C.char, newWindow, gesture C.int) C.int {
+	if windowOf(h).onLauncherDecide(C.GoString(uri), newWindow != 0, gesture != 0) {
+		return 0
+	}
+	return 1
+}
+
+//export goLauncherLoaded
+func goLauncherLoaded(h C.uintptr_t, uri *C.char) { windowOf(h).onLauncherLoaded(C.GoString(uri)) }
 
 //export goBridgeMessage
 func goBridgeMessage(h C.uintptr_t, msg *C.char) { windowOf(h).onBridgeMessage(C.GoString(msg)) }

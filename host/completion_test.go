@@ -236,14 +236,31 @@ func TestPublicNavigation(t *testing.T) {
 
 // busRecorder records the bridge's call events.
 type busRecorder struct {
-	mu  sync.Mutex // guards evs
-	evs []bridge.Event
+	mu      sync.Mutex // guards evs and forward
+	evs     []bridge.Event
+	forward bridge.Publisher // also gets every event, when set (the playground's bus)
 }
 
 func (b *busRecorder) Publish(e bridge.Event) {
 	b.mu.Lock()
 	b.evs = append(b.evs, e)
+	fw := b.forward
 	b.mu.Unlock()
+	if fw != nil {
+		fw.Publish(e)
+	}
+}
+
+// forwardTo makes b pass every event on to p too, until the test ends.
+func (b *busRecorder) forwardTo(t *testing.T, p bridge.Publisher) {
+	b.mu.Lock()
+	b.forward = p
+	b.mu.Unlock()
+	t.Cleanup(func() {
+		b.mu.Lock()
+		b.forward = nil
+		b.mu.Unlock()
+	})
 }
 
 func (b *busRecorder) len() int {

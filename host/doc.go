@@ -17,7 +17,11 @@
 //     navigation to redirect_uri for public clients, and the bridge's
 //     authorize;
 //   - the bridge transport: the top frame's bound function and the
-//     delivery of replies (package bridge gates and dispatches).
+//     delivery of replies (package bridge gates and dispatches), and the
+//     native input that openExternal requires.
+//
+// The playground's window ([NewPlaygroundWindow]) adds the launcher in a
+// page of its own and implements playground.Opener.
 //
 // All cgo is in files built with linux && cgo; see webkit_linux.c for the
 // C side. Other builds compile a stub whose NewWindow returns

@@ -107,7 +107,11 @@ func (w *Window) beginFlow(f *flow, u *url.URL) error {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
 		defer cancel()
-		screen, err := f.app.Consent.Begin(ctx, u, w.opts.Subject)
+		subject := w.opts.Subject
+		if f.app.Subject != "" {
+			subject = f.app.Subject
+		}
+		screen, err := f.app.Consent.Begin(ctx, u, subject)
 		if err != nil {
 			w.endFlow(f)
 			f.fail(err)

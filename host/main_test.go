@@ -67,6 +67,13 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The playground's layout: the launcher's page beside the Miniapp's,
+	// whose page the tests but TestPlaygroundWindow show.
+	if err := w.AddLauncher(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	w.showPage(pageMiniapp)
 	testWin = w
 	done := make(chan int, 1)
 	go func() {

@@ -100,8 +100,10 @@ const (
 	RuleNoNewWindow   = "no-new-window"          // about: documents never open a window
 )
 
-// Decide returns the action for n and the canonical URL it concerns (nil
-// when the URL does not parse).
+// Decide returns the action for n and the canonical URL it concerns: nil
+// when the URL does not parse, and also when a browser loads it but Go's
+// url.URL cannot carry it (a "%" that starts no escape, as in
+// https://app.example/#/sale/50%), which only Allow and Block can have.
 func (p *Policy) Decide(n Navigation) (Action, *url.URL) {
 	a, _, u := p.DecideRule(n)
 	return a, u
@@ -109,8 +111,25 @@ func (p *Policy) Decide(n Navigation) (Action, *url.URL) {
 
 // DecideRule is Decide with the name of the rule that decided.
 func (p *Policy) DecideRule(n Navigation) (Action, string, *url.URL) {
+	// The origin is what a browser gives the URL (origin.OfString), which
+	// exists for every URL a browser loads; the canonical url.URL is
+	// needed only to start a consent or to hand the URL on.
+	o, err := origin.OfString(n.URL)
+	if err != nil {
+		return Block, RuleUnparsable, nil
+	}
 	u, err := origin.ParseURL(n.URL)
 	if err != nil {
+		switch {
+		case o.IsOpaque():
+			return Block, RuleNoOrigin, nil
+		case o.Equal(origin.Of(p.Authorize)):
+			// Without its path the host cannot tell the endpoint from
+			// the service's other pages: nothing there loads.
+			return Block, RuleUnparsable, nil
+		case origin.InList(o, p.Allowed):
+			return Allow, RuleAllowedOrigin, nil
+		}
 		return Block, RuleUnparsable, nil
 	}
 	if p.IsAuthorize(u) {
@@ -125,7 +144,6 @@ func (p *Policy) DecideRule(n Navigation) (Action, string, *url.URL) {
 		}
 		return Allow, RuleAboutFrame, u
 	}
-	o := origin.Of(u)
 	if o.IsOpaque() {
 		return Block, RuleNoOrigin, u
 	}

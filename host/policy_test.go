@@ -66,11 +66,24 @@ func TestPolicyDecide(t *testing.T) {
 		{url: "https://docs.example/help", want: Block},
 		{url: "https://docs.example/help", gesture: true, redir: true, want: Block},
 		{url: "ftp://docs.example/file", gesture: true, want: Block},
+		// URLs a browser loads but Go's url.URL cannot carry (a "%" that
+		// starts no escape): their origin decides.
+		{url: "https://app.example/#/sale/50%", want: Allow},
+		{url: "https://app.example/#/sale/50%", newWin: true, want: Allow},
+		{url: "https://app.example/50%/off", want: Allow},
+		{url: "https://docs.example/#50%", gesture: true, want: Block},
+		{url: "http://127.0.0.1:8080/oauth/authorize#50%", want: Block},
+		{url: "http://127.0.0.1:8080/oauth/authorize?client_id=x#50%", gesture: true, want: Block},
+		{url: "data:text/html,50%", want: Block},
 	}
 	for _, c := range cases {
-		got, _ := p.Decide(Navigation{URL: c.url, UserGesture: c.gesture, Redirect: c.redir, NewWindow: c.newWin})
+		got, u := p.Decide(Navigation{URL: c.url, UserGesture: c.gesture, Redirect: c.redir, NewWindow: c.newWin})
 		if got != c.want {
 			t.Errorf("Decide(%q, gesture %v, redirect %v, new window %v) = %v, want %v", c.url, c.gesture, c.redir, c.newWin, got, c.want)
+		}
+		// The window needs the canonical URL to consent or hand it on.
+		if (got == Consent || got == External) && u == nil {
+			t.Errorf("Decide(%q) = %v without a URL", c.url, got)
 		}
 	}
 }

@@ -110,6 +110,9 @@ type Miniapp struct {
 	Consent  ConsentService
 	// Bridge receives the top frame's bridge messages; nil refuses them.
 	Bridge Bridge
+	// Subject, when set, signs in on the consent screen instead of
+	// Options.Subject (the playground's subject switcher).
+	Subject string
 }
 
 func (m *Miniapp) validate() error {
@@ -149,6 +152,7 @@ const (
 	EventUnresponsive         EventKind = "unresponsive"           // the web process stopped answering
 	EventWebProcessTerminated EventKind = "web-process-terminated" // the web process ended (Detail: why)
 	EventError                EventKind = "error"                  // a flow failed (Detail)
+	EventLauncherLoaded       EventKind = "launcher-loaded"        // the playground's launcher finished loading (URL, without its fragment)
 )
 
 // Event is one thing that happened in the window.

@@ -89,6 +89,25 @@ static void on_responsive(GObject *obj, GParamSpec *p, gpointer data) {
 	goResponsive((uintptr_t)data, webkit_web_view_get_is_web_process_responsive(WEBKIT_WEB_VIEW(obj)));
 }
 
+// on_input records real user input on the Miniapp's view for
+// openExternal, which must not take the page's word for a gesture
+// (docs/bridge.md, "What the host implements"). An event with send_event
+// set was sent by another X client, not typed or clicked, so it does not
+// count. It returns FALSE: WebKit still gets every event.
+static gboolean on_input(GtkWidget *w, GdkEvent *ev, gpointer data) {
+	if (ev->any.send_event) return FALSE;
+	switch (ev->type) {
+	case GDK_KEY_PRESS:
+	case GDK_BUTTON_PRESS:
+	case GDK_TOUCH_BEGIN:
+		goUserInput((uintptr_t)data);
+		break;
+	default:
+		break;
+	}
+	return FALSE;
+}
+
 static void on_bridge_message(WebKitUserContentManager *m, WebKitJavascriptResult *r, gpointer data) {
 	char *s = jsc_value_to_string(webkit_javascript_result_get_js_value(r));
 	goBridgeMessage((uintptr_t)data, s);
@@ -162,6 +181,11 @@ WebKitWebView *mh_setup(GtkWindow *win, uintptr_t handle) {
 	g_signal_connect(view, "load-failed", G_CALLBACK(on_load_failed), (gpointer)handle);
 	g_signal_connect(view, "web-process-terminated", G_CALLBACK(on_terminated), (gpointer)handle);
 	g_signal_connect(view, "notify::is-web-process-responsive", G_CALLBACK(on_responsive), (gpointer)handle);
+	// Connected on the Miniapp's view only: input on the host's view (the
+	// consent screen) or any other widget proves nothing about the page.
+	g_signal_connect(view, "key-press-event", G_CALLBACK(on_input), (gpointer)handle);
+	g_signal_connect(view, "button-press-event", G_CALLBACK(on_input), (gpointer)handle);
+	g_signal_connect(view, "touch-event", G_CALLBACK(on_input), (gpointer)handle);
 	WebKitUserContentManager *vucm = webkit_web_view_get_user_content_manager(view);
 	// webview_go's own "external" handler feeds page input to its C++
 	// JSON reader; the host binds nothing through it, so it goes.
@@ -192,6 +216,146 @@ WebKitWebView *mh_setup(GtkWindow *win, uintptr_t handle) {
 	gtk_widget_hide(host);
 	gtk_widget_grab_focus(GTK_WIDGET(view));
 	return WEBKIT_WEB_VIEW(host);
+}
+
+// on_launcher_decide keeps the playground's launcher view on the
+// launcher's own origin: Go answers allow (0) or ignore (1).
+static gboolean on_launcher_decide(WebKitWebView *view, WebKitPolicyDecision *d,
+                                   WebKitPolicyDecisionType type, gpointer data) {
+	if (type != WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION &&
+	    type != WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION) {
+		return FALSE;
+	}
+	WebKitNavigationAction *a =
+		webkit_navigation_policy_decision_get_navigation_action(WEBKIT_NAVIGATION_POLICY_DECISION(d));
+	if (goLauncherDecide((uintptr_t)data, (char *)nav_uri(a), type == WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION,
+	                     webkit_navigation_action_is_user_gesture(a)) == 0) {
+		webkit_policy_decision_use(d);
+	} else {
+		webkit_policy_decision_ignore(d);
+	}
+	return TRUE;
+}
+
+static GtkWidget *on_launcher_create(WebKitWebView *view, WebKitNavigationAction *a, gpointer data) {
+	goLauncherDecide((uintptr_t)data, (char *)nav_uri(a), 1, webkit_navigation_action_is_user_gesture(a));
+	return NULL;
+}
+
+static void on_launcher_load_changed(WebKitWebView *view, WebKitLoadEvent ev, gpointer data) {
+	if (ev != WEBKIT_LOAD_FINISHED) return;
+	mh_fix_signals();
+	const char *u = webkit_web_view_get_uri(view);
+	goLauncherLoaded((uintptr_t)data, (char *)(u ? u : ""));
+}
+
+// mh_add_launcher gives the window a second page, before the Miniapp's:
+// the playground's launcher in a view of its own (its own content manager,
+// so no script, filter or message handler of the Miniapp's view reaches
+// it, and none of its input counts as a gesture on the Miniapp). The
+// pages are a GtkNotebook: its tabs are the way back to the launcher.
+WebKitWebView *mh_add_launcher(GtkWindow *win, uintptr_t handle) {
+	GtkWidget *overlay = gtk_bin_get_child(GTK_BIN(win));
+	if (!overlay || !GTK_IS_OVERLAY(overlay)) return NULL;
+	WebKitUserContentManager *ucm = webkit_user_content_manager_new();
+	GtkWidget *l = GTK_WIDGET(g_object_new(WEBKIT_TYPE_WEB_VIEW, "user-content-manager", ucm, NULL));
+	g_object_unref(ucm);
+	WebKitSettings *s = webkit_web_view_get_settings(WEBKIT_WEB_VIEW(l));
+	webkit_settings_set_javascript_can_open_windows_automatically(s, FALSE);
+	g_signal_connect(l, "decide-policy", G_CALLBACK(on_launcher_decide), (gpointer)handle);
+	g_signal_connect(l, "create", G_CALLBACK(on_launcher_create), (gpointer)handle);
+	g_signal_connect(l, "load-changed", G_CALLBACK(on_launcher_load_changed), (gpointer)handle);
+
+	GtkWidget *nb = gtk_notebook_new();
+	g_object_ref(overlay);
+	gtk_container_remove(GTK_CONTAINER(win), overlay);
+	gtk_notebook_append_page(GTK_NOTEBOOK(nb), l, gtk_label_new("Launcher"));
+	gtk_notebook_append_page(GTK_NOTEBOOK(nb), overlay, gtk_label_new("Miniapp"));
+	g_object_unref(overlay);
+	gtk_container_add(GTK_CONTAINER(win), nb);
+	gtk_widget_show(l);
+	gtk_widget_show(nb);
+	gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), 0);
+	return WEBKIT_WEB_VIEW(l);
+}
+
+// mh_show_page shows the launcher (0) or the Miniapp (1), when the window
+// has a launcher.
+void mh_show_page(GtkWindow *win, int page) {
+	GtkWidget *nb = gtk_bin_get_child(GTK_BIN(win));
+	if (nb && GTK_IS_NOTEBOOK(nb)) gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), page);
+}
+
+static void on_data_removed(GObject *src, GAsyncResult *res, gpointer data) {
+	GError *err = NULL;
+	if (webkit_website_data_manager_remove_finish(WEBKIT_WEBSITE_DATA_MANAGER(src), res, &err)) {
+		goCookieAdded((uintptr_t)data, "");
+	} else {
+		goCookieAdded((uintptr_t)data, err ? err->message : "unknown error");
+		if (err) g_error_free(err);
+	}
+}
+
+typedef struct {
+	char *host;
+	uintptr_t req;
+} forget_ctx;
+
+// What a reset forgets: everything but session storage, which WebKit keeps
+// per view and tab, not per site (the launcher keeps its token there).
+#define MH_SITE_DATA (WEBKIT_WEBSITE_DATA_ALL & ~WEBKIT_WEBSITE_DATA_SESSION_STORAGE)
+
+static void on_data_fetched(GObject *src, GAsyncResult *res, gpointer data) {
+	forget_ctx *ctx = data;
+	GError *err = NULL;
+	WebKitWebsiteDataManager *m = WEBKIT_WEBSITE_DATA_MANAGER(src);
+	GList *all = webkit_website_data_manager_fetch_finish(m, res, &err);
+	if (err) {
+		goCookieAdded(ctx->req, err->message);
+		g_error_free(err);
+	} else {
+		GList *mine = NULL;
+		for (GList *l = all; l; l = l->next) {
+			const char *name = webkit_website_data_get_name(l->data);
+			if (name && g_ascii_strcasecmp(name, ctx->host) == 0) mine = g_list_prepend(mine, l->data);
+		}
+		if (mine) {
+			webkit_website_data_manager_remove(m, MH_SITE_DATA, mine, NULL, on_data_removed, (gpointer)ctx->req);
+			g_list_free(mine);
+		} else {
+			goCookieAdded(ctx->req, "");
+		}
+		g_list_free_full(all, (GDestroyNotify)webkit_website_data_unref);
+	}
+	g_free(ctx->host);
+	g_free(ctx);
+}
+
+// mh_forget_site removes what WebKit keeps for host: cookies, local
+// storage, IndexedDB, caches. WebKit keys its records by host name, not
+// by origin.
+void mh_forget_site(WebKitWebView *view, const char *host, uintptr_t req) {
+	forget_ctx *ctx = g_new0(forget_ctx, 1);
+	ctx->host = g_strdup(host);
+	ctx->req = req;
+	webkit_website_data_manager_fetch(webkit_web_view_get_website_data_manager(view), MH_SITE_DATA, NULL,
+	                                  on_data_fetched, ctx);
+}
+
+// mh_snapshot_window writes what the X server shows of the whole window
+// (tabs, the page shown, the consent over it) as a PNG; "" or an error.
+char *mh_snapshot_window(GtkWindow *win, const char *path) {
+	GdkWindow *gw = gtk_widget_get_window(GTK_WIDGET(win));
+	if (!gw) return g_strdup("the window is not realized");
+	GdkPixbuf *pb = gdk_pixbuf_get_from_window(gw, 0, 0, gdk_window_get_width(gw), gdk_window_get_height(gw));
+	if (!pb) return g_strdup("the window is not on screen");
+	GError *err = NULL;
+	gboolean ok = gdk_pixbuf_save(pb, path, "png", &err, NULL);
+	g_object_unref(pb);
+	if (ok) return g_strdup("");
+	char *msg = g_strdup(err ? err->message : "unknown error");
+	if (err) g_error_free(err);
+	return msg;
 }
 
 void mh_show_host_view(WebKitWebView *host, int show) {
@@ -357,6 +521,18 @@ void mh_snapshot(WebKitWebView *view, const char *path, uintptr_t req) {
 	ctx->req = req;
 	webkit_web_view_get_snapshot(view, WEBKIT_SNAPSHOT_REGION_VISIBLE, WEBKIT_SNAPSHOT_OPTIONS_NONE, NULL,
 	                             on_snapshot, ctx);
+}
+
+// mh_screen_centre gives the centre of widget in root-window
+// coordinates, where a test's XTest click (xdotool) must land.
+void mh_screen_centre(GtkWidget *widget, int *x, int *y) {
+	GtkWidget *top = gtk_widget_get_toplevel(widget);
+	int tx = 0, ty = 0, ox = 0, oy = 0;
+	gtk_widget_translate_coordinates(widget, top, gtk_widget_get_allocated_width(widget) / 2,
+	                                 gtk_widget_get_allocated_height(widget) / 2, &tx, &ty);
+	gdk_window_get_origin(gtk_widget_get_window(top), &ox, &oy);
+	*x = ox + tx;
+	*y = oy + ty;
 }
 
 void mh_terminate_web_process(WebKitWebView *view) { webkit_web_view_terminate_web_process(view); }

@@ -31,6 +31,11 @@ void mh_clear_cookies(WebKitWebView *view, uintptr_t req);
 void mh_set_persistent_cookies(WebKitWebView *view, const char *path);
 void mh_snapshot(WebKitWebView *view, const char *path, uintptr_t req);
 void mh_terminate_web_process(WebKitWebView *view);
+void mh_screen_centre(GtkWidget *widget, int *x, int *y);
+WebKitWebView *mh_add_launcher(GtkWindow *win, uintptr_t handle);
+void mh_show_page(GtkWindow *win, int page);
+char *mh_snapshot_window(GtkWindow *win, const char *path);
+void mh_forget_site(WebKitWebView *view, const char *host, uintptr_t req);
 void mh_register_bridge(WebKitWebView *view, const char *script);
 
 #endif

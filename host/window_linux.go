@@ -47,9 +47,14 @@ type Window struct {
 	wv       webview.WebView
 	view     *C.WebKitWebView // the Miniapp's view
 	hostView *C.WebKitWebView // the host's consent/rejection view, over it
+	launcher *C.WebKitWebView // the playground's launcher, in a page of its own; nil outside the playground
 	handle   cgo.Handle
 	opts     Options
 	key      string // proves a bridge message came from the top frame's host script
+
+	// gestures holds the latest real key press, click or touch on the
+	// Miniapp's view (not on the host's view), for openExternal.
+	gestures bridge.Gestures
 
 	listenMu  sync.Mutex // guards below
 	listeners map[int]func(Event)
@@ -69,13 +74,15 @@ type Window struct {
 
 	mu           sync.Mutex // guards below
 	app          *Miniapp
-	mountGen     int      // bumped by each Mount, so stale flows stop
-	topURL       *url.URL // last committed top-level URL of the view
-	seq          uint64   // committed main-frame documents, for the bridge
-	flow         *flow    // the consent flow running, if any
-	loaded       bool     // the view's page has finished loading and is not loading another
-	unresponsive bool     // the web process stopped answering
-	hostVisible  bool     // the host's view is shown over the Miniapp
+	mountGen     int           // bumped by each Mount, so stale flows stop
+	topURI       string        // last committed top-level URL of the view, as WebKit reports it
+	topURL       *url.URL      // topURI made canonical; nil when url.URL cannot carry it
+	seq          uint64        // committed main-frame documents, for the bridge
+	flow         *flow         // the consent flow running, if any
+	loaded       bool          // the view's page has finished loading and is not loading another
+	unresponsive bool          // the web process stopped answering
+	hostVisible  bool          // the host's view is shown over the Miniapp
+	launcherAt   origin.Origin // the launcher's origin: the only one its view loads
 }
 
 // NewWindow creates the window. It must run on the main goroutine, before
@@ -218,6 +225,8 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 		return err
 	}
 	w.abandonFlow()
+	// Input given to the previous Miniapp opens nothing for this one.
+	w.gestures.Take(time.Now())
 	w.mu.Lock()
 	w.mountGen++
 	w.app = &app
@@ -455,6 +464,23 @@ func (w *Window) SnapshotMiniapp(ctx context.Context, path string) error {
 	return waitErr(ctx, ch, "snapshot")
 }
 
+// miniappCentre returns the centre of the Miniapp's view in screen
+// coordinates, where tests click with XTest to give real native input.
+func (w *Window) miniappCentre(ctx context.Context) (x, y int, err error) {
+	ch := make(chan [2]int, 1)
+	w.Dispatch(func() {
+		var cx, cy C.int
+		C.mh_screen_centre((*C.GtkWidget)(unsafe.Pointer(w.view)), &cx, &cy)
+		ch <- [2]int{int(cx), int(cy)}
+	})
+	select {
+	case p := <-ch:
+		return p[0], p[1], nil
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	}
+}
+
 // TerminateWebProcess kills the Miniapp's web process, as the host does
 // with a page that hangs.
 func (w *Window) TerminateWebProcess() { w.Dispatch(func() { C.mh_terminate_web_process(w.view) }) }
@@ -556,9 +582,10 @@ func (w *Window) onBridgeMessage(raw string) {
 // docLocked is the document in the view's main frame now.
 func (w *Window) docLocked() bridge.Document {
 	d := bridge.Document{Seq: w.seq}
-	if w.topURL != nil {
-		d.URL = w.topURL.String()
-	}
+	// The URL as WebKit reports it: the bridge takes its origin with
+	// origin.OfString, which a page at a URL that url.URL cannot carry
+	// (https://app.example/#/sale/50%) still has.
+	d.URL = w.topURI
 	return d
 }
 
@@ -642,8 +669,12 @@ func (w *Window) onDecide(n Navigation) bool {
 	case Allow:
 		if n.NewWindow {
 			// No second window: the page loads in the Miniapp's view,
-			// once the current signal has returned.
-			us := u.String()
+			// once the current signal has returned. Without a canonical
+			// URL (see Policy.Decide), WebKit's own spelling is loaded.
+			us := n.URL
+			if u != nil {
+				us = u.String()
+			}
 			w.Dispatch(func() { w.loadLocked(us) })
 			return false
 		}
@@ -664,6 +695,7 @@ func (w *Window) onLoadChanged(ev int, uri string) {
 	case C.WEBKIT_LOAD_COMMITTED:
 		u, err := origin.ParseURL(uri)
 		w.mu.Lock()
+		w.topURI = uri
 		if err == nil {
 			w.topURL = u
 		} else {

@@ -45,5 +45,8 @@ func (*Window) TopURL() *url.URL { return nil }
 // Deliver does nothing in this build.
 func (*Window) Deliver(func(bridge.Document) string) {}
 
+// ShowLauncher returns ErrNoWebview in this build.
+func (*Window) ShowLauncher(string) error { return ErrNoWebview }
+
 // Open returns ErrNoWebview in this build.
 func Open(context.Context, OpenConfig) error { return ErrNoWebview }

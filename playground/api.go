@@ -220,7 +220,10 @@ func (p *Playground) handleReset(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, &apiError{http.StatusBadGateway, "reset_failed", err.Error()})
 	default:
-		writeJSON(w, http.StatusOK, map[string]string{"message": "The window forgot what it kept for " + in.Origin + "."})
+		// The desktop host's WebKit keeps site data by host name, not by
+		// origin: say so, since the loopback Miniapps share one host.
+		writeJSON(w, http.StatusOK, map[string]string{"message": "The window forgot what it kept for " + in.Origin +
+			" (cookies, storage, caches). WebKit keeps them by host name: every Miniapp on the same host was reset too."})
 	}
 }
 

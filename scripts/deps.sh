@@ -6,7 +6,8 @@ set -euo pipefail
 # Build: webview_go links gtk+-3.0 and webkit2gtk-4.0 through pkg-config.
 # Run without a display: Xvfb and xauth (xvfb-run).
 # The playground's plain-browser-tab tests drive Debian's headless Chromium.
-pkgs=(pkg-config gcc libgtk-3-dev libwebkit2gtk-4.0-dev xvfb xauth chromium)
+# The host's tests click with xdotool (XTest): real input, as a user gives it.
+pkgs=(pkg-config gcc libgtk-3-dev libwebkit2gtk-4.0-dev xvfb xauth chromium xdotool)
 
 missing=()
 for p in "${pkgs[@]}"; do

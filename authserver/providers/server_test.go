@@ -144,7 +144,10 @@ func TestSpecAnswers(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("sign: %d %v", status, sig)
 	}
-	b := func(s any) *big.Int { raw, _ := base64.RawURLEncoding.DecodeString(s.(string)); return new(big.Int).SetBytes(raw) }
+	b := func(s any) *big.Int {
+		raw, _ := base64.RawURLEncoding.DecodeString(s.(string))
+		return new(big.Int).SetBytes(raw)
+	}
 	raw, _ := base64.RawURLEncoding.DecodeString(sig["signature"].(string))
 	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, b(jwk["x"]).FillBytes(make([]byte, 32))...), b(jwk["y"]).FillBytes(make([]byte, 32))...))
 	if err != nil {

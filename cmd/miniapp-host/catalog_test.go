@@ -8,7 +8,10 @@ import (
 )
 
 func TestCatalogListing(t *testing.T) {
-	for _, tc := range []struct{ golden string; args []string }{
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
 		{"catalog/list.txt", []string{"catalog"}},
 		{"catalog/list.json", []string{"catalog", "--json"}},
 		{"catalog/list-other-endpoints.txt", []string{"catalog", "--base-url", "https://bank.example", "--signing-base-url", "https://sign.example/v2", "--invoicing-base-url", "https://invoices.example"}},

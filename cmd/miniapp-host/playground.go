@@ -6,10 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
+	"sync"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/playground"
 )
 
@@ -29,9 +33,10 @@ func runPlayground(ctx context.Context, e env) int {
 	launcher := fs.String("launcher-addr", defaultLauncherAddr, "launcher address; the demo Miniapps take the next two ports, the broken ones the four after, the automation channel port+9 (port 0: free ports for all)")
 	data := fs.String("data", "", "folder of the server's database, kept between runs (default: a fresh temporary folder, removed on exit)")
 	browser := fs.Bool("browser", false, "open the launcher in the user's browser (xdg-open)")
-	verbose := fs.Bool("v", false, "log internal errors to stderr")
+	noWindow := fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)")
+	verbose := fs.Bool("v", false, "log internal errors and the window's events to stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--browser] [-v]")
+		fmt.Fprintln(e.stderr, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--browser] [--no-window] [-v]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
@@ -55,15 +60,20 @@ func runPlayground(ctx context.Context, e env) int {
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
-	// Package host will offer a playground.Opener (a desktop window);
-	// until it does, the playground runs without one and says so.
+	if !*noWindow && host.HasWebview {
+		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+			fmt.Fprintln(e.stderr, "miniapp-host: playground: no display, so no window: `make run` starts a virtual one (xvfb-run); launches are resolved and reported in the launcher only")
+		} else {
+			return runPlaygroundWindow(ctx, e, cfg, *data, *browser, *verbose)
+		}
+	}
 	p, err := playground.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		fmt.Fprintln(e.stderr, "miniapp-host: a port may be taken; --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 picks free ones")
 		return exitUndecided
 	}
-	printPlayground(e, p, *data)
+	printPlayground(e, p, *data, false)
 	if *browser {
 		if err := exec.Command("xdg-open", p.LauncherURL()).Start(); err != nil {
 			fmt.Fprintln(e.stderr, "miniapp-host: could not open a browser (xdg-open):", err)
@@ -76,8 +86,86 @@ func runPlayground(ctx context.Context, e env) int {
 	return exitOK
 }
 
+// runPlaygroundWindow is the playground with its desktop window (package
+// host): the window is made and run on the main goroutine, which
+// webview_go locked to the main thread, while the servers start on
+// another; the launcher loads in the window as soon as they serve. It
+// returns when the window is closed or ctx ends.
+func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data string, browser, verbose bool) int {
+	dir, err := os.MkdirTemp("", "miniapp-host-playground-webkit-")
+	if err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		return exitUndecided
+	}
+	defer os.RemoveAll(dir)
+	// WebKit's data (local storage, caches) stays in dir; cookies are in
+	// memory: every playground starts signed out.
+	if err := host.UseDataDir(dir); err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		return exitUndecided
+	}
+	cfg.Bus = bridge.NewBus(nil)
+	pw, err := host.NewPlaygroundWindow(host.PlaygroundConfig{HostVersion: "dev",
+		Options: host.Options{DataDir: dir, Ephemeral: true, Events: cfg.Bus}})
+	if err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
+		return exitUndecided
+	}
+	cfg.Opener = pw
+	w := pw.Window()
+	var once sync.Once
+	w.OnEvent(func(ev host.Event) {
+		if ev.Kind == host.EventLauncherLoaded {
+			once.Do(func() { fmt.Fprintf(e.stdout, "%-22s%s\n", "window", "the launcher is loaded") })
+		}
+		if verbose {
+			fmt.Fprintf(e.stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
+		}
+	})
+	started := make(chan *playground.Playground, 1)
+	failed := make(chan struct{})
+	go func() {
+		p, err := playground.Start(ctx, cfg)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "miniapp-host:", err)
+			fmt.Fprintln(e.stderr, "miniapp-host: a port may be taken; --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 picks free ones")
+			close(failed)
+			// From inside the main loop: Start can fail before Run has
+			// started it, and a quit before then would be lost.
+			w.Dispatch(w.Terminate)
+			return
+		}
+		started <- p
+		printPlayground(e, p, data, true)
+		if err := w.ShowLauncher(p.LauncherURL()); err != nil {
+			fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		}
+		if browser {
+			if err := exec.Command("xdg-open", p.LauncherURL()).Start(); err != nil {
+				fmt.Fprintln(e.stderr, "miniapp-host: could not open a browser (xdg-open):", err)
+			}
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		w.Terminate()
+	}()
+	w.Run()
+	// The window is closed (or ctx ended): stop the servers, once they
+	// have started.
+	select {
+	case p := <-started:
+		if err := p.Close(); err != nil {
+			fmt.Fprintln(e.stderr, "miniapp-host: stopping:", err)
+		}
+		return exitOK
+	case <-failed:
+		return exitUndecided
+	}
+}
+
 // printPlayground prints every address of a running playground.
-func printPlayground(e env, p *playground.Playground, data string) {
+func printPlayground(e env, p *playground.Playground, data string, window bool) {
 	w := e.stdout
 	row := func(k, v string) { fmt.Fprintf(w, "%-22s%s\n", k, v) }
 	fmt.Fprintln(w, "Miniapp Host playground")
@@ -119,6 +207,11 @@ func printPlayground(e env, p *playground.Playground, data string) {
 		subs = append(subs, sub.ID)
 	}
 	row("subjects", strings.Join(subs, ", ")+" (pick one on the sign-in page, or in the launcher for the window)")
-	fmt.Fprintln(w, "\nNo desktop window in this build yet: launches are resolved and reported in the launcher;")
+	if window {
+		fmt.Fprintln(w, "\nThe launcher is in the desktop window: Launch opens a Miniapp in its \"Miniapp\" tab, the")
+		fmt.Fprintln(w, "\"Launcher\" tab goes back. Closing the window or Ctrl-C stops everything.")
+		return
+	}
+	fmt.Fprintln(w, "\nNo desktop window: launches are resolved and reported in the launcher;")
 	fmt.Fprintln(w, "open a demo Miniapp in a browser tab from its report. Ctrl-C stops everything.")
 }

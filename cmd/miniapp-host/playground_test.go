@@ -19,7 +19,7 @@ func TestPlayground(t *testing.T) {
 	var out, errs syncBuffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, env{args: []string{"playground", "--addr", "127.0.0.1:0", "--launcher-addr", "127.0.0.1:0"},
+		done <- run(ctx, env{args: []string{"playground", "--no-window", "--addr", "127.0.0.1:0", "--launcher-addr", "127.0.0.1:0"},
 			stdout: &out, stderr: &errs})
 	}()
 	deadline := time.Now().Add(30 * time.Second)

@@ -1,0 +1,222 @@
+//go:build linux && cgo
+
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/playground"
+)
+
+// TestPlaygroundWindow is `make run` end to end in the window: the
+// playground's servers, its launcher in the window's launcher page, a
+// broken Miniapp launched from it and rejected with the stage and code it
+// was built to fail with, the subject switched, and the confidential demo
+// launched from it, mounted in the Miniapp's page, its navigation to the
+// service caught, the consent approved through the automation controller,
+// and the whole flow in the launcher's inspector (navigation with its
+// rule, consent shown and decided, code, cookies, token and its claims).
+// It writes screenshots of the launcher and the inspector to
+// artifacts/playground/.
+func TestPlaygroundWindow(t *testing.T) {
+	pw := newPlaygroundWindow(testWin, "test")
+	bus := bridge.NewBus(nil)
+	testBus.forwardTo(t, bus)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	p, err := playground.Start(ctx, playground.Config{Opener: pw, Bus: bus})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("playground: close: %v", err)
+		}
+		testWin.showPage(pageMiniapp)
+	})
+	dir := filepath.Join(filepath.Dir(artifactDir(t)), "playground")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	rec := record(t)
+	if err := testWin.ShowLauncher(p.LauncherURL()); err != nil {
+		t.Fatal(err)
+	}
+	loaded := rec.wait(t, "the launcher loaded", kind(EventLauncherLoaded))
+	if strings.Contains(loaded.URL, "token") {
+		t.Errorf("the launcher's load event carries its token: %s", loaded.URL)
+	}
+	pollLauncher(t, `document.body.dataset.ready === "true" && document.getElementById("channel").dataset.state === "open" &&
+		document.querySelectorAll("#list-broken li").length === 4 && document.querySelectorAll("#list-demo li").length === 2`)
+	if got := launcherString(t, `document.getElementById("window-status").hidden ? "" : document.getElementById("window-status").textContent`); got != "" {
+		t.Errorf("the launcher says %q about the window, want nothing: it has one", got)
+	}
+	snapLauncher(t, filepath.Join(dir, "window-launcher.png"))
+	snapWindow(t, filepath.Join(dir, "window.png"))
+
+	t.Run("broken Miniapp", func(t *testing.T) {
+		launcherClick(t, `#miniapps-pane li[data-id="broken-unregistered"] button.launch`)
+		pollLauncher(t, `document.querySelector('#launches > li[data-id="broken-unregistered"]') !== null`)
+		var r struct{ Outcome, Failed, Code, Pointer, Window string }
+		launcherJSON(t, `(() => {
+			const li = document.querySelector('#launches > li[data-id="broken-unregistered"]');
+			const q = (s) => { const e = li.querySelector(s); return e ? e.textContent : ""; };
+			const f = li.querySelector('tr[data-outcome="failed"]');
+			return { Outcome: li.dataset.outcome, Failed: f ? f.dataset.stage : "", Code: q(".reason .code"),
+				Pointer: q(".reason .pointer").replace(/^ at /, ""), Window: li.querySelector(".window").dataset.opened };
+		})()`, &r)
+		if r.Outcome != "rejected" || r.Failed != "client" || r.Code != "client-not-registered" || r.Pointer != "/oauth/client_id" || r.Window != "false" {
+			t.Errorf("report %+v, want rejected at client with client-not-registered at /oauth/client_id, not opened", r)
+		}
+		pollLauncher(t, `[...document.querySelectorAll('#timeline li[data-kind="resolve.stage"][data-ok="false"] .ev-summary')]
+			.some((e) => e.textContent.startsWith("broken-unregistered") && e.textContent.includes("client-not-registered"))`)
+	})
+
+	t.Run("good Miniapp", func(t *testing.T) {
+		// The subject switcher's choice signs in on the window's consent.
+		if got := launcherString(t, `(() => { const s = document.getElementById("subject"); s.value = "sub_benjamin";
+			s.dispatchEvent(new Event("change")); return s.value; })()`); got != "sub_benjamin" {
+			t.Fatalf("subject switcher: %q", got)
+		}
+		pollFor(t, "the subject switched", func() bool { return p.Subject() == "sub_benjamin" })
+
+		launcherClick(t, `#miniapps-pane li[data-id="demo-confidential"] button.launch`)
+		pollLauncher(t, `(() => { const li = document.querySelector('#launches > li[data-id="demo-confidential"]');
+			return li !== null && li.dataset.outcome === "accepted" && li.querySelector(".window").dataset.opened === "true"; })()`)
+		rec.wait(t, "the consent screen", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+		snapWindow(t, filepath.Join(dir, "window-consent.png"))
+		actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := pw.ApproveConsent(actx, bridge.ApproveCommand{})
+		acancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.wait(t, "the Miniapp signed in", func(e Event) bool {
+			return e.Kind == EventLoadFinished && strings.Contains(e.URL, strings.TrimPrefix(entryOrigin(t, p, playground.DemoConfidentialID), "http://"))
+		})
+
+		// Back to the launcher: the inspector has the whole flow.
+		testWin.showPage(pageLauncher)
+		pollLauncher(t, `(() => {
+			const sums = (k) => [...document.querySelectorAll('#timeline li[data-kind="' + k + '"] .ev-summary')].map((e) => e.textContent);
+			return sums("navigation").some((s) => s.startsWith("consent ") && s.endsWith("rule authorization-endpoint")) &&
+				sums("consent.shown").some((s) => s.startsWith("client demo-confidential asks")) &&
+				sums("consent.decided").some((s) => s.startsWith("approve")) &&
+				sums("code.issued").some((s) => s.startsWith("code for demo-confidential")) &&
+				sums("cookies.synced").length > 0 &&
+				sums("token.issued").length > 0 &&
+				sums("token.claims").some((s) => s.startsWith("sub sub_benjamin"));
+		})()`)
+		launcherString(t, `(() => { document.getElementById("inspector").scrollIntoView(); return ""; })()`)
+		snapLauncher(t, filepath.Join(dir, "window-inspector.png"))
+		snapWindow(t, filepath.Join(dir, "window-inspector-full.png"))
+	})
+
+	t.Run("reset storage", func(t *testing.T) {
+		o := entryOrigin(t, p, playground.DemoConfidentialID)
+		if h, err := testWin.Cookies(t.Context(), o+"/"); err != nil || !strings.Contains(h, "demo_session=") {
+			t.Fatalf("before the reset the view sends %q (%v), want the demo's session cookie", h, err)
+		}
+		launcherClick(t, `#miniapps-pane li[data-id="demo-confidential"] button.reset`)
+		pollLauncher(t, `(() => { const r = document.querySelector('#miniapps-pane li[data-id="demo-confidential"] .reset-result');
+			return r !== null && r.textContent.startsWith("The window forgot"); })()`)
+		if h, err := testWin.Cookies(t.Context(), o+"/"); err != nil || h != "" {
+			t.Errorf("after the reset the view sends %q (%v), want no cookie", h, err)
+		}
+	})
+}
+
+// entryOrigin is the origin the playground serves the Miniapp id at.
+func entryOrigin(t *testing.T, p *playground.Playground, id string) string {
+	t.Helper()
+	list, err := p.Miniapps(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list {
+		if e.ID == id {
+			return e.Origin
+		}
+	}
+	t.Fatalf("the playground lists no %s", id)
+	return ""
+}
+
+// launcherJSON evaluates js in the launcher's view and decodes its value.
+func launcherJSON(t *testing.T, js string, v any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := testWin.EvalLauncher(ctx, js)
+	if err != nil {
+		t.Fatalf("launcher eval: %v", err)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("launcher eval: %q: %v", out, err)
+	}
+}
+
+func launcherString(t *testing.T, js string) string {
+	t.Helper()
+	var s string
+	launcherJSON(t, js, &s)
+	return s
+}
+
+// launcherClick clicks the element sel of the launcher page, as its
+// automation does (the page's own click handler runs).
+func launcherClick(t *testing.T, sel string) {
+	t.Helper()
+	q, _ := json.Marshal(sel)
+	if got := launcherString(t, `(() => { const e = document.querySelector(`+string(q)+`); if (!e) return "missing"; e.click(); return "ok"; })()`); got != "ok" {
+		t.Fatalf("launcher: %s is %s", sel, got)
+	}
+}
+
+// pollLauncher evaluates cond in the launcher until it is true, for up to
+// 20 s.
+func pollLauncher(t *testing.T, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		out, err := testWin.EvalLauncher(ctx, "!!("+cond+")")
+		cancel()
+		if err == nil && out == "true" {
+			return
+		}
+		if time.Now().After(deadline) {
+			tl, _ := testWin.EvalLauncher(context.Background(), `[...document.querySelectorAll("#timeline li")].map((l) => l.dataset.kind + ": " + l.querySelector(".ev-summary").textContent).join("\n")`)
+			t.Fatalf("launcher: timed out waiting for %s (%s, %v); timeline:\n%s", cond, out, err, tl)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// snapLauncher writes the launcher's view as a PNG.
+func snapLauncher(t *testing.T, path string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := testWin.SnapshotLauncher(ctx, path); err != nil {
+		t.Errorf("launcher screenshot: %v", err)
+	}
+}
+
+// snapWindow writes the whole window, as the screen shows it, as a PNG.
+func snapWindow(t *testing.T, path string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := testWin.SnapshotWindow(ctx, path); err != nil {
+		t.Errorf("window screenshot: %v", err)
+	}
+}
