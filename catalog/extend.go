@@ -185,6 +185,7 @@ func (c *Catalog) Extend(decls ...Declaration) (*Catalog, error) {
 		byName:   make(map[string]*Type, len(c.byName)),
 		schemas:  make(map[*Type]*jsonschema.Schema, len(c.schemas)),
 		verdicts: newVerdicts(),
+		fill:     c.fill,
 	}
 	for k, v := range c.byScope {
 		n.byScope[k] = v

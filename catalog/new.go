@@ -27,6 +27,8 @@ type Catalog struct {
 	schemas map[*Type]*jsonschema.Schema
 	// verdicts memoises the verdicts of detail texts (verdicts.go).
 	verdicts *verdicts
+	// fill replaces the spec's placeholders with these endpoints.
+	fill *strings.Replacer
 }
 
 // New builds the catalog for the given endpoints: it fills the placeholders
@@ -45,6 +47,7 @@ func New(ep Endpoints) (*Catalog, error) {
 		"{invoicing_origin}", ep.InvoicingOrigin(),
 	)
 	c := &Catalog{
+		fill:     fill,
 		ep:       ep,
 		byScope:  make(map[string]Scope, len(scopeDefs)),
 		byName:   make(map[string]*Type, len(typeDefs)),
@@ -141,6 +144,11 @@ func (e Endpoints) resource(p Provider) string {
 	}
 	return strings.TrimSuffix(e.BaseURL, "/")
 }
+
+// Fill replaces the spec's placeholders in s ({base_url},
+// {signing_base_url}, {invoicing_base_url}, {signing_origin},
+// {invoicing_origin}) with the catalog's endpoints, as in type names.
+func (c *Catalog) Fill(s string) string { return c.fill.Replace(s) }
 
 // Endpoints returns the endpoints the catalog was built for.
 func (c *Catalog) Endpoints() Endpoints { return c.ep }

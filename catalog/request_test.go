@@ -241,3 +241,16 @@ func TestViolationCap(t *testing.T) {
 		t.Fatalf("%d violations, last %+v", len(r.Violations), last)
 	}
 }
+
+func TestFill(t *testing.T) {
+	c := newTestCatalog(t)
+	got := c.Fill("{base_url}/x {signing_base_url} {invoicing_base_url} {signing_origin}/authorization-details/signatures {invoicing_origin}")
+	want := "https://bank.example/x https://sign.example/api https://invoices.example/v1 https://sign.example/authorization-details/signatures https://invoices.example"
+	if got != want {
+		t.Errorf("Fill = %q, want %q", got, want)
+	}
+	x, err := c.Extend(payrollDeclaration())
+	if err != nil || x.Fill("{base_url}") != "https://bank.example" {
+		t.Errorf("an extended catalog fills as its origin does: %v", err)
+	}
+}

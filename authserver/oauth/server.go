@@ -273,12 +273,7 @@ func (s *Server) resourceOf(c *store.Client) string {
 
 // fill replaces the endpoint placeholders of seeded values ({base_url},
 // {signing_base_url}, {signing_origin}...) with this run's addresses.
-func (s *Server) fill(v string) string {
-	ep := s.cfg.Catalog.Endpoints()
-	return strings.NewReplacer("{base_url}", s.cfg.baseURL(), "{signing_base_url}", ep.SigningBaseURL,
-		"{invoicing_base_url}", ep.InvoicingBaseURL, "{signing_origin}", ep.SigningOrigin(),
-		"{invoicing_origin}", ep.InvoicingOrigin()).Replace(v)
-}
+func (s *Server) fill(v string) string { return s.cfg.Catalog.Fill(v) }
 
 // clientCache keeps clients in memory: the token and grant endpoints read a
 // client on every request, and clients change only through Invalidate.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -261,6 +263,11 @@ func (s *Store) DecideSubmission(ctx context.Context, id, status, reason, assign
 		n, err = res.RowsAffected()
 		return wrap("decide submission", err)
 	})
+	if n > 0 {
+		// After the commit: a reader that started before it labelled its
+		// result with the old generation, which is now ignored.
+		s.policies.gen.Add(1)
+	}
 	if err != nil || n > 0 {
 		return err
 	}
@@ -279,8 +286,36 @@ type Policy struct {
 	Types  []string `json:"types"`
 }
 
-// ApprovedPolicy returns the union of a project's approved policies.
+// policyCache memoises ApprovedPolicy: every authorization asks for it
+// (the project's approval check) and it changes only when the operator
+// decides a submission. Each entry carries the generation it was read in;
+// DecideSubmission moves the generation on, so an entry read before a
+// decision is never used after it.
+type policyCache struct {
+	gen atomic.Uint64
+	m   sync.Map // project id -> policyEntry
+}
+
+type policyEntry struct {
+	gen uint64
+	p   Policy
+}
+
+// ApprovedPolicy returns the union of a project's approved policies. The
+// caller may keep but not change the slices.
 func (s *Store) ApprovedPolicy(ctx context.Context, projectID string) (Policy, error) {
+	gen := s.policies.gen.Load()
+	if e, ok := s.policies.m.Load(projectID); ok && e.(policyEntry).gen == gen {
+		return e.(policyEntry).p, nil
+	}
+	p, err := s.readApprovedPolicy(ctx, projectID)
+	if err == nil {
+		s.policies.m.Store(projectID, policyEntry{gen, p})
+	}
+	return p, err
+}
+
+func (s *Store) readApprovedPolicy(ctx context.Context, projectID string) (Policy, error) {
 	subs, err := s.Submissions(ctx, SubmissionFilter{ProjectID: projectID, Kind: KindPolicy, Status: StatusApproved})
 	if err != nil {
 		return Policy{}, err

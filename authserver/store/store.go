@@ -37,9 +37,10 @@ type Store struct {
 	r  *sql.DB // read-only pool
 	cp *sql.DB // the checkpointer's connection
 
-	stmts statements
-	cache *cache
-	wc    worldCache
+	stmts    statements
+	cache    *cache
+	wc       worldCache
+	policies policyCache // approved policies, by project (onboarding.go)
 
 	ops        chan *writeOp
 	quit       chan struct{}
