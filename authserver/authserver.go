@@ -29,6 +29,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/dashboard"
@@ -104,6 +105,14 @@ type Config struct {
 	// OAuth tunes the token lifetimes and limits; its Issuer, Catalog,
 	// Store, Now, Rand and Logger are set by Start.
 	OAuth oauth.Config
+	// PurgeEvery is how often codes and tokens long expired are deleted
+	// (store.Purge), starting at Start; zero means every 10 minutes, a
+	// negative value never.
+	PurgeEvery time.Duration
+	// PurgeKeep is how long past their expiry codes and tokens are kept, so
+	// that a replayed code still revokes its grant and an expired token is
+	// still named expired; zero means 24 hours.
+	PurgeKeep time.Duration
 }
 
 // URLs are the addresses of a running server.
@@ -142,6 +151,10 @@ type Server struct {
 	creds   []Credential
 	rand    io.Reader
 	opKey   string
+
+	stopPurge chan struct{} // closed by Close, once (stopOnce)
+	purgeDone chan struct{} // closed when the purge loop has returned
+	stopOnce  sync.Once
 }
 
 // role is one listener and what it serves.
@@ -248,7 +261,40 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.servers = append(s.servers, hs)
 		go hs.Serve(r.ln)
 	}
+	s.stopPurge, s.purgeDone = make(chan struct{}), make(chan struct{})
+	go s.purgeLoop(cfg)
 	return s, nil
+}
+
+// purgeLoop deletes long-expired codes and tokens at start and then every
+// cfg.PurgeEvery, until Close.
+func (s *Server) purgeLoop(cfg Config) {
+	defer close(s.purgeDone)
+	every, keep, now := cfg.PurgeEvery, cfg.PurgeKeep, cfg.Now
+	if every < 0 {
+		return
+	}
+	if every == 0 {
+		every = 10 * time.Minute
+	}
+	if keep <= 0 {
+		keep = 24 * time.Hour
+	}
+	if now == nil {
+		now = time.Now
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := s.st.Purge(context.Background(), now(), keep); err != nil && cfg.Logger != nil {
+			cfg.Logger.Error("authserver: purging expired codes and tokens", "err", err)
+		}
+		select {
+		case <-s.stopPurge:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // extendCatalog puts in force the base catalog extended with every
@@ -418,6 +464,12 @@ func (s *Server) Close() error {
 		if err := hs.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if s.stopPurge != nil {
+		// Close may be called again; a purge in flight finishes before the
+		// store closes.
+		s.stopOnce.Do(func() { close(s.stopPurge) })
+		<-s.purgeDone
 	}
 	errs = append(errs, s.st.Close())
 	return errors.Join(errs...)
