@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,10 +48,7 @@ func runCatalog(_ context.Context, e env) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+		return flagExit(err)
 	}
 	cat, err := catalog.New(ep)
 	if err != nil {

@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -76,6 +78,16 @@ func run(ctx context.Context, e env) int {
 	}
 	e.args = e.args[1:]
 	return c.run(ctx, e)
+}
+
+// flagExit is a subcommand's exit after its flags failed to parse: exitOK
+// when the user asked for -h (the usage is printed), exitUsage otherwise
+// (the flag package has said which flag is wrong).
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
 }
 
 func usage(w io.Writer) {

@@ -252,10 +252,7 @@ func runDashboard(ctx context.Context, e env, group string) int {
 	}
 	args, err := parseInterspersed(fs, e.args[1:])
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+		return flagExit(err)
 	}
 	if len(args) != act.nargs {
 		fmt.Fprintf(e.stderr, "miniapp-host: %s %s: want %d argument(s), got %d\n", group, e.args[0], act.nargs, len(args))

@@ -39,10 +39,7 @@ func runOpen(ctx context.Context, e env) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+		return flagExit(err)
 	}
 	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
 	switch {

@@ -43,10 +43,7 @@ func runResolve(ctx context.Context, e env) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+		return flagExit(err)
 	}
 	offline := *manifestFile != "" || *clientFile != "" || *manifestURL != ""
 	usageErr := func(msg string) int {

@@ -46,10 +46,7 @@ func runServe(ctx context.Context, e env) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+		return flagExit(err)
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
