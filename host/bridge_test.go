@@ -38,6 +38,7 @@ window.addEventListener("message", function (m) { document.body.dataset.frame = 
 	rec := record(t)
 	app := Miniapp{Name: "iframe", LoadURL: mustURL(t, page.URL+"/"), Consent: e.consent, Bridge: d,
 		Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{page.URL, e.other.URL}}}
+	forgetConsents(t) // a fresh subject: the consent view shows
 	if err := testWin.Mount(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +87,7 @@ func TestConfidentialApprove(t *testing.T) {
 	before := e.authorizeHits()
 	busFrom := testBus.len()
 	rec := record(t)
+	forgetConsents(t) // a fresh subject: the consent view shows
 	if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +189,7 @@ func TestConfidentialDeny(t *testing.T) {
 	e := testEnv(t)
 	clearCookies(t)
 	rec := record(t)
+	forgetConsents(t) // a fresh subject: the consent view shows
 	if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
 		t.Fatal(err)
 	}
@@ -333,4 +336,48 @@ func TestOtherClientRefused(t *testing.T) {
 	if got := rec.all(kind(EventConsentRequested)); len(got) != 0 {
 		t.Errorf("the service was asked: %v", got)
 	}
+}
+
+// TestRememberedConsentIsNotAskedAgain: once the subject approved, the same
+// request from the same client completes without the consent view (spec 1:
+// consent is remembered per subject and client), and a new request after
+// the consent is revoked asks again.
+func TestRememberedConsentIsNotAskedAgain(t *testing.T) {
+	e := testEnv(t)
+	app := publicApp(t, e, nil)
+	rec := mount(t, app)
+	signIn := func(rec *recorder) Event {
+		t.Helper()
+		testWin.Eval(`document.getElementById("signin").click()`)
+		return rec.wait(t, "consent requested", kind(EventConsentRequested))
+	}
+	back := func() *recorder {
+		t.Helper()
+		rec := record(t)
+		testWin.Eval(`location.href = ` + strconv.Quote(app.StartURL.String()))
+		rec.wait(t, "start page", func(ev Event) bool { return ev.Kind == EventLoadFinished && ev.URL == app.StartURL.String() })
+		return rec
+	}
+
+	signIn(rec)
+	rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+	press(t, "approve")
+	rec.wait(t, "completed", kind(EventCompleted))
+	pollJS(t, `document.body.dataset.state`, "code")
+
+	rec = back()
+	asked := signIn(rec)
+	rec.waitAfter(t, asked, "remembered", kind(EventConsentRemembered))
+	rec.waitAfter(t, asked, "completed", kind(EventCompleted))
+	pollJS(t, `document.body.dataset.state`, "code")
+	for _, ev := range rec.all(func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" }) {
+		t.Errorf("the consent view was shown again (%v) for a remembered consent", ev)
+	}
+
+	forgetConsents(t)
+	rec = back()
+	signIn(rec)
+	rec.wait(t, "consent shown after revocation", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+	press(t, "deny")
+	rec.wait(t, "completed", kind(EventCompleted))
 }

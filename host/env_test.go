@@ -5,6 +5,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -208,9 +209,13 @@ func (e *env) publicAuthorizeURL() string {
 		oauth2.SetAuthURLParam("resource", e.svc.URL+"/api"))
 }
 
-// mount mounts a Miniapp and waits for its first page.
+// mount mounts a Miniapp and waits for its first page. Each test starts as
+// subjects who never consented to the Miniapp's client: a consent one test
+// approved would otherwise be remembered, and the next test's consent
+// view would never show.
 func mount(t *testing.T, app Miniapp) *recorder {
 	t.Helper()
+	forgetConsents(t)
 	rec := record(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -222,6 +227,28 @@ func mount(t *testing.T, app Miniapp) *recorder {
 	want := app.LoadURL.String()
 	rec.wait(t, "first load of "+want, func(e Event) bool { return e.Kind == EventLoadFinished && e.URL == want })
 	return rec
+}
+
+// forgetConsents revokes every remembered consent of every seeded subject
+// (spec 1: revocable), so that the next flow asks again.
+func forgetConsents(t *testing.T) {
+	t.Helper()
+	world, err := seed.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, st := context.Background(), testEnv(t).st
+	for _, sub := range world.Subjects {
+		cs, err := st.Consents(ctx, sub.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if err := st.RevokeConsent(ctx, sub.ID, c.ClientID, time.Now()); err != nil && !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("revoking %s's consent to %s: %v", sub.ID, c.ClientID, err)
+			}
+		}
+	}
 }
 
 func mustURL(t *testing.T, raw string) *url.URL {

@@ -27,6 +27,7 @@ func TestFigures(t *testing.T) {
 	for i := 0; i < runs; i++ {
 		clearCookies(t)
 		rec := record(t)
+		forgetConsents(t) // a fresh subject: the consent view shows
 		if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
 			t.Fatal(err)
 		}

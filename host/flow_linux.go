@@ -132,9 +132,27 @@ func (w *Window) beginFlow(f *flow, u *url.URL) error {
 		if !current {
 			return
 		}
+		if m, ok := rememberedModel(screen.Model); ok {
+			// Spec 1: the subject's consent is remembered per subject and
+			// client, and the subject is not asked again for what they
+			// granted; the service approves with the account bound then.
+			w.emit(Event{Kind: EventConsentRemembered, URL: u.String()})
+			w.decide(consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
+			return
+		}
 		w.showHost(map[string]any{"screen": "consent", "model": screen.Model})
 	}()
 	return nil
+}
+
+// rememberedModel reports whether the service says the subject already
+// consented to everything the screen would ask (consent.Model.Remembered).
+func rememberedModel(model json.RawMessage) (consent.Model, bool) {
+	var m consent.Model
+	if json.Unmarshal(model, &m) != nil {
+		return m, false
+	}
+	return m, m.Remembered
 }
 
 // endFlow clears f if it is still the running flow and reports whether it

@@ -68,6 +68,7 @@ func TestOpenExternalNeedsNativeInput(t *testing.T) {
 	rec := record(t)
 	app := Miniapp{Name: "gestures", LoadURL: mustURL(t, page.URL+"/"), Consent: e.consent, Bridge: d,
 		Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{page.URL}}}
+	forgetConsents(t) // a fresh subject: the consent view shows
 	if err := testWin.Mount(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}

@@ -145,6 +145,7 @@ const (
 	EventConsentIgnored       EventKind = "consent-ignored"        // caught while a consent was already running
 	EventHostShown            EventKind = "host-shown"             // the host's view painted a screen (Detail: its name)
 	EventConsentDecided       EventKind = "consent-decided"        // Detail: approve or deny
+	EventConsentRemembered    EventKind = "consent-remembered"     // consented to all of it before: approved without asking (URL)
 	EventCallback             EventKind = "callback"               // the host made the confidential callback request
 	EventCompleted            EventKind = "completed"              // the view is sent to URL after an authorization
 	EventBridgeMessage        EventKind = "bridge-message"         // a top-frame bridge message was passed on
