@@ -359,25 +359,34 @@ func TestRememberedConsentIsNotAskedAgain(t *testing.T) {
 		return rec
 	}
 
-	signIn(rec)
+	// done waits for the callback page the completion leads to, so that no
+	// load of this test is still running when the next test mounts.
+	done := func(rec *recorder, after Event, state string) {
+		t.Helper()
+		completed := rec.waitAfter(t, after, "completed", kind(EventCompleted))
+		rec.waitAfter(t, completed, "callback page", func(ev Event) bool {
+			return ev.Kind == EventLoadFinished && ev.URL == completed.URL
+		})
+		pollJS(t, `document.body.dataset.state`, state)
+	}
+
+	asked := signIn(rec)
 	rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
 	press(t, "approve")
-	rec.wait(t, "completed", kind(EventCompleted))
-	pollJS(t, `document.body.dataset.state`, "code")
+	done(rec, asked, "code")
 
 	rec = back()
-	asked := signIn(rec)
+	asked = signIn(rec)
 	rec.waitAfter(t, asked, "remembered", kind(EventConsentRemembered))
-	rec.waitAfter(t, asked, "completed", kind(EventCompleted))
-	pollJS(t, `document.body.dataset.state`, "code")
+	done(rec, asked, "code")
 	for _, ev := range rec.all(func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" }) {
 		t.Errorf("the consent view was shown again (%v) for a remembered consent", ev)
 	}
 
 	forgetConsents(t)
 	rec = back()
-	signIn(rec)
+	asked = signIn(rec)
 	rec.wait(t, "consent shown after revocation", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
 	press(t, "deny")
-	rec.wait(t, "completed", kind(EventCompleted))
+	done(rec, asked, "denied")
 }
