@@ -232,11 +232,14 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, s.pages.login, loginData{RequestID: p.id, CSRF: se.csrf, ClientName: p.v.client.Name, Subjects: subs})
 }
 
-// handleLoginSubmit signs the browser in as the chosen subject.
-func (s *Server) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
+// postedPending reads a form post of the sign-in or consent page: the form
+// itself, the browser session with its pending request, and the CSRF token
+// that must match the session's (one check for every post). On failure it
+// has written the error page and reports false.
+func (s *Server) postedPending(w http.ResponseWriter, r *http.Request) (*session, *pending, bool) {
 	if err := parsePostForm(w, r); err != nil {
 		s.errorPage(w, r, s.asError(r, err))
-		return
+		return nil, nil, false
 	}
 	se, p, oe := s.browserPending(r, r.PostForm.Get("request"))
 	if oe == nil {
@@ -244,6 +247,15 @@ func (s *Server) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	if oe != nil {
 		s.errorPage(w, r, oe)
+		return nil, nil, false
+	}
+	return se, p, true
+}
+
+// handleLoginSubmit signs the browser in as the chosen subject.
+func (s *Server) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
+	se, p, ok := s.postedPending(w, r)
+	if !ok {
 		return
 	}
 	sub, err := s.cfg.Store.Subject(r.Context(), r.PostForm.Get("subject"))
@@ -303,16 +315,8 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 
 // handleConsentSubmit applies the decision and redirects to the client.
 func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
-	if err := parsePostForm(w, r); err != nil {
-		s.errorPage(w, r, s.asError(r, err))
-		return
-	}
-	se, p, oe := s.browserPending(r, r.PostForm.Get("request"))
-	if oe == nil {
-		oe = checkCSRF(se, r)
-	}
-	if oe != nil {
-		s.errorPage(w, r, oe)
+	se, p, ok := s.postedPending(w, r)
+	if !ok {
 		return
 	}
 	if p = s.pending.take(p.id, s.cfg.Now()); p == nil {

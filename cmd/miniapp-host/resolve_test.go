@@ -22,7 +22,7 @@ func TestResolveOffline(t *testing.T) {
 		wantCode                                int
 	}{
 		{"offline-confidential", "notes.webmanifest", "client-confidential.json", "https://notes.example/miniapp.webmanifest", "com.example.notes", exitOK},
-		{"offline-public", "public.webmanifest", "client-public.json", "https://TODO.example:443/v1/miniapp.webmanifest", "com.example.todo", exitOK},
+		{"offline-public", "public.webmanifest", "client-public.json", "https://ToDo.EXAMPLE:443/v1/miniapp.webmanifest", "com.example.todo", exitOK},
 		{"offline-schema", "bad.webmanifest", "client-confidential.json", "https://notes.example/miniapp.webmanifest", "com.example.notes", exitRejected},
 		{"offline-evil-urls", "evil-start.webmanifest", "client-confidential.json", "https://notes.example/miniapp.webmanifest", "com.example.notes", exitRejected},
 		{"offline-confidential-as-public", "public.webmanifest", "client-confidential.json", "https://todo.example/miniapp.webmanifest", "com.example.todo", exitRejected},
