@@ -99,7 +99,6 @@ func TestAuthorizeErrorsRedirect(t *testing.T) {
 		{"details selection and identifiers", map[string]string{"authorization_details": `[{"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"selection":{"max":1},"identifiers":["` + anaAccount1 + `"]}]`}, nil, nil, "invalid_authorization_details"},
 		{"company detail without org_id", map[string]string{"authorization_details": "[" + charge + "]"}, nil, nil, "invalid_request"},
 		{"unknown org_id", map[string]string{"authorization_details": "[" + charge + "]", "org_id": "org_nowhere"}, nil, nil, "invalid_request"},
-		{"prompt none", map[string]string{"prompt": "none"}, nil, nil, "consent_required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := e.authParams(c)

@@ -1,7 +1,9 @@
 package authserver_test
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -136,4 +138,59 @@ func TestBrowserRemembersConsent(t *testing.T) {
 	if p := b.get(e.u.Authorization + "?" + q.Encode()); p.status != http.StatusOK || !strings.Contains(p.url.Path, "/oauth/consent") {
 		t.Fatalf("prompt=consent: want the consent page, got %d %s", p.status, p.url)
 	}
+}
+
+// TestPromptNone: prompt=none (OpenID Connect Core §3.1.2.1) never shows a
+// page. A signed-in subject who consented before gets the code at once;
+// something new is consent_required; nobody signed in is login_required;
+// every error carries state and iss. The native API refuses it unless the
+// consent is remembered.
+func TestPromptNone(t *testing.T) {
+	e := start(t)
+	b := newBrowser(t, e.u.Issuer)
+	_, c := pkce(t)
+	q := e.authParams(c)
+	silent := func(b *browser, q url.Values) url.Values {
+		t.Helper()
+		q = cloneValues(q)
+		q.Set("prompt", "none")
+		p := b.get(e.u.Authorization + "?" + q.Encode())
+		loc, err := url.Parse(p.header.Get("Location"))
+		if err != nil || !strings.HasPrefix(loc.String(), publicRedir+"?") {
+			t.Fatalf("prompt=none: want a redirect to the client, got %d %s %q", p.status, p.url, p.header.Get("Location"))
+		}
+		if loc.Query().Get("state") != q.Get("state") || loc.Query().Get("iss") != e.u.Issuer {
+			t.Errorf("prompt=none answer %s lacks state or iss", loc)
+		}
+		return loc.Query()
+	}
+	if r := silent(b, q); r.Get("error") != "login_required" {
+		t.Fatalf("nobody signed in: %v, want login_required", r)
+	}
+	if rq := b.browserCode(e.u.Authorization+"?"+q.Encode(), subAna, map[string]string{"action": "approve"}); rq.Get("code") == "" {
+		t.Fatalf("first consent: %v", rq)
+	}
+	if r := silent(b, q); r.Get("code") == "" {
+		t.Fatalf("remembered consent: %v, want a code without any page", r)
+	}
+	more := cloneValues(q)
+	more.Set("scope", q.Get("scope")+" email")
+	if r := silent(b, more); r.Get("error") != "consent_required" {
+		t.Fatalf("a new scope: %v, want consent_required", r)
+	}
+
+	nq := cloneValues(more)
+	nq.Set("prompt", "none")
+	st, m := e.native(map[string]any{"authorization_url": e.u.Authorization + "?" + nq.Encode(), "subject": subCarla})
+	if st != http.StatusBadRequest || m["error"] != "consent_required" || !strings.Contains(fmt.Sprint(m["redirect_url"]), "error=consent_required") {
+		t.Fatalf("native prompt=none without consent: %d %v", st, m)
+	}
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
 }

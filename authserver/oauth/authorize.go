@@ -91,11 +91,21 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 		}
 		v.company = &co
 	}
-	if req.Prompt == "none" {
-		// Every request here needs the subject's interaction.
-		return v, true, oauthErr(codeConsentRequired, "prompt=none cannot be honoured: consent is required")
-	}
 	return v, true, nil
+}
+
+// promptNone applies prompt=none (OpenID Connect Core §3.1.2.1) to a
+// consent model: the request may be answered without any screen only when
+// the subject already consented to all of it and every check passes
+// (spec 1, the subject's consent); otherwise it is consent_required.
+func promptNone(v *validated, m *consent.Model) error {
+	if v.req.Prompt != "none" {
+		return nil
+	}
+	if m.Remembered && m.Validate(consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount}) == nil {
+		return nil
+	}
+	return oauthErr(codeConsentRequired, "prompt=none: the subject has not consented to all of this before; send the request without prompt=none to ask")
 }
 
 // handleAuthorize serves the authorization endpoint for browsers: it checks
@@ -129,11 +139,50 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
 	}
+	if v.req.Prompt == "none" {
+		s.answerSilently(w, r, sess, p)
+		return
+	}
 	next := pathLogin
 	if sess.subject() != "" && v.req.Prompt != "login" {
 		next = pathConsent
 	}
 	http.Redirect(w, r, next+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
+}
+
+// answerSilently answers a browser's prompt=none request without showing a
+// page (OpenID Connect Core §3.1.2.1): a signed-in subject who consented to
+// all of it before gets the code; anyone else gets login_required or
+// consent_required, at the redirect_uri with state and iss like any error.
+func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *session, p *pending) {
+	fail := func(err error) {
+		s.pending.take(p.id, s.cfg.Now())
+		http.Redirect(w, r, s.errorRedirect(p.v.req.RedirectURI, p.v.req.State, s.asError(r, err)), http.StatusSeeOther)
+	}
+	subj := sess.subject()
+	if subj == "" {
+		fail(oauthErr(codeLoginRequired, "prompt=none: nobody is signed in"))
+		return
+	}
+	m, err := s.buildModel(r.Context(), p, subj)
+	if err == nil {
+		err = promptNone(p.v, m)
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	tp := s.pending.take(p.id, s.cfg.Now())
+	if tp == nil {
+		fail(oauthErr(codeInvalidRequest, "this request was already decided"))
+		return
+	}
+	to, err := s.decide(r.Context(), tp, consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
+	if err != nil {
+		http.Redirect(w, r, s.errorRedirect(p.v.req.RedirectURI, p.v.req.State, s.asError(r, err)), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 // newPending stores a validated request until its decision, for a browser

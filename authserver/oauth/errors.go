@@ -45,6 +45,7 @@ const (
 	codeInvalidTarget               = "invalid_target"
 	codeInvalidAuthorizationDetails = "invalid_authorization_details"
 	codeConsentRequired             = "consent_required"
+	codeLoginRequired               = "login_required"
 	codeInvalidToken                = "invalid_token"
 	codeInsufficientScope           = "insufficient_scope"
 	codeUnsupportedTokenType        = "unsupported_token_type"

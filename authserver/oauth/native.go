@@ -91,11 +91,17 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 		if p, err = s.newPending(v, "", host.ID); err == nil {
 			var m *consent.Model
 			if m, err = s.buildModel(r.Context(), p, body.Subject); err == nil {
-				writeJSON(w, http.StatusCreated, nativeRequest{RequestID: p.id, ExpiresIn: int64(s.cfg.ConsentTTL.Seconds()), Consent: m})
-				return
+				// A host shows its consent screen unless the model is
+				// remembered: prompt=none allows only that case.
+				if err = promptNone(v, m); err == nil {
+					writeJSON(w, http.StatusCreated, nativeRequest{RequestID: p.id, ExpiresIn: int64(s.cfg.ConsentTTL.Seconds()), Consent: m})
+					return
+				}
+				s.pending.take(p.id, s.cfg.Now())
+			} else {
+				s.pending.take(p.id, s.cfg.Now())
+				redirect = false // an unknown subject is the host's mistake, not the client's
 			}
-			s.pending.take(p.id, s.cfg.Now())
-			redirect = false // an unknown subject is the host's mistake, not the client's
 		}
 	}
 	oe := s.asError(r, err)
