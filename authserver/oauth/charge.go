@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
+
+	"github.com/miniapp-host/miniapp-host/catalog"
 )
 
 // The charge endpoint is the one banking operation the reference server
@@ -33,8 +34,6 @@ type charge struct {
 	Status   string `json:"status"`
 }
 
-var amountPattern = regexp.MustCompile(`^[1-9][0-9]{0,14}$`)
-
 // handleCharge serves POST {base_url}/automatic-charges: it creates a
 // charge when the token's grant holds an automatic-charge detail with
 // create_automatic_charge or execute_automatic_charge whose transaction
@@ -55,7 +54,7 @@ func (s *Server) handleCharge(w http.ResponseWriter, r *http.Request) {
 		s.writeGrantError(w, r, oauthErr(codeInvalidCharge, "body must be {\"amount\": \"<CLP digits>\", \"currency\": \"CLP\"}"))
 		return
 	}
-	if !amountPattern.MatchString(body.Amount) {
+	if !catalog.IsAmount(body.Amount) {
 		s.writeGrantError(w, r, oauthErr(codeInvalidCharge, "amount must be a string of 1 to 15 digits without a leading zero (spec 8)"))
 		return
 	}

@@ -251,7 +251,7 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request, org stri
 	if !readJSON(w, r, &in) {
 		return
 	}
-	if strings.TrimSpace(in.Title) == "" || len(in.Title) > 200 || !isAmount(in.Amount) {
+	if strings.TrimSpace(in.Title) == "" || len(in.Title) > 200 || !catalog.IsAmount(in.Amount) {
 		writeError(w, http.StatusBadRequest, "invalid_request", `send {"title": "1 to 200 characters", "amount": "an amount in CLP, 1 to 15 digits"}`)
 		return
 	}
@@ -263,18 +263,6 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request, org stri
 	s.documents[org] = append(s.documents[org], d)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, d)
-}
-
-func isAmount(s string) bool {
-	if len(s) < 1 || len(s) > 15 || s[0] == '0' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 func keyView(org string, k *ecdsa.PrivateKey) map[string]any {
