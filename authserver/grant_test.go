@@ -118,9 +118,7 @@ func TestExampleProvider(t *testing.T) {
 func TestIntrospectionAndRevocation(t *testing.T) {
 	e := start(t)
 	v, c := pkce(t)
-	q := e.authParams(c)
-	q.Set("client_id", confID)
-	q.Set("redirect_uri", confRedir)
+	q := e.confAuthParams(c)
 	q.Set("authorization_details", `[{"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"identifiers":["`+anaAccount1+`"]}]`)
 	code := e.nativeCode(q, subAna, map[string]string{"action": "approve", "account_id": anaAccount1}).Get("code")
 	st, m := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {confRedir}, "code_verifier": {v}}, confID, e.confSecret)

@@ -124,6 +124,14 @@ func (e *env) authParams(challenge string) url.Values {
 	}
 }
 
+// confAuthParams are authParams for the confidential demo client.
+func (e *env) confAuthParams(challenge string) url.Values {
+	q := e.authParams(challenge)
+	q.Set("client_id", confID)
+	q.Set("redirect_uri", confRedir)
+	return q
+}
+
 // do sends a request and decodes a JSON answer into a map.
 func (e *env) do(req *http.Request) (int, map[string]any, http.Header) {
 	e.t.Helper()

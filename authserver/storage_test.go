@@ -15,9 +15,7 @@ import (
 func TestSecretsStoredHashed(t *testing.T) {
 	e := start(t)
 	v, c := pkce(t)
-	q := e.authParams(c)
-	q.Set("client_id", confID)
-	q.Set("redirect_uri", confRedir)
+	q := e.confAuthParams(c)
 	code := e.nativeCode(q, subAna, map[string]string{"action": "approve"}).Get("code")
 	st, m := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {confRedir}, "code_verifier": {v}}, confID, e.confSecret)
 	if st != http.StatusOK {

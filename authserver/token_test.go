@@ -16,9 +16,7 @@ import (
 func TestCodeReplayRevokesTokens(t *testing.T) {
 	e := start(t)
 	v, c := pkce(t)
-	q := e.authParams(c)
-	q.Set("client_id", confID)
-	q.Set("redirect_uri", confRedir)
+	q := e.confAuthParams(c)
 	code := e.nativeCode(q, subAna, map[string]string{"action": "approve"}).Get("code")
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {confRedir}, "code_verifier": {v}}
 	st, m := e.token(form, confID, e.confSecret)
@@ -159,9 +157,7 @@ func TestTokenEndpointRefusals(t *testing.T) {
 	})
 	t.Run("client_secret_post", func(t *testing.T) {
 		v, c := pkce(t)
-		q := e.authParams(c)
-		q.Set("client_id", confID)
-		q.Set("redirect_uri", confRedir)
+		q := e.confAuthParams(c)
 		q.Set("scope", "openid")
 		code := e.nativeCode(q, subAna, map[string]string{"action": "approve"}).Get("code")
 		st, m := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {confRedir},
