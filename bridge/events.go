@@ -231,3 +231,22 @@ func secretParam(name string) bool {
 	}
 	return redactedParams[strings.ToLower(name)]
 }
+
+// UIStalledEvent reports that the host's UI loop has not run a dispatched
+// function for Seconds: clicks, keys and commands wait meanwhile. A
+// UIRecoveredEvent follows if it runs again.
+type UIStalledEvent struct {
+	Seconds float64 `json:"seconds"`
+}
+
+// Kind implements Event.
+func (UIStalledEvent) Kind() string { return "ui.stalled" }
+
+// UIRecoveredEvent reports that the UI loop runs again after a stall of
+// Seconds.
+type UIRecoveredEvent struct {
+	Seconds float64 `json:"seconds"`
+}
+
+// Kind implements Event.
+func (UIRecoveredEvent) Kind() string { return "ui.recovered" }

@@ -13,28 +13,10 @@ import (
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
-// SameSite values as libsoup numbers them (SoupSameSitePolicy).
-const (
-	sameSiteNone   = 0
-	sameSiteLax    = 1
-	sameSiteStrict = 2
-)
-
-// viewCookie is a cookie to write into the view's store, flags kept.
-type viewCookie struct {
-	Name, Value string
-	Domain      string // the host: cookies are host-only on the Miniapp's origin
-	Path        string
-	MaxAge      int // seconds; -1 for a session cookie
-	HTTPOnly    bool
-	Secure      bool
-	SameSite    int
-}
-
 // callbackResult is what the host's own callback request produced.
 type callbackResult struct {
-	Next    *url.URL     // where the view goes next
-	Cookies []viewCookie // Set-Cookie of the callback, for the Miniapp's origin only
+	Next    *url.URL // where the view goes next
+	Cookies []Cookie // Set-Cookie of the callback, for the Miniapp's origin only
 	Status  int
 }
 
@@ -83,9 +65,9 @@ func callback(ctx context.Context, client *http.Client, cb *url.URL, cookieHeade
 // other than cb's host would reach other origins, so it is dropped; one
 // naming cb's host exactly is kept host-only, which is what the Miniapp's
 // origin alone means.
-func cookiesFor(cb *url.URL, set []*http.Cookie, now time.Time) []viewCookie {
+func cookiesFor(cb *url.URL, set []*http.Cookie, now time.Time) []Cookie {
 	host := origin.Of(cb).Host
-	var out []viewCookie
+	var out []Cookie
 	for _, c := range set {
 		if c.Domain != "" && !strings.EqualFold(strings.TrimPrefix(c.Domain, "."), host) {
 			continue
@@ -93,7 +75,7 @@ func cookiesFor(cb *url.URL, set []*http.Cookie, now time.Time) []viewCookie {
 		if c.Name == "" {
 			continue
 		}
-		vc := viewCookie{
+		vc := Cookie{
 			Name: c.Name, Value: c.Value, Domain: host, Path: c.Path,
 			MaxAge: -1, HTTPOnly: c.HttpOnly, Secure: c.Secure,
 		}
@@ -110,13 +92,13 @@ func cookiesFor(cb *url.URL, set []*http.Cookie, now time.Time) []viewCookie {
 		}
 		switch c.SameSite {
 		case http.SameSiteLaxMode:
-			vc.SameSite = sameSiteLax
+			vc.SameSite = SameSiteLax
 		case http.SameSiteStrictMode:
-			vc.SameSite = sameSiteStrict
+			vc.SameSite = SameSiteStrict
 		default:
 			// Unspecified and None: libsoup 2 stores both as None, which
 			// is what WebKit would have kept had it seen the header.
-			vc.SameSite = sameSiteNone
+			vc.SameSite = SameSiteNone
 		}
 		out = append(out, vc)
 	}

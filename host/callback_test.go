@@ -16,20 +16,20 @@ func TestCookiesFor(t *testing.T) {
 	cases := []struct {
 		name string
 		in   http.Cookie
-		want *viewCookie // nil: dropped
+		want *Cookie // nil: dropped
 	}{
 		{"host-only session cookie, flags kept", http.Cookie{Name: "s", Value: "v", Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode},
-			&viewCookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/", MaxAge: -1, HTTPOnly: true, Secure: true, SameSite: sameSiteStrict}},
+			&Cookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/", MaxAge: -1, HTTPOnly: true, Secure: true, SameSite: SameSiteStrict}},
 		{"max-age kept", http.Cookie{Name: "s", Value: "v", Path: "/", MaxAge: 3600, SameSite: http.SameSiteLaxMode},
-			&viewCookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/", MaxAge: 3600, SameSite: sameSiteLax}},
+			&Cookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/", MaxAge: 3600, SameSite: SameSiteLax}},
 		{"expires becomes max-age", http.Cookie{Name: "s", Value: "v", Path: "/", Expires: now.Add(90 * time.Second)},
-			&viewCookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/", MaxAge: 90, SameSite: sameSiteNone}},
+			&Cookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/", MaxAge: 90, SameSite: SameSiteNone}},
 		{"deletion", http.Cookie{Name: "s", Path: "/", MaxAge: -1},
-			&viewCookie{Name: "s", Domain: "127.0.0.1", Path: "/", MaxAge: 0, SameSite: sameSiteNone}},
+			&Cookie{Name: "s", Domain: "127.0.0.1", Path: "/", MaxAge: 0, SameSite: SameSiteNone}},
 		{"default path", http.Cookie{Name: "s", Value: "v"},
-			&viewCookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/auth", MaxAge: -1, SameSite: sameSiteNone}},
+			&Cookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/auth", MaxAge: -1, SameSite: SameSiteNone}},
 		{"domain naming the host stays host-only", http.Cookie{Name: "s", Value: "v", Path: "/", Domain: "127.0.0.1"},
-			&viewCookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/", MaxAge: -1, SameSite: sameSiteNone}},
+			&Cookie{Name: "s", Value: "v", Domain: "127.0.0.1", Path: "/", MaxAge: -1, SameSite: SameSiteNone}},
 		{"another domain is dropped", http.Cookie{Name: "s", Value: "v", Path: "/", Domain: "evil.example"}, nil},
 	}
 	for _, c := range cases {

@@ -36,9 +36,11 @@ type ConsentScreen struct {
 // Bridge is the Miniapp's bridge dispatcher (*bridge.Dispatcher): the host
 // injects its script into the top frame, hands it every message with what
 // the host knows of the calling frame, and tells it when a new document
-// commits. It reaches the page back through the window (bridge.View).
+// commits, and closes it when another Miniapp is mounted. It reaches the
+// page back through the window (bridge.View).
 type Bridge interface {
 	Script() string
 	Receive(f bridge.Frame, msg string)
 	Navigated(doc bridge.Document)
+	Close()
 }

@@ -1,15 +1,18 @@
 package host
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -51,6 +54,14 @@ type OpenConfig struct {
 	// and token to Log.
 	Automation     bool
 	AutomationAddr string
+	// DevTools enables the web inspector in the Miniapp's view.
+	DevTools bool
+	// StopGrace bounds how long the UI loop may take to stop once ctx
+	// ends; 3s. Stuck is called when it does not (the loop is stalled), after
+	// the data folder of an ephemeral Miniapp is removed: it must end the
+	// process.
+	StopGrace time.Duration
+	Stuck     func()
 }
 
 // publishReport sends the resolver's stages to the automation channel.
@@ -147,4 +158,193 @@ func rejectionText(err error) (title, text string) {
 		b.WriteString(err.Error())
 	}
 	return title, strings.TrimSpace(b.String())
+}
+
+// Open opens one Miniapp in a desktop window made by newEngine and returns
+// when the window is closed or ctx ends. It must run on the main
+// goroutine. The window opens at once; resolution runs beside it, and a
+// rejection is shown in the window (the Miniapp is never loaded) and
+// returned. When ctx ends and the UI loop does not stop within
+// cfg.StopGrace, cfg.Stuck is called (see RunUntil).
+func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = http.DefaultClient
+	}
+	dir, cleanup, err := cfg.dataDir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := UseDataDir(dir); err != nil {
+		return err
+	}
+	bus := bridge.NewBus(nil)
+	w, err := NewWindow(newEngine, Options{Title: "Miniapp Host", DataDir: dir, Ephemeral: cfg.Ephemeral, Subject: cfg.Subject,
+		HTTPClient: cfg.HTTP, Events: bus, DevTools: cfg.DevTools})
+	if err != nil {
+		return err
+	}
+	if cfg.Automation {
+		a, err := bridge.NewAutomation(bridge.AutomationConfig{Addr: cfg.AutomationAddr, Bus: bus,
+			Controller: w.Controller(func(ctx context.Context, cmd bridge.OpenCommand) error {
+				c := cfg
+				c.Origin, c.ID = cmd.Origin, cmd.ID
+				if cmd.Dashboard != "" {
+					c.Dashboard = cmd.Dashboard
+				}
+				return w.openOrShow(ctx, c)
+			})})
+		if err != nil {
+			return err
+		}
+		if err := a.Listen(); err != nil {
+			return err
+		}
+		defer a.Close()
+		fmt.Fprintf(cfg.Log, "open: automation channel %s token %s\n", a.URL(), a.Token())
+	}
+	if cfg.OnEvent != nil {
+		w.OnEvent(cfg.OnEvent)
+	}
+	fmt.Fprintf(cfg.Log, "open: WebKit data in %s\n", dir)
+	result := make(chan error, 1)
+	go func() { result <- w.openOrShow(ctx, cfg) }()
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = 3 * time.Second
+	}
+	stuck := cfg.Stuck
+	if stuck == nil {
+		stuck = func() {}
+	}
+	w.RunUntil(ctx, cfg.StopGrace, func() { cleanup(); stuck() })
+	select {
+	case err := <-result:
+		return err
+	default:
+		return ctx.Err()
+	}
+}
+
+// openOrShow opens a Miniapp, or shows in the window why it could not.
+func (w *Window) openOrShow(ctx context.Context, cfg OpenConfig) error {
+	err := w.openMiniapp(ctx, cfg)
+	if err != nil {
+		title, text := rejectionText(err)
+		w.ShowRejection(title, text)
+	}
+	return err
+}
+
+// openMiniapp resolves the Miniapp and mounts it. Discovery (then the
+// content filter) and resolution run at the same time: each is a few
+// round trips, and the window is waiting for both.
+func (w *Window) openMiniapp(ctx context.Context, cfg OpenConfig) error {
+	type discovered struct {
+		svc *Service
+		err error
+	}
+	dc := make(chan discovered, 1)
+	go func() {
+		svc, err := Discover(ctx, cfg.HTTP, cfg.Service)
+		if err == nil {
+			var auth *url.URL
+			if auth, err = parseCanonical(svc.Authorize); err == nil {
+				err = w.PrepareFilter(ctx, auth)
+			}
+		}
+		dc <- discovered{svc, err}
+	}()
+	r, err := resolver.New(resolver.Config{Dashboard: cfg.Dashboard, HTTPClient: cfg.HTTP})
+	if err != nil {
+		return err
+	}
+	app, err := r.Resolve(ctx, cfg.ID, cfg.Origin)
+	publishReport(w.opts.Events, cfg, err, app)
+	if cfg.OnResolved != nil {
+		cfg.OnResolved(app, err)
+	}
+	if err != nil {
+		return err
+	}
+	d := <-dc
+	if d.err != nil {
+		return d.err
+	}
+	fmt.Fprintf(cfg.Log, "open: loading %s\n", app.LoadURL)
+	return w.MountResolved(ctx, app, d.svc, MountOptions{HostClientID: cfg.HostClientID, HostSecret: cfg.HostSecret,
+		HostVersion: cfg.HostVersion, HTTP: cfg.HTTP})
+}
+
+// MountOptions are what MountResolved needs besides the Miniapp and the
+// service.
+type MountOptions struct {
+	// HostClientID and HostSecret are the host's own credential for the
+	// native-consent API.
+	HostClientID, HostSecret string
+	// Subject, when set, signs in instead of Options.Subject.
+	Subject string
+	// HostVersion is reported to pages by getContext.
+	HostVersion string
+	// HTTP is the client for the native-consent API, the callback and
+	// the token request; Options.HTTPClient when nil.
+	HTTP *http.Client
+}
+
+// MountResolved mounts a Miniapp the resolver accepted, signing in with the
+// service svc: the navigation policy from its client's allowed origins,
+// the native consent with the host's credential, and for a public client
+// the bridge with one of its redirect_uris.
+func (w *Window) MountResolved(ctx context.Context, app *resolver.Miniapp, svc *Service, o MountOptions) error {
+	if o.HTTP == nil {
+		o.HTTP = w.opts.HTTPClient
+	}
+	m, err := w.miniappOf(app, svc, o)
+	if err != nil {
+		return err
+	}
+	m.Subject = o.Subject
+	if err := w.Mount(ctx, m); err != nil {
+		if m.Bridge != nil {
+			m.Bridge.Close()
+		}
+		return err
+	}
+	return nil
+}
+
+// miniappOf turns a resolved Miniapp into what the window mounts.
+func (w *Window) miniappOf(app *resolver.Miniapp, svc *Service, cfg MountOptions) (Miniapp, error) {
+	auth, err := parseCanonical(svc.Authorize)
+	if err != nil {
+		return Miniapp{}, err
+	}
+	m := Miniapp{Name: app.Manifest.Name, LoadURL: app.LoadURL, StartURL: app.StartURL,
+		Confidential: app.Client.Confidential(), ClientID: app.Manifest.OAuth.ClientID,
+		Policy:  Policy{Authorize: auth, Allowed: app.Client.AllowedOrigins},
+		Consent: &NativeConsent{Endpoint: svc.Native, ClientID: cfg.HostClientID, ClientSecret: cfg.HostSecret, HTTP: cfg.HTTP}}
+	if !m.Confidential {
+		// A public client signs in through the bridge (way 2): the host
+		// needs one of its redirect_uris on the Miniapp's origin.
+		redirect := ""
+		for _, ru := range app.Client.RedirectURIs {
+			if u, err := parseCanonical(ru); err == nil && sameOriginAs(u, app.Origin) {
+				redirect = ru
+				break
+			}
+		}
+		if redirect == "" {
+			return Miniapp{}, errors.New("host: the public client has no redirect_uri on the Miniapp's origin; the bridge cannot authorize")
+		}
+		d, err := w.NewBridge(BridgeConfig{Origin: app.Origin, ID: app.Manifest.ID, ClientID: app.Manifest.OAuth.ClientID,
+			RedirectURI: redirect, AuthorizeURL: svc.Authorize, TokenURL: svc.Token, Issuer: svc.Issuer,
+			Resource: svc.BaseURL(), HostVersion: cfg.HostVersion, HTTP: cfg.HTTP, Events: w.opts.Events})
+		if err != nil {
+			return Miniapp{}, err
+		}
+		m.Bridge = d
+	}
+	return m, nil
 }

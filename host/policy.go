@@ -169,12 +169,12 @@ func (p *Policy) IsAuthorize(u *url.URL) bool {
 	return got == want || strings.HasPrefix(got, want+"/")
 }
 
-// filterRules is the WebKit content-blocker list that stops fetch and XHR
+// FilterRules is the WebKit content-blocker list that stops fetch and XHR
 // (which are not navigations) towards the authorization endpoint, and
 // redirects towards it. A second rule blocks percent-escapes in paths on the
 // service's origin, because content-blocker patterns cannot match the
 // escaped spellings of the endpoint's path and servers decode them.
-func (p *Policy) filterRules() string {
+func (p *Policy) FilterRules() string {
 	o := origin.Of(p.Authorize)
 	base := regexp.QuoteMeta(o.String())
 	ep := regexp.QuoteMeta(path.Clean("/" + p.Authorize.Path))

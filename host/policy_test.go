@@ -107,8 +107,8 @@ func TestPolicyFilterRules(t *testing.T) {
 			Type string `json:"type"`
 		} `json:"action"`
 	}
-	if err := json.Unmarshal([]byte(p.filterRules()), &rules); err != nil {
-		t.Fatalf("rules are not JSON: %v\n%s", err, p.filterRules())
+	if err := json.Unmarshal([]byte(p.FilterRules()), &rules); err != nil {
+		t.Fatalf("rules are not JSON: %v\n%s", err, p.FilterRules())
 	}
 	want := []string{`^http://127\.0\.0\.1:8080/oauth/authorize`, `^http://127\.0\.0\.1:8080/[^?#]*%`}
 	if len(rules) != len(want) {

@@ -2,20 +2,13 @@ package host
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 )
-
-// ErrNoWebview is what NewWindow and Open return in a build without
-// WebKitGTK (CGO_ENABLED=0, or not Linux).
-var ErrNoWebview = errors.New("host: this build has no webview (it was built without cgo, or not for Linux with WebKitGTK); rebuild with CGO_ENABLED=1 on Linux")
 
 // Options configure the window. The zero value of each field has the
 // default its comment names.
@@ -39,8 +32,15 @@ type Options struct {
 	HangTimeout time.Duration
 	// FlowTimeout bounds each step of a consent flow's network calls; 30s.
 	FlowTimeout time.Duration
-	// Debug enables WebKit's developer tools.
-	Debug bool
+	// DevTools enables the engine's web inspector in the Miniapp's view.
+	DevTools bool
+	// Launcher gives the window the playground's launcher page beside the
+	// Miniapp's (ShowLauncher, ShowPage).
+	Launcher bool
+	// StallAfter is how long the UI loop may take to run a dispatched
+	// function before the window reports it stalled
+	// (EventUIStalled); 5s.
+	StallAfter time.Duration
 	// Events receives the automation channel's events (navigation
 	// decisions, consent, codes and tokens by fingerprint, cookie sync);
 	// a *bridge.Bus. Nil: none.
@@ -69,22 +69,8 @@ func (o *Options) setDefaults() error {
 	if o.FlowTimeout == 0 {
 		o.FlowTimeout = 30 * time.Second
 	}
-	return nil
-}
-
-// UseDataDir points WebKit's XDG_DATA_HOME, XDG_CACHE_HOME and
-// XDG_CONFIG_HOME at folders under dir, so that everything WebKit keeps
-// for a Miniapp (local storage, caches, IndexedDB) is its own. It must run
-// before the window is made, because WebKit reads them once.
-func UseDataDir(dir string) error {
-	for env, sub := range map[string]string{"XDG_DATA_HOME": "data", "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config"} {
-		p := filepath.Join(dir, sub)
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return fmt.Errorf("host: data dir: %w", err)
-		}
-		if err := os.Setenv(env, p); err != nil {
-			return fmt.Errorf("host: data dir: %w", err)
-		}
+	if o.StallAfter == 0 {
+		o.StallAfter = 5 * time.Second
 	}
 	return nil
 }
@@ -154,6 +140,8 @@ const (
 	EventWebProcessTerminated EventKind = "web-process-terminated" // the web process ended (Detail: why)
 	EventError                EventKind = "error"                  // a flow failed (Detail)
 	EventLauncherLoaded       EventKind = "launcher-loaded"        // the playground's launcher finished loading (URL, without its fragment)
+	EventUIStalled            EventKind = "ui-stalled"             // the UI loop has not run a dispatched function for Options.StallAfter (Detail)
+	EventUIRecovered          EventKind = "ui-recovered"           // the UI loop runs again after a stall (Detail: how long it stalled)
 )
 
 // Event is one thing that happened in the window.

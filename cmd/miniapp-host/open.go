@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -32,9 +33,10 @@ func runOpen(ctx context.Context, e env) int {
 	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "give the Miniapp a throw-away WebKit data folder")
 	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
 	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
+	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view (right click, Inspect Element)")
 	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent) to stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [-v]")
+		fmt.Fprintln(e.stderr, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--devtools] [-v]")
 		fmt.Fprintln(e.stderr, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it)")
 		fs.PrintDefaults()
 	}
@@ -49,25 +51,48 @@ func runOpen(ctx context.Context, e env) int {
 	case cfg.Origin == "" || cfg.ID == "":
 		fmt.Fprintln(e.stderr, "miniapp-host: open: --origin and --id are required")
 		return exitUsage
-	case !host.HasWebview:
+	case !webkitgtk.Available:
 		fmt.Fprintln(e.stderr, "miniapp-host: open:", host.ErrNoWebview)
 		return exitUsage
 	}
-	if *verbose {
-		cfg.OnEvent = func(ev host.Event) {
-			fmt.Fprintf(e.stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
-		}
-	}
+	cfg.OnEvent = windowEvents(e, *verbose)
 	cfg.OnResolved = func(app *resolver.Miniapp, err error) { printResolve(e.stdout, e.stderr, app, err, false) }
-	err := host.Open(ctx, cfg)
+	cfg.Stuck = stuckExit(e, "open")
+	err := host.Open(ctx, webkitgtk.New, cfg)
 	var rej *resolver.Rejection
 	switch {
 	case err == nil || errors.Is(err, context.Canceled):
 		return exitOK
+	case errors.Is(err, host.ErrNoDisplay):
+		fmt.Fprintln(e.stderr, "miniapp-host: open:", err)
+		return exitUsage
 	case errors.As(err, &rej):
 		return exitRejected
 	default:
 		fmt.Fprintln(e.stderr, "miniapp-host: open:", err)
 		return exitUndecided
+	}
+}
+
+// windowEvents prints the window's events to stderr: every one with -v, and
+// always those a user must know of (a stalled UI loop).
+func windowEvents(e env, verbose bool) func(host.Event) {
+	return func(ev host.Event) {
+		switch {
+		case ev.Kind == host.EventUIStalled || ev.Kind == host.EventUIRecovered:
+			fmt.Fprintf(e.stderr, "miniapp-host: window: %s\n", ev.Detail)
+		case verbose:
+			fmt.Fprintf(e.stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
+		}
+	}
+}
+
+// stuckExit ends the process when the window's UI loop did not stop after
+// a SIGINT or SIGTERM (host.Window.RunUntil): it is stalled, and the main
+// goroutine, inside it, cannot return.
+func stuckExit(e env, cmd string) func() {
+	return func() {
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: the window's UI loop did not stop when asked (it is stalled); exiting without it\n", cmd)
+		os.Exit(exitUndecided)
 	}
 }

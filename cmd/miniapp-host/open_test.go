@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
 )
 
 // TestOpenUsage covers what `open` decides before any window: its flags,
@@ -29,7 +29,7 @@ func TestOpenUsage(t *testing.T) {
 			}
 		})
 	}
-	if !host.HasWebview {
+	if !webkitgtk.Available {
 		code, _, stderr := runCLI(t, "", "open", "--origin", "http://127.0.0.1:8701", "--id", "x")
 		if code != exitUsage || !strings.Contains(stderr, "this build has no webview") {
 			t.Errorf("no-webview build: exit %d, stderr %q", code, stderr)

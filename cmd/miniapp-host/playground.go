@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -9,10 +10,12 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
 	"github.com/miniapp-host/miniapp-host/playground"
 )
 
@@ -21,6 +24,10 @@ import (
 // broken ones the four after, and the automation channel the launcher's
 // port + 9.
 const defaultLauncherAddr = "127.0.0.1:8700"
+
+// stopGrace is how long the window's UI loop may take to stop after a
+// SIGINT or SIGTERM before the process ends without it.
+const stopGrace = 3 * time.Second
 
 // runPlayground is `miniapp-host playground` (what `make run` starts): the
 // reference server, the demo and broken Miniapps, the automation channel
@@ -33,9 +40,10 @@ func runPlayground(ctx context.Context, e env) int {
 	data := fs.String("data", "", "folder of the server's database, kept between runs (default: a fresh temporary folder, removed on exit)")
 	browser := fs.Bool("browser", false, "open the launcher in the user's browser (xdg-open)")
 	noWindow := fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)")
+	devtools := fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view (right click, Inspect Element)")
 	verbose := fs.Bool("v", false, "log internal errors and the window's events to stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--browser] [--no-window] [-v]")
+		fmt.Fprintln(e.stderr, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--browser] [--no-window] [--devtools] [-v]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(e.args); err != nil {
@@ -56,12 +64,13 @@ func runPlayground(ctx context.Context, e env) int {
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
-	if !*noWindow && host.HasWebview {
-		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
-			fmt.Fprintln(e.stderr, "miniapp-host: playground: no display, so no window: `make run` starts a virtual one (xvfb-run); launches are resolved and reported in the launcher only")
-		} else {
-			return runPlaygroundWindow(ctx, e, cfg, *data, *browser, *verbose)
+	if !*noWindow {
+		if !webkitgtk.Available {
+			fmt.Fprintln(e.stderr, "miniapp-host: playground:", host.ErrNoWebview)
+			fmt.Fprintln(e.stderr, "miniapp-host: playground: --no-window serves the launcher without a window")
+			return exitUsage
 		}
+		return runPlaygroundWindow(ctx, e, cfg, *data, *browser, *verbose, *devtools)
 	}
 	p, err := playground.Start(ctx, cfg)
 	if err != nil {
@@ -87,7 +96,7 @@ func runPlayground(ctx context.Context, e env) int {
 // webview_go locked to the main thread, while the servers start on
 // another; the launcher loads in the window as soon as they serve. It
 // returns when the window is closed or ctx ends.
-func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data string, browser, verbose bool) int {
+func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data string, browser, verbose, devtools bool) int {
 	dir, err := os.MkdirTemp("", "miniapp-host-playground-webkit-")
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
@@ -101,22 +110,24 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		return exitUndecided
 	}
 	cfg.Bus = bridge.NewBus(nil)
-	pw, err := host.NewPlaygroundWindow(host.PlaygroundConfig{HostVersion: "dev",
-		Options: host.Options{DataDir: dir, Ephemeral: true, Events: cfg.Bus}})
+	w, err := host.NewWindow(webkitgtk.New, host.Options{Title: "Miniapp Host playground", Width: 1280, Height: 860,
+		DataDir: dir, Ephemeral: true, Events: cfg.Bus, Launcher: true, DevTools: devtools})
+	if errors.Is(err, host.ErrNoDisplay) {
+		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
+		return exitUsage
+	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
 		return exitUndecided
 	}
-	cfg.Opener = pw
-	w := pw.Window()
+	cfg.Opener = playground.NewWindow(w, "dev")
 	var once sync.Once
+	printEvent := windowEvents(e, verbose)
 	w.OnEvent(func(ev host.Event) {
 		if ev.Kind == host.EventLauncherLoaded {
 			once.Do(func() { fmt.Fprintf(e.stdout, "%-22s%s\n", "window", "the launcher is loaded") })
 		}
-		if verbose {
-			fmt.Fprintf(e.stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
-		}
+		printEvent(ev)
 	})
 	started := make(chan *playground.Playground, 1)
 	failed := make(chan struct{})
@@ -142,11 +153,19 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 			}
 		}
 	}()
-	go func() {
-		<-ctx.Done()
-		w.Terminate()
-	}()
-	w.Run()
+	w.RunUntil(ctx, stopGrace, func() {
+		// The loop is stalled: the servers stop (their databases close
+		// cleanly) and the process ends without the window.
+		select {
+		case p := <-started:
+			if err := p.Close(); err != nil {
+				fmt.Fprintln(e.stderr, "miniapp-host: stopping:", err)
+			}
+		default:
+		}
+		os.RemoveAll(dir)
+		stuckExit(e, "playground")()
+	})
 	// The window is closed (or ctx ended): stop the servers, once they
 	// have started.
 	select {

@@ -1,5 +1,3 @@
-//go:build linux && cgo
-
 package host
 
 import (
@@ -59,8 +57,18 @@ func (w *Window) NewBridge(cfg BridgeConfig) (*bridge.Dispatcher, error) {
 	if cfg.Origin.IsOpaque() {
 		return nil, errors.New("host: bridge: the Miniapp's origin is required")
 	}
-	return bridge.New(bridge.Config{Origin: cfg.Origin, Host: &bridgeHost{w: w, cfg: cfg}, View: w, Events: cfg.Events})
+	return bridge.New(bridge.Config{Origin: cfg.Origin, Host: w.BridgeHost(cfg), View: w, Events: cfg.Events})
 }
+
+// BridgeHost is the window's bridge.Host for a Miniapp: what NewBridge
+// gives its dispatcher. It is exported for a dispatcher of one's own, such
+// as a test's that records the host's answers.
+func (w *Window) BridgeHost(cfg BridgeConfig) bridge.Host { return &bridgeHost{w: w, cfg: cfg} }
+
+// TransportKey is the key with which the host's transport script marks a
+// bridge message as coming from the Miniapp's top frame (transportScript).
+// Tests forge messages with it, as a script that had learnt it would.
+func (w *Window) TransportKey() string { return w.key }
 
 // Ready implements bridge.Host.
 func (h *bridgeHost) Ready(context.Context) error {
@@ -135,7 +143,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	case <-ctx.Done():
 		// The page went away: take the consent off the screen.
 		if w.endFlow(f) {
-			w.Dispatch(func() { hideHost(w) })
+			w.Dispatch(func() { w.showHostViewUI(false) })
 		}
 		return bridge.AuthorizeResult{}, ctx.Err()
 	}

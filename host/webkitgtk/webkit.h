@@ -1,41 +1,45 @@
-// Declarations shared by the cgo preamble of webkit_linux.go and the C
-// bodies in webkit_linux.c. The Go side only calls these functions; the C
-// side calls back into Go through the functions exported in _cgo_export.h.
+// Declarations shared by the cgo preamble of engine.go and the C bodies in
+// webkit.c. Go only calls these functions; the C side calls back into Go
+// through the functions exported in _cgo_export.h, always through MH_TO_GO
+// (webkit.c), which keeps JavaScriptCore's thread-suspend signal away from
+// Go's stacks (docs/webkitgtk.md, "Signals").
 
-#ifndef MINIAPP_HOST_WEBKIT_LINUX_H
-#define MINIAPP_HOST_WEBKIT_LINUX_H
+#ifndef MINIAPP_HOST_WEBKITGTK_H
+#define MINIAPP_HOST_WEBKITGTK_H
 
 #include <stdint.h>
 #include <gtk/gtk.h>
 #include <webkit2/webkit2.h>
 
-// mh_setup wraps the view that webview_go created in an overlay, adds the
-// host's own view on top of it (hidden) and connects every signal.
-// It returns the host view, or NULL when the window has no WebKitWebView.
-WebKitWebView *mh_setup(GtkWindow *win, uintptr_t handle);
-WebKitWebView *mh_main_view(GtkWindow *win);
+// View numbers, as package host numbers them (host.View).
+enum { MH_VIEW_MINIAPP = 0, MH_VIEW_HOST = 1, MH_VIEW_LAUNCHER = 2 };
 
-void mh_fix_signals(void);
+int mh_display_available(void);
+int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKitWebView **views);
+void mh_init_signals(void);
+int mh_suspend_signal(void);
+int mh_signals_without_onstack(int *out, int max);
+void mh_block_suspend(void);
+void mh_unblock_suspend(void);
+
 void mh_dispatch(uintptr_t fn);
 void mh_show_host_view(WebKitWebView *host, int show);
+void mh_show_page(GtkWindow *win, int page);
 void mh_load_uri(WebKitWebView *view, const char *uri);
 void mh_load_html(WebKitWebView *view, const char *html);
 void mh_eval(WebKitWebView *view, const char *js);
 void mh_eval_result(WebKitWebView *view, const char *js, uintptr_t req);
 void mh_install_filter(WebKitWebView *view, const char *store_path, const char *json, uintptr_t req);
-void mh_remove_filters(WebKitWebView *view);
+void mh_register_script(WebKitWebView *view, const char *script);
 void mh_add_cookie(WebKitWebView *view, const char *name, const char *value, const char *domain,
                    const char *path, int max_age, int http_only, int secure, int same_site, uintptr_t req);
 void mh_get_cookies(WebKitWebView *view, const char *uri, uintptr_t req);
 void mh_clear_cookies(WebKitWebView *view, uintptr_t req);
+void mh_forget_site(WebKitWebView *view, const char *host, uintptr_t req);
 void mh_set_persistent_cookies(WebKitWebView *view, const char *path);
 void mh_snapshot(WebKitWebView *view, const char *path, uintptr_t req);
+char *mh_snapshot_window(GtkWindow *win, const char *path);
 void mh_terminate_web_process(WebKitWebView *view);
 void mh_screen_centre(GtkWidget *widget, int *x, int *y);
-WebKitWebView *mh_add_launcher(GtkWindow *win, uintptr_t handle);
-void mh_show_page(GtkWindow *win, int page);
-char *mh_snapshot_window(GtkWindow *win, const char *path);
-void mh_forget_site(WebKitWebView *view, const char *host, uintptr_t req);
-void mh_register_bridge(WebKitWebView *view, const char *script);
 
 #endif

@@ -1,28 +1,131 @@
 //go:build linux && cgo
 
-// C bodies of the host's WebKitGTK layer. A cgo file that uses //export may
-// only declare C in its preamble, so the bodies live here and reach Go
-// through _cgo_export.h. Every function here runs on the GTK main thread.
+// C bodies of the WebKitGTK engine. A cgo file that uses //export may only
+// declare C in its preamble, so the bodies live here and reach Go through
+// _cgo_export.h. Every function here runs on the GTK main thread, but
+// mh_dispatch, which any thread may call.
 
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <libsoup/soup.h>
-#include "webkit_linux.h"
+#include "webkit.h"
 #include "_cgo_export.h"
 
-// mh_fix_signals re-applies SA_ONSTACK to the handlers JavaScriptCore
-// installs without it; Go crashes at random when a signal arrives on a
-// goroutine stack and the handler does not switch stacks (notes/webkitgtk.md).
-void mh_fix_signals(void) {
-	int sigs[] = {SIGSEGV, SIGBUS, SIGUSR1, SIGXCPU, SIGFPE, SIGPWR};
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+// Signals (docs/webkitgtk.md, "Signals").
+//
+// JavaScriptCore runs in this process too: WebKitGTK hands script results
+// and messages over as JSCValues of a VM in the UI process. Its garbage
+// collector suspends the threads registered with the VM, the GTK main
+// thread among them, by sending them the thread-suspend signal (WTF's
+// sigThreadSuspendResume: SIGUSR1, or JSC_SIGNAL_FOR_GC). Its handler
+// (WTF::Thread::signalHandlerSuspendResume) records the registers and
+// sleeps in sigsuspend, but only when it runs on the thread's own stack:
+// on any other stack it backs off, and the collector retries until it
+// succeeds. Two consequences for a Go process:
+//
+// - The handler must not get SA_ONSTACK. With it, it always runs on the
+//   alternate signal stack Go gives every thread, always backs off, and
+//   the collector retries for ever while the main thread waits for it in
+//   JSC::Heap::acquireAccessSlow: the window freezes and, its main loop
+//   stuck, ignores SIGINT and SIGTERM.
+// - Without SA_ONSTACK, the handler runs on whatever stack the thread is
+//   on, and the main thread also runs Go code, on a goroutine stack that
+//   may not have room for a signal frame. So the signal is blocked while
+//   the main thread runs Go code (MH_TO_GO, and around the main loop) and
+//   delivered when it returns to C, on the thread's own stack. The
+//   collector meanwhile waits on its semaphore, not in a loop; Go code on
+//   the main thread never calls into JavaScriptCore, so it cannot wait on
+//   the collector in turn.
+//
+// Every other handler that C code installs without SA_ONSTACK (JSC's
+// SIGSEGV and SIGBUS fault handlers, which chain to Go's) gets it: Go's
+// handler, reached through them, must run on the signal stack.
+
+static int mh_suspend_sig = SIGUSR1;
+static sigset_t mh_suspend_set;
+
+// MH_TO_GO wraps every call from C into Go.
+#define MH_TO_GO(call)                                                   \
+	do {                                                                 \
+		sigset_t mh_old_;                                                \
+		pthread_sigmask(SIG_BLOCK, &mh_suspend_set, &mh_old_);           \
+		call;                                                            \
+		pthread_sigmask(SIG_SETMASK, &mh_old_, NULL);                    \
+	} while (0)
+
+// mh_fix_signals gives SA_ONSTACK to every handler of a standard signal
+// that lacks it, but the thread-suspend signal's.
+static void mh_fix_signals(void) {
+	for (int sig = 1; sig < 32; sig++) {
+		if (sig == mh_suspend_sig || sig == SIGKILL || sig == SIGSTOP) continue;
 		struct sigaction sa;
-		if (sigaction(sigs[i], NULL, &sa) != 0) continue;
+		if (sigaction(sig, NULL, &sa) != 0) continue;
 		if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) continue;
 		if (sa.sa_flags & SA_ONSTACK) continue;
 		sa.sa_flags |= SA_ONSTACK;
-		sigaction(sigs[i], &sa, NULL);
+		sigaction(sig, &sa, NULL);
 	}
+}
+
+// mh_init_signals learns the suspend signal as WTF does, makes the UI
+// process's JavaScriptCore install its handlers now (a VM is made with the
+// first JSCContext) rather than at the first script result, and applies
+// mh_fix_signals. The main thread goes back to Go with the suspend signal
+// blocked.
+void mh_init_signals(void) {
+	const char *s = getenv("JSC_SIGNAL_FOR_GC");
+	int v = 0;
+	if (s && sscanf(s, "%d", &v) == 1 && v > 0 && v < 65) mh_suspend_sig = v;
+	sigemptyset(&mh_suspend_set);
+	sigaddset(&mh_suspend_set, mh_suspend_sig);
+	JSCContext *ctx = jsc_context_new();
+	JSCValue *val = jsc_context_evaluate(ctx, "0", -1);
+	if (val) g_object_unref(val);
+	g_object_unref(ctx);
+	mh_fix_signals();
+	mh_block_suspend();
+}
+
+int mh_suspend_signal(void) { return mh_suspend_sig; }
+
+void mh_block_suspend(void) { pthread_sigmask(SIG_BLOCK, &mh_suspend_set, NULL); }
+
+void mh_unblock_suspend(void) { pthread_sigmask(SIG_UNBLOCK, &mh_suspend_set, NULL); }
+
+// mh_signals_without_onstack lists the standard signals whose handler is
+// not Go's default and lacks SA_ONSTACK (for the tests); it returns how
+// many, writing at most max of them to out.
+int mh_signals_without_onstack(int *out, int max) {
+	int n = 0;
+	for (int sig = 1; sig < 32; sig++) {
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) != 0) continue;
+		if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN) continue;
+		if (sa.sa_flags & SA_ONSTACK) continue;
+		if (n < max) out[n] = sig;
+		n++;
+	}
+	return n;
+}
+
+// mh_display_available is gtk_init_check: whether a display can be opened.
+int mh_display_available(void) { return gtk_init_check(NULL, NULL) ? 1 : 0; }
+
+// A view's reference for its signals: the engine's handle and which view.
+typedef struct {
+	uintptr_t handle;
+	int view;
+} mh_ref;
+
+static mh_ref *mh_ref_new(uintptr_t handle, int view) {
+	mh_ref *r = g_new0(mh_ref, 1);
+	r->handle = handle;
+	r->view = view;
+	return r;
 }
 
 static const char *nav_uri(WebKitNavigationAction *a) {
@@ -37,23 +140,22 @@ static const char *nav_method(WebKitNavigationAction *a) {
 	return m ? m : "GET";
 }
 
-// on_decide_policy hands every navigation and new-window action of the
-// Miniapp's view to Go, which answers allow (0) or ignore (1).
-static gboolean on_decide_policy(WebKitWebView *view, WebKitPolicyDecision *d,
-                                 WebKitPolicyDecisionType type, gpointer data) {
-	if (type != WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION &&
-	    type != WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION) {
+// on_decide_policy hands every navigation and new-window action of a view
+// to Go, which answers allow (0) or ignore (1). Responses are WebKit's.
+static gboolean on_decide_policy(WebKitWebView *view, WebKitPolicyDecision *d, WebKitPolicyDecisionType type,
+                                 gpointer data) {
+	if (type != WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION && type != WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION) {
 		return FALSE;
 	}
+	mh_ref *r = data;
 	WebKitNavigationAction *a =
 		webkit_navigation_policy_decision_get_navigation_action(WEBKIT_NAVIGATION_POLICY_DECISION(d));
 	const char *frame = webkit_navigation_action_get_frame_name(a);
-	int verdict = goDecide((uintptr_t)data, (char *)nav_uri(a), (char *)nav_method(a),
-	                       (int)webkit_navigation_action_get_navigation_type(a),
-	                       webkit_navigation_action_is_redirect(a),
-	                       webkit_navigation_action_is_user_gesture(a),
-	                       type == WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION,
-	                       (char *)(frame ? frame : ""));
+	int verdict = 1;
+	MH_TO_GO(verdict = goDecide(r->handle, r->view, (char *)nav_uri(a), (char *)nav_method(a),
+	                            (int)webkit_navigation_action_get_navigation_type(a),
+	                            webkit_navigation_action_is_redirect(a), webkit_navigation_action_is_user_gesture(a),
+	                            type == WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION, (char *)(frame ? frame : "")));
 	if (verdict == 0) {
 		webkit_policy_decision_use(d);
 	} else {
@@ -65,28 +167,34 @@ static gboolean on_decide_policy(WebKitWebView *view, WebKitPolicyDecision *d,
 // on_create is window.open (and target=_blank when no new-window decision
 // is made): Go decides it like a navigation; no second view is ever made.
 static GtkWidget *on_create(WebKitWebView *view, WebKitNavigationAction *a, gpointer data) {
-	goCreate((uintptr_t)data, (char *)nav_uri(a), webkit_navigation_action_is_user_gesture(a));
+	mh_ref *r = data;
+	MH_TO_GO(goDecide(r->handle, r->view, (char *)nav_uri(a), "GET", -1, 0, webkit_navigation_action_is_user_gesture(a), 1,
+	                  ""));
 	return NULL;
 }
 
 static void on_load_changed(WebKitWebView *view, WebKitLoadEvent ev, gpointer data) {
+	mh_ref *r = data;
 	if (ev == WEBKIT_LOAD_FINISHED) mh_fix_signals();
 	const char *u = webkit_web_view_get_uri(view);
-	goLoadChanged((uintptr_t)data, (int)ev, (char *)(u ? u : ""));
+	MH_TO_GO(goLoadChanged(r->handle, r->view, (int)ev, (char *)(u ? u : "")));
 }
 
 static gboolean on_load_failed(WebKitWebView *view, WebKitLoadEvent ev, gchar *uri, GError *err, gpointer data) {
-	goLoadFailed((uintptr_t)data, (char *)(uri ? uri : ""), err ? err->code : 0,
-	             (char *)(err && err->message ? err->message : ""));
+	mh_ref *r = data;
+	MH_TO_GO(goLoadFailed(r->handle, r->view, (char *)(uri ? uri : ""), err ? err->code : 0,
+	                      (char *)(err && err->message ? err->message : "")));
 	return FALSE;
 }
 
 static void on_terminated(WebKitWebView *view, WebKitWebProcessTerminationReason reason, gpointer data) {
-	goWebProcessTerminated((uintptr_t)data, (int)reason);
+	mh_ref *r = data;
+	MH_TO_GO(goWebProcessTerminated(r->handle, (int)reason));
 }
 
 static void on_responsive(GObject *obj, GParamSpec *p, gpointer data) {
-	goResponsive((uintptr_t)data, webkit_web_view_get_is_web_process_responsive(WEBKIT_WEB_VIEW(obj)));
+	mh_ref *r = data;
+	MH_TO_GO(goResponsive(r->handle, webkit_web_view_get_is_web_process_responsive(WEBKIT_WEB_VIEW(obj))));
 }
 
 // on_input records real user input on the Miniapp's view for
@@ -95,12 +203,13 @@ static void on_responsive(GObject *obj, GParamSpec *p, gpointer data) {
 // set was sent by another X client, not typed or clicked, so it does not
 // count. It returns FALSE: WebKit still gets every event.
 static gboolean on_input(GtkWidget *w, GdkEvent *ev, gpointer data) {
+	mh_ref *r = data;
 	if (ev->any.send_event) return FALSE;
 	switch (ev->type) {
 	case GDK_KEY_PRESS:
 	case GDK_BUTTON_PRESS:
 	case GDK_TOUCH_BEGIN:
-		goUserInput((uintptr_t)data);
+		MH_TO_GO(goUserInput(r->handle));
 		break;
 	default:
 		break;
@@ -108,175 +217,120 @@ static gboolean on_input(GtkWidget *w, GdkEvent *ev, gpointer data) {
 	return FALSE;
 }
 
-static void on_bridge_message(WebKitUserContentManager *m, WebKitJavascriptResult *r, gpointer data) {
-	char *s = jsc_value_to_string(webkit_javascript_result_get_js_value(r));
-	goBridgeMessage((uintptr_t)data, s);
+// on_script_message hands a page's message to Go as a string: no JSCValue
+// ever reaches Go code.
+static void on_script_message(WebKitUserContentManager *m, WebKitJavascriptResult *res, gpointer data) {
+	mh_ref *r = data;
+	char *s = jsc_value_to_string(webkit_javascript_result_get_js_value(res));
+	MH_TO_GO(goScriptMessage(r->handle, r->view, s));
 	g_free(s);
 }
 
-static void on_host_message(WebKitUserContentManager *m, WebKitJavascriptResult *r, gpointer data) {
-	char *s = jsc_value_to_string(webkit_javascript_result_get_js_value(r));
-	goHostMessage((uintptr_t)data, s);
-	g_free(s);
-}
-
-// on_host_decide keeps the host's own view on the one document the host
-// loaded into it: it has no network origin and follows no link.
-static gboolean on_host_decide(WebKitWebView *view, WebKitPolicyDecision *d,
-                               WebKitPolicyDecisionType type, gpointer data) {
-	if (type == WEBKIT_POLICY_DECISION_TYPE_RESPONSE) return FALSE;
-	if (type == WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION) {
-		WebKitNavigationAction *a =
-			webkit_navigation_policy_decision_get_navigation_action(WEBKIT_NAVIGATION_POLICY_DECISION(d));
-		if (strcmp(nav_uri(a), "about:blank") == 0 &&
-		    webkit_navigation_action_get_navigation_type(a) == WEBKIT_NAVIGATION_TYPE_OTHER &&
-		    !webkit_navigation_action_is_user_gesture(a)) {
-			webkit_policy_decision_use(d);
-			return TRUE;
-		}
+// new_view makes a view with a content manager of its own, so that no
+// script, filter or message handler of another view reaches it, and
+// connects the signals every view reports.
+static WebKitWebView *new_view(uintptr_t handle, int view, const char *handler) {
+	WebKitUserContentManager *ucm = webkit_user_content_manager_new();
+	mh_ref *r = mh_ref_new(handle, view);
+	if (handler) {
+		char sig[64];
+		snprintf(sig, sizeof sig, "script-message-received::%s", handler);
+		g_signal_connect(ucm, sig, G_CALLBACK(on_script_message), r);
+		webkit_user_content_manager_register_script_message_handler(ucm, handler);
 	}
-	webkit_policy_decision_ignore(d);
-	return TRUE;
+	WebKitWebView *v = WEBKIT_WEB_VIEW(g_object_new(WEBKIT_TYPE_WEB_VIEW, "user-content-manager", ucm, NULL));
+	g_object_unref(ucm);
+	WebKitSettings *s = webkit_web_view_get_settings(v);
+	webkit_settings_set_enable_developer_extras(s, FALSE);
+	webkit_settings_set_javascript_can_open_windows_automatically(s, FALSE);
+	g_signal_connect(v, "decide-policy", G_CALLBACK(on_decide_policy), r);
+	g_signal_connect(v, "create", G_CALLBACK(on_create), r);
+	g_signal_connect(v, "load-changed", G_CALLBACK(on_load_changed), r);
+	return v;
 }
 
-static GtkWidget *on_host_create(WebKitWebView *view, WebKitNavigationAction *a, gpointer data) {
-	return NULL;
-}
-
-static void on_host_load_changed(WebKitWebView *view, WebKitLoadEvent ev, gpointer data) {
-	if (ev == WEBKIT_LOAD_FINISHED) {
-		mh_fix_signals();
-		goHostLoaded((uintptr_t)data);
-	}
-}
-
-WebKitWebView *mh_main_view(GtkWindow *win) {
+static WebKitWebView *main_view(GtkWindow *win) {
 	GtkWidget *child = gtk_bin_get_child(GTK_BIN(win));
-	if (child && GTK_IS_OVERLAY(child)) child = gtk_bin_get_child(GTK_BIN(child));
 	if (!child || !WEBKIT_IS_WEB_VIEW(child)) return NULL;
 	return WEBKIT_WEB_VIEW(child);
 }
 
-WebKitWebView *mh_setup(GtkWindow *win, uintptr_t handle) {
-	WebKitWebView *view = mh_main_view(win);
-	if (!view) return NULL;
-	mh_fix_signals();
+// mh_setup builds the window's views into views[] (host.View order): the
+// Miniapp's view (the one webview_go made) in an overlay whose top layer is
+// the host's view, and, with launcher, a notebook whose first page is the
+// launcher. It returns 0, or -1 when the window has no WebKitWebView.
+int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKitWebView **views) {
+	WebKitWebView *view = main_view(win);
+	if (!view) return -1;
+	mh_ref *r = mh_ref_new(handle, MH_VIEW_MINIAPP);
 
-	// The Miniapp's view moves into an overlay whose top layer is the host's
-	// view: consent shows over the Miniapp without unloading it.
+	// The Miniapp's view moves into an overlay whose top layer is the
+	// host's view: consent shows over the Miniapp without unloading it.
 	GtkWidget *overlay = gtk_overlay_new();
 	g_object_ref(view);
 	gtk_container_remove(GTK_CONTAINER(win), GTK_WIDGET(view));
 	gtk_container_add(GTK_CONTAINER(overlay), GTK_WIDGET(view));
 	g_object_unref(view);
-	gtk_container_add(GTK_CONTAINER(win), overlay);
 
+	WebKitSettings *vs = webkit_web_view_get_settings(view);
 	// WebKit's popup blocker would drop window.open without a gesture
 	// before the create signal: let every call reach create, where the
 	// host decides it (and never opens a window).
-	webkit_settings_set_javascript_can_open_windows_automatically(webkit_web_view_get_settings(view), TRUE);
-	g_signal_connect(view, "decide-policy", G_CALLBACK(on_decide_policy), (gpointer)handle);
-	g_signal_connect(view, "create", G_CALLBACK(on_create), (gpointer)handle);
-	g_signal_connect(view, "load-changed", G_CALLBACK(on_load_changed), (gpointer)handle);
-	g_signal_connect(view, "load-failed", G_CALLBACK(on_load_failed), (gpointer)handle);
-	g_signal_connect(view, "web-process-terminated", G_CALLBACK(on_terminated), (gpointer)handle);
-	g_signal_connect(view, "notify::is-web-process-responsive", G_CALLBACK(on_responsive), (gpointer)handle);
+	webkit_settings_set_javascript_can_open_windows_automatically(vs, TRUE);
+	webkit_settings_set_enable_developer_extras(vs, devtools ? TRUE : FALSE);
+	g_signal_connect(view, "decide-policy", G_CALLBACK(on_decide_policy), r);
+	g_signal_connect(view, "create", G_CALLBACK(on_create), r);
+	g_signal_connect(view, "load-changed", G_CALLBACK(on_load_changed), r);
+	g_signal_connect(view, "load-failed", G_CALLBACK(on_load_failed), r);
+	g_signal_connect(view, "web-process-terminated", G_CALLBACK(on_terminated), r);
+	g_signal_connect(view, "notify::is-web-process-responsive", G_CALLBACK(on_responsive), r);
 	// Connected on the Miniapp's view only: input on the host's view (the
 	// consent screen) or any other widget proves nothing about the page.
-	g_signal_connect(view, "key-press-event", G_CALLBACK(on_input), (gpointer)handle);
-	g_signal_connect(view, "button-press-event", G_CALLBACK(on_input), (gpointer)handle);
-	g_signal_connect(view, "touch-event", G_CALLBACK(on_input), (gpointer)handle);
+	g_signal_connect(view, "key-press-event", G_CALLBACK(on_input), r);
+	g_signal_connect(view, "button-press-event", G_CALLBACK(on_input), r);
+	g_signal_connect(view, "touch-event", G_CALLBACK(on_input), r);
 	WebKitUserContentManager *vucm = webkit_web_view_get_user_content_manager(view);
 	// webview_go's own "external" handler feeds page input to its C++
 	// JSON reader; the host binds nothing through it, so it goes.
 	webkit_user_content_manager_unregister_script_message_handler(vucm, "external");
-	g_signal_connect(vucm, "script-message-received::miniappHost", G_CALLBACK(on_bridge_message), (gpointer)handle);
+	webkit_user_content_manager_remove_all_scripts(vucm);
+	g_signal_connect(vucm, "script-message-received::miniappHost", G_CALLBACK(on_script_message), r);
 	webkit_user_content_manager_register_script_message_handler(vucm, "miniappHost");
 
 	// The host's view has its own content manager: nothing the Miniapp's
 	// view registers or injects reaches it, and its message handler is
 	// unknown to the Miniapp's pages.
-	WebKitUserContentManager *ucm = webkit_user_content_manager_new();
-	g_signal_connect(ucm, "script-message-received::host", G_CALLBACK(on_host_message), (gpointer)handle);
-	webkit_user_content_manager_register_script_message_handler(ucm, "host");
-	GtkWidget *host = GTK_WIDGET(g_object_new(WEBKIT_TYPE_WEB_VIEW, "user-content-manager", ucm, NULL));
-	g_object_unref(ucm);
-	WebKitSettings *s = webkit_web_view_get_settings(WEBKIT_WEB_VIEW(host));
-	webkit_settings_set_enable_developer_extras(s, FALSE);
-	webkit_settings_set_javascript_can_open_windows_automatically(s, FALSE);
-	g_signal_connect(host, "decide-policy", G_CALLBACK(on_host_decide), (gpointer)handle);
-	g_signal_connect(host, "create", G_CALLBACK(on_host_create), (gpointer)handle);
-	g_signal_connect(host, "load-changed", G_CALLBACK(on_host_load_changed), (gpointer)handle);
-	gtk_widget_set_halign(host, GTK_ALIGN_FILL);
-	gtk_widget_set_valign(host, GTK_ALIGN_FILL);
-	gtk_overlay_add_overlay(GTK_OVERLAY(overlay), host);
+	WebKitWebView *host = new_view(handle, MH_VIEW_HOST, "host");
+	gtk_widget_set_halign(GTK_WIDGET(host), GTK_ALIGN_FILL);
+	gtk_widget_set_valign(GTK_WIDGET(host), GTK_ALIGN_FILL);
+	gtk_overlay_add_overlay(GTK_OVERLAY(overlay), GTK_WIDGET(host));
 	gtk_widget_show(overlay);
 	gtk_widget_show(GTK_WIDGET(view));
-	gtk_widget_set_no_show_all(host, TRUE);
-	gtk_widget_hide(host);
-	gtk_widget_grab_focus(GTK_WIDGET(view));
-	return WEBKIT_WEB_VIEW(host);
-}
+	gtk_widget_set_no_show_all(GTK_WIDGET(host), TRUE);
+	gtk_widget_hide(GTK_WIDGET(host));
 
-// on_launcher_decide keeps the playground's launcher view on the
-// launcher's own origin: Go answers allow (0) or ignore (1).
-static gboolean on_launcher_decide(WebKitWebView *view, WebKitPolicyDecision *d,
-                                   WebKitPolicyDecisionType type, gpointer data) {
-	if (type != WEBKIT_POLICY_DECISION_TYPE_NAVIGATION_ACTION &&
-	    type != WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION) {
-		return FALSE;
+	views[MH_VIEW_MINIAPP] = view;
+	views[MH_VIEW_HOST] = host;
+	views[MH_VIEW_LAUNCHER] = NULL;
+	if (!launcher) {
+		gtk_container_add(GTK_CONTAINER(win), overlay);
+		gtk_widget_grab_focus(GTK_WIDGET(view));
+		return 0;
 	}
-	WebKitNavigationAction *a =
-		webkit_navigation_policy_decision_get_navigation_action(WEBKIT_NAVIGATION_POLICY_DECISION(d));
-	if (goLauncherDecide((uintptr_t)data, (char *)nav_uri(a), type == WEBKIT_POLICY_DECISION_TYPE_NEW_WINDOW_ACTION,
-	                     webkit_navigation_action_is_user_gesture(a)) == 0) {
-		webkit_policy_decision_use(d);
-	} else {
-		webkit_policy_decision_ignore(d);
-	}
-	return TRUE;
-}
-
-static GtkWidget *on_launcher_create(WebKitWebView *view, WebKitNavigationAction *a, gpointer data) {
-	goLauncherDecide((uintptr_t)data, (char *)nav_uri(a), 1, webkit_navigation_action_is_user_gesture(a));
-	return NULL;
-}
-
-static void on_launcher_load_changed(WebKitWebView *view, WebKitLoadEvent ev, gpointer data) {
-	if (ev != WEBKIT_LOAD_FINISHED) return;
-	mh_fix_signals();
-	const char *u = webkit_web_view_get_uri(view);
-	goLauncherLoaded((uintptr_t)data, (char *)(u ? u : ""));
-}
-
-// mh_add_launcher gives the window a second page, before the Miniapp's:
-// the playground's launcher in a view of its own (its own content manager,
-// so no script, filter or message handler of the Miniapp's view reaches
-// it, and none of its input counts as a gesture on the Miniapp). The
-// pages are a GtkNotebook: its tabs are the way back to the launcher.
-WebKitWebView *mh_add_launcher(GtkWindow *win, uintptr_t handle) {
-	GtkWidget *overlay = gtk_bin_get_child(GTK_BIN(win));
-	if (!overlay || !GTK_IS_OVERLAY(overlay)) return NULL;
-	WebKitUserContentManager *ucm = webkit_user_content_manager_new();
-	GtkWidget *l = GTK_WIDGET(g_object_new(WEBKIT_TYPE_WEB_VIEW, "user-content-manager", ucm, NULL));
-	g_object_unref(ucm);
-	WebKitSettings *s = webkit_web_view_get_settings(WEBKIT_WEB_VIEW(l));
-	webkit_settings_set_javascript_can_open_windows_automatically(s, FALSE);
-	g_signal_connect(l, "decide-policy", G_CALLBACK(on_launcher_decide), (gpointer)handle);
-	g_signal_connect(l, "create", G_CALLBACK(on_launcher_create), (gpointer)handle);
-	g_signal_connect(l, "load-changed", G_CALLBACK(on_launcher_load_changed), (gpointer)handle);
-
+	// The playground's launcher, in a view of its own before the
+	// Miniapp's: no bridge, no content filter, and none of its input is a
+	// gesture on the Miniapp. The pages are a GtkNotebook: its tabs are
+	// the way back to the launcher.
+	WebKitWebView *l = new_view(handle, MH_VIEW_LAUNCHER, NULL);
 	GtkWidget *nb = gtk_notebook_new();
-	g_object_ref(overlay);
-	gtk_container_remove(GTK_CONTAINER(win), overlay);
-	gtk_notebook_append_page(GTK_NOTEBOOK(nb), l, gtk_label_new("Launcher"));
+	gtk_notebook_append_page(GTK_NOTEBOOK(nb), GTK_WIDGET(l), gtk_label_new("Launcher"));
 	gtk_notebook_append_page(GTK_NOTEBOOK(nb), overlay, gtk_label_new("Miniapp"));
-	g_object_unref(overlay);
 	gtk_container_add(GTK_CONTAINER(win), nb);
-	gtk_widget_show(l);
+	gtk_widget_show(GTK_WIDGET(l));
 	gtk_widget_show(nb);
 	gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), 0);
-	return WEBKIT_WEB_VIEW(l);
+	views[MH_VIEW_LAUNCHER] = l;
+	return 0;
 }
 
 // mh_show_page shows the launcher (0) or the Miniapp (1), when the window
@@ -289,9 +343,9 @@ void mh_show_page(GtkWindow *win, int page) {
 static void on_data_removed(GObject *src, GAsyncResult *res, gpointer data) {
 	GError *err = NULL;
 	if (webkit_website_data_manager_remove_finish(WEBKIT_WEBSITE_DATA_MANAGER(src), res, &err)) {
-		goCookieAdded((uintptr_t)data, "");
+		MH_TO_GO(goDone((uintptr_t)data, ""));
 	} else {
-		goCookieAdded((uintptr_t)data, err ? err->message : "unknown error");
+		MH_TO_GO(goDone((uintptr_t)data, err ? err->message : "unknown error"));
 		if (err) g_error_free(err);
 	}
 }
@@ -311,7 +365,7 @@ static void on_data_fetched(GObject *src, GAsyncResult *res, gpointer data) {
 	WebKitWebsiteDataManager *m = WEBKIT_WEBSITE_DATA_MANAGER(src);
 	GList *all = webkit_website_data_manager_fetch_finish(m, res, &err);
 	if (err) {
-		goCookieAdded(ctx->req, err->message);
+		MH_TO_GO(goDone(ctx->req, err->message));
 		g_error_free(err);
 	} else {
 		GList *mine = NULL;
@@ -323,7 +377,7 @@ static void on_data_fetched(GObject *src, GAsyncResult *res, gpointer data) {
 			webkit_website_data_manager_remove(m, MH_SITE_DATA, mine, NULL, on_data_removed, (gpointer)ctx->req);
 			g_list_free(mine);
 		} else {
-			goCookieAdded(ctx->req, "");
+			MH_TO_GO(goDone(ctx->req, ""));
 		}
 		g_list_free_full(all, (GDestroyNotify)webkit_website_data_unref);
 	}
@@ -375,10 +429,10 @@ void mh_eval(WebKitWebView *view, const char *js) {
 	webkit_web_view_evaluate_javascript(view, js, -1, NULL, NULL, NULL, NULL, NULL);
 }
 
-// mh_register_bridge gives the Miniapp's top frame (and only it) the
-// message handler of the bridge. The script is injected in the top frame
-// only; see bridge_linux.go for why a subframe cannot forge a message.
-void mh_register_bridge(WebKitWebView *view, const char *script) {
+// mh_register_script makes script the view's only user script, injected at
+// document start into the top frame only (host.Window.transportScript says
+// why a subframe cannot forge a bridge message).
+void mh_register_script(WebKitWebView *view, const char *script) {
 	WebKitUserContentManager *ucm = webkit_web_view_get_user_content_manager(view);
 	webkit_user_content_manager_remove_all_scripts(ucm);
 	webkit_user_content_manager_add_script(
@@ -401,9 +455,9 @@ static void on_filter_saved(GObject *src, GAsyncResult *res, gpointer data) {
 		webkit_user_content_manager_remove_all_filters(ucm);
 		webkit_user_content_manager_add_filter(ucm, f);
 		webkit_user_content_filter_unref(f);
-		goFilterDone(ctx->req, "");
+		MH_TO_GO(goDone(ctx->req, ""));
 	} else {
-		goFilterDone(ctx->req, err ? err->message : "unknown error");
+		MH_TO_GO(goDone(ctx->req, err ? err->message : "unknown error"));
 		if (err) g_error_free(err);
 	}
 	g_object_unref(src);
@@ -421,10 +475,6 @@ void mh_install_filter(WebKitWebView *view, const char *store_path, const char *
 	g_bytes_unref(b);
 }
 
-void mh_remove_filters(WebKitWebView *view) {
-	webkit_user_content_manager_remove_all_filters(webkit_web_view_get_user_content_manager(view));
-}
-
 static WebKitCookieManager *cookie_manager(WebKitWebView *view) {
 	return webkit_website_data_manager_get_cookie_manager(webkit_web_view_get_website_data_manager(view));
 }
@@ -432,9 +482,9 @@ static WebKitCookieManager *cookie_manager(WebKitWebView *view) {
 static void on_cookie_added(GObject *src, GAsyncResult *res, gpointer data) {
 	GError *err = NULL;
 	if (webkit_cookie_manager_add_cookie_finish(WEBKIT_COOKIE_MANAGER(src), res, &err)) {
-		goCookieAdded((uintptr_t)data, "");
+		MH_TO_GO(goDone((uintptr_t)data, ""));
 	} else {
-		goCookieAdded((uintptr_t)data, err ? err->message : "unknown error");
+		MH_TO_GO(goDone((uintptr_t)data, err ? err->message : "unknown error"));
 		if (err) g_error_free(err);
 	}
 }
@@ -455,14 +505,14 @@ static void on_cookies_got(GObject *src, GAsyncResult *res, gpointer data) {
 	GError *err = NULL;
 	GList *list = webkit_cookie_manager_get_cookies_finish(WEBKIT_COOKIE_MANAGER(src), res, &err);
 	if (err) {
-		goCookiesGot((uintptr_t)data, "", err->message);
+		MH_TO_GO(goDone2((uintptr_t)data, "", err->message));
 		g_error_free(err);
 		return;
 	}
 	GSList *sl = NULL;
 	for (GList *l = list; l; l = l->next) sl = g_slist_append(sl, l->data);
 	char *header = sl ? soup_cookies_to_cookie_header(sl) : g_strdup("");
-	goCookiesGot((uintptr_t)data, header, "");
+	MH_TO_GO(goDone2((uintptr_t)data, header, ""));
 	g_free(header);
 	g_slist_free(sl);
 	g_list_free_full(list, (GDestroyNotify)soup_cookie_free);
@@ -477,9 +527,9 @@ void mh_get_cookies(WebKitWebView *view, const char *uri, uintptr_t req) {
 static void on_cleared(GObject *src, GAsyncResult *res, gpointer data) {
 	GError *err = NULL;
 	if (webkit_website_data_manager_clear_finish(WEBKIT_WEBSITE_DATA_MANAGER(src), res, &err)) {
-		goCookieAdded((uintptr_t)data, "");
+		MH_TO_GO(goDone((uintptr_t)data, ""));
 	} else {
-		goCookieAdded((uintptr_t)data, err ? err->message : "unknown error");
+		MH_TO_GO(goDone((uintptr_t)data, err ? err->message : "unknown error"));
 		if (err) g_error_free(err);
 	}
 }
@@ -506,9 +556,9 @@ static void on_snapshot(GObject *src, GAsyncResult *res, gpointer data) {
 	if (s) {
 		cairo_status_t st = cairo_surface_write_to_png(s, ctx->path);
 		cairo_surface_destroy(s);
-		goSnapshotDone(ctx->req, (char *)(st == CAIRO_STATUS_SUCCESS ? "" : cairo_status_to_string(st)));
+		MH_TO_GO(goDone(ctx->req, (char *)(st == CAIRO_STATUS_SUCCESS ? "" : cairo_status_to_string(st))));
 	} else {
-		goSnapshotDone(ctx->req, err ? err->message : "unknown error");
+		MH_TO_GO(goDone(ctx->req, err ? err->message : "unknown error"));
 		if (err) g_error_free(err);
 	}
 	g_free(ctx->path);
@@ -541,12 +591,12 @@ static void on_eval_done(GObject *src, GAsyncResult *res, gpointer data) {
 	GError *err = NULL;
 	JSCValue *v = webkit_web_view_evaluate_javascript_finish(WEBKIT_WEB_VIEW(src), res, &err);
 	if (!v) {
-		goEvalDone((uintptr_t)data, "", err ? err->message : "unknown error");
+		MH_TO_GO(goDone2((uintptr_t)data, "", err ? err->message : "unknown error"));
 		if (err) g_error_free(err);
 		return;
 	}
 	char *json = jsc_value_to_json(v, 0);
-	goEvalDone((uintptr_t)data, json ? json : "null", "");
+	MH_TO_GO(goDone2((uintptr_t)data, json ? json : "null", ""));
 	g_free(json);
 	g_object_unref(v);
 }
@@ -558,7 +608,7 @@ void mh_eval_result(WebKitWebView *view, const char *js, uintptr_t req) {
 }
 
 static gboolean on_idle_dispatch(gpointer data) {
-	goDispatch((uintptr_t)data);
+	MH_TO_GO(goDispatch((uintptr_t)data));
 	return G_SOURCE_REMOVE;
 }
 

@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/host"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 )
@@ -29,13 +31,13 @@ func TestController(t *testing.T) {
 	}
 
 	rec := mount(t, publicApp(t, e, nil))
-	if err := ctl.ApproveConsent(ctx, bridge.ApproveCommand{}); code(err) != CodeNoConsent {
-		t.Errorf("approve without a consent screen: %v, want %s", err, CodeNoConsent)
+	if err := ctl.ApproveConsent(ctx, bridge.ApproveCommand{}); code(err) != host.CodeNoConsent {
+		t.Errorf("approve without a consent screen: %v, want %s", err, host.CodeNoConsent)
 	}
 	if err := ctl.Navigate(ctx, bridge.NavigateCommand{URL: "not a url"}); code(err) != bridge.CodeInvalidParams {
 		t.Errorf("navigate to a bad URL: %v", err)
 	}
-	if err := ctl.Navigate(ctx, bridge.NavigateCommand{View: "other", URL: e.public.Origin}); code(err) != bridge.CodeInvalidParams {
+	if err := ctl.Navigate(ctx, bridge.NavigateCommand{View: "other", URL: e.Public.Origin}); code(err) != bridge.CodeInvalidParams {
 		t.Errorf("unknown view: %v", err)
 	}
 	out, err := ctl.Eval(ctx, bridge.EvalCommand{Script: `document.title`})
@@ -44,9 +46,9 @@ func TestController(t *testing.T) {
 	}
 
 	testWin.Eval(`window.miniapp.authorize({authorization_details: [{type: "bank_account", actions: ["read"], locations: [` +
-		jsString(e.svc.URL+"/api") + `], subject: {type: "profile"}, selection: {min: 1, max: 1}}]}).then(function (r) {
+		jsString(e.Svc.URL+"/api") + `], subject: {type: "profile"}, selection: {min: 1, max: 1}}]}).then(function (r) {
 		document.body.dataset.details = JSON.stringify(r.authorization_details); }, function (err) { document.body.dataset.details = err.code; })`)
-	rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+	rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	shot, err := ctl.Screenshot(ctx, bridge.ViewCommand{})
 	if err != nil || shot.Format != "png" || shot.Width < 100 || len(shot.Data) < 1000 {
 		t.Errorf("screenshot: %d×%d %d bytes, %v", shot.Width, shot.Height, len(shot.Data), err)

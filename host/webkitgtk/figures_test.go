@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/host"
 )
 
 // TestFigures measures, in the test window under Xvfb, the two latencies
@@ -31,12 +33,12 @@ func TestFigures(t *testing.T) {
 		if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
 			t.Fatal(err)
 		}
-		nav := rec.wait(t, "caught", func(ev Event) bool { return ev.Kind == EventNavigation && ev.Action == Consent })
-		shown := rec.wait(t, "consent shown", func(ev Event) bool { return ev.Kind == EventHostShown && ev.Detail == "consent" })
+		nav := rec.wait(t, "caught", func(ev host.Event) bool { return ev.Kind == host.EventNavigation && ev.Action == host.Consent })
+		shown := rec.wait(t, "consent shown", func(ev host.Event) bool { return ev.Kind == host.EventHostShown && ev.Detail == "consent" })
 		pressed := time.Now()
 		press(t, "approve")
-		completed := rec.wait(t, "completed", kind(EventCompleted))
-		loaded := rec.waitAfter(t, completed, "signed-in page", func(ev Event) bool { return ev.Kind == EventLoadFinished && ev.URL == completed.URL })
+		completed := rec.wait(t, "completed", kind(host.EventCompleted))
+		loaded := rec.waitAfter(t, completed, "signed-in page", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL })
 		caught = append(caught, shown.At.Sub(nav.At))
 		approve = append(approve, loaded.At.Sub(pressed))
 	}

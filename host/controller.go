@@ -1,5 +1,3 @@
-//go:build linux && cgo
-
 package host
 
 import (
@@ -32,11 +30,13 @@ func (w *Window) Controller(open func(ctx context.Context, cmd bridge.OpenComman
 	return &controller{w: w, open: open}
 }
 
-const mainView = "main"
+// MainView is the name of the window's one Miniapp view on the automation
+// channel; "" means it too.
+const MainView = "main"
 
 func checkView(v string) error {
-	if v != "" && v != mainView {
-		return bridge.Errorf(bridge.CodeInvalidParams, "no view %q; this host has one view, %q", v, mainView)
+	if v != "" && v != MainView {
+		return bridge.Errorf(bridge.CodeInvalidParams, "no view %q; this host has one view, %q", v, MainView)
 	}
 	return nil
 }
@@ -46,7 +46,7 @@ func (c *controller) Open(ctx context.Context, cmd bridge.OpenCommand) (bridge.O
 	if err := c.open(ctx, cmd); err != nil {
 		return bridge.OpenResult{}, err
 	}
-	return bridge.OpenResult{View: mainView}, nil
+	return bridge.OpenResult{View: MainView}, nil
 }
 
 // consentOnScreen reports whether a consent screen waits for a decision.

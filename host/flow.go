@@ -1,5 +1,3 @@
-//go:build linux && cgo
-
 package host
 
 import (
@@ -202,7 +200,7 @@ func (w *Window) decide(d consent.Decision) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
 	defer cancel()
 	redirect, err := f.app.Consent.Decide(ctx, id, d)
-	w.Dispatch(func() { hideHost(w) })
+	w.Dispatch(func() { w.showHostViewUI(false) })
 	if err != nil {
 		f.fail(err)
 		return

@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"fmt"
@@ -8,12 +8,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/host"
 )
 
 // testWin is the one window of the test process: WebKitGTK allows one
 // webview.New per process, on the main thread, so every test mounts its
 // Miniapp into it, one test at a time.
-var testWin *Window
+var testWin *host.Window
+
+// testEng is testWin's engine, for what only the engine knows (where a
+// view is on the screen).
+var testEng *engine
 
 // testBus records what the window publishes for the automation channel.
 var testBus = &busRecorder{}
@@ -54,26 +60,29 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	// WebKit writes under the XDG directories: keep it inside dir.
-	if err := UseDataDir(dir); err != nil {
+	if err := host.UseDataDir(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if os.Getenv("WEBKIT_DISABLE_COMPOSITING_MODE") == "" {
 		os.Setenv("WEBKIT_DISABLE_COMPOSITING_MODE", "1")
 	}
-	w, err := NewWindow(Options{DataDir: dir, Ephemeral: true, Subject: "sub_ana", OpenExternal: openExternal,
-		HangTimeout: 2 * time.Second, Title: "host tests", Events: testBus})
+	// The playground's layout: the launcher's page beside the Miniapp's,
+	// whose page the tests but TestPlaygroundWindow show.
+	newEngine := func(cfg host.EngineConfig, ev host.EngineEvents) (host.Engine, error) {
+		e, err := New(cfg, ev)
+		if err == nil {
+			testEng = e.(*engine)
+		}
+		return e, err
+	}
+	w, err := host.NewWindow(newEngine, host.Options{DataDir: dir, Ephemeral: true, Subject: "sub_ana", OpenExternal: openExternal,
+		HangTimeout: 2 * time.Second, Title: "host tests", Events: testBus, Launcher: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// The playground's layout: the launcher's page beside the Miniapp's,
-	// whose page the tests but TestPlaygroundWindow show.
-	if err := w.AddLauncher(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	w.showPage(pageMiniapp)
+	w.ShowPage(host.PageMiniapp)
 	testWin = w
 	done := make(chan int, 1)
 	go func() {
@@ -84,4 +93,21 @@ func runMain(m *testing.M) int {
 	}()
 	w.Run()
 	return <-done
+}
+
+// screenCentre is the centre of v in screen coordinates, where a test's
+// XTest click (xdotool) must land.
+func screenCentre(t *testing.T, v host.View) (x, y int, err error) {
+	t.Helper()
+	ch := make(chan [2]int, 1)
+	testEng.Dispatch(func() {
+		x, y := testEng.screenCentre(v)
+		ch <- [2]int{x, y}
+	})
+	select {
+	case p := <-ch:
+		return p[0], p[1], nil
+	case <-t.Context().Done():
+		return 0, 0, t.Context().Err()
+	}
 }

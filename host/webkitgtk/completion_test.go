@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/host/hosttest"
+
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -20,24 +23,24 @@ import (
 
 // confidentialApp is the confidential demo as the resolver would hand it
 // over: load oauth.auth_url first.
-func confidentialApp(t *testing.T, e *env) Miniapp {
+func confidentialApp(t *testing.T, e *hosttest.World) host.Miniapp {
 	t.Helper()
-	return Miniapp{Name: "Demo confidential Miniapp", LoadURL: mustURL(t, e.confidential.Origin+"/login"),
-		StartURL: mustURL(t, e.confidential.Origin+"/"), Confidential: true, ClientID: "demo-confidential",
-		Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{e.confidential.Origin}}, Consent: e.consent}
+	return host.Miniapp{Name: "Demo confidential Miniapp", LoadURL: mustURL(t, e.Confidential.Origin+"/login"),
+		StartURL: mustURL(t, e.Confidential.Origin+"/"), Confidential: true, ClientID: "demo-confidential",
+		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{e.Confidential.Origin}}, Consent: e.Consent}
 }
 
 // publicApp is the public demo with its bridge.
-func publicApp(t *testing.T, e *env, events bridge.Publisher) Miniapp {
+func publicApp(t *testing.T, e *hosttest.World, events bridge.Publisher) host.Miniapp {
 	t.Helper()
-	d, err := testWin.NewBridge(BridgeConfig{Origin: origin.MustParse(e.public.Origin), ID: "demo-public", ClientID: "demo-public",
-		RedirectURI: e.public.RedirectURI(), AuthorizeURL: e.authorize, TokenURL: e.token, Issuer: e.svc.URL, Resource: e.svc.URL + "/api", Events: events})
+	d, err := testWin.NewBridge(host.BridgeConfig{Origin: origin.MustParse(e.Public.Origin), ID: "demo-public", ClientID: "demo-public",
+		RedirectURI: e.Public.RedirectURI(), AuthorizeURL: e.Authorize, TokenURL: e.Token, Issuer: e.Svc.URL, Resource: e.Svc.URL + "/api", Events: events})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	return Miniapp{Name: "Demo public Miniapp", LoadURL: mustURL(t, e.public.Origin+"/"), StartURL: mustURL(t, e.public.Origin+"/"), ClientID: "demo-public",
-		Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{e.public.Origin}}, Consent: e.consent, Bridge: d}
+	return host.Miniapp{Name: "Demo public Miniapp", LoadURL: mustURL(t, e.Public.Origin+"/"), StartURL: mustURL(t, e.Public.Origin+"/"), ClientID: "demo-public",
+		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{e.Public.Origin}}, Consent: e.Consent, Bridge: d}
 }
 
 // press clicks a button of the host's consent view.
@@ -84,15 +87,15 @@ func clearCookies(t *testing.T) {
 func TestConfidentialApprove(t *testing.T) {
 	e := testEnv(t)
 	clearCookies(t)
-	before := e.authorizeHits()
+	before := e.AuthorizeHits()
 	busFrom := testBus.len()
 	rec := record(t)
 	forgetConsents(t) // a fresh subject: the consent view shows
 	if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "consent requested", kind(EventConsentRequested))
-	shown := rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+	rec.wait(t, "consent requested", kind(host.EventConsentRequested))
+	shown := rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 
 	// The consent view renders the model: who asks and for whom.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -119,10 +122,10 @@ func TestConfidentialApprove(t *testing.T) {
 	t.Logf("consent view screenshot: %s", shot)
 
 	press(t, "approve")
-	rec.wait(t, "callback", kind(EventCallback))
-	completed := rec.wait(t, "completed", kind(EventCompleted))
-	done := rec.waitAfter(t, completed, "start page loaded", func(ev Event) bool {
-		return ev.Kind == EventLoadFinished && ev.URL == completed.URL
+	rec.wait(t, "callback", kind(host.EventCallback))
+	completed := rec.wait(t, "completed", kind(host.EventCompleted))
+	done := rec.waitAfter(t, completed, "start page loaded", func(ev host.Event) bool {
+		return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL
 	})
 	t.Logf("consent shown -> signed-in page loaded: %v", done.At.Sub(shown.At))
 
@@ -137,7 +140,7 @@ func TestConfidentialApprove(t *testing.T) {
 	if strings.Contains(cookies, demoapps.SessionCookie) {
 		t.Errorf("document.cookie shows the HttpOnly session cookie: %q", cookies)
 	}
-	header, err := testWin.Cookies(ctx, e.confidential.Origin+"/")
+	header, err := testWin.Cookies(ctx, e.Confidential.Origin+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,12 +148,12 @@ func TestConfidentialApprove(t *testing.T) {
 		t.Errorf("the view's store has no session cookie: %q", header)
 	}
 	// The code never entered the view: no load of /callback.
-	for _, ev := range rec.all(kind(EventNavigation)) {
+	for _, ev := range rec.all(kind(host.EventNavigation)) {
 		if strings.Contains(ev.URL, "/callback") {
 			t.Errorf("the view navigated to the callback: %s", ev.URL)
 		}
 	}
-	if n := e.authorizeHits() - before; n != 0 {
+	if n := e.AuthorizeHits() - before; n != 0 {
 		t.Errorf("the authorization endpoint received %d requests from the view", n)
 	}
 
@@ -165,7 +168,7 @@ func TestConfidentialApprove(t *testing.T) {
 		t.Error("no navigation event")
 	} else if ev := testBus.find(busFrom, func(ev bridge.Event) bool {
 		n, ok := ev.(bridge.NavigationEvent)
-		return ok && n.Decision == bridge.NavigationConsent && n.Rule == RuleAuthorize
+		return ok && n.Decision == bridge.NavigationConsent && n.Rule == host.RuleAuthorize
 	}); ev == nil {
 		t.Errorf("no navigation event with decision consent (first: %+v)", nav)
 	}
@@ -175,7 +178,7 @@ func TestConfidentialApprove(t *testing.T) {
 	if d, ok := kinds["consent.decided"].(bridge.ConsentDecidedEvent); !ok || d.Decision != bridge.ConsentApproved {
 		t.Errorf("consent.decided: %+v", kinds["consent.decided"])
 	}
-	if c, ok := kinds["code.issued"].(bridge.CodeIssuedEvent); !ok || len(c.Fingerprint) != 16 || c.RedirectURI != e.confidential.RedirectURI() {
+	if c, ok := kinds["code.issued"].(bridge.CodeIssuedEvent); !ok || len(c.Fingerprint) != 16 || c.RedirectURI != e.Confidential.RedirectURI() {
 		t.Errorf("code.issued: %+v", kinds["code.issued"])
 	}
 	if c, ok := kinds["cookies.synced"].(bridge.CookiesSyncedEvent); !ok || !slices.Contains(c.Names, demoapps.SessionCookie) {
@@ -193,12 +196,12 @@ func TestConfidentialDeny(t *testing.T) {
 	if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+	rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	press(t, "deny")
-	rec.wait(t, "callback", kind(EventCallback))
-	completed := rec.wait(t, "completed", kind(EventCompleted))
-	rec.waitAfter(t, completed, "start page loaded", func(ev Event) bool {
-		return ev.Kind == EventLoadFinished && ev.URL == completed.URL
+	rec.wait(t, "callback", kind(host.EventCallback))
+	completed := rec.wait(t, "completed", kind(host.EventCompleted))
+	rec.waitAfter(t, completed, "start page loaded", func(ev host.Event) bool {
+		return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL
 	})
 	var signedIn, errCode string
 	evalJSON(t, `document.body.dataset.signedIn`, &signedIn)
@@ -217,11 +220,11 @@ func TestPublicNavigation(t *testing.T) {
 		t.Run(c.button, func(t *testing.T) {
 			rec := mount(t, publicApp(t, e, nil))
 			testWin.Eval(`document.getElementById("signin").click()`)
-			rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+			rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 			press(t, c.button)
-			completed := rec.wait(t, "completed", kind(EventCompleted))
-			rec.waitAfter(t, completed, "callback page", func(ev Event) bool {
-				return ev.Kind == EventLoadFinished && ev.URL == completed.URL
+			completed := rec.wait(t, "completed", kind(host.EventCompleted))
+			rec.waitAfter(t, completed, "callback page", func(ev host.Event) bool {
+				return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL
 			})
 			pollJS(t, `document.body.dataset.state`, c.want)
 			var res struct {
@@ -230,8 +233,8 @@ func TestPublicNavigation(t *testing.T) {
 			}
 			var raw string
 			evalJSON(t, `document.getElementById("result").textContent`, &raw)
-			if err := jsonUnmarshal(raw, &res); err != nil || !res.StateOK || res.Iss != e.svc.URL {
-				t.Errorf("callback page: %s (%v); want state_ok and iss %s", raw, err, e.svc.URL)
+			if err := jsonUnmarshal(raw, &res); err != nil || !res.StateOK || res.Iss != e.Svc.URL {
+				t.Errorf("callback page: %s (%v); want state_ok and iss %s", raw, err, e.Svc.URL)
 			}
 		})
 	}
@@ -296,7 +299,7 @@ func TestPublicBridgeAuthorize(t *testing.T) {
 			rec := mount(t, publicApp(t, e, nil))
 			start := time.Now()
 			testWin.Eval(`document.getElementById("bridge-signin").click()`)
-			rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+			rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 			press(t, c.button)
 			pollJS(t, `document.body.dataset.state`, c.want)
 			t.Logf("%s through the bridge in %v", c.button, time.Since(start))
@@ -313,7 +316,9 @@ func TestPublicBridgeAuthorize(t *testing.T) {
 					t.Errorf("bridge result: %s", raw)
 				}
 			}
-			if got := rec.all(func(ev Event) bool { return ev.Kind == EventNavigation && strings.Contains(ev.URL, "/callback") }); len(got) != 0 {
+			if got := rec.all(func(ev host.Event) bool {
+				return ev.Kind == host.EventNavigation && strings.Contains(ev.URL, "/callback")
+			}); len(got) != 0 {
 				t.Errorf("the view navigated to the callback: %v", got)
 			}
 		})
@@ -326,14 +331,14 @@ func TestPublicBridgeAuthorize(t *testing.T) {
 func TestOtherClientRefused(t *testing.T) {
 	e := testEnv(t)
 	rec := mount(t, publicApp(t, e, nil))
-	other := strings.Replace(e.publicAuthorizeURL(), "client_id=demo-public", "client_id=demo-confidential", 1)
+	other := strings.Replace(e.PublicAuthorizeURL(), "client_id=demo-public", "client_id=demo-confidential", 1)
 	testWin.Eval(`location.href = ` + jsString(other))
-	ev := rec.wait(t, "error", kind(EventError))
+	ev := rec.wait(t, "error", kind(host.EventError))
 	if !strings.Contains(ev.Detail, "demo-confidential") {
 		t.Errorf("error %q", ev.Detail)
 	}
-	rec.wait(t, "error screen", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "error" })
-	if got := rec.all(kind(EventConsentRequested)); len(got) != 0 {
+	rec.wait(t, "error screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "error" })
+	if got := rec.all(kind(host.EventConsentRequested)); len(got) != 0 {
 		t.Errorf("the service was asked: %v", got)
 	}
 }
@@ -346,47 +351,47 @@ func TestRememberedConsentIsNotAskedAgain(t *testing.T) {
 	e := testEnv(t)
 	app := publicApp(t, e, nil)
 	rec := mount(t, app)
-	signIn := func(rec *recorder) Event {
+	signIn := func(rec *recorder) host.Event {
 		t.Helper()
 		testWin.Eval(`document.getElementById("signin").click()`)
-		return rec.wait(t, "consent requested", kind(EventConsentRequested))
+		return rec.wait(t, "consent requested", kind(host.EventConsentRequested))
 	}
 	back := func() *recorder {
 		t.Helper()
 		rec := record(t)
 		testWin.Eval(`location.href = ` + strconv.Quote(app.StartURL.String()))
-		rec.wait(t, "start page", func(ev Event) bool { return ev.Kind == EventLoadFinished && ev.URL == app.StartURL.String() })
+		rec.wait(t, "start page", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == app.StartURL.String() })
 		return rec
 	}
 
 	// done waits for the callback page the completion leads to, so that no
 	// load of this test is still running when the next test mounts.
-	done := func(rec *recorder, after Event, state string) {
+	done := func(rec *recorder, after host.Event, state string) {
 		t.Helper()
-		completed := rec.waitAfter(t, after, "completed", kind(EventCompleted))
-		rec.waitAfter(t, completed, "callback page", func(ev Event) bool {
-			return ev.Kind == EventLoadFinished && ev.URL == completed.URL
+		completed := rec.waitAfter(t, after, "completed", kind(host.EventCompleted))
+		rec.waitAfter(t, completed, "callback page", func(ev host.Event) bool {
+			return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL
 		})
 		pollJS(t, `document.body.dataset.state`, state)
 	}
 
 	asked := signIn(rec)
-	rec.wait(t, "consent shown", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+	rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	press(t, "approve")
 	done(rec, asked, "code")
 
 	rec = back()
 	asked = signIn(rec)
-	rec.waitAfter(t, asked, "remembered", kind(EventConsentRemembered))
+	rec.waitAfter(t, asked, "remembered", kind(host.EventConsentRemembered))
 	done(rec, asked, "code")
-	for _, ev := range rec.all(func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" }) {
+	for _, ev := range rec.all(func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" }) {
 		t.Errorf("the consent view was shown again (%v) for a remembered consent", ev)
 	}
 
 	forgetConsents(t)
 	rec = back()
 	asked = signIn(rec)
-	rec.wait(t, "consent shown after revocation", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+	rec.wait(t, "consent shown after revocation", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	press(t, "deny")
 	done(rec, asked, "denied")
 }

@@ -1,10 +1,8 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"html"
 	"net/http"
@@ -13,13 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+	"github.com/miniapp-host/miniapp-host/host"
+)
 
 // triggerApp serves one page per navigation trigger, each aimed at the
 // service's authorization endpoint, plus /r302, a server redirect to it.
@@ -48,13 +42,13 @@ func triggerApp(t *testing.T, pages map[string]string, auth string) *httptest.Se
 // shows no request to its authorization endpoint.
 func TestNavigationTriggersAreCaught(t *testing.T) {
 	e := testEnv(t)
-	auth := e.publicAuthorizeURL()
+	auth := e.PublicAuthorizeURL()
 	au, _ := url.Parse(auth)
 	var hidden strings.Builder
 	for k, vs := range au.Query() {
 		fmt.Fprintf(&hidden, `<input type=hidden name="%s" value="%s">`, html.EscapeString(k), html.EscapeString(vs[0]))
 	}
-	action := html.EscapeString(e.authorize)
+	action := html.EscapeString(e.Authorize)
 	js := func(s string) string { return fmt.Sprintf("%q", s) } // a JS string literal (JSON-compatible)
 	blockedProbe := func(call string) string {
 		return `<script>document.addEventListener("DOMContentLoaded", function(){ document.body.dataset.result = "pending"; ` + call +
@@ -89,26 +83,26 @@ func TestNavigationTriggersAreCaught(t *testing.T) {
 	app := triggerApp(t, pages, auth)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := e.authorizeHits()
-			rec := mount(t, Miniapp{Name: "triggers", LoadURL: mustURL(t, fmt.Sprintf("%s/%d", app.URL, i)),
-				Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{app.URL}}, Consent: e.consent})
+			before := e.AuthorizeHits()
+			rec := mount(t, host.Miniapp{Name: "triggers", LoadURL: mustURL(t, fmt.Sprintf("%s/%d", app.URL, i)),
+				Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{app.URL}}, Consent: e.Consent})
 			if c.click != "" {
 				testWin.Eval(`document.getElementById(` + js(c.click) + `).click()`)
 			}
 			if c.fetch {
 				pollJS(t, `document.body.dataset.result.slice(0, 7)`, "blocked")
 				time.Sleep(200 * time.Millisecond) // a late consent would show here
-				if got := rec.all(kind(EventConsentRequested)); len(got) != 0 {
+				if got := rec.all(kind(host.EventConsentRequested)); len(got) != 0 {
 					t.Errorf("fetch/XHR started a consent: %v", got)
 				}
 			} else {
-				ev := rec.wait(t, "consent requested", kind(EventConsentRequested))
-				if !strings.HasPrefix(ev.URL, e.authorize) {
+				ev := rec.wait(t, "consent requested", kind(host.EventConsentRequested))
+				if !strings.HasPrefix(ev.URL, e.Authorize) {
 					t.Errorf("consent for %q, want the authorization endpoint", ev.URL)
 				}
-				rec.wait(t, "host view shown", kind(EventHostShown))
+				rec.wait(t, "host view shown", kind(host.EventHostShown))
 			}
-			if n := e.authorizeHits() - before; n != 0 {
+			if n := e.AuthorizeHits() - before; n != 0 {
 				t.Errorf("the authorization endpoint received %d requests from the view", n)
 			}
 			if top := testWin.TopURL(); top == nil || !strings.HasPrefix(top.String(), app.URL) {
@@ -124,27 +118,27 @@ func TestNavigationTriggersAreCaught(t *testing.T) {
 // without a gesture is only blocked. The view stays on the Miniapp.
 func TestExternalLinks(t *testing.T) {
 	e := testEnv(t)
-	target := e.other.URL + "/docs"
+	target := e.Other.URL + "/docs"
 	app := triggerApp(t, map[string]string{
 		"link":   `<a id=go href="` + html.EscapeString(target) + `">docs</a>`,
 		"script": `<script>setTimeout(function () { location.href = ` + fmt.Sprintf("%q", target) + `; }, 10)</script>`,
-	}, e.authorize)
+	}, e.Authorize)
 	for _, c := range []struct {
 		page     string
 		click    bool
-		want     Action
+		want     host.Action
 		external bool
-	}{{"link", true, External, true}, {"script", false, Block, false}} {
+	}{{"link", true, host.External, true}, {"script", false, host.Block, false}} {
 		t.Run(c.page, func(t *testing.T) {
 			externals.mu.Lock()
 			before := len(externals.urls)
 			externals.mu.Unlock()
-			rec := mount(t, Miniapp{Name: "links", LoadURL: mustURL(t, app.URL+"/"+c.page),
-				Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{app.URL}}, Consent: e.consent})
+			rec := mount(t, host.Miniapp{Name: "links", LoadURL: mustURL(t, app.URL+"/"+c.page),
+				Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{app.URL}}, Consent: e.Consent})
 			if c.click {
 				testWin.Eval(`document.getElementById("go").click()`)
 			}
-			ev := rec.wait(t, "decision on "+target, func(ev Event) bool { return ev.Kind == EventNavigation && ev.URL == target })
+			ev := rec.wait(t, "decision on "+target, func(ev host.Event) bool { return ev.Kind == host.EventNavigation && ev.URL == target })
 			if ev.Action != c.want {
 				t.Errorf("decision %v (rule %s), want %v", ev.Action, ev.Rule, c.want)
 			}

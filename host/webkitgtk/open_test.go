@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"bufio"
@@ -17,6 +17,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/host/hosttest"
+
+	"github.com/miniapp-host/miniapp-host/host"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/demoapps"
@@ -41,10 +45,12 @@ func runOpenChild(raw string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	cfg := OpenConfig{Origin: c.Origin, ID: c.ID, Dashboard: c.Dashboard, Service: c.Service, Subject: c.Subject,
+	cfg := host.OpenConfig{Origin: c.Origin, ID: c.ID, Dashboard: c.Dashboard, Service: c.Service, Subject: c.Subject,
 		HostClientID: c.HostClientID, HostSecret: c.HostSecret, Ephemeral: c.Ephemeral}
 	cfg.Log = os.Stderr
-	cfg.OnEvent = func(ev Event) { fmt.Fprintf(os.Stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail) }
+	cfg.OnEvent = func(ev host.Event) {
+		fmt.Fprintf(os.Stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
+	}
 	cfg.OnResolved = func(app *resolver.Miniapp, err error) {
 		var rej *resolver.Rejection
 		switch {
@@ -58,7 +64,7 @@ func runOpenChild(raw string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	if err := Open(ctx, cfg); err != nil && !errors.Is(err, context.Canceled) {
+	if err := host.Open(ctx, New, cfg); err != nil && !errors.Is(err, context.Canceled) {
 		return 1
 	}
 	return 0
@@ -82,14 +88,14 @@ func openChild(tb testing.TB, cfg childConfig) *exec.Cmd {
 func TestOpenCommand(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	srv, err := authserver.Start(ctx, authserver.Config{DB: filepath.Join(dir, "svc.db"), Secrets: map[string]string{"miniapp-host": hostSecret}})
+	srv, err := authserver.Start(ctx, authserver.Config{DB: filepath.Join(dir, "svc.db"), Secrets: map[string]string{"miniapp-host": hosttest.HostSecret}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	u := srv.URLs()
 	app, err := demoapps.StartPublic(demoapps.Config{ID: "demo-public", Name: "Demo public Miniapp", ClientID: "demo-public",
-		AuthURL: u.Authorization, TokenURL: u.Token, Scope: testScope, Resource: u.BaseURL}, "")
+		AuthURL: u.Authorization, TokenURL: u.Token, Scope: hosttest.Scope, Resource: u.BaseURL}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +116,7 @@ func TestOpenCommand(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := openChild(t, childConfig{Origin: app.Origin, ID: c.id, Dashboard: u.Dashboard, Service: u.Issuer,
-				Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hostSecret, Ephemeral: true})
+				Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret, Ephemeral: true})
 			var stdout bytes.Buffer
 			cmd.Stdout = &stdout
 			stderr, err := cmd.StderrPipe()

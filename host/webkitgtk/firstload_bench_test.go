@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"bufio"
@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/host/hosttest"
 
 	webview "github.com/webview/webview_go"
 
@@ -54,14 +56,14 @@ func runBareWindow(u string) int {
 func BenchmarkFirstLoad(b *testing.B) {
 	dir := b.TempDir()
 	ctx := context.Background()
-	srv, err := authserver.Start(ctx, authserver.Config{DB: filepath.Join(dir, "svc.db"), Secrets: map[string]string{"miniapp-host": hostSecret}})
+	srv, err := authserver.Start(ctx, authserver.Config{DB: filepath.Join(dir, "svc.db"), Secrets: map[string]string{"miniapp-host": hosttest.HostSecret}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
 	u := srv.URLs()
 	app, err := demoapps.StartPublic(demoapps.Config{ID: "demo-public", Name: "Demo public Miniapp", ClientID: "demo-public",
-		AuthURL: u.Authorization, TokenURL: u.Token, Scope: testScope, Resource: u.BaseURL}, "")
+		AuthURL: u.Authorization, TokenURL: u.Token, Scope: hosttest.Scope, Resource: u.BaseURL}, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func BenchmarkFirstLoad(b *testing.B) {
 	var open, bare peaks
 	for i := 0; i < b.N; i++ {
 		cmd := openChild(b, childConfig{Origin: app.Origin, ID: "demo-public", Dashboard: u.Dashboard, Service: u.Issuer,
-			Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hostSecret, Ephemeral: true})
+			Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret, Ephemeral: true})
 		open.measure(b, cmd, true, "event load-finished block "+app.Origin+"/ ")
 		cmd = exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), bareWindowEnv+"="+page.URL, "WEBKIT_DISABLE_COMPOSITING_MODE=1")

@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/miniapp-host/miniapp-host/host"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -25,24 +27,24 @@ func TestBridgeRefusesIframeOfAnotherOrigin(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><html><body><script>
 window.addEventListener("message", function (m) { document.body.dataset.frame = JSON.stringify(m.data); });
-</script><iframe id=f src="%s/frame"></iframe></body></html>`, e.other.URL)
+</script><iframe id=f src="%s/frame"></iframe></body></html>`, e.Other.URL)
 	}))
 	defer page.Close()
 	bus := &busRecorder{}
-	d, err := testWin.NewBridge(BridgeConfig{Origin: origin.MustParse(page.URL), ID: "iframe-test", ClientID: "demo-public",
-		RedirectURI: e.public.RedirectURI(), AuthorizeURL: e.authorize, TokenURL: e.token, Events: bus})
+	d, err := testWin.NewBridge(host.BridgeConfig{Origin: origin.MustParse(page.URL), ID: "iframe-test", ClientID: "demo-public",
+		RedirectURI: e.Public.RedirectURI(), AuthorizeURL: e.Authorize, TokenURL: e.Token, Events: bus})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	rec := record(t)
-	app := Miniapp{Name: "iframe", LoadURL: mustURL(t, page.URL+"/"), Consent: e.consent, Bridge: d,
-		Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{page.URL, e.other.URL}}}
+	app := host.Miniapp{Name: "iframe", LoadURL: mustURL(t, page.URL+"/"), Consent: e.Consent, Bridge: d,
+		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{page.URL, e.Other.URL}}}
 	forgetConsents(t) // a fresh subject: the consent view shows
 	if err := testWin.Mount(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "a refused bridge message", kind(EventBridgeRefused))
+	rec.wait(t, "a refused bridge message", kind(host.EventBridgeRefused))
 
 	// What the iframe saw (it reports with postMessage): no bound
 	// function of its own, and the parent's out of reach.

@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/host"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/playground"
@@ -26,7 +28,7 @@ import (
 // It writes screenshots of the launcher and the inspector to
 // artifacts/playground/.
 func TestPlaygroundWindow(t *testing.T) {
-	pw := newPlaygroundWindow(testWin, "test")
+	pw := playground.NewWindow(testWin, "test")
 	bus := bridge.NewBus(nil)
 	testBus.forwardTo(t, bus)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -39,7 +41,7 @@ func TestPlaygroundWindow(t *testing.T) {
 		if err := p.Close(); err != nil {
 			t.Errorf("playground: close: %v", err)
 		}
-		testWin.showPage(pageMiniapp)
+		testWin.ShowPage(host.PageMiniapp)
 	})
 	dir := filepath.Join(filepath.Dir(artifactDir(t)), "playground")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -50,7 +52,7 @@ func TestPlaygroundWindow(t *testing.T) {
 	if err := testWin.ShowLauncher(p.LauncherURL()); err != nil {
 		t.Fatal(err)
 	}
-	loaded := rec.wait(t, "the launcher loaded", kind(EventLauncherLoaded))
+	loaded := rec.wait(t, "the launcher loaded", kind(host.EventLauncherLoaded))
 	if strings.Contains(loaded.URL, "token") {
 		t.Errorf("the launcher's load event carries its token: %s", loaded.URL)
 	}
@@ -91,7 +93,7 @@ func TestPlaygroundWindow(t *testing.T) {
 		launcherClick(t, `#miniapps-pane li[data-id="demo-confidential"] button.launch`)
 		pollLauncher(t, `(() => { const li = document.querySelector('#launches > li[data-id="demo-confidential"]');
 			return li !== null && li.dataset.outcome === "accepted" && li.querySelector(".window").dataset.opened === "true"; })()`)
-		rec.wait(t, "the consent screen", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "consent" })
+		rec.wait(t, "the consent screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 		snapWindow(t, filepath.Join(dir, "window-consent.png"))
 		actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := pw.ApproveConsent(actx, bridge.ApproveCommand{})
@@ -99,12 +101,12 @@ func TestPlaygroundWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec.wait(t, "the Miniapp signed in", func(e Event) bool {
-			return e.Kind == EventLoadFinished && strings.Contains(e.URL, strings.TrimPrefix(entryOrigin(t, p, playground.DemoConfidentialID), "http://"))
+		rec.wait(t, "the Miniapp signed in", func(e host.Event) bool {
+			return e.Kind == host.EventLoadFinished && strings.Contains(e.URL, strings.TrimPrefix(entryOrigin(t, p, playground.DemoConfidentialID), "http://"))
 		})
 
 		// Back to the launcher: the inspector has the whole flow.
-		testWin.showPage(pageLauncher)
+		testWin.ShowPage(host.PageLauncher)
 		pollLauncher(t, `(() => {
 			const sums = (k) => [...document.querySelectorAll('#timeline li[data-kind="' + k + '"] .ev-summary')].map((e) => e.textContent);
 			return sums("navigation").some((s) => s.startsWith("consent ") && s.endsWith("rule authorization-endpoint")) &&

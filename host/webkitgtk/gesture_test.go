@@ -1,6 +1,6 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/miniapp-host/miniapp-host/host"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -53,8 +55,8 @@ func TestOpenExternalNeedsNativeInput(t *testing.T) {
 	// The window's own bridge host, wrapped to record what its
 	// OpenExternal answered (a host error reaches only the page).
 	o := origin.MustParse(page.URL)
-	h := &openRecorder{bridgeHost: &bridgeHost{w: testWin, cfg: BridgeConfig{Origin: o, ID: "gesture-test", ClientID: "demo-public",
-		RedirectURI: e.public.RedirectURI(), AuthorizeURL: e.authorize, TokenURL: e.token}}}
+	h := &openRecorder{Host: testWin.BridgeHost(host.BridgeConfig{Origin: o, ID: "gesture-test", ClientID: "demo-public",
+		RedirectURI: e.Public.RedirectURI(), AuthorizeURL: e.Authorize, TokenURL: e.Token})}
 	d, err := bridge.New(bridge.Config{Origin: o, Host: h, View: testWin})
 	if err != nil {
 		t.Fatal(err)
@@ -66,13 +68,13 @@ func TestOpenExternalNeedsNativeInput(t *testing.T) {
 	}
 	bridgeKey := m[1]
 	rec := record(t)
-	app := Miniapp{Name: "gestures", LoadURL: mustURL(t, page.URL+"/"), Consent: e.consent, Bridge: d,
-		Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{page.URL}}}
+	app := host.Miniapp{Name: "gestures", LoadURL: mustURL(t, page.URL+"/"), Consent: e.Consent, Bridge: d,
+		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{page.URL}}}
 	forgetConsents(t) // a fresh subject: the consent view shows
 	if err := testWin.Mount(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "the page loaded", kind(EventLoadFinished))
+	rec.wait(t, "the page loaded", kind(host.EventLoadFinished))
 	pollJS(t, `typeof window.miniapp`, "object")
 
 	externals.mu.Lock()
@@ -85,7 +87,7 @@ func TestOpenExternalNeedsNativeInput(t *testing.T) {
 	}
 	decisions := h.answers
 	forge := func(id int, u string) {
-		hk, _ := json.Marshal(testWin.key)
+		hk, _ := json.Marshal(testWin.TransportKey())
 		bk, _ := json.Marshal(bridgeKey)
 		uu, _ := json.Marshal(u)
 		testWin.Eval(fmt.Sprintf(`window.forge(%s, %s, %d, %s)`, hk, bk, id, uu))
@@ -123,13 +125,13 @@ func TestOpenExternalNeedsNativeInput(t *testing.T) {
 // openRecorder is the window's bridge host with a record of every
 // OpenExternal answer, as "url code" ("url ok" when it opened).
 type openRecorder struct {
-	*bridgeHost
+	bridge.Host
 	mu  sync.Mutex // guards got
 	got []string
 }
 
 func (r *openRecorder) OpenExternal(ctx context.Context, u string) error {
-	err := r.bridgeHost.OpenExternal(ctx, u)
+	err := r.Host.OpenExternal(ctx, u)
 	code := "ok"
 	if err != nil {
 		code = err.Error()
@@ -155,7 +157,7 @@ func (r *openRecorder) answers() []string {
 // button press with send_event unset.
 func clickMiniapp(t *testing.T) {
 	t.Helper()
-	x, y, err := testWin.miniappCentre(t.Context())
+	x, y, err := screenCentre(t, host.ViewMiniapp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
 //go:build linux && cgo
 
-package host
+package webkitgtk
 
 import (
 	"testing"
+
+	"github.com/miniapp-host/miniapp-host/host"
 )
 
 // TestWebProcessEndDoesNotTakeHostDown ends the Miniapp's web process, once
@@ -13,7 +15,7 @@ func TestWebProcessEndDoesNotTakeHostDown(t *testing.T) {
 	e := testEnv(t)
 	app := triggerApp(t, map[string]string{
 		"page": `<script>window.spin = function () { for (;;) {} };</script>`,
-	}, e.authorize)
+	}, e.Authorize)
 	for _, c := range []struct {
 		name  string
 		end   func()
@@ -24,16 +26,16 @@ func TestWebProcessEndDoesNotTakeHostDown(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			load := mustURL(t, app.URL+"/page")
-			rec := mount(t, Miniapp{Name: "robust", LoadURL: load, StartURL: load,
-				Policy: Policy{Authorize: mustURL(t, e.authorize), Allowed: []string{app.URL}}, Consent: e.consent})
+			rec := mount(t, host.Miniapp{Name: "robust", LoadURL: load, StartURL: load,
+				Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{app.URL}}, Consent: e.Consent})
 			c.end()
-			ev := rec.wait(t, "web process terminated", kind(EventWebProcessTerminated))
+			ev := rec.wait(t, "web process terminated", kind(host.EventWebProcessTerminated))
 			if ev.Detail != c.wantD {
 				t.Errorf("terminated: %q, want %q", ev.Detail, c.wantD)
 			}
-			shown := rec.wait(t, "stopped screen", func(e Event) bool { return e.Kind == EventHostShown && e.Detail == "crashed" })
+			shown := rec.wait(t, "stopped screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "crashed" })
 			press(t, "reload")
-			rec.waitAfter(t, shown, "reloaded page", func(e Event) bool { return e.Kind == EventLoadFinished && e.URL == load.String() })
+			rec.waitAfter(t, shown, "reloaded page", func(e host.Event) bool { return e.Kind == host.EventLoadFinished && e.URL == load.String() })
 			var ok bool
 			evalJSON(t, `typeof window.spin === "function"`, &ok)
 			if !ok {

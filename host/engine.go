@@ -1,0 +1,217 @@
+package host
+
+import (
+	"errors"
+	"net/url"
+	"time"
+)
+
+// ErrNoWebview is what a NewEngine returns in a build without a web engine
+// (CGO_ENABLED=0, or a platform the project has no engine for).
+var ErrNoWebview = errors.New("host: this build has no webview (it was built without cgo, or not for Linux with WebKitGTK); rebuild with CGO_ENABLED=1 on Linux")
+
+// ErrNoDisplay is what a NewEngine returns when there is no display to
+// open a window on. It is checked before any window exists.
+var ErrNoDisplay = errors.New("host: no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset or unreachable); " +
+	"run under a virtual display with `xvfb-run -a miniapp-host ...`, or run `miniapp-host playground --no-window` for the servers without a window")
+
+// View names one of the engine's web views.
+type View int
+
+const (
+	// ViewMiniapp is the Miniapp's view: its navigations, script messages
+	// and input are decided and read by the core.
+	ViewMiniapp View = iota
+	// ViewHost is the host's own view (consent, rejections, crashes),
+	// layered over the Miniapp's. It has no network origin and a content
+	// manager of its own, so no script of the Miniapp reaches it.
+	ViewHost
+	// ViewLauncher is the playground's launcher, on a page of its own; it
+	// exists only when EngineConfig.Launcher is set.
+	ViewLauncher
+)
+
+func (v View) String() string {
+	switch v {
+	case ViewMiniapp:
+		return "miniapp"
+	case ViewHost:
+		return "host"
+	case ViewLauncher:
+		return "launcher"
+	}
+	return "unknown"
+}
+
+// Page is what a window with a launcher shows: the launcher's page or the
+// Miniapp's (with the host's view over it when shown).
+type Page int
+
+// Pages of a window with a launcher.
+const (
+	PageLauncher Page = iota
+	PageMiniapp
+)
+
+// LoadEvent is a step of a view's load, as engines report them.
+type LoadEvent int
+
+// Load steps.
+const (
+	LoadStarted LoadEvent = iota
+	LoadRedirected
+	LoadCommitted
+	LoadFinished
+)
+
+// Termination says why a view's web process ended.
+type Termination int
+
+// Reasons a web process ends.
+const (
+	TerminationCrashed Termination = iota
+	TerminationMemory
+	TerminationByHost
+)
+
+func (t Termination) String() string {
+	switch t {
+	case TerminationMemory:
+		return "used too much memory"
+	case TerminationByHost:
+		return "stopped answering and was stopped"
+	}
+	return "crashed"
+}
+
+// SameSite is a cookie's SameSite attribute.
+type SameSite int
+
+// SameSite values.
+const (
+	SameSiteNone SameSite = iota
+	SameSiteLax
+	SameSiteStrict
+)
+
+// Cookie is a cookie the core writes into the Miniapp's view, flags kept.
+type Cookie struct {
+	Name, Value string
+	Domain      string // the host: cookies are host-only on the Miniapp's origin
+	Path        string
+	MaxAge      int // seconds; -1 for a session cookie, 0 to delete
+	HTTPOnly    bool
+	Secure      bool
+	SameSite    SameSite
+}
+
+// EngineConfig is what the core asks of a new engine.
+type EngineConfig struct {
+	Title         string
+	Width, Height int
+	// DataDir holds the Miniapp view's cookies (unless Ephemeral) and the
+	// content-filter store.
+	DataDir   string
+	Ephemeral bool
+	// Launcher gives the window a launcher page beside the Miniapp's.
+	Launcher bool
+	// DevTools enables the engine's web inspector in the Miniapp's view
+	// (never in the host's view).
+	DevTools bool
+}
+
+// NewEngine makes a platform engine that reports to events. The WebKitGTK
+// engine's New (package host/webkitgtk) is one. It runs on the main
+// goroutine, once per process, and returns ErrNoDisplay when there is no
+// display and ErrNoWebview in a build without an engine.
+type NewEngine func(cfg EngineConfig, events EngineEvents) (Engine, error)
+
+// Engine is one platform's web engine: a window with the Miniapp's view,
+// the host's view over it and, optionally, a launcher page. It executes;
+// the core decides. Every method but Run, Terminate and Dispatch runs on the
+// UI thread only (inside a Dispatch or an EngineEvents callback); callbacks
+// named done run on the UI thread too, later. A WKWebView or WebView2
+// engine implements this and nothing else (docs/host.md, "Engines").
+type Engine interface {
+	// Run runs the UI loop until Terminate. It runs on the main goroutine.
+	Run()
+	// Terminate ends Run; safe from any goroutine.
+	Terminate()
+	// Dispatch runs f on the UI thread; safe from any goroutine. f never
+	// runs inside the call, even on the UI thread.
+	Dispatch(f func())
+
+	// Load loads u in v.
+	Load(v View, u string)
+	// LoadHTML loads a document without a network origin in v.
+	LoadHTML(v View, html string)
+	// Eval evaluates js in v's top frame; done, when not nil, receives the
+	// result as JSON (null for undefined) or the error.
+	Eval(v View, js string, done func(result string, err error))
+	// SetMiniappScript makes js the only user script of the Miniapp's
+	// view: injected at document start into the top frame only.
+	SetMiniappScript(js string)
+	// SetContentFilter compiles rules (WebKit content-blocker JSON, as
+	// Policy.FilterRules makes them) and makes them the Miniapp view's
+	// only content filter.
+	SetContentFilter(rules string, done func(error))
+
+	// ShowHostView shows or hides the host's view over the Miniapp's.
+	ShowHostView(show bool)
+	// ShowPage shows the launcher's page or the Miniapp's, when the window
+	// has a launcher.
+	ShowPage(p Page)
+
+	// AddCookies writes cookies into the Miniapp view's store; done runs
+	// once every one is stored.
+	AddCookies(cookies []Cookie, done func(error))
+	// CookieHeader is the Cookie header the Miniapp's view sends to u,
+	// HttpOnly cookies included.
+	CookieHeader(u string, done func(header string, err error))
+	// ClearCookies removes every cookie of the Miniapp view's store.
+	ClearCookies(done func(error))
+	// ForgetSite removes what the engine keeps for a host name: cookies,
+	// local storage, IndexedDB, caches (not session storage).
+	ForgetSite(host string, done func(error))
+
+	// Snapshot writes a PNG of what v shows to path.
+	Snapshot(v View, path string, done func(error))
+	// SnapshotWindow writes a PNG of the whole window as the screen
+	// shows it.
+	SnapshotWindow(path string, done func(error))
+	// TerminateWebProcess stops the Miniapp view's web process.
+	TerminateWebProcess()
+}
+
+// EngineEvents is what the engine reports, on the UI thread; the core
+// (*Window) implements it. None of them may block.
+type EngineEvents interface {
+	// DecideNavigation decides a navigation or new-window action of v
+	// (Miniapp, host or launcher): true loads it, false refuses it.
+	DecideNavigation(v View, n Navigation) bool
+	// LoadChanged reports a step of a load of v's top frame at uri.
+	LoadChanged(v View, ev LoadEvent, uri string)
+	// LoadFailed reports a failed load of v.
+	LoadFailed(v View, uri string, code int, message string)
+	// ScriptMessage is a message a page of v posted to the host: the
+	// Miniapp view's "miniappHost" handler, the host view's "host".
+	ScriptMessage(v View, raw string)
+	// WebProcessTerminated reports that the Miniapp view's web process
+	// ended.
+	WebProcessTerminated(why Termination)
+	// WebProcessResponsive reports that the Miniapp view's web process
+	// stopped or started answering again.
+	WebProcessResponsive(ok bool)
+	// UserInput reports real native input (key, click, touch) on the
+	// Miniapp's view, not synthesised by another program.
+	UserInput(at time.Time)
+}
+
+// parseOrNil is origin.ParseURL that keeps only a URL it can carry.
+func parseOrNil(raw string) *url.URL {
+	u, err := parseCanonical(raw)
+	if err != nil {
+		return nil
+	}
+	return u
+}

@@ -1,0 +1,360 @@
+// Package hosttest holds what the host's tests share: a fake engine that
+// needs no display (Engine) and the world of the end-to-end tests, the
+// reference authorization server and the demo Miniapps on loopback
+// (World).
+package hosttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/host"
+)
+
+// Engine is a host.Engine without a window: its UI thread is a goroutine
+// that runs dispatched functions in order, and it records what the core
+// asks of it. It behaves as WebKit does where the core depends on it: a
+// load is first decided by the core (DecideNavigation), then committed and
+// finished; the host page answers a render with its "shown" message; a
+// quit is a dispatched function, so a stalled loop does not stop.
+type Engine struct {
+	cfg    host.EngineConfig
+	events host.EngineEvents
+
+	qmu   sync.Mutex // guards queue and quit
+	queue []func()
+	quit  bool
+	wake  chan struct{}
+
+	// Answer, when set, answers Eval of the Miniapp's and the launcher's
+	// views (the default answers "null"). It runs on the UI thread.
+	Answer func(v host.View, js string) (string, error)
+
+	mu        sync.Mutex // guards below
+	loads     []Load
+	evals     []Load
+	script    string
+	filter    string
+	hostShown bool
+	page      host.Page
+	jar       []host.Cookie
+	stopped   int
+}
+
+// Load is a load (or an evaluation) the core asked for: which view, what.
+type Load struct {
+	View host.View
+	URL  string
+}
+
+// Factory returns a host.NewEngine that makes an Engine and stores it in
+// *into.
+func Factory(into **Engine) host.NewEngine {
+	return func(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
+		e := &Engine{cfg: cfg, events: events, wake: make(chan struct{}, 1), page: host.PageLauncher}
+		*into = e
+		return e, nil
+	}
+}
+
+// Run implements host.Engine.
+func (e *Engine) Run() {
+	for {
+		e.qmu.Lock()
+		if e.quit {
+			e.qmu.Unlock()
+			return
+		}
+		q := e.queue
+		e.queue = nil
+		e.qmu.Unlock()
+		if len(q) == 0 {
+			<-e.wake
+			continue
+		}
+		for i, f := range q {
+			f()
+			e.qmu.Lock()
+			quit := e.quit
+			if quit {
+				e.queue = append(q[i+1:], e.queue...)
+			}
+			e.qmu.Unlock()
+			if quit {
+				return
+			}
+		}
+	}
+}
+
+// Terminate implements host.Engine: like gtk_main_quit posted to the
+// loop, it takes effect when the loop next runs.
+func (e *Engine) Terminate() { e.Dispatch(func() { e.qmu.Lock(); e.quit = true; e.qmu.Unlock() }) }
+
+// Dispatch implements host.Engine.
+func (e *Engine) Dispatch(f func()) {
+	e.qmu.Lock()
+	e.queue = append(e.queue, f)
+	e.qmu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// onUI runs f on the UI thread and waits for it.
+func (e *Engine) onUI(f func()) {
+	done := make(chan struct{})
+	e.Dispatch(func() { f(); close(done) })
+	<-done
+}
+
+// Stall blocks the UI thread until release is called, as a UI loop stuck
+// in a callback would be.
+func (e *Engine) Stall() (release func()) {
+	ch := make(chan struct{})
+	e.Dispatch(func() { <-ch })
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
+}
+
+// Load implements host.Engine: the core decides the navigation first, as
+// WebKit asks decide-policy for the host's own loads.
+func (e *Engine) Load(v host.View, u string) {
+	e.mu.Lock()
+	e.loads = append(e.loads, Load{v, u})
+	e.mu.Unlock()
+	e.navigate(v, host.Navigation{URL: u, Method: "GET", Trigger: host.TriggerOther})
+}
+
+func (e *Engine) navigate(v host.View, n host.Navigation) bool {
+	if !e.events.DecideNavigation(v, n) {
+		return false
+	}
+	e.events.LoadChanged(v, host.LoadStarted, n.URL)
+	e.events.LoadChanged(v, host.LoadCommitted, n.URL)
+	e.events.LoadChanged(v, host.LoadFinished, n.URL)
+	return true
+}
+
+// LoadHTML implements host.Engine: a document without a base URI is
+// about:blank.
+func (e *Engine) LoadHTML(v host.View, html string) {
+	e.mu.Lock()
+	e.loads = append(e.loads, Load{v, "about:blank"})
+	e.mu.Unlock()
+	e.navigate(v, host.Navigation{URL: "about:blank", Method: "GET", Trigger: host.TriggerOther})
+}
+
+// Eval implements host.Engine. A render of the host's view
+// (window.hostRender) is answered by the host page's "shown" message, as
+// assets/host/consent.js posts it.
+func (e *Engine) Eval(v host.View, js string, done func(string, error)) {
+	e.mu.Lock()
+	e.evals = append(e.evals, Load{v, js})
+	e.mu.Unlock()
+	out, err := "null", error(nil)
+	if v == host.ViewHost {
+		if arg, ok := strings.CutPrefix(js, "window.hostRender("); ok {
+			var screen struct{ Screen string }
+			if json.Unmarshal([]byte(strings.TrimSuffix(arg, ")")), &screen) == nil {
+				msg, _ := json.Marshal(map[string]string{"action": "shown", "screen": screen.Screen})
+				e.Dispatch(func() { e.events.ScriptMessage(host.ViewHost, string(msg)) })
+			}
+		}
+	} else if e.Answer != nil {
+		out, err = e.Answer(v, js)
+	}
+	if done != nil {
+		done(out, err)
+	}
+}
+
+// SetMiniappScript implements host.Engine.
+func (e *Engine) SetMiniappScript(js string) { e.mu.Lock(); e.script = js; e.mu.Unlock() }
+
+// SetContentFilter implements host.Engine.
+func (e *Engine) SetContentFilter(rules string, done func(error)) {
+	var v any
+	if err := json.Unmarshal([]byte(rules), &v); err != nil {
+		done(fmt.Errorf("the rules are not JSON: %w", err))
+		return
+	}
+	e.mu.Lock()
+	e.filter = rules
+	e.mu.Unlock()
+	done(nil)
+}
+
+// ShowHostView implements host.Engine.
+func (e *Engine) ShowHostView(show bool) { e.mu.Lock(); e.hostShown = show; e.mu.Unlock() }
+
+// ShowPage implements host.Engine.
+func (e *Engine) ShowPage(p host.Page) { e.mu.Lock(); e.page = p; e.mu.Unlock() }
+
+// AddCookies implements host.Engine: a cookie replaces one of the same
+// name, domain and path; MaxAge 0 deletes it.
+func (e *Engine) AddCookies(cookies []host.Cookie, done func(error)) {
+	e.mu.Lock()
+	for _, c := range cookies {
+		kept := e.jar[:0]
+		for _, o := range e.jar {
+			if o.Name != c.Name || o.Domain != c.Domain || o.Path != c.Path {
+				kept = append(kept, o)
+			}
+		}
+		e.jar = kept
+		if c.MaxAge != 0 {
+			e.jar = append(e.jar, c)
+		}
+	}
+	e.mu.Unlock()
+	done(nil)
+}
+
+// CookieHeader implements host.Engine: the cookies of u's host whose path
+// is a prefix of u's.
+func (e *Engine) CookieHeader(raw string, done func(string, error)) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		done("", err)
+		return
+	}
+	e.mu.Lock()
+	var parts []string
+	for _, c := range e.jar {
+		if c.Domain == u.Hostname() && strings.HasPrefix(u.Path+"/", strings.TrimSuffix(c.Path, "/")+"/") {
+			parts = append(parts, c.Name+"="+c.Value)
+		}
+	}
+	e.mu.Unlock()
+	done(strings.Join(parts, "; "), nil)
+}
+
+// ClearCookies implements host.Engine.
+func (e *Engine) ClearCookies(done func(error)) { e.mu.Lock(); e.jar = nil; e.mu.Unlock(); done(nil) }
+
+// ForgetSite implements host.Engine.
+func (e *Engine) ForgetSite(h string, done func(error)) {
+	e.mu.Lock()
+	kept := e.jar[:0]
+	for _, c := range e.jar {
+		if c.Domain != h {
+			kept = append(kept, c)
+		}
+	}
+	e.jar = kept
+	e.mu.Unlock()
+	done(nil)
+}
+
+// Snapshot implements host.Engine: a 2x2 PNG.
+func (e *Engine) Snapshot(_ host.View, path string, done func(error)) { done(writePNG(path)) }
+
+// SnapshotWindow implements host.Engine: a 2x2 PNG.
+func (e *Engine) SnapshotWindow(path string, done func(error)) { done(writePNG(path)) }
+
+func writePNG(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, image.NewRGBA(image.Rect(0, 0, 2, 2))); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// TerminateWebProcess implements host.Engine: the view's web process ends
+// as WebKit reports one the host stopped.
+func (e *Engine) TerminateWebProcess() {
+	e.mu.Lock()
+	e.stopped++
+	e.mu.Unlock()
+	e.Dispatch(func() { e.events.WebProcessTerminated(host.TerminationByHost) })
+}
+
+// What a page or the user does; each runs on the UI thread and returns
+// once the core has decided.
+
+// Navigate plays a navigation of v that a page started, and reports
+// whether the core let it load.
+func (e *Engine) Navigate(v host.View, n host.Navigation) bool {
+	var ok bool
+	e.onUI(func() { ok = e.navigate(v, n) })
+	return ok
+}
+
+// Post plays a page's message to the host.
+func (e *Engine) Post(v host.View, raw string) {
+	e.onUI(func() { e.events.ScriptMessage(v, raw) })
+}
+
+// Input plays a real click on the Miniapp's view.
+func (e *Engine) Input() { e.onUI(func() { e.events.UserInput(time.Now()) }) }
+
+// Crash plays the Miniapp view's web process crashing.
+func (e *Engine) Crash() { e.onUI(func() { e.events.WebProcessTerminated(host.TerminationCrashed) }) }
+
+// What the core asked for.
+
+// Loads returns the loads of v so far.
+func (e *Engine) Loads(v host.View) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, l := range e.loads {
+		if l.View == v {
+			out = append(out, l.URL)
+		}
+	}
+	return out
+}
+
+// Evals returns the scripts evaluated in v so far.
+func (e *Engine) Evals(v host.View) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, l := range e.evals {
+		if l.View == v {
+			out = append(out, l.URL)
+		}
+	}
+	return out
+}
+
+// Script is the Miniapp view's user script.
+func (e *Engine) Script() string { e.mu.Lock(); defer e.mu.Unlock(); return e.script }
+
+// Filter is the Miniapp view's content filter.
+func (e *Engine) Filter() string { e.mu.Lock(); defer e.mu.Unlock(); return e.filter }
+
+// HostShown reports whether the host's view is shown.
+func (e *Engine) HostShown() bool { e.mu.Lock(); defer e.mu.Unlock(); return e.hostShown }
+
+// ShownPage is the page shown.
+func (e *Engine) ShownPage() host.Page { e.mu.Lock(); defer e.mu.Unlock(); return e.page }
+
+// Cookies returns the cookie jar.
+func (e *Engine) Cookies() []host.Cookie {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]host.Cookie(nil), e.jar...)
+}
+
+// Stopped is how many times the core stopped the web process.
+func (e *Engine) Stopped() int { e.mu.Lock(); defer e.mu.Unlock(); return e.stopped }
+
+// Config is what the core asked the engine for.
+func (e *Engine) Config() host.EngineConfig { return e.cfg }
+
+var _ host.Engine = (*Engine)(nil)

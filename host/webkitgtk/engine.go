@@ -1,0 +1,259 @@
+//go:build linux && cgo
+
+package webkitgtk
+
+/*
+#cgo pkg-config: gtk+-3.0 webkit2gtk-4.0
+#include <stdlib.h>
+#include "webkit.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/cgo"
+	"unsafe"
+
+	webview "github.com/webview/webview_go"
+
+	"github.com/miniapp-host/miniapp-host/host"
+)
+
+// Available reports whether this build has an engine.
+const Available = true
+
+var _ host.NewEngine = New
+
+// engine is the WebKitGTK engine: webview_go's window and main loop, the
+// view webview_go made as the Miniapp's, and the host's and launcher's
+// views this package adds.
+type engine struct {
+	wv     webview.WebView
+	win    *C.GtkWindow
+	views  [3]*C.WebKitWebView // by host.View
+	handle cgo.Handle
+	events host.EngineEvents
+	store  string // the content-filter store
+}
+
+// New makes the window. It must run on the main goroutine (webview_go
+// locks it to the main thread), once per process, after the XDG
+// directories point where WebKit may write (host.UseDataDir). Without a
+// display it returns host.ErrNoDisplay before any window exists.
+func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("webkitgtk: EngineConfig.DataDir is required")
+	}
+	if C.mh_display_available() == 0 {
+		return nil, host.ErrNoDisplay
+	}
+	store := filepath.Join(cfg.DataDir, "content-filters")
+	if err := os.MkdirAll(store, 0o700); err != nil {
+		return nil, fmt.Errorf("webkitgtk: content filter store: %w", err)
+	}
+	e := &engine{events: events, store: store}
+	e.wv = webview.New(false)
+	e.win = (*C.GtkWindow)(e.wv.Window())
+	if e.win == nil {
+		return nil, errors.New("webkitgtk: webview_go made no window")
+	}
+	e.handle = cgo.NewHandle(e)
+	var views [3]*C.WebKitWebView
+	if C.mh_setup(e.win, C.uintptr_t(e.handle), cbool(cfg.Launcher), cbool(cfg.DevTools), &views[0]) != 0 {
+		return nil, errors.New("webkitgtk: the window has no WebKitWebView")
+	}
+	e.views = views
+	C.mh_init_signals()
+	if cfg.Title != "" {
+		e.wv.SetTitle(cfg.Title)
+	}
+	if cfg.Width > 0 && cfg.Height > 0 {
+		e.wv.SetSize(cfg.Width, cfg.Height, webview.HintNone)
+	}
+	if !cfg.Ephemeral {
+		p := C.CString(filepath.Join(cfg.DataDir, "cookies.sqlite"))
+		C.mh_set_persistent_cookies(e.views[host.ViewMiniapp], p)
+		C.free(unsafe.Pointer(p))
+	}
+	return e, nil
+}
+
+// Run implements host.Engine. Go code on the main thread runs with
+// JavaScriptCore's thread-suspend signal blocked (webkit.c, "Signals");
+// the loop's C code runs with it delivered.
+func (e *engine) Run() {
+	C.mh_unblock_suspend()
+	e.wv.Run()
+	C.mh_block_suspend()
+}
+
+// Terminate implements host.Engine: webview_go posts the quit to the loop.
+func (e *engine) Terminate() { e.wv.Terminate() }
+
+// Dispatch implements host.Engine. webview_go's own Dispatch is not used:
+// it reads its shared index after releasing its lock, so two goroutines
+// dispatching at once can run one function twice and lose the other (the
+// race detector shows it).
+func (e *engine) Dispatch(f func()) { C.mh_dispatch(C.uintptr_t(cgo.NewHandle(f))) }
+
+func (e *engine) view(v host.View) *C.WebKitWebView {
+	if int(v) < 0 || int(v) >= len(e.views) {
+		return nil
+	}
+	return e.views[v]
+}
+
+// withString calls f with s as a C string.
+func withString(s string, f func(*C.char)) {
+	cs := C.CString(s)
+	defer C.free(unsafe.Pointer(cs))
+	f(cs)
+}
+
+// Load implements host.Engine.
+func (e *engine) Load(v host.View, u string) {
+	if view := e.view(v); view != nil {
+		withString(u, func(s *C.char) { C.mh_load_uri(view, s) })
+	}
+}
+
+// LoadHTML implements host.Engine.
+func (e *engine) LoadHTML(v host.View, html string) {
+	if view := e.view(v); view != nil {
+		withString(html, func(s *C.char) { C.mh_load_html(view, s) })
+	}
+}
+
+// Eval implements host.Engine.
+func (e *engine) Eval(v host.View, js string, done func(string, error)) {
+	view := e.view(v)
+	if view == nil {
+		if done != nil {
+			done("", fmt.Errorf("no %s view", v))
+		}
+		return
+	}
+	if done == nil {
+		withString(js, func(s *C.char) { C.mh_eval(view, s) })
+		return
+	}
+	req := cgo.NewHandle(func(value, msg string) { done(value, errOf(msg)) })
+	withString(js, func(s *C.char) { C.mh_eval_result(view, s, C.uintptr_t(req)) })
+}
+
+func errOf(msg string) error {
+	if msg == "" {
+		return nil
+	}
+	return errors.New(msg)
+}
+
+func doneHandle(done func(error)) C.uintptr_t {
+	return C.uintptr_t(cgo.NewHandle(func(msg string) { done(errOf(msg)) }))
+}
+
+// SetMiniappScript implements host.Engine.
+func (e *engine) SetMiniappScript(js string) {
+	withString(js, func(s *C.char) { C.mh_register_script(e.views[host.ViewMiniapp], s) })
+}
+
+// SetContentFilter implements host.Engine.
+func (e *engine) SetContentFilter(rules string, done func(error)) {
+	cs, cr := C.CString(e.store), C.CString(rules)
+	C.mh_install_filter(e.views[host.ViewMiniapp], cs, cr, doneHandle(done))
+	C.free(unsafe.Pointer(cs))
+	C.free(unsafe.Pointer(cr))
+}
+
+// ShowHostView implements host.Engine.
+func (e *engine) ShowHostView(show bool) { C.mh_show_host_view(e.views[host.ViewHost], cbool(show)) }
+
+// ShowPage implements host.Engine.
+func (e *engine) ShowPage(p host.Page) { C.mh_show_page(e.win, C.int(p)) }
+
+// AddCookies implements host.Engine.
+func (e *engine) AddCookies(cookies []host.Cookie, done func(error)) {
+	left := len(cookies)
+	var first error
+	one := func(msg string) {
+		if err := errOf(msg); err != nil && first == nil {
+			first = err
+		}
+		if left--; left == 0 {
+			done(first)
+		}
+	}
+	if left == 0 {
+		done(nil)
+		return
+	}
+	for _, c := range cookies {
+		n, v, d, p := C.CString(c.Name), C.CString(c.Value), C.CString(c.Domain), C.CString(c.Path)
+		// SameSite numbers are libsoup's (SoupSameSitePolicy): None, Lax, Strict.
+		C.mh_add_cookie(e.views[host.ViewMiniapp], n, v, d, p, C.int(c.MaxAge), cbool(c.HTTPOnly), cbool(c.Secure),
+			C.int(c.SameSite), C.uintptr_t(cgo.NewHandle(one)))
+		for _, s := range []*C.char{n, v, d, p} {
+			C.free(unsafe.Pointer(s))
+		}
+	}
+}
+
+// CookieHeader implements host.Engine.
+func (e *engine) CookieHeader(u string, done func(string, error)) {
+	req := cgo.NewHandle(func(h, msg string) { done(h, errOf(msg)) })
+	withString(u, func(s *C.char) { C.mh_get_cookies(e.views[host.ViewMiniapp], s, C.uintptr_t(req)) })
+}
+
+// ClearCookies implements host.Engine.
+func (e *engine) ClearCookies(done func(error)) {
+	C.mh_clear_cookies(e.views[host.ViewMiniapp], doneHandle(done))
+}
+
+// ForgetSite implements host.Engine. WebKit keys its records by host
+// name, not by origin.
+func (e *engine) ForgetSite(h string, done func(error)) {
+	withString(h, func(s *C.char) { C.mh_forget_site(e.views[host.ViewMiniapp], s, doneHandle(done)) })
+}
+
+// Snapshot implements host.Engine.
+func (e *engine) Snapshot(v host.View, path string, done func(error)) {
+	view := e.view(v)
+	if view == nil {
+		done(fmt.Errorf("no %s view", v))
+		return
+	}
+	withString(path, func(s *C.char) { C.mh_snapshot(view, s, doneHandle(done)) })
+}
+
+// SnapshotWindow implements host.Engine: what the X server shows of the
+// whole window.
+func (e *engine) SnapshotWindow(path string, done func(error)) {
+	var msg string
+	withString(path, func(s *C.char) {
+		m := C.mh_snapshot_window(e.win, s)
+		msg = C.GoString(m)
+		C.g_free(C.gpointer(m))
+	})
+	done(errOf(msg))
+}
+
+// TerminateWebProcess implements host.Engine.
+func (e *engine) TerminateWebProcess() { C.mh_terminate_web_process(e.views[host.ViewMiniapp]) }
+
+// screenCentre is the centre of v in screen coordinates, where tests click
+// with XTest to give real native input. UI thread only.
+func (e *engine) screenCentre(v host.View) (x, y int) {
+	var cx, cy C.int
+	C.mh_screen_centre((*C.GtkWidget)(unsafe.Pointer(e.view(v))), &cx, &cy)
+	return int(cx), int(cy)
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,234 @@
+//go:build linux && cgo
+
+package webkitgtk
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/host/hosttest"
+
+	"github.com/miniapp-host/miniapp-host/host"
+
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+var (
+	envOnce sync.Once
+	theEnv  *hosttest.World
+	envErr  error
+)
+
+// testEnv starts the world once for the process.
+func testEnv(t *testing.T) *hosttest.World {
+	t.Helper()
+	envOnce.Do(func() { theEnv, envErr = hosttest.Start() })
+	if envErr != nil {
+		t.Fatalf("test env: %v", envErr)
+	}
+	return theEnv
+}
+
+func closeEnv() {
+	if theEnv != nil {
+		theEnv.Close()
+	}
+}
+
+// forgetConsents revokes every remembered consent of every seeded subject
+// (spec 1: revocable), so that the next flow asks again.
+func forgetConsents(t *testing.T) {
+	t.Helper()
+	if err := testEnv(t).ForgetConsents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mount mounts a Miniapp and waits for its first page. Each test starts as
+// subjects who never consented to the Miniapp's client: a consent one test
+// approved would otherwise be remembered, and the next test's consent
+// view would never show.
+func mount(t *testing.T, app host.Miniapp) *recorder {
+	t.Helper()
+	forgetConsents(t)
+	rec := record(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := testWin.Mount(ctx, app); err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	// Match the URL exactly: a page the previous test left loading can
+	// still report its own end after this Mount.
+	want := app.LoadURL.String()
+	rec.wait(t, "first load of "+want, func(e host.Event) bool { return e.Kind == host.EventLoadFinished && e.URL == want })
+	return rec
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := origin.ParseURL(raw)
+	if err != nil {
+		t.Fatalf("url %q: %v", raw, err)
+	}
+	return u
+}
+
+// recorder collects the window's events for one test.
+type recorder struct {
+	mu     sync.Mutex // guards evs
+	evs    []host.Event
+	notify chan struct{}
+}
+
+func record(t *testing.T) *recorder {
+	t.Helper()
+	r := &recorder{notify: make(chan struct{}, 1)}
+	remove := testWin.OnEvent(func(e host.Event) {
+		r.mu.Lock()
+		r.evs = append(r.evs, e)
+		r.mu.Unlock()
+		select {
+		case r.notify <- struct{}{}:
+		default:
+		}
+	})
+	t.Cleanup(remove)
+	return r
+}
+
+// wait returns the first event since the recorder started that matches,
+// waiting up to 15 s for it.
+func (r *recorder) wait(t *testing.T, what string, match func(host.Event) bool) host.Event {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	seen := 0
+	for {
+		r.mu.Lock()
+		evs := r.evs
+		r.mu.Unlock()
+		for ; seen < len(evs); seen++ {
+			if match(evs[seen]) {
+				return evs[seen]
+			}
+		}
+		select {
+		case <-r.notify:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; events: %s", what, r.dump())
+		}
+	}
+}
+
+// waitAfter is wait for an event recorded after from.
+func (r *recorder) waitAfter(t *testing.T, from host.Event, what string, match func(host.Event) bool) host.Event {
+	t.Helper()
+	after := false
+	return r.wait(t, what, func(e host.Event) bool {
+		if !after {
+			after = e.At.Equal(from.At) && e.Kind == from.Kind && e.URL == from.URL
+			return false
+		}
+		return match(e)
+	})
+}
+
+func (r *recorder) all(match func(host.Event) bool) []host.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []host.Event
+	for _, x := range r.evs {
+		if match(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (r *recorder) dump() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for _, e := range r.evs {
+		b.WriteString("\n  " + string(e.Kind) + " " + e.Action.String() + " " + e.URL + " " + e.Detail)
+	}
+	return b.String()
+}
+
+func kind(k host.EventKind) func(host.Event) bool {
+	return func(e host.Event) bool { return e.Kind == k }
+}
+
+// evalString evaluates js in the Miniapp's view and decodes a string result.
+func evalJSON(t *testing.T, js string, v any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := testWin.EvalResult(ctx, js)
+	if err != nil {
+		t.Fatalf("eval %q: %v", js, err)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("eval %q: %q: %v", js, out, err)
+	}
+}
+
+// pollFor waits up to 10 s for cond.
+func pollFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pollJS evaluates js until it returns want, for up to 10 s.
+func pollJS(t *testing.T, js, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var got string
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		out, err := testWin.EvalResult(ctx, js)
+		cancel()
+		if err == nil {
+			_ = json.Unmarshal([]byte(out), &got)
+			if got == want {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: got %q, want %q", js, got, want)
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// artifactDir is where tests write artefacts (screenshots): artifacts/host
+// at the module root, which git ignores.
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "artifacts", "host")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("artifacts: no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}

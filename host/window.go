@@ -1,0 +1,542 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// Window is the host's one desktop window: the Miniapp's view with the
+// host's own view layered over it, driven through an [Engine]. The engine
+// allows one window per process, made on the main goroutine, so a Window is
+// made once (by [NewWindow]) and Miniapps are mounted into it one after
+// another.
+//
+// Every exported method is safe from any goroutine: engine work is posted
+// to the UI thread with Dispatch, and the UI thread never waits for a
+// goroutine. The methods of [EngineEvents] run on the UI thread.
+type Window struct {
+	eng  Engine
+	opts Options
+	key  string // proves a bridge message came from the top frame's host script
+
+	// gestures holds the latest real key press, click or touch on the
+	// Miniapp's view (not on the host's view), for openExternal.
+	gestures bridge.Gestures
+
+	listenMu  sync.Mutex // guards below
+	listeners map[int]func(Event)
+	nextID    int
+
+	// UI-thread state of the host's view: its page is loaded once, and
+	// renders asked for before it finished wait in hostPending.
+	hostPage    string
+	hostLoading bool
+	hostLoaded  bool
+	hostPending []string
+
+	stop     chan struct{} // closed by Terminate
+	stopOnce sync.Once
+	live     liveness
+
+	filterMu    sync.Mutex // guards filterRules; held while a filter compiles
+	filterRules string     // the content-blocker rules installed in the view
+
+	mu           sync.Mutex // guards below
+	app          *Miniapp
+	mountGen     int           // bumped by each Mount, so stale flows stop
+	topURI       string        // last committed top-level URL of the view, as the engine reports it
+	topURL       *url.URL      // topURI made canonical; nil when url.URL cannot carry it
+	seq          uint64        // committed main-frame documents, for the bridge
+	flow         *flow         // the consent flow running, if any
+	loaded       bool          // the view's page has finished loading and is not loading another
+	unresponsive bool          // the web process stopped answering
+	hostVisible  bool          // the host's view is shown over the Miniapp
+	launcherAt   origin.Origin // the launcher's origin: the only one its view loads
+}
+
+// NewWindow makes the window with the engine newEngine makes. It must run
+// on the main goroutine, before [Window.Run], and only once per process.
+// Point the XDG_* directories at the Miniapp's data folder first (see
+// [UseDataDir]).
+func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	page, err := hostPage()
+	if err != nil {
+		return nil, err
+	}
+	w := &Window{opts: opts, listeners: map[int]func(Event){}, stop: make(chan struct{}), hostPage: page}
+	var k [16]byte
+	if _, err := rand.Read(k[:]); err != nil {
+		return nil, fmt.Errorf("host: bridge key: %w", err)
+	}
+	w.key = hex.EncodeToString(k[:])
+	w.eng, err = newEngine(EngineConfig{Title: opts.Title, Width: opts.Width, Height: opts.Height, DataDir: opts.DataDir,
+		Ephemeral: opts.Ephemeral, Launcher: opts.Launcher, DevTools: opts.DevTools}, w)
+	if err != nil {
+		return nil, err
+	}
+	go w.watchdog()
+	go w.live.watch(w)
+	return w, nil
+}
+
+// watchdog asks the Miniapp's page for a trivial evaluation every half
+// HangTimeout. Engines only notice an unresponsive web process when they
+// wait on it (input, a load), so a page spinning in a loop on its own
+// would hang the view for ever; a page that does not answer within
+// HangTimeout has its web process stopped, which shows the host's
+// "stopped" screen.
+func (w *Window) watchdog() {
+	tick := time.NewTicker(w.opts.HangTimeout / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-tick.C:
+		}
+		// Only a loaded page is probed: a load in progress (a web process
+		// starting, a slow server) is the engine's to watch.
+		w.mu.Lock()
+		idle := w.app != nil && w.loaded
+		w.mu.Unlock()
+		if !idle {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), w.opts.HangTimeout)
+		_, err := w.EvalResult(ctx, "0")
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && w.live.ok() {
+			// A stalled UI loop answers nothing either: that is the
+			// liveness monitor's to report, not the page's fault.
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			w.emit(Event{Kind: EventUnresponsive})
+			w.TerminateWebProcess()
+		}
+	}
+}
+
+// Run runs the UI loop until [Window.Terminate]. It must run on the main
+// goroutine.
+func (w *Window) Run() { w.eng.Run() }
+
+// Terminate stops the UI loop.
+func (w *Window) Terminate() {
+	w.stopOnce.Do(func() { close(w.stop) })
+	w.eng.Terminate()
+}
+
+// Dispatch runs f on the UI thread, after the current callback if called
+// from it.
+func (w *Window) Dispatch(f func()) { w.eng.Dispatch(f) }
+
+// OnEvent registers f for every event of the window and returns a function
+// that removes it. f runs on the UI thread or on a flow's goroutine and
+// must not block.
+func (w *Window) OnEvent(f func(Event)) (remove func()) {
+	w.listenMu.Lock()
+	defer w.listenMu.Unlock()
+	id := w.nextID
+	w.nextID++
+	w.listeners[id] = f
+	return func() {
+		w.listenMu.Lock()
+		delete(w.listeners, id)
+		w.listenMu.Unlock()
+	}
+}
+
+// publish sends an event to the automation channel, if there is one.
+func (w *Window) publish(e bridge.Event) {
+	if w.opts.Events != nil {
+		w.opts.Events.Publish(e)
+	}
+}
+
+func (w *Window) emit(e Event) {
+	e.At = time.Now()
+	w.listenMu.Lock()
+	fs := make([]func(Event), 0, len(w.listeners))
+	for _, f := range w.listeners {
+		fs = append(fs, f)
+	}
+	w.listenMu.Unlock()
+	for _, f := range fs {
+		f(e)
+	}
+}
+
+// Mount makes app the window's Miniapp: its policy decides every
+// navigation from now on, fetch/XHR to the authorization endpoint are
+// blocked, and the view loads app.LoadURL. It returns once the load is
+// issued; watch [EventLoadFinished] for the page. The previous Miniapp's
+// bridge calls end with it.
+func (w *Window) Mount(ctx context.Context, app Miniapp) error {
+	if err := app.validate(); err != nil {
+		return err
+	}
+	if err := w.installFilter(ctx, app.Policy.FilterRules()); err != nil {
+		return err
+	}
+	w.abandonFlow()
+	// Input given to the previous Miniapp opens nothing for this one.
+	w.gestures.Take(time.Now())
+	w.mu.Lock()
+	w.mountGen++
+	prev := w.app
+	w.app = &app
+	w.mu.Unlock()
+	if prev != nil && prev.Bridge != nil {
+		prev.Bridge.Close()
+	}
+	// The Miniapp's scripts: the transport, then its bridge script.
+	// Replacing them all drops the previous Miniapp's key.
+	js := w.transportScript()
+	if app.Bridge != nil {
+		js += app.Bridge.Script()
+	}
+	load := app.LoadURL.String()
+	w.Dispatch(func() {
+		w.showHostViewUI(false)
+		w.eng.SetMiniappScript(js)
+		if app.Confidential {
+			// A confidential Miniapp's first page is the consent: its
+			// auth_url redirects to the service at once. The host page
+			// must be ready by then, so it loads now rather than after a
+			// first Miniapp page that never comes.
+			w.ensureHostPageUI()
+		}
+		w.eng.Load(ViewMiniapp, load)
+	})
+	return nil
+}
+
+// PrepareFilter compiles and installs the content filter for the service's
+// authorization endpoint ahead of Mount, which then finds it in place:
+// `open` runs it while the resolver is still at work.
+func (w *Window) PrepareFilter(ctx context.Context, authorize *url.URL) error {
+	p := Policy{Authorize: authorize}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return w.installFilter(ctx, p.FilterRules())
+}
+
+// installFilter compiles rules and makes them the view's only filter,
+// unless they are the ones installed.
+func (w *Window) installFilter(ctx context.Context, rules string) error {
+	w.filterMu.Lock()
+	defer w.filterMu.Unlock()
+	if w.filterRules == rules {
+		return nil
+	}
+	_, err := await(ctx, w, func(done func(struct{}, error)) {
+		w.eng.SetContentFilter(rules, func(err error) { done(struct{}{}, err) })
+	})
+	if err != nil {
+		return fmt.Errorf("host: content filter for the authorization endpoint: %w", err)
+	}
+	w.filterRules = rules
+	return nil
+}
+
+// await starts an engine call on the UI thread and waits for its done
+// callback or ctx.
+func await[T any](ctx context.Context, w *Window, start func(done func(T, error))) (T, error) {
+	type answer struct {
+		v   T
+		err error
+	}
+	ch := make(chan answer, 1)
+	w.Dispatch(func() { start(func(v T, err error) { ch <- answer{v, err} }) })
+	select {
+	case a := <-ch:
+		return a.v, a.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// awaitErr is await for calls that only succeed or fail.
+func awaitErr(ctx context.Context, w *Window, what string, start func(done func(error))) error {
+	_, err := await(ctx, w, func(done func(struct{}, error)) {
+		start(func(err error) { done(struct{}{}, err) })
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("host: %s: %w", what, err)
+	}
+	return err
+}
+
+// ShowRejection shows why a Miniapp was not opened, in the host's view; the
+// Miniapp's view loads nothing.
+func (w *Window) ShowRejection(title, text string) {
+	w.abandonFlow()
+	w.mu.Lock()
+	w.mountGen++
+	w.app = nil
+	w.mu.Unlock()
+	w.showHost(map[string]any{"screen": "rejection", "title": title, "text": text})
+}
+
+// Navigate loads u in the Miniapp's view. The policy decides it like any
+// other navigation.
+func (w *Window) Navigate(u string) { w.Dispatch(func() { w.eng.Load(ViewMiniapp, u) }) }
+
+// Eval runs js in the Miniapp's top frame. js must be built with
+// json.Marshal for every value it carries.
+func (w *Window) Eval(js string) { w.Dispatch(func() { w.eng.Eval(ViewMiniapp, js, nil) }) }
+
+// EvalResult evaluates js in the Miniapp's top frame and returns its value
+// as JSON. Tests and the automation channel use it; js must be built with
+// json.Marshal for every value it carries.
+func (w *Window) EvalResult(ctx context.Context, js string) (string, error) {
+	return w.evalIn(ctx, ViewMiniapp, js)
+}
+
+// EvalHost is EvalResult in the host's own view (tests press its buttons
+// with it).
+func (w *Window) EvalHost(ctx context.Context, js string) (string, error) {
+	return w.evalIn(ctx, ViewHost, js)
+}
+
+// EvalLauncher is EvalResult in the launcher's view; tests and the
+// automation of the playground drive the launcher with it.
+func (w *Window) EvalLauncher(ctx context.Context, js string) (string, error) {
+	if !w.opts.Launcher {
+		return "", errors.New("host: this window has no launcher")
+	}
+	return w.evalIn(ctx, ViewLauncher, js)
+}
+
+func (w *Window) evalIn(ctx context.Context, v View, js string) (string, error) {
+	out, err := await(ctx, w, func(done func(string, error)) { w.eng.Eval(v, js, done) })
+	if err != nil && ctx.Err() == nil {
+		return "", fmt.Errorf("host: eval: %w", err)
+	}
+	return out, err
+}
+
+// TopURL is the URL of the document committed in the view's top frame.
+func (w *Window) TopURL() *url.URL {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.topURL == nil {
+		return nil
+	}
+	u := *w.topURL
+	return &u
+}
+
+// CloseConsent hides the host's view without deciding; the Miniapp stays
+// where it was and the consent request is abandoned.
+func (w *Window) CloseConsent() {
+	w.abandonFlow()
+	w.Dispatch(func() { w.showHostViewUI(false) })
+}
+
+// Decide answers the consent on screen as the Approve or Deny button does.
+func (w *Window) Decide(d consent.Decision) { go w.decide(d) }
+
+// Cookies returns the Cookie header the view sends to u, HttpOnly cookies
+// included.
+func (w *Window) Cookies(ctx context.Context, u string) (string, error) {
+	h, err := await(ctx, w, func(done func(string, error)) { w.eng.CookieHeader(u, done) })
+	if err != nil && ctx.Err() == nil {
+		return "", fmt.Errorf("host: read cookies: %w", err)
+	}
+	return h, err
+}
+
+// ClearCookies removes every cookie of the view's data store.
+func (w *Window) ClearCookies(ctx context.Context) error {
+	return awaitErr(ctx, w, "clear cookies", w.eng.ClearCookies)
+}
+
+// addCookies writes cookies into the view's store and returns once the
+// engine has confirmed every one: a navigation issued earlier could go out
+// without them.
+func (w *Window) addCookies(ctx context.Context, cookies []Cookie) error {
+	if len(cookies) == 0 {
+		return nil
+	}
+	return awaitErr(ctx, w, "add cookie", func(done func(error)) { w.eng.AddCookies(cookies, done) })
+}
+
+// Snapshot writes a PNG of what the host's view shows (the consent screen)
+// to path.
+func (w *Window) Snapshot(ctx context.Context, path string) error {
+	return w.snapshot(ctx, ViewHost, path)
+}
+
+// SnapshotMiniapp writes a PNG of the Miniapp's view to path.
+func (w *Window) SnapshotMiniapp(ctx context.Context, path string) error {
+	return w.snapshot(ctx, ViewMiniapp, path)
+}
+
+// SnapshotLauncher writes a PNG of the launcher's view to path. The
+// launcher's page must be the one shown.
+func (w *Window) SnapshotLauncher(ctx context.Context, path string) error {
+	if !w.opts.Launcher {
+		return errors.New("host: this window has no launcher")
+	}
+	return w.snapshot(ctx, ViewLauncher, path)
+}
+
+func (w *Window) snapshot(ctx context.Context, v View, path string) error {
+	return awaitErr(ctx, w, "snapshot", func(done func(error)) { w.eng.Snapshot(v, path, done) })
+}
+
+// SnapshotWindow writes a PNG of the whole window as the screen shows it:
+// the tabs, the page shown and any screen of the host over it.
+func (w *Window) SnapshotWindow(ctx context.Context, path string) error {
+	return awaitErr(ctx, w, "window snapshot", func(done func(error)) { w.eng.SnapshotWindow(path, done) })
+}
+
+// TerminateWebProcess stops the Miniapp's web process, as the host does
+// with a page that hangs.
+func (w *Window) TerminateWebProcess() { w.Dispatch(w.eng.TerminateWebProcess) }
+
+// ForgetSite removes what the engine keeps for the host name of o: cookies,
+// local storage, IndexedDB, caches (not session storage). Engines key this
+// data by host name, so every origin on that host is reset.
+func (w *Window) ForgetSite(ctx context.Context, o origin.Origin) error {
+	if o.IsOpaque() {
+		return errors.New("host: reset storage needs an http(s) origin")
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(o.Host, "["), "]")
+	return awaitErr(ctx, w, "reset storage", func(done func(error)) { w.eng.ForgetSite(host, done) })
+}
+
+// ensureHostPageUI loads the host's page into its view, once; UI thread.
+func (w *Window) ensureHostPageUI() {
+	if w.hostLoading || w.hostLoaded {
+		return
+	}
+	w.hostLoading = true
+	w.eng.LoadHTML(ViewHost, w.hostPage)
+}
+
+// showHost renders a screen of the host's view and shows it over the
+// Miniapp. The screen is JSON-encoded, so nothing in it is ever code.
+func (w *Window) showHost(screen map[string]any) {
+	b, err := json.Marshal(screen)
+	if err != nil {
+		w.emit(Event{Kind: EventError, Detail: "host: render: " + err.Error()})
+		return
+	}
+	js := "window.hostRender(" + string(b) + ")"
+	w.Dispatch(func() {
+		if !w.hostLoaded {
+			// The host page is loaded once; the render waits for it.
+			w.hostPending = append(w.hostPending, js)
+			w.ensureHostPageUI()
+			return
+		}
+		w.eng.Eval(ViewHost, js, nil)
+		w.showHostViewUI(true)
+	})
+}
+
+// hostLoadedUI runs the renders that waited for the host page; UI thread.
+func (w *Window) hostLoadedUI() {
+	w.hostLoaded, w.hostLoading = true, false
+	pending := w.hostPending
+	w.hostPending = nil
+	for _, js := range pending {
+		w.eng.Eval(ViewHost, js, nil)
+	}
+	if len(pending) > 0 {
+		w.showHostViewUI(true)
+	}
+}
+
+// showHostViewUI shows or hides the host's view; UI thread.
+func (w *Window) showHostViewUI(show bool) {
+	w.mu.Lock()
+	w.hostVisible = show
+	w.mu.Unlock()
+	w.eng.ShowHostView(show)
+}
+
+// transportScript is injected at document start into the top frame only,
+// before the bridge script. It defines the bound function the bridge script
+// captures (bridge.PostFunction) over the "miniappHost" message handler,
+// with a per-process key in its closure. A subframe gets no copy of it and
+// cannot read the top frame's closure across origins; it can still reach
+// the raw handler, but without the key: the host then tells the dispatcher
+// that the message did not come from the main frame.
+func (w *Window) transportScript() string {
+	k, _ := json.Marshal(w.key)
+	name, _ := json.Marshal(bridge.PostFunction)
+	return `(function(){
+  var h = window.webkit && window.webkit.messageHandlers && window.webkit.messageHandlers.miniappHost;
+  if (!h || window !== window.top) return;
+  var post = h.postMessage.bind(h), key = ` + string(k) + `;
+  Object.defineProperty(window, ` + string(name) + `, {
+    value: function (msg) { post(key + String(msg)); },
+    writable: false, configurable: true, enumerable: false
+  });
+})();
+`
+}
+
+// docLocked is the document in the view's main frame now.
+func (w *Window) docLocked() bridge.Document {
+	// The URL as the engine reports it: the bridge takes its origin with
+	// origin.OfString, which a page at a URL that url.URL cannot carry
+	// (https://app.example/#/sale/50%) still has.
+	return bridge.Document{Seq: w.seq, URL: w.topURI}
+}
+
+// Deliver implements bridge.View: deliver runs on the UI thread with the
+// main frame's document of that moment, and its script is evaluated in the
+// main frame in the same turn.
+func (w *Window) Deliver(deliver func(now bridge.Document) string) {
+	w.Dispatch(func() {
+		w.mu.Lock()
+		doc := w.docLocked()
+		w.mu.Unlock()
+		if js := deliver(doc); js != "" {
+			w.eng.Eval(ViewMiniapp, js, nil)
+		}
+	})
+}
+
+// UseDataDir points WebKit's XDG_DATA_HOME, XDG_CACHE_HOME and
+// XDG_CONFIG_HOME at folders under dir, so that everything the engine keeps
+// for a Miniapp (local storage, caches, IndexedDB) is its own. It must run
+// before the window is made, because engines read them once.
+func UseDataDir(dir string) error {
+	for env, sub := range map[string]string{"XDG_DATA_HOME": "data", "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config"} {
+		p := filepath.Join(dir, sub)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return fmt.Errorf("host: data dir: %w", err)
+		}
+		if err := os.Setenv(env, p); err != nil {
+			return fmt.Errorf("host: data dir: %w", err)
+		}
+	}
+	return nil
+}

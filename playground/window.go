@@ -1,0 +1,66 @@
+package playground
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/origin"
+)
+
+// Window is the playground's desktop window: a host window with the
+// launcher in one page and the Miniapp it launches in the other. It
+// implements Opener, so that the playground mounts the Miniapps it has
+// resolved, and bridge.Controller for the automation channel's consent,
+// navigate, eval, screenshot and close commands on the Miniapp's view.
+type Window struct {
+	bridge.Controller
+	w           *host.Window
+	hostVersion string
+}
+
+var (
+	_ Opener            = (*Window)(nil)
+	_ bridge.Controller = (*Window)(nil)
+)
+
+// NewWindow adapts w, made with host.Options.Launcher, to the playground.
+func NewWindow(w *host.Window, hostVersion string) *Window {
+	// The channel's open command is the playground's (a launch, reported
+	// like any other); it never reaches this controller.
+	ctl := w.Controller(func(context.Context, bridge.OpenCommand) error {
+		return bridge.Errorf(bridge.CodeCommandFailed, "open goes through the playground's launch")
+	})
+	return &Window{Controller: ctl, w: w, hostVersion: hostVersion}
+}
+
+// Mount implements Opener: req.Miniapp, already resolved, is mounted as
+// `open` mounts it (navigation policy, consent view, completion), with the
+// subject switcher's choice signing in, and the Miniapp's page is brought
+// to the front.
+func (pw *Window) Mount(ctx context.Context, req OpenRequest) (string, error) {
+	if req.Miniapp == nil {
+		return "", errors.New("playground: no Miniapp to mount")
+	}
+	s := req.Services
+	svc := &host.Service{Issuer: s.Issuer, Authorize: s.Authorization, Token: s.Token, Native: s.Native, Grant: s.Grant}
+	if err := pw.w.MountResolved(ctx, req.Miniapp, svc, host.MountOptions{HostClientID: req.HostClientID,
+		HostSecret: req.HostSecret, Subject: req.Subject, HostVersion: pw.hostVersion}); err != nil {
+		return "", fmt.Errorf("playground: %w", err)
+	}
+	pw.w.ShowPage(host.PageMiniapp)
+	return host.MainView, nil
+}
+
+// ResetStorage implements Opener. WebKit keeps site data by host name, so
+// every Miniapp on the same host is reset with it (all the playground's
+// loopback Miniapps share 127.0.0.1).
+func (pw *Window) ResetStorage(ctx context.Context, raw, _ string) error {
+	o, err := origin.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("playground: reset storage: %w", err)
+	}
+	return pw.w.ForgetSite(ctx, o)
+}
