@@ -1,6 +1,10 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -35,4 +39,57 @@ func TestOpenUsage(t *testing.T) {
 			t.Errorf("no-webview build: exit %d, stderr %q", code, stderr)
 		}
 	}
+}
+
+// noDisplayChildEnv makes the test binary run the command line it holds
+// (arguments separated by newlines) and exit with its code.
+const noDisplayChildEnv = "MINIAPP_HOST_TEST_COMMAND"
+
+// TestNoDisplay: without a display, `open` and `playground` say so, name
+// xvfb-run and --no-window, and exit 2 before any window exists (they used
+// to crash in webview_go). Each runs in a process of its own whose
+// environment has no DISPLAY or WAYLAND_DISPLAY.
+func TestNoDisplay(t *testing.T) {
+	if !webkitgtk.Available {
+		t.Log("this build has no engine: TestOpenUsage covers its message")
+		return
+	}
+	for _, args := range [][]string{
+		{"open", "--origin", "http://127.0.0.1:1", "--id", "x", "--ephemeral"},
+		{"playground", "--addr", "127.0.0.1:0", "--launcher-addr", "127.0.0.1:0"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestNoDisplayChild$")
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "DISPLAY=") && !strings.HasPrefix(kv, "WAYLAND_DISPLAY=") {
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
+			cmd.Env = append(cmd.Env, noDisplayChildEnv+"="+strings.Join(args, "\n"), "XDG_DATA_HOME="+t.TempDir())
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != exitUsage {
+				t.Fatalf("%s without a display: %v, want exit %d; stderr:\n%s", args[0], err, exitUsage, stderr.String())
+			}
+			for _, want := range []string{"no display", "xvfb-run", "--no-window"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("%s's message lacks %q:\n%s", args[0], want, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// TestNoDisplayChild is the child of TestNoDisplay; in a normal run it has
+// nothing to do.
+func TestNoDisplayChild(t *testing.T) {
+	raw := os.Getenv(noDisplayChildEnv)
+	if raw == "" {
+		return
+	}
+	var stdout strings.Builder
+	code := run(context.Background(), env{args: strings.Split(raw, "\n"), stdout: &stdout, stderr: os.Stderr})
+	os.Exit(code)
 }

@@ -38,6 +38,7 @@ type Engine struct {
 	Answer func(v host.View, js string) (string, error)
 
 	mu        sync.Mutex // guards below
+	hang      bool
 	loads     []Load
 	evals     []Load
 	script    string
@@ -116,6 +117,10 @@ func (e *Engine) onUI(f func()) {
 	<-done
 }
 
+// Hang makes the Miniapp's page stop answering evaluations (a page
+// spinning in a loop), or answer again.
+func (e *Engine) Hang(on bool) { e.mu.Lock(); e.hang = on; e.mu.Unlock() }
+
 // Stall blocks the UI thread until release is called, as a UI loop stuck
 // in a callback would be.
 func (e *Engine) Stall() (release func()) {
@@ -161,6 +166,12 @@ func (e *Engine) Eval(v host.View, js string, done func(string, error)) {
 	e.evals = append(e.evals, Load{v, js})
 	e.mu.Unlock()
 	out, err := "null", error(nil)
+	e.mu.Lock()
+	hang := e.hang && v == host.ViewMiniapp
+	e.mu.Unlock()
+	if hang {
+		return // the page's process never answers
+	}
 	if v == host.ViewHost {
 		if arg, ok := strings.CutPrefix(js, "window.hostRender("); ok {
 			var screen struct{ Screen string }
