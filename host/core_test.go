@@ -123,7 +123,9 @@ func (r *events) wait(t *testing.T, match func(host.Event) bool) host.Event {
 	}
 }
 
-func kind(k host.EventKind) func(host.Event) bool { return func(e host.Event) bool { return e.Kind == k } }
+func kind(k host.EventKind) func(host.Event) bool {
+	return func(e host.Event) bool { return e.Kind == k }
+}
 
 func shown(screen string) func(host.Event) bool {
 	return func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == screen }

@@ -63,7 +63,9 @@ func TestOpenOrchestration(t *testing.T) {
 				if err != nil {
 					t.Fatalf("resolution: %v", err)
 				}
-				rec.wait(t, func(e host.Event) bool { return e.Kind == host.EventLoadFinished && strings.HasPrefix(e.URL, app.Origin) })
+				rec.wait(t, func(e host.Event) bool {
+					return e.Kind == host.EventLoadFinished && strings.HasPrefix(e.URL, app.Origin)
+				})
 				if !strings.Contains(eng.Filter(), "authorize") {
 					t.Errorf("no content filter for the authorization endpoint: %s", eng.Filter())
 				}
