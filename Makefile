@@ -14,7 +14,7 @@ export WEBKIT_DISABLE_COMPOSITING_MODE := 1
 # after deps has installed what was missing.
 WEBKIT_API ?=
 export WEBKIT_API
-REAL_PKG_CONFIG := $(or $(filter-out $(CURDIR)/scripts/pkg-config,$(PKG_CONFIG)),pkg-config)
+REAL_PKG_CONFIG := $(or $(filter-out %scripts/pkg-config,$(PKG_CONFIG)),pkg-config)
 webkit_api = $(or $(strip $(WEBKIT_API)),$(shell $(REAL_PKG_CONFIG) --exists webkit2gtk-4.1 2>/dev/null && echo 4.1 || echo 4.0))
 other_webkit_api = $(if $(filter 4.1,$(webkit_api)),4.0,4.1)
 # For 4.1, webview_go's and the host's "webkit2gtk-4.0" go through scripts/pkg-config, which
