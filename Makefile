@@ -71,7 +71,7 @@ lint: vet $(STATICCHECK)
 # Every test, with the race detector, under a virtual display (the host's tests open real windows);
 # then the engine's GUI tests (ENGINE_PKGS) again against the other WebKitGTK API, when installed.
 XVFB := xvfb-run -a -s "-screen 0 1280x900x24"
-ENGINE_PKGS ?= ./host/
+ENGINE_PKGS ?= ./host/webkitgtk/
 test: DEPS_FLAGS = --all-webkit-apis
 test: lint
 	$(XVFB) $(GO) test -race -count=1 ./...

@@ -257,3 +257,18 @@ func cbool(b bool) C.int {
 	}
 	return 0
 }
+
+// suspendSignal is JavaScriptCore's thread-suspend signal in this process.
+func suspendSignal() int { return int(C.mh_suspend_signal()) }
+
+// signalsWithoutOnStack lists the standard signals whose handler lacks
+// SA_ONSTACK.
+func signalsWithoutOnStack() []int {
+	var out [32]C.int
+	n := int(C.mh_signals_without_onstack(&out[0], C.int(len(out))))
+	sigs := make([]int, 0, n)
+	for i := 0; i < n && i < len(out); i++ {
+		sigs = append(sigs, int(out[i]))
+	}
+	return sigs
+}

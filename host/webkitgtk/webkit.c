@@ -41,18 +41,26 @@
 //   the main thread never calls into JavaScriptCore, so it cannot wait on
 //   the collector in turn.
 //
-// Every other handler that C code installs without SA_ONSTACK (JSC's
-// SIGSEGV and SIGBUS fault handlers, which chain to Go's) gets it: Go's
-// handler, reached through them, must run on the signal stack.
+// Every other handler that C code installs without SA_ONSTACK gets it: Go
+// needs it of every handler that may run on a Go thread (a signal arriving
+// on a goroutine stack would overflow it, and Go's own handler, which
+// JSC's SIGSEGV and SIGBUS handlers chain to, must run on the signal
+// stack). JavaScriptCore installs some lazily, from its own timers on the
+// main loop (SIGXCPU, after the first script results), so the check runs
+// each time the main thread enters Go, before any Go code runs: about 28
+// sigaction reads, a few microseconds.
 
 static int mh_suspend_sig = SIGUSR1;
 static sigset_t mh_suspend_set;
+
+static void mh_fix_signals(void);
 
 // MH_TO_GO wraps every call from C into Go.
 #define MH_TO_GO(call)                                                   \
 	do {                                                                 \
 		sigset_t mh_old_;                                                \
 		pthread_sigmask(SIG_BLOCK, &mh_suspend_set, &mh_old_);           \
+		mh_fix_signals();                                                \
 		call;                                                            \
 		pthread_sigmask(SIG_SETMASK, &mh_old_, NULL);                    \
 	} while (0)
@@ -175,7 +183,6 @@ static GtkWidget *on_create(WebKitWebView *view, WebKitNavigationAction *a, gpoi
 
 static void on_load_changed(WebKitWebView *view, WebKitLoadEvent ev, gpointer data) {
 	mh_ref *r = data;
-	if (ev == WEBKIT_LOAD_FINISHED) mh_fix_signals();
 	const char *u = webkit_web_view_get_uri(view);
 	MH_TO_GO(goLoadChanged(r->handle, r->view, (int)ev, (char *)(u ? u : "")));
 }

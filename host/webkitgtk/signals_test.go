@@ -1,0 +1,55 @@
+//go:build linux && cgo
+
+package webkitgtk
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestSignalHandlers checks, in the live process after pages and script
+// results have gone through the UI process's JavaScriptCore, the rule
+// docs/webkitgtk.md ("Signals") gives: every handler C code installed has
+// SA_ONSTACK, which Go needs, except JavaScriptCore's thread-suspend
+// signal's, which must run on the thread's own stack.
+func TestSignalHandlers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// A script result deserialised in the UI process: JSC is in use.
+	if _, err := testWin.EvalResult(ctx, `Array.from({length: 4000}, (_, i) => ({i}))`); err != nil {
+		t.Fatal(err)
+	}
+	got := signalsWithoutOnStack()
+	if want := []int{suspendSignal()}; !slices.Equal(got, want) {
+		t.Errorf("signals whose handler lacks SA_ONSTACK: %v, want only the thread-suspend signal %v", got, want)
+	}
+}
+
+// TestOneWebKitAPI reads the test binary's libraries: one WebKitGTK API and
+// the libsoup that goes with it, never both libsoups (the process would
+// abort), and the API the Makefile chose when it says one.
+func TestOneWebKitAPI(t *testing.T) {
+	out, err := exec.Command("ldd", os.Args[0]).Output()
+	if err != nil {
+		t.Fatalf("ldd: %v", err)
+	}
+	libs := string(out)
+	has := func(re string) bool { return regexp.MustCompile(re).MatchString(libs) }
+	w40, w41 := has(`libwebkit2gtk-4\.0\.so`), has(`libwebkit2gtk-4\.1\.so`)
+	s2, s3 := has(`libsoup-2\.4\.so`), has(`libsoup-3\.0\.so`)
+	switch {
+	case w40 == w41:
+		t.Fatalf("the binary links webkit2gtk 4.0: %v, 4.1: %v; want exactly one", w40, w41)
+	case w40 && (!s2 || s3), w41 && (!s3 || s2):
+		t.Fatalf("webkit2gtk-4.1: %v with libsoup-2.4: %v and libsoup-3.0: %v; 4.0 goes with libsoup 2 only, 4.1 with libsoup 3 only", w41, s2, s3)
+	}
+	if api := os.Getenv("WEBKIT_API"); (api == "4.1" && !w41) || (api == "4.0" && !w40) {
+		t.Errorf("WEBKIT_API=%s but the binary links webkit2gtk-4.1: %v", api, w41)
+	}
+	t.Logf("webkit2gtk-4.1: %v, libsoup-3.0: %v", w41, s3)
+}
