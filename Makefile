@@ -8,7 +8,7 @@ STATICCHECK := $(BIN)/staticcheck
 # Under Xvfb WebKit renders without compositing faster and with less memory (notes/webkitgtk.md).
 export WEBKIT_DISABLE_COMPOSITING_MODE := 1
 
-.PHONY: all deps build run test vet lint bench clean
+.PHONY: all deps build run test vet lint bench soak clean
 
 all: build
 
@@ -42,6 +42,13 @@ test: lint
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./cmd/loadgen
+
+# A soak run of the playground through its automation channel (scripts/soak.sh, package soak):
+# every command must be answered within 30 s, and SIGTERM must stop it within 10 s.
+SOAK_MINUTES ?= 30
+SOAK_ARGS ?=
+soak: build
+	SOAK_MINUTES=$(SOAK_MINUTES) ./scripts/soak.sh $(BIN)/miniapp-host $(SOAK_ARGS)
 
 clean:
 	rm -rf $(BIN)
