@@ -142,7 +142,8 @@ func (r Report) Write(w io.Writer) {
 		row("freezes", "none")
 	}
 	for _, f := range r.Freezes {
-		row("FREEZE", "minute %.1f: %s (id %d) got no answer in %s", f.Minute, f.Command, f.ID, f.Waited)
+		row("FREEZE", "minute %.1f (%.0f s into the run): %s (id %d) got no answer in %s",
+			f.Minute, f.Minute*60, f.Command, f.ID, f.Waited)
 	}
 	if r.Lost != "" {
 		row("LOST", "%s", r.Lost)
@@ -296,7 +297,8 @@ func (d *driver) cmd(ctx context.Context, what, name string, params any) ([]byte
 	case errors.As(err, &fe):
 		f := Freeze{Minute: fe.Sent.Sub(d.start).Minutes(), Command: what, ID: fe.ID, Waited: fe.Waited}
 		d.rep.Freezes = append(d.rep.Freezes, f)
-		d.logf("FREEZE: %s (id %d) sent at minute %.1f got no answer in %s", what, fe.ID, f.Minute, fe.Waited)
+		d.logf("FREEZE: %s (id %d) sent at minute %.1f (%.0f s into the run) got no answer in %s",
+			what, fe.ID, f.Minute, f.Minute*60, fe.Waited)
 		return nil, errStop
 	case errors.Is(err, errClosed):
 		d.lost(fmt.Sprintf("the automation connection closed during %s (minute %.1f)", what, d.minute()))
