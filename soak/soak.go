@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -258,9 +257,6 @@ type driver struct {
 	log   io.Writer
 	start time.Time
 	http  *http.Client
-
-	mu      sync.Mutex
-	stopped error // the first freeze or loss: nothing more is sent
 
 	round   int
 	denials map[string]int // subject|client -> consent screens denied
