@@ -28,7 +28,7 @@ export WEBKIT_REAL_PKG_CONFIG := $(REAL_PKG_CONFIG)
 export PKG_CONFIG = $(call webkit_pkg_config,$(webkit_api))
 export CGO_CPPFLAGS = $(call webkit_cppflags,$(webkit_api))
 
-.PHONY: all deps webkit build run test vet lint bench clean
+.PHONY: all deps webkit build run test vet lint bench soak clean
 
 all: build
 
@@ -87,6 +87,13 @@ test: lint
 bench: webkit
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./cmd/loadgen
+
+# A soak run of the playground through its automation channel (scripts/soak.sh, package soak):
+# every command must be answered within 30 s, and SIGTERM must stop it within 10 s.
+SOAK_MINUTES ?= 30
+SOAK_ARGS ?=
+soak: build
+	SOAK_MINUTES=$(SOAK_MINUTES) ./scripts/soak.sh $(BIN)/miniapp-host $(SOAK_ARGS)
 
 clean:
 	rm -rf $(BIN)
