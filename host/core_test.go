@@ -273,9 +273,7 @@ func TestConfidentialFlowWithoutDisplay(t *testing.T) {
 	if h := cookieHeader(t, c.eng, e.Confidential.Origin+"/"); !strings.Contains(h, "demo_session=") {
 		t.Errorf("the view's cookies after the callback: %q, want the demo's session", h)
 	}
-	if loads := c.eng.Loads(host.ViewMiniapp); loads[len(loads)-1] != done.URL {
-		t.Errorf("the view last loaded %s, want %s", loads[len(loads)-1], done.URL)
-	}
+	c.rec.wait(t, func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == done.URL })
 	if c.eng.HostShown() {
 		t.Error("the consent screen stays over the signed-in Miniapp")
 	}

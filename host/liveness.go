@@ -44,9 +44,11 @@ func (l *liveness) watch(w *Window) {
 			l.mu.Lock()
 			l.stalled = true
 			l.mu.Unlock()
+			// Published first: a listener that sees the window's event
+			// finds it on the automation channel too.
 			secs := time.Since(sent).Seconds()
-			w.emit(Event{Kind: EventUIStalled, Detail: fmt.Sprintf("the UI loop has not answered for %.1fs", secs)})
 			w.publish(bridge.UIStalledEvent{Seconds: secs})
+			w.emit(Event{Kind: EventUIStalled, Detail: fmt.Sprintf("the UI loop has not answered for %.1fs", secs)})
 			select {
 			case <-w.stop:
 				return
@@ -56,8 +58,8 @@ func (l *liveness) watch(w *Window) {
 			l.stalled = false
 			l.mu.Unlock()
 			secs = time.Since(sent).Seconds()
-			w.emit(Event{Kind: EventUIRecovered, Detail: fmt.Sprintf("the UI loop answered again after %.1fs", secs)})
 			w.publish(bridge.UIRecoveredEvent{Seconds: secs})
+			w.emit(Event{Kind: EventUIRecovered, Detail: fmt.Sprintf("the UI loop answered again after %.1fs", secs)})
 		}
 		select {
 		case <-w.stop:

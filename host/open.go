@@ -210,22 +210,25 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 		w.OnEvent(cfg.OnEvent)
 	}
 	fmt.Fprintf(cfg.Log, "open: WebKit data in %s\n", dir)
-	result := make(chan error, 1)
-	go func() { result <- w.openOrShow(ctx, cfg) }()
-	if cfg.StopGrace == 0 {
-		cfg.StopGrace = 3 * time.Second
+	grace, stuck := cfg.StopGrace, cfg.Stuck
+	if grace == 0 {
+		grace = 3 * time.Second
 	}
-	stuck := cfg.Stuck
 	if stuck == nil {
 		stuck = func() {}
 	}
-	w.RunUntil(ctx, cfg.StopGrace, func() { cleanup(); stuck() })
-	select {
-	case err := <-result:
+	// The orchestration ends with the window: its answer (a rejection is
+	// exit 1) is waited for, never dropped.
+	octx, ocancel := context.WithCancel(ctx)
+	defer ocancel()
+	result := make(chan error, 1)
+	go func() { result <- w.openOrShow(octx, cfg) }()
+	w.RunUntil(ctx, grace, func() { cleanup(); stuck() })
+	ocancel()
+	if err := <-result; err != nil && !errors.Is(err, context.Canceled) {
 		return err
-	default:
-		return ctx.Err()
 	}
+	return ctx.Err()
 }
 
 // openOrShow opens a Miniapp, or shows in the window why it could not.
