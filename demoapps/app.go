@@ -57,6 +57,15 @@ func (a *App) Close() error {
 }
 
 func start(addr string, routes func(origin string) http.Handler) (*App, error) {
+	ln, err := listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	return serve(ln, routes), nil
+}
+
+// listen opens addr ("" for any loopback port).
+func listen(addr string) (net.Listener, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
@@ -64,6 +73,20 @@ func start(addr string, routes func(origin string) http.Handler) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demoapps: %w", err)
 	}
+	return ln, nil
+}
+
+// Listen opens addr ("" or port 0 for a free loopback port) for
+// ServeConfidential and returns the origin it will be served at.
+func Listen(addr string) (net.Listener, string, error) {
+	ln, err := listen(addr)
+	if err != nil {
+		return nil, "", err
+	}
+	return ln, "http://" + ln.Addr().String(), nil
+}
+
+func serve(ln net.Listener, routes func(origin string) http.Handler) *App {
 	a := &App{Origin: "http://" + ln.Addr().String()}
 	a.srv = &http.Server{Handler: routes(a.Origin), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -71,7 +94,7 @@ func start(addr string, routes func(origin string) http.Handler) (*App, error) {
 			panic(err)
 		}
 	}()
-	return a, nil
+	return a
 }
 
 // manifest serves GET /miniapp.webmanifest.

@@ -1,6 +1,7 @@
 package demoapps
 
 import (
+	"net"
 	"crypto/rand"
 	"encoding/hex"
 	"html/template"
@@ -38,7 +39,18 @@ type login struct {
 // StartConfidential serves the confidential demo on addr ("" for any
 // loopback port). Its auth_url is /login and its callback /callback.
 func StartConfidential(cfg Config, addr string) (*App, error) {
-	return start(addr, func(origin string) http.Handler {
+	ln, err := listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	return ServeConfidential(cfg, ln), nil
+}
+
+// ServeConfidential is StartConfidential on a listener the caller opened:
+// its client can be registered with the origin the listener got (a port
+// 0 resolved) before the demo, which needs the client's secret, starts.
+func ServeConfidential(cfg Config, ln net.Listener) *App {
+	return serve(ln, func(origin string) http.Handler {
 		c := &confidential{cfg: cfg, logins: map[string]login{}, sessions: map[string]*oauth2.Token{},
 			oauth: &oauth2.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RedirectURL: origin + "/callback",
 				Endpoint: oauth2.Endpoint{AuthURL: cfg.AuthURL, TokenURL: cfg.TokenURL, AuthStyle: oauth2.AuthStyleInHeader},

@@ -176,7 +176,19 @@ func TestLaunchBrokenMiniapps(t *testing.T) {
 // without a window: every stage passes, the answer says plainly that there
 // is no window, and offers the URL a browser tab starts at.
 func TestLaunchDemoMiniappsWithoutWindow(t *testing.T) {
-	p := start(t, Config{})
+	t.Run("free ports", func(t *testing.T) { launchDemos(t, Config{}) })
+	// What `playground --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0`
+	// passes: port 0 everywhere, each resolved to the port it got before
+	// any client is registered with its origin.
+	zero := "127.0.0.1:0"
+	t.Run("port 0", func(t *testing.T) {
+		launchDemos(t, Config{Addrs: Addrs{Service: zero, Dashboard: zero, Signing: zero, Invoicing: zero,
+			Launcher: zero, Public: zero, Confidential: zero, Automation: zero}})
+	})
+}
+
+func launchDemos(t *testing.T, cfg Config) {
+	p := start(t, cfg)
 	for _, c := range []struct{ id, loadPath, clientType string }{
 		{DemoPublicID, "/", resolver.ClientPublic},
 		{DemoConfidentialID, "/login", resolver.ClientConfidential},

@@ -103,22 +103,19 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 	}
 	// The confidential demo needs its secret before it starts, and the
 	// server makes the secret when the client is registered with the
-	// demo's origin: so the origin is fixed first. A free port is found
-	// by listening and closing; another process could take it in
-	// between, which Start then reports.
-	addr := cfg.addrs.Confidential
-	if addr == "" {
-		if addr, err = freePort(); err != nil {
-			return nil, err
-		}
-	}
-	conf := demo(DemoConfidentialID, "Demo confidential Miniapp")
-	if conf.ClientSecret, err = w.registerSecret(ctx, DemoConfidentialID, conf.Name, true, "http://"+addr); err != nil {
-		return nil, err
-	}
-	if w.confidential, err = demoapps.StartConfidential(conf, addr); err != nil {
+	// demo's origin: so the demo's port is opened first (port 0 resolved
+	// to the port it got), its client registered with that origin, then
+	// the demo served on it.
+	ln, confOrigin, err := demoapps.Listen(cfg.addrs.Confidential)
+	if err != nil {
 		return nil, fmt.Errorf("playground: %w", err)
 	}
+	conf := demo(DemoConfidentialID, "Demo confidential Miniapp")
+	if conf.ClientSecret, err = w.registerSecret(ctx, DemoConfidentialID, conf.Name, true, confOrigin); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	w.confidential = demoapps.ServeConfidential(conf, ln)
 	return w, nil
 }
 
