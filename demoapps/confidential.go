@@ -1,10 +1,10 @@
 package demoapps
 
 import (
-	"net"
 	"crypto/rand"
 	"encoding/hex"
 	"html/template"
+	"net"
 	"net/http"
 	"sync"
 	"time"
