@@ -8,6 +8,9 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 )
@@ -56,37 +59,50 @@ func (c *controller) consentOnScreen() bool {
 	return c.w.flow != nil && c.w.flow.requestID != "" && c.w.hostVisible
 }
 
-// press presses a button of the consent screen, as the subject would.
-func (c *controller) press(ctx context.Context, account, button string) error {
+// press decides the consent on screen through the host page's own
+// hostPress, which applies the screen's rules (a failed check refuses
+// approval; Approve is not armed at once) but not the pointer rule: the
+// channel's token is the caller's proof of intent. It waits out the
+// arming delay the page names.
+func (c *controller) press(ctx context.Context, account, action string) error {
 	if !c.consentOnScreen() {
 		return bridge.Errorf(CodeNoConsent, "no consent screen is shown")
 	}
 	a, _ := json.Marshal(account)
-	b, _ := json.Marshal(button)
-	out, err := c.w.EvalHost(ctx, `(function (account, button) {
-  if (account) {
-    var r = Array.prototype.find.call(document.querySelectorAll("input[name=account]"), function (x) { return x.value === account; });
-    if (!r) return "no-account";
-    r.click();
-  }
-  var b = document.getElementById(button);
-  if (!b) return "no-button";
-  if (b.disabled) return "disabled";
-  b.click();
-  return "ok";
-})(`+string(a)+`, `+string(b)+`)`)
-	if err != nil {
-		return err
-	}
-	switch out {
-	case `"ok"`:
-		return nil
-	case `"no-account"`:
-		return bridge.Errorf(bridge.CodeInvalidParams, "account %q is not offered on the consent screen", account)
-	case `"disabled"`:
-		return bridge.Errorf(CodeNoConsent, "the consent screen refuses %s: a check failed", button)
-	default:
-		return fmt.Errorf("host: consent screen: %s", out)
+	b, _ := json.Marshal(action)
+	for {
+		out, err := c.w.EvalHost(ctx, `window.hostPress(`+string(b)+`, `+string(a)+`)`)
+		if err != nil {
+			return err
+		}
+		var answer string
+		if err := json.Unmarshal([]byte(out), &answer); err != nil {
+			return fmt.Errorf("host: consent screen: %s", out)
+		}
+		switch {
+		case answer == "ok":
+			return nil
+		case answer == "no-account":
+			return bridge.Errorf(bridge.CodeInvalidParams, "account %q is not offered on the consent screen", account)
+		case answer == "disabled":
+			return bridge.Errorf(CodeNoConsent, "the consent screen refuses %s: a check failed", action)
+		case answer == "no-consent":
+			return bridge.Errorf(CodeNoConsent, "no consent screen is shown")
+		case strings.HasPrefix(answer, "wait "):
+			ms, err := strconv.Atoi(strings.TrimPrefix(answer, "wait "))
+			if err != nil {
+				return fmt.Errorf("host: consent screen: %s", out)
+			}
+			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		default:
+			return fmt.Errorf("host: consent screen: %s", out)
+		}
 	}
 }
 

@@ -138,7 +138,8 @@ func (w *Window) beginFlow(f *flow, u *url.URL) error {
 			w.decide(consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
 			return
 		}
-		w.showHost(map[string]any{"screen": "consent", "model": screen.Model})
+		w.showHost(map[string]any{"screen": "consent", "model": screen.Model, "arm_ms": w.opts.ConsentArm.Milliseconds(),
+			"miniapp_origin": origin.Of(f.app.LoadURL).String(), "redirect_uri": f.redirectURI})
 	}()
 	return nil
 }

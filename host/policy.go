@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -90,14 +91,15 @@ func (p *Policy) Validate() error {
 
 // Rules of the policy, as events name them.
 const (
-	RuleUnparsable    = "unparsable"             // the URL does not parse as a browser would
-	RuleAuthorize     = "authorization-endpoint" // towards the service's authorization endpoint
-	RuleAboutFrame    = "about-document"         // about:blank or about:srcdoc, made by the page
-	RuleNoOrigin      = "opaque-origin"          // a scheme without a network origin
-	RuleAllowedOrigin = "allowed-origin"         // inside the client's allowed_origins
-	RuleExternal      = "external-on-gesture"    // http(s) elsewhere, followed on a user gesture
-	RuleNotAllowed    = "not-allowed"            // http(s) elsewhere, without a gesture or by redirect
-	RuleNoNewWindow   = "no-new-window"          // about: documents never open a window
+	RuleUnparsable     = "unparsable"                   // the URL does not parse as a browser would
+	RuleAuthorize      = "authorization-endpoint"       // towards the service's authorization endpoint
+	RuleAboutFrame     = "about-document"               // about:blank or about:srcdoc, made by the page
+	RuleNoOrigin       = "opaque-origin"                // a scheme without a network origin
+	RuleAllowedOrigin  = "allowed-origin"               // inside the client's allowed_origins
+	RuleExternal       = "external-on-gesture"          // http(s) elsewhere, followed on a user gesture
+	RuleNotAllowed     = "not-allowed"                  // http(s) elsewhere, without a gesture or by redirect
+	RuleNoNewWindow    = "no-new-window"                // about: documents never open a window
+	RuleAuthorizeAlias = "authorization-endpoint-alias" // the endpoint by another spelling of the service's server
 )
 
 // Decide returns the action for n and the canonical URL it concerns: nil
@@ -135,6 +137,14 @@ func (p *Policy) DecideRule(n Navigation) (Action, string, *url.URL) {
 	if p.IsAuthorize(u) {
 		return Consent, RuleAuthorize, u
 	}
+	if p.reachesEndpoint(u) {
+		// The endpoint under another name of its server (localhost for
+		// 127.0.0.1, a trailing dot): the service would answer it, so it
+		// is never loaded nor handed to the system browser; consent runs
+		// only for the service's own spelling, which the client
+		// registered.
+		return Block, RuleAuthorizeAlias, u
+	}
 	// about:blank and about:srcdoc documents are made by the page itself
 	// and load nothing; they inherit the origin of their creator, so they
 	// are allowed in frames but never as a new window.
@@ -161,31 +171,63 @@ func (p *Policy) DecideRule(n Navigation) (Action, string, *url.URL) {
 // below it. The decoded path is compared because servers route on it
 // (/%61uthorize reaches /authorize).
 func (p *Policy) IsAuthorize(u *url.URL) bool {
-	if u == nil || !origin.Of(u).Equal(origin.Of(p.Authorize)) {
-		return false
-	}
+	return u != nil && origin.Of(u).Equal(origin.Of(p.Authorize)) && p.endpointPath(u)
+}
+
+// reachesEndpoint reports whether u targets the endpoint's path on the
+// service's server under any spelling (origin.SameServer).
+func (p *Policy) reachesEndpoint(u *url.URL) bool {
+	return u != nil && origin.SameServer(origin.Of(u), origin.Of(p.Authorize)) && p.endpointPath(u)
+}
+
+func (p *Policy) endpointPath(u *url.URL) bool {
 	want := path.Clean("/" + p.Authorize.Path)
 	got := path.Clean("/" + u.Path)
 	return got == want || strings.HasPrefix(got, want+"/")
 }
 
-// FilterRules is the WebKit content-blocker list that stops fetch and XHR
-// (which are not navigations) towards the authorization endpoint, and
-// redirects towards it. A second rule blocks percent-escapes in paths on the
-// service's origin, because content-blocker patterns cannot match the
-// escaped spellings of the endpoint's path and servers decode them.
+// FilterRules is the content-blocker list (WebKit's format) that stops
+// every request of the Miniapp's view that is not a navigation, and so not
+// decided by DecideRule, towards the authorization endpoint: fetch, XHR,
+// WebSocket, beacons, subresources, and redirects towards it. The patterns
+// have no disjunction, so there is a rule per scheme that reaches the
+// service's server (http and ws, or https and wss: RFC 6455 section 3)
+// and per spelling of its host (origin.SameServer: a trailing dot, and for
+// a loopback service localhost, 127.0.0.0/8 and [::1]; the browser's URL
+// parser has already made numeric and upper-case hosts canonical). For
+// each, a second rule blocks percent-escapes in paths on that server,
+// because the patterns cannot match the escaped spellings of the
+// endpoint's path and servers decode them.
 func (p *Policy) FilterRules() string {
 	o := origin.Of(p.Authorize)
-	base := regexp.QuoteMeta(o.String())
+	port := ""
+	if o.Port != 0 {
+		port = ":" + strconv.Itoa(o.Port)
+	}
+	schemes := []string{"http", "ws"}
+	if o.Scheme == "https" {
+		schemes = []string{"https", "wss"}
+	}
+	hosts := []string{regexp.QuoteMeta(strings.TrimSuffix(o.Host, ".")) + `\.?`}
+	if o.IsLoopback() {
+		hosts = []string{`localhost\.?`, `127\.[0-9]+\.[0-9]+\.[0-9]+`, `\[::1\]`}
+	}
 	ep := regexp.QuoteMeta(path.Clean("/" + p.Authorize.Path))
 	// Every resource type but "popup": a blocked popup would fail inside
 	// the web process before the view's create signal, and the host wants
 	// window.open(authorize) to reach create and become a consent.
 	types := `["document","image","style-sheet","script","font","raw","svg-document","media","ping","fetch","websocket","other"]`
-	rule := func(pattern string) string {
-		return fmt.Sprintf(`{"trigger":{"url-filter":%q,"resource-type":%s},"action":{"type":"block"}}`, pattern, types)
+	var rules []string
+	for _, scheme := range schemes {
+		for _, h := range hosts {
+			// Userinfo (ws://user@host/) is kept in the URL the rules see.
+			base := "^" + scheme + "://([^/?#@]*@)?" + h + port
+			for _, pattern := range []string{base + ep, base + "/[^?#]*%"} {
+				rules = append(rules, fmt.Sprintf(`{"trigger":{"url-filter":%q,"resource-type":%s},"action":{"type":"block"}}`, pattern, types))
+			}
+		}
 	}
-	return "[" + rule("^"+base+ep) + "," + rule("^"+base+"/[^?#]*%") + "]"
+	return "[" + strings.Join(rules, ",") + "]"
 }
 
 func parseCanonical(raw string) (*url.URL, error) {

@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -36,6 +37,12 @@ func TestPolicyDecide(t *testing.T) {
 		{url: "http://127.0.0.1:8080/oauth/token", want: Block},
 		{url: "https://127.0.0.1:8080/oauth/authorize", want: Block},
 		{url: "http://127.0.0.1:8081/oauth/authorize", want: Block},
+		// Other names of the service's server: never loaded, never handed
+		// to the system browser, even on a click.
+		{url: "http://localhost:8080/oauth/authorize", gesture: true, want: Block},
+		{url: "http://localhost.:8080/oauth/authorize", gesture: true, want: Block},
+		{url: "http://[::1]:8080/oauth/authorize", gesture: true, want: Block},
+		{url: "http://127.0.0.2:8080/oauth/authorize", gesture: true, want: Block},
 		// Allowed origins, compared whole.
 		{url: "https://app.example/x", want: Allow},
 		{url: "HTTPS://APP.EXAMPLE:443/x", want: Allow},
@@ -97,29 +104,71 @@ func TestPolicyValidate(t *testing.T) {
 }
 
 func TestPolicyFilterRules(t *testing.T) {
-	p := &Policy{Authorize: &url.URL{Scheme: "http", Host: "127.0.0.1:8080", Path: "/oauth/authorize"}}
-	var rules []struct {
-		Trigger struct {
-			URLFilter    string   `json:"url-filter"`
-			ResourceType []string `json:"resource-type"`
-		} `json:"trigger"`
-		Action struct {
-			Type string `json:"type"`
-		} `json:"action"`
+	cases := []struct {
+		authorize      string
+		blocked, loads []string
+	}{
+		{"http://127.0.0.1:8080/oauth/authorize",
+			[]string{"http://127.0.0.1:8080/oauth/authorize?client_id=x", "ws://127.0.0.1:8080/oauth/authorize",
+				"ws://localhost:8080/oauth/authorize", "http://localhost.:8080/oauth/authorize", "ws://[::1]:8080/oauth/authorize",
+				"http://127.0.0.2:8080/oauth/authorize", "http://127.0.0.1:8080/oauth/%61uthorize", "ws://u:p@127.0.0.1:8080/oauth/authorize",
+				"http://127.0.0.1:8080/oauth/authorize/x", "http://127.0.0.1:8080/x/%2e%2e/oauth/authorize"},
+			[]string{"http://127.0.0.1:8080/oauth/token", "http://127.0.0.1:8081/oauth/authorize", "http://127.0.0.1:80800/oauth/authorize",
+				"http://127.0.0.1:8080/api/x", "https://app.example/oauth/authorize", "ws://127.0.0.1:8081/oauth/authorize"}},
+		{"https://auth.example/oauth/authorize",
+			[]string{"https://auth.example/oauth/authorize?x", "wss://auth.example/oauth/authorize", "https://auth.example./oauth/authorize"},
+			[]string{"https://auth.example.evil/oauth/authorize", "https://evil.auth.example/oauth/authorize",
+				"https://auth.example:8443/oauth/authorize", "wss://auth.example/other"}},
 	}
-	if err := json.Unmarshal([]byte(p.FilterRules()), &rules); err != nil {
-		t.Fatalf("rules are not JSON: %v\n%s", err, p.FilterRules())
-	}
-	want := []string{`^http://127\.0\.0\.1:8080/oauth/authorize`, `^http://127\.0\.0\.1:8080/[^?#]*%`}
-	if len(rules) != len(want) {
-		t.Fatalf("%d rules, want %d", len(rules), len(want))
-	}
-	for i, r := range rules {
-		if r.Trigger.URLFilter != want[i] || r.Action.Type != "block" {
-			t.Errorf("rule %d: %q %q, want %q block", i, r.Trigger.URLFilter, r.Action.Type, want[i])
+	for _, c := range cases {
+		u, err := url.Parse(c.authorize)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if strings.Contains(strings.Join(r.Trigger.ResourceType, ","), "popup") {
-			t.Errorf("rule %d blocks popups, which must reach the create signal", i)
+		p := &Policy{Authorize: u}
+		var rules []struct {
+			Trigger struct {
+				URLFilter    string   `json:"url-filter"`
+				ResourceType []string `json:"resource-type"`
+			} `json:"trigger"`
+			Action struct {
+				Type string `json:"type"`
+			} `json:"action"`
+		}
+		if err := json.Unmarshal([]byte(p.FilterRules()), &rules); err != nil {
+			t.Fatalf("rules are not JSON: %v\n%s", err, p.FilterRules())
+		}
+		var res []*regexp.Regexp
+		for i, r := range rules {
+			if r.Action.Type != "block" {
+				t.Errorf("rule %d: %q", i, r.Action.Type)
+			}
+			if strings.Contains(r.Trigger.URLFilter, "|") {
+				t.Errorf("rule %d has a disjunction, which WebKit's content blockers refuse: %s", i, r.Trigger.URLFilter)
+			}
+			types := strings.Join(r.Trigger.ResourceType, ",")
+			if strings.Contains(types, "popup") || !strings.Contains(types, "websocket") || !strings.Contains(types, "fetch") {
+				t.Errorf("rule %d types %s: want fetch and websocket, never popup (which must reach the create signal)", i, types)
+			}
+			res = append(res, regexp.MustCompile(r.Trigger.URLFilter))
+		}
+		matches := func(u string) bool {
+			for _, re := range res {
+				if re.MatchString(u) {
+					return true
+				}
+			}
+			return false
+		}
+		for _, b := range c.blocked {
+			if !matches(b) {
+				t.Errorf("%s: %s is not blocked", c.authorize, b)
+			}
+		}
+		for _, l := range c.loads {
+			if matches(l) {
+				t.Errorf("%s: %s is blocked", c.authorize, l)
+			}
 		}
 	}
 }

@@ -37,6 +37,12 @@ type Options struct {
 	// Launcher gives the window the playground's launcher page beside the
 	// Miniapp's (ShowLauncher, ShowPage).
 	Launcher bool
+	// ConsentArm is how long the consent screen is on screen before its
+	// Approve takes input (assets/host/consent.js): input aimed at the
+	// Miniapp, or begun before the screen was visible, never approves.
+	// 1s, as Firefox's security.dialog_enable_delay for its install and
+	// download prompts; never less than 500ms.
+	ConsentArm time.Duration
 	// StallAfter is how long the UI loop may take to run a dispatched
 	// function before the window reports it stalled
 	// (EventUIStalled); 5s.
@@ -69,6 +75,10 @@ func (o *Options) setDefaults() error {
 	if o.FlowTimeout == 0 {
 		o.FlowTimeout = 30 * time.Second
 	}
+	if o.ConsentArm == 0 {
+		o.ConsentArm = time.Second
+	}
+	o.ConsentArm = max(o.ConsentArm, 500*time.Millisecond)
 	if o.StallAfter == 0 {
 		o.StallAfter = 5 * time.Second
 	}

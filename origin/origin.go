@@ -222,3 +222,31 @@ func InList(o Origin, list []string) bool {
 
 // SameOrigin reports whether a and b have the same tuple origin.
 func SameOrigin(a, b *url.URL) bool { return Of(a).Equal(Of(b)) }
+
+// wsCounterpart is the WebSocket scheme that shares a scheme's default port
+// and server (RFC 6455 section 3), and the reverse.
+var wsCounterpart = map[string]string{"http": "ws", "ws": "http", "https": "wss", "wss": "https"}
+
+// SameServer reports whether a and b reach the same server although they
+// may be different origins: the same port and either the same host or two
+// spellings of it (a trailing dot, or two loopback hosts: localhost,
+// 127.0.0.0/8, [::1]), with the same scheme or its WebSocket counterpart
+// (http and ws, https and wss). It is for blocking requests towards a
+// server whatever the page wrote, never for granting anything.
+func SameServer(a, b Origin) bool {
+	if a.IsOpaque() || b.IsOpaque() {
+		return false
+	}
+	if a.Scheme != b.Scheme && wsCounterpart[a.Scheme] != b.Scheme {
+		return false
+	}
+	if a.port() != b.port() {
+		return false
+	}
+	if a.IsLoopback() && b.IsLoopback() {
+		return true
+	}
+	return strings.TrimSuffix(a.Host, ".") == strings.TrimSuffix(b.Host, ".") ||
+		a.IsLoopback() && strings.TrimSuffix(b.Host, ".") == "localhost" ||
+		b.IsLoopback() && strings.TrimSuffix(a.Host, ".") == "localhost"
+}

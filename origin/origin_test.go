@@ -383,3 +383,40 @@ func TestOfStringStrayPercent(t *testing.T) {
 		}
 	}
 }
+
+func TestSameServer(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want bool
+	}{
+		{"http://127.0.0.1:8600", "ws://127.0.0.1:8600", true},
+		{"http://127.0.0.1:8600", "http://localhost:8600", true},
+		{"http://127.0.0.1:8600", "ws://[::1]:8600", true},
+		{"http://127.0.0.1:8600", "http://localhost.:8600", true},
+		{"https://auth.example", "wss://auth.example", true},
+		{"https://auth.example", "https://auth.example.", true},
+		{"https://auth.example", "wss://auth.example:443", true},
+		{"http://127.0.0.1:8600", "http://127.0.0.1:8601", false},
+		{"http://127.0.0.1:8600", "https://127.0.0.1:8600", false},
+		{"http://127.0.0.1:8600", "wss://127.0.0.1:8600", false},
+		{"https://auth.example", "https://auth.example.evil", false},
+		{"https://auth.example", "https://localhost", false},
+		{"https://auth.example", "http://auth.example", false},
+	}
+	for _, c := range cases {
+		a, err := OfString(c.a + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := OfString(c.b + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := SameServer(a, b); got != c.want {
+			t.Errorf("SameServer(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := SameServer(b, a); got != c.want {
+			t.Errorf("SameServer(%s, %s) = %v, want %v (not symmetric)", c.b, c.a, got, c.want)
+		}
+	}
+}

@@ -29,10 +29,32 @@
       return "$" + String(v) + " CLP";
     }
   }
-  function shown(screen) {
-    // Two frames: the first lays out, the second is on screen.
-    requestAnimationFrame(function () { requestAnimationFrame(function () { post({ action: "shown", screen: screen }); }); });
+  // then runs once the screen is on screen: two frames, the first lays
+  // out, the second is painted.
+  function shown(screen, then) {
+    requestAnimationFrame(function () {
+      requestAnimationFrame(function () {
+        post({ action: "shown", screen: screen });
+        if (then) then();
+      });
+    });
   }
+
+  // Deliberate input (docs/host.md, "Consent takes deliberate input"):
+  // Approve accepts input only once the screen has been on screen for
+  // armMs, and only a click whose trusted pointer or key press began on
+  // Approve after that. Input aimed at the Miniapp, or begun before the
+  // screen was visible, never approves. Deny needs no arming.
+  var armedAt = Infinity; // performance.now() from which Approve accepts input
+  var pressedOn = null;   // the button a trusted press after arming began on
+  function armed() { return performance.now() >= armedAt; }
+  function notePress(ev) { pressedOn = ev.isTrusted && armed() ? ev.currentTarget : null; }
+  function deliberate(ev) {
+    var ok = ev.isTrusted && armed() && pressedOn === ev.currentTarget;
+    pressedOn = null;
+    return ok;
+  }
+  var decideNow = null; // the consent on screen's decision, for keys and hostPress
   function bar(buttons) {
     var b = el("div", "bar");
     buttons.forEach(function (x) { b.appendChild(x); });
@@ -72,9 +94,10 @@
   }
 
   // consent renders a consent.Model (package consent).
-  function consent(m) {
+  function consent(m, s) {
     m = m || {};
     root.textContent = "";
+    armedAt = Infinity;
     var asker = name(m.client) || name(m.project) || "A Miniapp";
     root.appendChild(el("h1", "", asker + " asks for access"));
     root.appendChild(el("p", "sub", m.remembered ? "You allowed all of this before; approve to continue, or deny."
@@ -86,6 +109,8 @@
     var company = m.company;
     [["Project", name(m.project)],
      ["Client", (client.name || "") + (client.id ? " (" + client.id + (client.type ? ", " + client.type : "") + ")" : "")],
+     ["Miniapp", s.miniapp_origin || ""],
+     ["Returns to", s.redirect_uri || ""],
      ["Signed in as", name(m.subject) + (m.subject && m.subject.email ? " \u00b7 " + m.subject.email : "")],
      ["Company", company ? company.name + (company.legal_id ? " \u00b7 " + company.legal_id : "") + (company.country ? " \u00b7 " + company.country : "") : ""]
     ].forEach(function (r) {
@@ -141,19 +166,62 @@
       root.appendChild(chooser);
     }
 
-    var approve = button("Approve", "primary", "approve", function () {
+    function decide(action) {
+      if (approve.dataset.decided) return;
+      approve.dataset.decided = action;
       var chosen = chooser && chooser.querySelector("input:checked");
       approve.disabled = deny.disabled = true;
-      post({ action: "approve", account: chosen ? chosen.value : "" });
+      decideNow = null;
+      post(action === "approve" ? { action: "approve", account: chosen ? chosen.value : "" } : { action: "deny" });
+    }
+    var approve = button("Approve", "primary", "approve", function (ev) {
+      if (deliberate(ev)) decide("approve");
     });
-    var deny = button("Deny", "", "deny", function () {
-      approve.disabled = deny.disabled = true;
-      post({ action: "deny" });
+    approve.addEventListener("pointerdown", notePress);
+    approve.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" || ev.key === " ") notePress(ev);
     });
-    approve.disabled = failed.length > 0;
+    var deny = button("Deny", "", "deny", function () { decide("deny"); });
+    // Disabled until armed: a disabled button takes no pointer input at all.
+    approve.disabled = true;
+    approve.setAttribute("aria-disabled", "true");
     root.appendChild(bar([deny, approve]));
-    shown("consent");
+    decideNow = function (action) {
+      if (action === "approve" && failed.length) return "disabled";
+      if (action === "approve" && !armed()) return "wait " + Math.ceil(armedAt === Infinity ? armMs : armedAt - performance.now());
+      decide(action);
+      return "ok";
+    };
+    var armMs = Math.max(500, Number(s.arm_ms) || 1000);
+    shown("consent", function () {
+      armedAt = performance.now() + armMs;
+      setTimeout(function () {
+        if (failed.length || approve.dataset.decided) return;
+        approve.disabled = false;
+        approve.removeAttribute("aria-disabled");
+      }, armMs);
+    });
   }
+
+  // Escape denies the consent on screen; no key approves.
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape" && decideNow) decideNow("deny");
+  });
+
+  // hostPress is how the host itself (the automation channel, whose token
+  // is its proof of intent) presses a button of the consent on screen:
+  // arming and failed checks apply, the pointer rule does not. It answers
+  // "ok", "disabled" (a check failed), "wait <ms>" (not armed yet),
+  // "no-account", or "no-consent". The Miniapp's pages cannot reach it.
+  window.hostPress = function (action, account) {
+    if (!decideNow) return "no-consent";
+    if (account) {
+      var r = Array.prototype.find.call(document.querySelectorAll("input[name=account]"), function (x) { return x.value === account; });
+      if (!r) return "no-account";
+      r.checked = true;
+    }
+    return decideNow(action);
+  };
 
   function message(s, buttons) {
     root.textContent = "";
@@ -167,8 +235,9 @@
   }
 
   window.hostRender = function (s) {
+    decideNow = null;
     switch (s.screen) {
-    case "consent": return consent(s.model);
+    case "consent": return consent(s.model, s);
     case "crashed":
       return message({ screen: "crashed", title: "The Miniapp stopped", text: s.text },
         [button("Reload", "primary", "reload", function () { post({ action: "reload" }); })]);

@@ -4,6 +4,7 @@ package webkitgtk
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,14 +44,30 @@ func publicApp(t *testing.T, e *hosttest.World, events bridge.Publisher) host.Mi
 		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{e.Public.Origin}}, Consent: e.Consent, Bridge: d}
 }
 
-// press clicks a button of the host's consent view.
+// press approves or denies the consent on screen as the automation
+// channel does (the page's hostPress): script clicks are not the deliberate
+// input the screen's Approve takes, and the press waits out its arming.
 func press(t *testing.T, id string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	out, err := testWin.EvalHost(ctx, `(function(){ var b = document.getElementById(`+jsString(id)+`); if (!b || b.disabled) return false; b.click(); return true; })()`)
-	if err != nil || out != "true" {
-		t.Fatalf("press %s on the consent view: %v %s", id, err, out)
+	ctl := testWin.Controller(nil)
+	var err error
+	switch id {
+	case "approve":
+		err = ctl.ApproveConsent(ctx, bridge.ApproveCommand{})
+	case "deny":
+		err = ctl.DenyConsent(ctx, bridge.ViewCommand{})
+	default:
+		// The other screens' buttons (reload, close) decide nothing.
+		var out string
+		out, err = testWin.EvalHost(ctx, `(function(){ var b = document.getElementById(`+jsString(id)+`); if (!b || b.disabled) return false; b.click(); return true; })()`)
+		if err == nil && out != "true" {
+			err = fmt.Errorf("no enabled button %q", id)
+		}
+	}
+	if err != nil {
+		t.Fatalf("press %s on the host's view: %v", id, err)
 	}
 }
 

@@ -4,12 +4,17 @@ package webkitgtk
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/host"
 )
 
 // TestSignalHandlers checks, in the live process after pages and script
@@ -18,6 +23,14 @@ import (
 // SA_ONSTACK, which Go needs, except JavaScriptCore's thread-suspend
 // signal's, which must run on the thread's own stack.
 func TestSignalHandlers(t *testing.T) {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html><title>signals</title><p>signals")
+	}))
+	defer page.Close()
+	e := testEnv(t)
+	mount(t, host.Miniapp{Name: "signals", LoadURL: mustURL(t, page.URL+"/"), Consent: e.Consent,
+		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{page.URL}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// A script result deserialised in the UI process: JSC is in use.
