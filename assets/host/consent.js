@@ -47,6 +47,7 @@
   // screen was visible, never approves. Deny needs no arming.
   var armedAt = Infinity; // performance.now() from which Approve accepts input
   var pressedOn = null;   // the button a trusted press after arming began on
+  var rearm = null;       // restarts the arming of the consent on screen
   function armed() { return performance.now() >= armedAt; }
   function notePress(ev) { pressedOn = ev.isTrusted && armed() ? ev.currentTarget : null; }
   function deliberate(ev) {
@@ -55,6 +56,22 @@
     return ok;
   }
   var decideNow = null; // the consent on screen's decision, for keys and hostPress
+  // hostPresses records every trusted press on a consent screen: when,
+  // since it was on screen, and whether Approve was armed. Only the host
+  // reads it (the tests); the Miniapp's pages cannot reach this view.
+  window.hostPresses = [];
+  var shownAt = 0;
+  // A press while the screen is not armed restarts the arming: a burst of
+  // clicks aimed at the Miniapp never runs into an armed Approve.
+  function onAnyPress(ev) {
+    if (!ev.isTrusted || !rearm) return;
+    var early = !armed();
+    window.hostPresses.push({ at: Math.round(performance.now() - shownAt), armed: !early,
+      target: ev.target && ev.target.id || "" });
+    if (early) rearm();
+  }
+  document.addEventListener("pointerdown", onAnyPress, true);
+  document.addEventListener("keydown", onAnyPress, true);
   function bar(buttons) {
     var b = el("div", "bar");
     buttons.forEach(function (x) { b.appendChild(x); });
@@ -175,16 +192,22 @@
       post(action === "approve" ? { action: "approve", account: chosen ? chosen.value : "" } : { action: "deny" });
     }
     var approve = button("Approve", "primary", "approve", function (ev) {
-      if (deliberate(ev)) decide("approve");
+      if (approve.dataset.inert !== "true" && deliberate(ev)) decide("approve");
     });
     approve.addEventListener("pointerdown", notePress);
     approve.addEventListener("keydown", function (ev) {
       if (ev.key === "Enter" || ev.key === " ") notePress(ev);
     });
     var deny = button("Deny", "", "deny", function () { decide("deny"); });
-    // Disabled until armed: a disabled button takes no pointer input at all.
-    approve.disabled = true;
-    approve.setAttribute("aria-disabled", "true");
+    // Inert until armed: aria-disabled and styled so, but not the disabled
+    // attribute, under which WebKit would hide the presses on it from the
+    // page, and a press would not restart the arming.
+    function inert(on) {
+      approve.dataset.inert = on ? "true" : "false";
+      if (on) approve.setAttribute("aria-disabled", "true"); else approve.removeAttribute("aria-disabled");
+    }
+    inert(true);
+    approve.disabled = failed.length > 0;
     root.appendChild(bar([deny, approve]));
     decideNow = function (action) {
       if (action === "approve" && failed.length) return "disabled";
@@ -193,13 +216,18 @@
       return "ok";
     };
     var armMs = Math.max(500, Number(s.arm_ms) || 1000);
-    shown("consent", function () {
+    var timer = null;
+    rearm = function () {
+      inert(true);
       armedAt = performance.now() + armMs;
-      setTimeout(function () {
-        if (failed.length || approve.dataset.decided) return;
-        approve.disabled = false;
-        approve.removeAttribute("aria-disabled");
+      clearTimeout(timer);
+      timer = setTimeout(function () {
+        if (!approve.dataset.decided) inert(false);
       }, armMs);
+    };
+    shown("consent", function () {
+      shownAt = performance.now();
+      rearm();
     });
   }
 
@@ -236,6 +264,7 @@
 
   window.hostRender = function (s) {
     decideNow = null;
+    rearm = null;
     switch (s.screen) {
     case "consent": return consent(s.model, s);
     case "crashed":

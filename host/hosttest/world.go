@@ -177,6 +177,20 @@ func (e *World) AuthorizeHits() int {
 	return n
 }
 
+// Hits counts the requests the service received for path, whatever the
+// method (a WebSocket handshake is a GET).
+func (e *World) Hits(path string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.reqs {
+		if strings.HasSuffix(r, " "+path) {
+			n++
+		}
+	}
+	return n
+}
+
 // PublicAuthorizeURL is a valid authorization request of the public demo
 // client, with PKCE.
 func (e *World) PublicAuthorizeURL() string {

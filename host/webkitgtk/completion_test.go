@@ -130,7 +130,7 @@ func TestConfidentialApprove(t *testing.T) {
 		t.Fatal(err)
 	}
 	shot := filepath.Join(artifactDir(t), "consent-confidential.png")
-	if err := testWin.Snapshot(ctx, shot); err != nil {
+	if err := testWin.Snapshot(t.Context(), shot); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	if st, err := os.Stat(shot); err != nil || st.Size() < 1000 {
@@ -157,7 +157,7 @@ func TestConfidentialApprove(t *testing.T) {
 	if strings.Contains(cookies, demoapps.SessionCookie) {
 		t.Errorf("document.cookie shows the HttpOnly session cookie: %q", cookies)
 	}
-	header, err := testWin.Cookies(ctx, e.Confidential.Origin+"/")
+	header, err := testWin.Cookies(t.Context(), e.Confidential.Origin+"/")
 	if err != nil {
 		t.Fatal(err)
 	}

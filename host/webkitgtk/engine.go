@@ -251,6 +251,14 @@ func (e *engine) screenCentre(v host.View) (x, y int) {
 	return int(cx), int(cy)
 }
 
+// screenOrigin is the top-left corner of v in screen coordinates. UI
+// thread only.
+func (e *engine) screenOrigin(v host.View) (x, y int) {
+	var cx, cy C.int
+	C.mh_screen_origin((*C.GtkWidget)(unsafe.Pointer(e.view(v))), &cx, &cy)
+	return int(cx), int(cy)
+}
+
 func cbool(b bool) C.int {
 	if b {
 		return 1

@@ -17,6 +17,12 @@ import (
 // Miniapp into it, one test at a time.
 var testWin *host.Window
 
+// testConsentArm is the consent screen's arming delay in these tests:
+// long enough that a click a test sends as soon as the screen is shown
+// lands before the screen is armed even on a loaded machine
+// (TestClickThroughNeverApproves reads where it landed).
+const testConsentArm = 3 * time.Second
+
 // testEng is testWin's engine, for what only the engine knows (where a
 // view is on the screen).
 var testEng *engine
@@ -77,7 +83,7 @@ func runMain(m *testing.M) int {
 		return e, err
 	}
 	w, err := host.NewWindow(newEngine, host.Options{DataDir: dir, Ephemeral: true, Subject: "sub_ana", OpenExternal: openExternal,
-		HangTimeout: 2 * time.Second, Title: "host tests", Events: testBus, Launcher: true})
+		HangTimeout: 2 * time.Second, Title: "host tests", Events: testBus, Launcher: true, ConsentArm: testConsentArm})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

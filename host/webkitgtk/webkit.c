@@ -256,6 +256,16 @@ static WebKitWebView *new_view(uintptr_t handle, int view, const char *handler) 
 	return v;
 }
 
+// disable_feature turns a WebKit runtime feature off in settings.
+static void disable_feature(WebKitSettings *s, const char *id) {
+	WebKitFeatureList *l = webkit_settings_get_all_features();
+	for (gsize i = 0; i < webkit_feature_list_get_length(l); i++) {
+		WebKitFeature *f = webkit_feature_list_get(l, i);
+		if (g_strcmp0(webkit_feature_get_identifier(f), id) == 0) webkit_settings_set_feature_enabled(s, f, FALSE);
+	}
+	webkit_feature_list_unref(l);
+}
+
 static WebKitWebView *main_view(GtkWindow *win) {
 	GtkWidget *child = gtk_bin_get_child(GTK_BIN(win));
 	if (!child || !WEBKIT_IS_WEB_VIEW(child)) return NULL;
@@ -285,6 +295,12 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	// host decides it (and never opens a window).
 	webkit_settings_set_javascript_can_open_windows_automatically(vs, TRUE);
 	webkit_settings_set_enable_developer_extras(vs, devtools ? TRUE : FALSE);
+	// Service workers and shared workers make their requests outside the
+	// view's content filter (WebKit applies content blockers to a page's
+	// loads, a dedicated worker's included, but not to theirs): a Miniapp
+	// gets neither (docs/host.md, "What the view may not do").
+	disable_feature(vs, "ServiceWorkers");
+	disable_feature(vs, "SharedWorker");
 	g_signal_connect(view, "decide-policy", G_CALLBACK(on_decide_policy), r);
 	g_signal_connect(view, "create", G_CALLBACK(on_create), r);
 	g_signal_connect(view, "load-changed", G_CALLBACK(on_load_changed), r);
@@ -587,6 +603,17 @@ void mh_screen_centre(GtkWidget *widget, int *x, int *y) {
 	int tx = 0, ty = 0, ox = 0, oy = 0;
 	gtk_widget_translate_coordinates(widget, top, gtk_widget_get_allocated_width(widget) / 2,
 	                                 gtk_widget_get_allocated_height(widget) / 2, &tx, &ty);
+	gdk_window_get_origin(gtk_widget_get_window(top), &ox, &oy);
+	*x = ox + tx;
+	*y = oy + ty;
+}
+
+// mh_screen_origin gives the top-left corner of widget in root-window
+// coordinates.
+void mh_screen_origin(GtkWidget *widget, int *x, int *y) {
+	GtkWidget *top = gtk_widget_get_toplevel(widget);
+	int tx = 0, ty = 0, ox = 0, oy = 0;
+	gtk_widget_translate_coordinates(widget, top, 0, 0, &tx, &ty);
 	gdk_window_get_origin(gtk_widget_get_window(top), &ox, &oy);
 	*x = ox + tx;
 	*y = oy + ty;

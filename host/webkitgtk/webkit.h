@@ -41,5 +41,6 @@ void mh_snapshot(WebKitWebView *view, const char *path, uintptr_t req);
 char *mh_snapshot_window(GtkWindow *win, const char *path);
 void mh_terminate_web_process(WebKitWebView *view);
 void mh_screen_centre(GtkWidget *widget, int *x, int *y);
+void mh_screen_origin(GtkWidget *widget, int *x, int *y);
 
 #endif
