@@ -24,7 +24,11 @@ func TestGrantEndpointErrors(t *testing.T) {
 	q.Add("resource", e.u.SigningBaseURL)
 	tok := e.publicTokens(q, v)["access_token"].(string)
 	v2, c2 := pkce(t)
-	rv := e.publicTokens(e.authParams(c2), v2)["access_token"].(string)
+	q2 := e.authParams(c2)
+	q2.Set("org_id", orgAndes)
+	q2.Set("authorization_details", signingDetails(e))
+	q2.Add("resource", e.u.SigningBaseURL)
+	rv := e.publicTokens(q2, v2)["access_token"].(string)
 	resp, err := http.PostForm(e.u.Issuer+"/oauth/revoke", url.Values{"token": {rv}, "client_id": {publicID}})
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("revoke: %v %v", err, resp)
@@ -81,6 +85,25 @@ func TestGrantEndpointErrors(t *testing.T) {
 		defer e.clock.Advance(-11 * time.Minute)
 		if st, m := e.grant(tok, signingID, signingSecret); st != 401 || m["code"] != "expired_token" {
 			t.Fatalf("want expired_token, got %d %v", st, m)
+		}
+	})
+	// The caller is checked before the token's state is told: a client
+	// that may not read the grant learns nothing of its expiry or
+	// revocation.
+	t.Run("caller checked before the token's state", func(t *testing.T) {
+		e.clock.Advance(11 * time.Minute)
+		defer e.clock.Advance(-11 * time.Minute)
+		for _, tc := range []struct{ name, tok, id, secret string }{
+			{"expired, resource server outside the audience", tok, "invoicing-provider", invoicing.ClientSecret},
+			{"expired, another client", tok, confID, e.confSecret},
+			{"revoked, resource server outside the audience", rv, "invoicing-provider", invoicing.ClientSecret},
+		} {
+			if st, m := e.grant(tc.tok, tc.id, tc.secret); st != 403 || m["code"] != "client_not_allowed" {
+				t.Errorf("%s: want 403 client_not_allowed, got %d %v", tc.name, st, m)
+			}
+		}
+		if st, m := e.grant(tok, "", ""); st != 401 || m["code"] != "missing_client_credentials" {
+			t.Errorf("expired without credentials: want missing_client_credentials, got %d %v", st, m)
 		}
 	})
 }
