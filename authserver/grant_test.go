@@ -135,6 +135,15 @@ func TestExampleProvider(t *testing.T) {
 	if st, m := call("POST", "/signatures", tok); st != 403 || m["error"] != "insufficient_authorization" {
 		t.Fatalf("type not granted: %d %v", st, m)
 	}
+	// A valid token for another audience: the invoicing provider is not in
+	// it, so the service refuses it the grant, and the provider answers
+	// the caller 401 invalid_token (RFC 6750 §3.1), not a gateway failure.
+	req, _ := http.NewRequest(http.MethodGet, e.u.InvoicingBaseURL+"/documents", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	st, m, h := e.do(req)
+	if st != http.StatusUnauthorized || m["error"] != "invalid_token" || !strings.HasPrefix(h.Get("WWW-Authenticate"), `Bearer error="invalid_token"`) {
+		t.Fatalf("token for another audience: %d %v %q, want 401 invalid_token with WWW-Authenticate", st, m, h.Get("WWW-Authenticate"))
+	}
 }
 
 // TestIntrospectionAndRevocation covers RFC 7662 and RFC 7009.
