@@ -176,6 +176,17 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
+	// The database first: a second server on the same file is refused
+	// with its owner's name and addresses, before it competes for ports.
+	st, err := store.OpenWith(ctx, cfg.DB, store.Options{Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
 	var roles []*role
 	defer func() {
 		if err != nil {
@@ -196,7 +207,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		roles = append(roles, &role{name: a.name, ln: ln})
 	}
 	origin := func(r *role) string { return "http://" + r.ln.Addr().String() }
-	s := &Server{rand: cfg.Rand}
+	s := &Server{rand: cfg.Rand, st: st}
 	s.urls = URLs{
 		Issuer: origin(roles[0]), BaseURL: origin(roles[0]) + BankPath, Dashboard: origin(roles[1]),
 		SigningBaseURL: origin(roles[2]) + ProviderPath, InvoicingBaseURL: origin(roles[3]) + ProviderPath,
@@ -206,14 +217,6 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("authserver: %w", err)
 	}
-	if s.st, err = store.Open(ctx, cfg.DB); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			s.st.Close()
-		}
-	}()
 	if err := s.seed(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -253,6 +256,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	roles[2].h, roles[3].h = signing, invoicing
+	if err := s.st.Announce(map[string]string{"service": s.urls.Issuer, "dashboard": s.urls.Dashboard,
+		"signing": origin(roles[2]), "invoicing": origin(roles[3])}); err != nil {
+		return nil, err
+	}
 	for _, r := range roles {
 		hs := &http.Server{Handler: r.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 		if cfg.Logger != nil {

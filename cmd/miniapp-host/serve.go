@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
 // secretFlags collects repeated --secret CLIENT_ID=SECRET values.
@@ -73,6 +74,9 @@ func runServe(ctx context.Context, e env) int {
 	srv, err := authserver.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		if errors.As(err, new(*store.LockedError)) {
+			fmt.Fprintln(e.stderr, "miniapp-host: one server owns a database; a second one needs its own --db FILE")
+		}
 		return exitUndecided
 	}
 	u := srv.URLs()
