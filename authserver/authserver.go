@@ -102,6 +102,12 @@ type Config struct {
 	// at each start (read it from Credentials): the database keeps only
 	// hashes, so a secret cannot be shown again later.
 	Secrets map[string]string
+	// DashboardOrigins are origins, beside the dashboard's own, whose web
+	// pages may change state through the dashboard API (a front end served
+	// elsewhere); each a bare origin such as "http://localhost:5173". Empty
+	// means none: the CLI and other programs, which send no Origin header,
+	// need none (docs/dashboard.md, "Requests from browsers").
+	DashboardOrigins []string
 	// OAuth tunes the token lifetimes and limits; its Issuer, Catalog,
 	// Store, Now, Rand and Logger are set by Start.
 	OAuth oauth.Config
@@ -239,8 +245,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if now == nil {
 		now = time.Now
 	}
-	roles[1].h = dashboard.New(dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
-		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger}).Handler()
+	dc := dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
+		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger,
+		Origin: s.urls.Dashboard, AllowedOrigins: cfg.DashboardOrigins}
+	if err := dc.Validate(); err != nil {
+		return nil, fmt.Errorf("authserver: %w", err)
+	}
+	roles[1].h = dashboard.New(dc).Handler()
 	// The example providers read grants over HTTP with their own
 	// credential, exactly as a third-party Resource Server would.
 	grants := func(clientID string) providers.GrantSource {
