@@ -12,7 +12,7 @@ import (
 )
 
 // Error is an OAuth protocol error: the error codes of RFC 6749 §4.1.2.1
-// and §5.2, RFC 7009 §2.2.1, RFC 8707 §2 and RFC 9396 §5, and the codes of
+// and §5.2, OpenID Connect Core §3.1.2.6, RFC 7009 §2.2.1, RFC 8707 §2 and RFC 9396 §5, and the codes of
 // the grant endpoint (docs/authserver.md). Handlers return fresh values; one
 // function per response form (redirect, JSON, error page, grant object)
 // turns them into HTTP, and statusOf is the one table of HTTP statuses.
@@ -46,6 +46,8 @@ const (
 	codeInvalidAuthorizationDetails = "invalid_authorization_details"
 	codeConsentRequired             = "consent_required"
 	codeLoginRequired               = "login_required"
+	codeRequestNotSupported         = "request_not_supported"
+	codeRequestURINotSupported      = "request_uri_not_supported"
 	codeInvalidToken                = "invalid_token"
 	codeInsufficientScope           = "insufficient_scope"
 	codeUnsupportedTokenType        = "unsupported_token_type"
