@@ -99,6 +99,10 @@ func TestAuthorizeErrorsRedirect(t *testing.T) {
 		{"details selection and identifiers", map[string]string{"authorization_details": `[{"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"selection":{"max":1},"identifiers":["` + anaAccount1 + `"]}]`}, nil, nil, "invalid_authorization_details"},
 		{"company detail without org_id", map[string]string{"authorization_details": "[" + charge + "]"}, nil, nil, "invalid_request"},
 		{"unknown org_id", map[string]string{"authorization_details": "[" + charge + "]", "org_id": "org_nowhere"}, nil, nil, "invalid_request"},
+		// OpenID Connect Core §6: request objects are refused, not ignored.
+		{"request object", map[string]string{"request": "eyJhbGciOiJub25lIn0.eyJzY29wZSI6Im9wZW5pZCJ9."}, nil, nil, "request_not_supported"},
+		{"request_uri", map[string]string{"request_uri": "https://app.example/request.jwt"}, nil, nil, "request_uri_not_supported"},
+		{"request_uri by reference (PAR)", map[string]string{"request_uri": "urn:ietf:params:oauth:request_uri:abc"}, nil, nil, "request_uri_not_supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := e.authParams(c)
@@ -334,5 +338,34 @@ func TestNativeAuthorizationURLMustBeOurs(t *testing.T) {
 				t.Fatalf("got %d %v", st, m)
 			}
 		})
+	}
+}
+
+// TestRequestObjectsRefused: discovery says request objects are not
+// supported, and a request object whose outer parameters lack the
+// redirect_uri (it may be inside the object) gets an error page naming
+// request_not_supported rather than a missing redirect_uri; the native API
+// says the same, without a redirect_url.
+func TestRequestObjectsRefused(t *testing.T) {
+	e := start(t)
+	req, _ := http.NewRequest(http.MethodGet, e.u.Discovery, nil)
+	st, md, _ := e.do(req)
+	if st != http.StatusOK || md["request_parameter_supported"] != false || md["request_uri_parameter_supported"] != false {
+		t.Fatalf("discovery: %d request_parameter_supported=%v request_uri_parameter_supported=%v", st,
+			md["request_parameter_supported"], md["request_uri_parameter_supported"])
+	}
+	_, c := pkce(t)
+	for param, code := range map[string]string{"request": "request_not_supported", "request_uri": "request_uri_not_supported"} {
+		q := e.authParams(c)
+		q.Del("redirect_uri")
+		q.Set(param, "eyJhbGciOiJub25lIn0.e30.")
+		p := newBrowser(t, e.u.Issuer).get(e.u.Authorization + "?" + q.Encode())
+		if p.status != http.StatusBadRequest || p.header.Get("Location") != "" || !strings.Contains(p.body, code) {
+			t.Errorf("%s without redirect_uri: want a 400 page naming %s, got %d Location=%q", param, code, p.status, p.header.Get("Location"))
+		}
+		st, m := e.native(map[string]any{"authorization_url": e.u.Authorization + "?" + q.Encode(), "subject": subAna})
+		if st != http.StatusBadRequest || m["error"] != code || m["redirect_url"] != nil {
+			t.Errorf("native %s without redirect_uri: want 400 %s without redirect_url, got %d %v", param, code, st, m)
+		}
 	}
 }

@@ -102,6 +102,12 @@ type Config struct {
 	// at each start (read it from Credentials): the database keeps only
 	// hashes, so a secret cannot be shown again later.
 	Secrets map[string]string
+	// DashboardOrigins are origins, beside the dashboard's own, whose web
+	// pages may change state through the dashboard API (a front end served
+	// elsewhere); each a bare origin such as "http://localhost:5173". Empty
+	// means none: the CLI and other programs, which send no Origin header,
+	// need none (docs/dashboard.md, "Requests from browsers").
+	DashboardOrigins []string
 	// OAuth tunes the token lifetimes and limits; its Issuer, Catalog,
 	// Store, Now, Rand and Logger are set by Start.
 	OAuth oauth.Config
@@ -176,6 +182,17 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
+	// The database first: a second server on the same file is refused
+	// with its owner's name and addresses, before it competes for ports.
+	st, err := store.OpenWith(ctx, cfg.DB, store.Options{Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
 	var roles []*role
 	defer func() {
 		if err != nil {
@@ -196,7 +213,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		roles = append(roles, &role{name: a.name, ln: ln})
 	}
 	origin := func(r *role) string { return "http://" + r.ln.Addr().String() }
-	s := &Server{rand: cfg.Rand}
+	s := &Server{rand: cfg.Rand, st: st}
 	s.urls = URLs{
 		Issuer: origin(roles[0]), BaseURL: origin(roles[0]) + BankPath, Dashboard: origin(roles[1]),
 		SigningBaseURL: origin(roles[2]) + ProviderPath, InvoicingBaseURL: origin(roles[3]) + ProviderPath,
@@ -206,14 +223,6 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("authserver: %w", err)
 	}
-	if s.st, err = store.Open(ctx, cfg.DB); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			s.st.Close()
-		}
-	}()
 	if err := s.seed(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -236,8 +245,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if now == nil {
 		now = time.Now
 	}
-	roles[1].h = dashboard.New(dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
-		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger}).Handler()
+	dc := dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
+		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger,
+		Origin: s.urls.Dashboard, AllowedOrigins: cfg.DashboardOrigins}
+	if err := dc.Validate(); err != nil {
+		return nil, fmt.Errorf("authserver: %w", err)
+	}
+	roles[1].h = dashboard.New(dc).Handler()
 	// The example providers read grants over HTTP with their own
 	// credential, exactly as a third-party Resource Server would.
 	grants := func(clientID string) providers.GrantSource {
@@ -253,6 +267,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	roles[2].h, roles[3].h = signing, invoicing
+	if err := s.st.Announce(map[string]string{"service": s.urls.Issuer, "dashboard": s.urls.Dashboard,
+		"signing": origin(roles[2]), "invoicing": origin(roles[3])}); err != nil {
+		return nil, err
+	}
 	for _, r := range roles {
 		hs := &http.Server{Handler: r.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 		if cfg.Logger != nil {

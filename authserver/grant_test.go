@@ -24,7 +24,11 @@ func TestGrantEndpointErrors(t *testing.T) {
 	q.Add("resource", e.u.SigningBaseURL)
 	tok := e.publicTokens(q, v)["access_token"].(string)
 	v2, c2 := pkce(t)
-	rv := e.publicTokens(e.authParams(c2), v2)["access_token"].(string)
+	q2 := e.authParams(c2)
+	q2.Set("org_id", orgAndes)
+	q2.Set("authorization_details", signingDetails(e))
+	q2.Add("resource", e.u.SigningBaseURL)
+	rv := e.publicTokens(q2, v2)["access_token"].(string)
 	resp, err := http.PostForm(e.u.Issuer+"/oauth/revoke", url.Values{"token": {rv}, "client_id": {publicID}})
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("revoke: %v %v", err, resp)
@@ -83,6 +87,25 @@ func TestGrantEndpointErrors(t *testing.T) {
 			t.Fatalf("want expired_token, got %d %v", st, m)
 		}
 	})
+	// The caller is checked before the token's state is told: a client
+	// that may not read the grant learns nothing of its expiry or
+	// revocation.
+	t.Run("caller checked before the token's state", func(t *testing.T) {
+		e.clock.Advance(11 * time.Minute)
+		defer e.clock.Advance(-11 * time.Minute)
+		for _, tc := range []struct{ name, tok, id, secret string }{
+			{"expired, resource server outside the audience", tok, "invoicing-provider", invoicing.ClientSecret},
+			{"expired, another client", tok, confID, e.confSecret},
+			{"revoked, resource server outside the audience", rv, "invoicing-provider", invoicing.ClientSecret},
+		} {
+			if st, m := e.grant(tc.tok, tc.id, tc.secret); st != 403 || m["code"] != "client_not_allowed" {
+				t.Errorf("%s: want 403 client_not_allowed, got %d %v", tc.name, st, m)
+			}
+		}
+		if st, m := e.grant(tok, "", ""); st != 401 || m["code"] != "missing_client_credentials" {
+			t.Errorf("expired without credentials: want missing_client_credentials, got %d %v", st, m)
+		}
+	})
 }
 
 // TestExampleProvider: the signing provider reads the grant with its own
@@ -111,6 +134,15 @@ func TestExampleProvider(t *testing.T) {
 	}
 	if st, m := call("POST", "/signatures", tok); st != 403 || m["error"] != "insufficient_authorization" {
 		t.Fatalf("type not granted: %d %v", st, m)
+	}
+	// A valid token for another audience: the invoicing provider is not in
+	// it, so the service refuses it the grant, and the provider answers
+	// the caller 401 invalid_token (RFC 6750 §3.1), not a gateway failure.
+	req, _ := http.NewRequest(http.MethodGet, e.u.InvoicingBaseURL+"/documents", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	st, m, h := e.do(req)
+	if st != http.StatusUnauthorized || m["error"] != "invalid_token" || !strings.HasPrefix(h.Get("WWW-Authenticate"), `Bearer error="invalid_token"`) {
+		t.Fatalf("token for another audience: %d %v %q, want 401 invalid_token with WWW-Authenticate", st, m, h.Get("WWW-Authenticate"))
 	}
 }
 

@@ -172,19 +172,27 @@ func TestTokenEndpointRefusals(t *testing.T) {
 // (which the authorization endpoint never issues) cannot be redeemed by
 // sending a verifier: PKCE cannot be downgraded (RFC 9700 §4.8.2).
 func TestVerifierWithoutStoredChallenge(t *testing.T) {
-	e := start(t)
-	st, err := store.Open(context.Background(), e.db)
+	// The code is written while no server owns the database (one process
+	// owns it at a time), between two runs on the same file.
+	first := start(t)
+	if err := first.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), first.db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	now := time.Now()
 	g := &store.Grant{ID: "grant-no-pkce", ClientID: publicID, SubjectID: subAna, Scopes: []string{"openid"},
-		Audience: []string{e.u.BaseURL}, InstallationID: "i", AuthTime: now, CreatedAt: now}
+		Audience: []string{first.u.BaseURL}, InstallationID: "i", AuthTime: now, CreatedAt: now}
 	if err := st.CreateGrant(context.Background(), g, &store.Code{Hash: store.Hash("code-no-pkce"), ClientID: publicID,
 		RedirectURI: publicRedir, ExpiresAt: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e := startAt(t, first.db, first.clock)
 	v, _ := pkce(t)
 	if code, m := e.exchange("code-no-pkce", v); code != http.StatusBadRequest || m["error"] != "invalid_grant" {
 		t.Fatalf("want invalid_grant, got %d %v", code, m)

@@ -149,7 +149,7 @@ func (c *Catalog) checkScopes(req Request, r *Result) bool {
 		seen[s] = true
 		if !isScopeToken(s) {
 			r.add("/scope", "bad_scope_syntax", ErrInvalidScope,
-				fmt.Sprintf("%s is not a scope token: scopes are printable ASCII without \" or \\, separated by single spaces (RFC 6749 §3.3)", show(s)))
+				fmt.Sprintf("%s is not a scope token: scopes are printable ASCII without double quotes or backslashes, separated by single spaces (RFC 6749 §3.3)", show(s)))
 			allKnown = false
 			continue
 		}

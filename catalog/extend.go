@@ -74,7 +74,7 @@ func (c *Catalog) CheckDeclaration(d Declaration) []Violation {
 		p := "/scopes/" + strconv.Itoa(i)
 		switch {
 		case !isScopeToken(s.Name):
-			bad(p+"/name", "bad_scope_name", fmt.Sprintf("scope %q is not a scope token (RFC 6749 §3.3: printable ASCII without space, \" or \\)", s.Name))
+			bad(p+"/name", "bad_scope_name", fmt.Sprintf("scope %q is not a scope token (RFC 6749 §3.3: printable ASCII without space, double quote or backslash)", s.Name))
 		case c.byScope[s.Name].Name != "" || seen[s.Name]:
 			bad(p+"/name", "name_taken", fmt.Sprintf("scope %q is already in the catalog or declared twice", s.Name))
 		}

@@ -61,7 +61,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body any) (json.Ra
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	if body != nil {
+	if body != nil || method != http.MethodGet && method != http.MethodHead {
+		// The dashboard takes no state-changing request of another
+		// content type, even without a body (docs/dashboard.md).
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.Key != "" {

@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
+	"github.com/miniapp-host/miniapp-host/origin"
 )
 
 // Config configures a Server. Only Store is required for the client
@@ -48,6 +50,15 @@ type Config struct {
 	// Logger receives internal errors, never shown to callers; nil
 	// discards them.
 	Logger *slog.Logger
+	// Origin is the dashboard's own origin ({dashboard_url}, such as
+	// "http://127.0.0.1:8601"): a state-changing request whose Origin
+	// header names it is accepted (gate.go). Empty accepts no browser
+	// origin but those of AllowedOrigins.
+	Origin string
+	// AllowedOrigins are further origins whose pages may change state
+	// through the dashboard API (a web front end on another port); each is
+	// a bare origin that origin.Parse accepts. Empty means none.
+	AllowedOrigins []string
 }
 
 // OperatorKeySetting is the store setting holding the SHA-256 hash of the
@@ -64,9 +75,25 @@ type Server struct {
 	// reads the catalog in force and puts an extended one in force, and two
 	// approvals interleaved would lose one of them.
 	reviewMu sync.Mutex
+
+	own *origin.Origin // cfg.Origin parsed; nil when unset
 }
 
-// New returns a dashboard server.
+// Validate reports a configured origin that origin.Parse refuses.
+func (cfg *Config) Validate() error {
+	for _, raw := range append([]string{cfg.Origin}, cfg.AllowedOrigins...) {
+		if raw == "" {
+			continue
+		}
+		if _, err := origin.Parse(raw); err != nil {
+			return fmt.Errorf("dashboard: allowed origin %q: %w", raw, err)
+		}
+	}
+	return nil
+}
+
+// New returns a dashboard server. An origin of cfg that Validate refuses
+// matches no request.
 func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -80,14 +107,25 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger}
+	s := &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger}
+	if o, err := origin.Parse(cfg.Origin); err == nil {
+		s.own = &o
+	}
+	return s
 }
 
-// Handler returns the dashboard's routes.
+// Handler returns the dashboard's routes behind its gate against
+// cross-site requests (gate.go), which runs before any route.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.routes(mux)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.checkRequest(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) routes(mux *http.ServeMux) {

@@ -46,6 +46,9 @@ const (
 	codeAlreadyDecided     = "already_decided"
 	codeDeclarationClash   = "declaration_conflict"
 	codeInternal           = "internal_error"
+	// The gate against cross-site requests (gate.go).
+	codeOriginNotAllowed     = "origin_not_allowed"
+	codeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // statusOf is the one table from error codes to HTTP statuses.
@@ -53,8 +56,10 @@ func statusOf(code string) int {
 	switch code {
 	case codeMissingKey, codeInvalidKey:
 		return http.StatusUnauthorized
-	case codeOperatorOnly:
+	case codeOperatorOnly, codeOriginNotAllowed:
 		return http.StatusForbidden
+	case codeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
 	case codeClientNotFound, codeCredentialNotFound, codeSubmissionNotFound:
 		return http.StatusNotFound
 	case codeAlreadyDecided, codeDeclarationClash:

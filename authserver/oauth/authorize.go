@@ -52,7 +52,17 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 		return v, false, err
 	}
 	v.client = c
+	// A request object would carry the real parameters, which this server
+	// does not read (discovery says request_parameter_supported and
+	// request_uri_parameter_supported are false): honouring the outer
+	// parameters instead would silently drop what the client asked for.
+	unsupported := requestObjectErr(req)
 	if req.RedirectURI == "" {
+		if unsupported != nil {
+			// A request object may carry the redirect_uri: say why
+			// nothing was read rather than that it is missing.
+			return v, false, unsupported
+		}
 		return v, false, oauthErr(codeInvalidRequest, "redirect_uri is missing; send one of the client's registered redirect URIs")
 	}
 	if !redirectAllowed(c.RedirectURIs, req.RedirectURI) {
@@ -60,6 +70,8 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 	}
 	// From here on errors go back to the client.
 	switch {
+	case unsupported != nil:
+		return v, true, unsupported
 	case req.Duplicated != "":
 		return v, true, oauthErr(codeInvalidRequest, req.Duplicated+" is repeated (RFC 6749 §3.1)")
 	case req.ResponseType != "code":
@@ -92,6 +104,20 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 		v.company = &co
 	}
 	return v, true, nil
+}
+
+// requestObjectErr refuses the request-object parameters, which this
+// server does not support: request_not_supported and
+// request_uri_not_supported (OpenID Connect Core §6.1, §6.2 and §3.1.2.6;
+// RFC 9101 §5 and §10.4 leave request objects optional).
+func requestObjectErr(req *AuthorizeRequest) *Error {
+	switch {
+	case req.Request != "":
+		return oauthErr(codeRequestNotSupported, "request objects are not supported (request_parameter_supported is false); send the parameters in the query")
+	case req.RequestURI != "":
+		return oauthErr(codeRequestURINotSupported, "request_uri is not supported (request_uri_parameter_supported is false); send the parameters in the query")
+	}
+	return nil
 }
 
 // promptNone applies prompt=none (OpenID Connect Core §3.1.2.1) to a

@@ -6,13 +6,18 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/consent"
 )
 
 // Error is an OAuth protocol error: the error codes of RFC 6749 §4.1.2.1
-// and §5.2, RFC 7009 §2.2.1, RFC 8707 §2 and RFC 9396 §5, and the codes of
+// and §5.2, OpenID Connect Core §3.1.2.6, RFC 7009 §2.2.1, RFC 8707 §2 and RFC 9396 §5, and the codes of
 // the grant endpoint (docs/authserver.md). Handlers return fresh values; one
 // function per response form (redirect, JSON, error page, grant object)
 // turns them into HTTP, and statusOf is the one table of HTTP statuses.
@@ -23,8 +28,11 @@ type Error struct {
 	// request; the native API returns them so a host can point at the field.
 	Violations []catalog.Violation
 	// challenge is set when a 401 must carry WWW-Authenticate (RFC 6749 §5.2
-	// for client_secret_basic, RFC 6750 §3 for bearer tokens).
+	// for client_secret_basic).
 	challenge string
+	// bearer asks for an RFC 6750 §3 challenge carrying the error code and
+	// description (the userinfo endpoint).
+	bearer bool
 }
 
 func (e *Error) Error() string { return "oauth: " + e.Code + ": " + e.Description }
@@ -46,6 +54,8 @@ const (
 	codeInvalidAuthorizationDetails = "invalid_authorization_details"
 	codeConsentRequired             = "consent_required"
 	codeLoginRequired               = "login_required"
+	codeRequestNotSupported         = "request_not_supported"
+	codeRequestURINotSupported      = "request_uri_not_supported"
 	codeInvalidToken                = "invalid_token"
 	codeInsufficientScope           = "insufficient_scope"
 	codeUnsupportedTokenType        = "unsupported_token_type"
@@ -114,18 +124,90 @@ func (s *Server) asError(r *http.Request, err error) *Error {
 	return oauthErr(codeServerError, "the server could not complete the request")
 }
 
+// errorDescription makes desc a valid error_description. RFC 6749
+// §4.1.2.1 and §5.2 (and RFC 6750 §3 for the WWW-Authenticate parameter)
+// allow only %x20-21 / %x23-5B / %x5D-7E: printable ASCII without the
+// double quote and the backslash. The messages are written for people,
+// with section signs and quotes, and some echo the request (a scope, an
+// org_id, a name with accents); each character outside the set becomes its
+// nearest allowed spelling, so the message keeps its meaning: "§" becomes
+// "section", a double quote an apostrophe, a backslash a slash, accented
+// letters lose their accents, typographic punctuation becomes ASCII,
+// control characters become spaces, and anything else "?". Every writer of
+// an error (describe) applies it.
+func errorDescription(desc string) string {
+	ok := true
+	for i := 0; i < len(desc); i++ {
+		if !descriptionChar(desc[i]) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return desc
+	}
+	var b strings.Builder
+	for _, r := range norm.NFD.String(desc) {
+		switch {
+		case r < utf8.RuneSelf && descriptionChar(byte(r)):
+			b.WriteRune(r)
+		case r == '"', r == '\u201c', r == '\u201d', r == '\u2018', r == '\u2019', r == '\u00ab', r == '\u00bb':
+			b.WriteByte('\'')
+		case r == '\\':
+			b.WriteByte('/')
+		case r == '\u00a7': // §
+			b.WriteString("section ")
+		case unicode.Is(unicode.Mn, r): // a combining accent, after NFD
+		case r == '\u2013', r == '\u2014', r == '\u2212':
+			b.WriteByte('-')
+		case r == '\u2026':
+			b.WriteString("...")
+		case r == '\u2192':
+			b.WriteString("->")
+		case r == '\u2264':
+			b.WriteString("<=")
+		case r == '\u2265':
+			b.WriteString(">=")
+		case r == '\u00d7':
+			b.WriteByte('x')
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			b.WriteByte(' ')
+		default:
+			b.WriteByte('?')
+		}
+	}
+	// "§ 3.1" would now read "section  3.1", and a final "§" "section ".
+	return strings.TrimRight(strings.ReplaceAll(b.String(), "section  ", "section "), " ")
+}
+
+// descriptionChar reports whether c may appear in an error_description
+// (RFC 6749 §5.2: %x20-21 / %x23-5B / %x5D-7E).
+func descriptionChar(c byte) bool {
+	return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\'
+}
+
+// describe is the error_description of oe as it is written: in a JSON body,
+// a redirect, a WWW-Authenticate challenge or the grant endpoint's message.
+func (oe *Error) describe() string { return errorDescription(oe.Description) }
+
 // writeJSONError writes an RFC 6749 §5.2 error body (token, introspection,
-// revocation and native-consent endpoints).
+// revocation, userinfo and native-consent endpoints).
 func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err error) {
 	oe := s.asError(r, err)
-	if oe.challenge != "" {
+	desc := oe.describe()
+	switch {
+	case oe.bearer:
+		// RFC 6750 §3: the description is a quoted-string here, which the
+		// charset of errorDescription keeps intact.
+		w.Header().Set("WWW-Authenticate", `Bearer error="`+oe.Code+`", error_description="`+desc+`"`)
+	case oe.challenge != "":
 		w.Header().Set("WWW-Authenticate", oe.challenge)
 	}
 	body := struct {
 		Error       string              `json:"error"`
 		Description string              `json:"error_description,omitempty"`
 		Violations  []catalog.Violation `json:"violations,omitempty"`
-	}{oe.Code, oe.Description, oe.Violations}
+	}{oe.Code, desc, oe.Violations}
 	writeJSON(w, statusOf(oe.Code), body)
 }
 
@@ -141,7 +223,7 @@ func (s *Server) writeGrantError(w http.ResponseWriter, r *http.Request, err err
 		Code    string `json:"code"`
 		Status  int    `json:"status"`
 		Message string `json:"message,omitempty"`
-	}{oe.Code, st, oe.Description})
+	}{oe.Code, st, oe.describe()})
 }
 
 // errorRedirect is the authorization error response (RFC 6749 §4.1.2.1) sent
@@ -149,8 +231,8 @@ func (s *Server) writeGrantError(w http.ResponseWriter, r *http.Request, err err
 func (s *Server) errorRedirect(redirectURI, state string, oe *Error) string {
 	q := url.Values{}
 	q.Set("error", oe.Code)
-	if oe.Description != "" {
-		q.Set("error_description", oe.Description)
+	if desc := oe.describe(); desc != "" {
+		q.Set("error_description", desc)
 	}
 	if state != "" {
 		q.Set("state", state)

@@ -67,18 +67,39 @@ func wellFormedJWT(tok string) bool {
 // activeToken looks up an access token this server issued and reports why
 // it cannot be used: unknown, expired or revoked (itself or its grant).
 func (s *Server) activeToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
+	at, g, err := s.issuedToken(ctx, tok)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.usable(at, g); err != nil {
+		return nil, nil, err
+	}
+	return at, g, nil
+}
+
+// issuedToken looks up an access token this server issued, whatever its
+// state.
+func (s *Server) issuedToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
 	at, g, err := s.cfg.Store.LookupAccessToken(ctx, store.Hash(tok))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil, oauthErr(codeInvalidToken, "the token was not issued by this server")
 	case err != nil:
 		return nil, nil, err
-	case at.Revoked || g.Revoked():
-		return nil, nil, oauthErr(codeRevokedToken, "the token or its grant was revoked")
-	case !s.cfg.Now().Before(at.ExpiresAt):
-		return nil, nil, oauthErr(codeExpiredToken, "the token has expired")
 	}
 	return at, g, nil
+}
+
+// usable reports why an issued token cannot be used now: it or its grant
+// was revoked, or it has expired.
+func (s *Server) usable(at *store.AccessToken, g *store.Grant) error {
+	switch {
+	case at.Revoked || g.Revoked():
+		return oauthErr(codeRevokedToken, "the token or its grant was revoked")
+	case !s.cfg.Now().Before(at.ExpiresAt):
+		return oauthErr(codeExpiredToken, "the token has expired")
+	}
+	return nil
 }
 
 // mayReadGrant says whether an authenticated client may read a grant: the
@@ -94,12 +115,14 @@ func (s *Server) mayReadGrant(c *store.Client, g *store.Grant) bool {
 // handleGrant serves GET {base_url}/authorization: the grant behind a
 // Bearer token, for a Resource Server authenticated with its own client
 // credential (spec 4.1 and 5.6).
+//
+// The caller is authenticated and checked against the grant before
+// anything is said about the token's state: a client that may not read the
+// grant learns only client_not_allowed, never whether the token has
+// expired or was revoked (RFC 7662 §4 takes the same care for
+// introspection). Only an unknown token is named as such before the
+// audience check, because there is no grant to check the caller against.
 func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
-	tok, err := bearerToken(r)
-	if err != nil {
-		s.writeGrantError(w, r, err)
-		return
-	}
 	id, secret := r.Header.Get(headerClientID), r.Header.Get(headerClientSecret)
 	if id == "" || secret == "" {
 		s.writeGrantError(w, r, oauthErr(codeMissingClientCredentials, "send the Resource Server's credential in "+headerClientID+" and "+headerClientSecret))
@@ -113,13 +136,22 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 		s.writeGrantError(w, r, err)
 		return
 	}
-	_, g, err := s.activeToken(r.Context(), tok)
+	tok, err := bearerToken(r)
+	if err != nil {
+		s.writeGrantError(w, r, err)
+		return
+	}
+	at, g, err := s.issuedToken(r.Context(), tok)
 	if err != nil {
 		s.writeGrantError(w, r, err)
 		return
 	}
 	if !s.mayReadGrant(c, g) {
 		s.writeGrantError(w, r, oauthErr(codeClientNotAllowed, "this client is neither the token's client nor a Resource Server in its audience"))
+		return
+	}
+	if err := s.usable(at, g); err != nil {
+		s.writeGrantError(w, r, err)
 		return
 	}
 	body := grantBody{Scopes: g.Scopes, AuthorizationDetails: g.Details, Subject: g.SubjectID, ConsumerInstallationID: g.InstallationID}

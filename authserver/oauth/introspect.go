@@ -132,8 +132,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 // §5.3): the claims of the profile, email, phone and address scopes.
 func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 	bearerErr := func(code, desc string) {
-		w.Header().Set("WWW-Authenticate", `Bearer error="`+code+`", error_description="`+desc+`"`)
-		writeJSON(w, statusOf(code), map[string]string{"error": code, "error_description": desc})
+		s.writeJSONError(w, r, &Error{Code: code, Description: desc, bearer: true})
 	}
 	tok, err := bearerToken(r)
 	if err != nil {

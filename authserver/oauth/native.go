@@ -105,7 +105,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	oe := s.asError(r, err)
-	ne := nativeError{Error: oe.Code, Description: oe.Description}
+	ne := nativeError{Error: oe.Code, Description: oe.describe()}
 	if len(oe.Violations) > 0 {
 		ne.Violations = oe.Violations
 	}

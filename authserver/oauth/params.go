@@ -28,6 +28,10 @@ type AuthorizeRequest struct {
 	Resource []string
 	// AuthorizationDetails is the parameter's JSON text, nil when absent.
 	AuthorizationDetails json.RawMessage
+	// Request and RequestURI are the request-object parameters (OpenID
+	// Connect Core §6, RFC 9101 §5), which this server does not support;
+	// they are read only to be refused rather than ignored.
+	Request, RequestURI string
 	// Duplicated names a single-valued parameter sent more than once,
 	// which RFC 6749 §3.1 forbids.
 	Duplicated string
@@ -52,6 +56,7 @@ func ParseAuthorize(q map[string][]string) *AuthorizeRequest {
 		ResponseMode: get("response_mode"), Scope: get("scope"), State: get("state"), Nonce: get("nonce"),
 		Prompt: get("prompt"), CodeChallenge: get("code_challenge"), CodeChallengeMethod: get("code_challenge_method"),
 		OrgID: get("org_id"), Resource: slices.Clone(q["resource"]),
+		Request: get("request"), RequestURI: get("request_uri"),
 	}
 	if v, ok := q["authorization_details"]; ok && len(v) > 0 {
 		r.AuthorizationDetails = json.RawMessage(v[0])

@@ -5,5 +5,9 @@
 // and its own client credential (spec 4.1, 5.6), and answers as spec 5.7
 // describes: 401 missing_token without a bearer token, 403
 // insufficient_authorization when the grant lacks the endpoint's type and
-// action, 200 with a result otherwise.
+// action, 200 with a result otherwise. A token the service refuses to show
+// the grant of (unknown, expired, revoked, or issued for another resource)
+// is 401 invalid_token with an RFC 6750 §3.1 challenge; 502
+// grant_unavailable is kept for the provider's own failure to read grants
+// (its credential refused, the service failing or unreachable).
 package providers

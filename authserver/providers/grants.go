@@ -35,6 +35,30 @@ func (e *GrantError) Error() string {
 	return fmt.Sprintf("providers: grant endpoint refused: %s (status %d)", e.Code, e.Status)
 }
 
+// tokenProblem says what a refusal of the grant endpoint means for the
+// Resource Server's own caller: a description for an RFC 6750 §3.1
+// invalid_token answer when the refusal is about the caller's access token,
+// or "" when it is the Resource Server's own problem (its credential, the
+// service failing), which the caller cannot fix and which is not its
+// token's fault.
+func (e *GrantError) tokenProblem() string {
+	switch e.Code {
+	case "missing_token", "malformed_token", "invalid_token":
+		return "the access token was not issued by the service"
+	case "revoked_token":
+		return "the access token was revoked"
+	case "expired_token":
+		return "the access token has expired"
+	case "client_not_allowed":
+		// The service refuses to show this Resource Server the grant of a
+		// token whose audience does not name it: the token was issued for
+		// another resource, and a token for another audience is an invalid
+		// token here (RFC 9068 §4, RFC 8707 §2).
+		return "the access token was not issued for this resource"
+	}
+	return ""
+}
+
 // GrantClient reads grants from the service with the Resource Server's own
 // client credential, sent in X-Client-Id and X-Client-Secret beside the
 // Bearer token (docs/authserver.md).

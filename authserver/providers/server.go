@@ -145,13 +145,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g, err := s.cfg.Grants.Grant(r.Context(), tok)
-	var ge *GrantError
-	switch {
-	case errors.As(err, &ge) && ge.Status < 500 && !strings.Contains(ge.Code, "client"):
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-		writeError(w, http.StatusUnauthorized, "invalid_token", "the access token is not usable: "+ge.Code)
-		return
-	case err != nil:
+	if err != nil {
+		// A refusal about the caller's token (unknown, expired, revoked,
+		// or meant for another resource) is the caller's 401 invalid_token
+		// (RFC 6750 §3.1); only the provider's own failure to read the
+		// grant (its credential refused, the service down or failing) is
+		// 502.
+		var ge *GrantError
+		if errors.As(err, &ge) {
+			if desc := ge.tokenProblem(); desc != "" {
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+desc+`"`)
+				writeError(w, http.StatusUnauthorized, "invalid_token", desc)
+				return
+			}
+		}
 		s.cfg.Log.Error("reading the grant", "err", err)
 		writeError(w, http.StatusBadGateway, "grant_unavailable", "the provider could not read the grant from the service")
 		return

@@ -36,7 +36,14 @@ func (g *grantService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"code":"invalid_client_credentials","status":401}`))
 		return
 	}
-	gr, ok := g.grants[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if code, st, ok := strings.Cut(tok, ":"); ok && strings.HasPrefix(code, "refuse-") {
+		// "refuse-CODE:STATUS" is refused with that code and status.
+		w.WriteHeader(map[string]int{"401": 401, "403": 403, "500": 500, "503": 503}[st])
+		_, _ = w.Write([]byte(`{"code":"` + strings.TrimPrefix(code, "refuse-") + `","status":` + st + `}`))
+		return
+	}
+	gr, ok := g.grants[tok]
 	if !ok {
 		w.WriteHeader(401)
 		_, _ = w.Write([]byte(`{"code":"expired_token","status":401}`))
@@ -174,6 +181,51 @@ func TestSpecAnswers(t *testing.T) {
 	_, list := call(t, "GET", inv.URL+"/api/documents", "docs", "")
 	if docs := list["documents"].([]any); len(docs) != 1 || docs[0].(map[string]any)["id"] != doc["id"] {
 		t.Errorf("documents = %v, want the created one", list)
+	}
+}
+
+// TestGrantRefusals: each refusal of the grant endpoint becomes the answer
+// it means for the provider's caller: 401 invalid_token with an RFC 6750
+// §3.1 challenge when it is about the caller's token (a token for another
+// audience included), 502 only when the provider itself cannot read grants.
+func TestGrantRefusals(t *testing.T) {
+	sign, _, _, _ := newProviders(t, "s3cret")
+	for _, tc := range []struct {
+		refusal string
+		status  int
+		code    string
+	}{
+		{"client_not_allowed:403", 401, "invalid_token"},
+		{"expired_token:401", 401, "invalid_token"},
+		{"revoked_token:401", 401, "invalid_token"},
+		{"invalid_token:401", 401, "invalid_token"},
+		{"malformed_token:401", 401, "invalid_token"},
+		{"invalid_client_credentials:401", 502, "grant_unavailable"},
+		{"missing_client_credentials:401", 502, "grant_unavailable"},
+		{"server_error:500", 502, "grant_unavailable"},
+		{"temporarily_unavailable:503", 502, "grant_unavailable"},
+	} {
+		t.Run(tc.refusal, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", sign.URL+"/api/signing-key", nil)
+			req.Header.Set("Authorization", "Bearer refuse-"+tc.refusal)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var out map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&out)
+			if resp.StatusCode != tc.status || out["error"] != tc.code {
+				t.Fatalf("%d %v, want %d %s", resp.StatusCode, out, tc.status, tc.code)
+			}
+			challenge := resp.Header.Get("WWW-Authenticate")
+			if tc.status == 401 && !strings.HasPrefix(challenge, `Bearer error="invalid_token"`) {
+				t.Errorf("WWW-Authenticate %q, want an RFC 6750 invalid_token challenge", challenge)
+			}
+			if tc.status == 502 && challenge != "" {
+				t.Errorf("a gateway failure carries WWW-Authenticate %q", challenge)
+			}
+		})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -47,16 +48,47 @@ type Store struct {
 	writerDone chan struct{}
 	cpDone     chan struct{}
 	closeOnce  sync.Once
+
+	lock *dbLock // held from Open to Close; nil where the platform has no file locks
+}
+
+// Options tune OpenWith.
+type Options struct {
+	// Logger receives notices about the files (a mode tightened); nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // Open opens (creating if needed) the database file at path and brings its
-// schema up to date.
+// schema up to date. It is OpenWith without options.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith opens (creating if needed) the database file at path and brings
+// its schema up to date. The Store owns the file until Close: a second
+// Open of it, in this process or another, fails with a *LockedError naming
+// the owner (lock.go). The database, its WAL and shared-memory files and
+// the lock file are readable by their owner only (0600); an existing file
+// that others could read is restricted, and a notice is logged.
+func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error) {
 	if path == "" {
 		return nil, errors.New("store: empty database path")
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
+	}
+	lock, err := acquireLock(path, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.release()
+		}
+	}()
+	if err := secureFiles(path, o.Logger); err != nil {
+		return nil, err
 	}
 	dsn := func(extra ...string) string {
 		q := url.Values{}
@@ -106,7 +138,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	cp.SetMaxOpenConns(1)
-	s := &Store{w: w, r: r, cp: cp, cache: newCache(), ops: make(chan *writeOp),
+	s := &Store{lock: lock, w: w, r: r, cp: cp, cache: newCache(), ops: make(chan *writeOp),
 		quit: make(chan struct{}), writerDone: make(chan struct{}), cpDone: make(chan struct{})}
 	go s.writer()
 	go s.checkpointer()
@@ -126,7 +158,7 @@ func (s *Store) Close() error {
 		<-s.writerDone
 		<-s.cpDone
 		s.stmts.close()
-		err = errors.Join(s.r.Close(), s.cp.Close(), s.w.Close())
+		err = errors.Join(s.r.Close(), s.cp.Close(), s.w.Close(), s.lock.release())
 	})
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
@@ -75,7 +76,7 @@ func runPlayground(ctx context.Context, e env) int {
 	p, err := playground.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
-		fmt.Fprintln(e.stderr, "miniapp-host: a port may be taken; --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 picks free ones")
+		fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err))
 		return exitUndecided
 	}
 	printPlayground(e, p, *data, false)
@@ -135,7 +136,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		p, err := playground.Start(ctx, cfg)
 		if err != nil {
 			fmt.Fprintln(e.stderr, "miniapp-host:", err)
-			fmt.Fprintln(e.stderr, "miniapp-host: a port may be taken; --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 picks free ones")
+			fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err))
 			close(failed)
 			// From inside the main loop: Start can fail before Run has
 			// started it, and a quit before then would be lost.
@@ -229,4 +230,13 @@ func printPlayground(e env, p *playground.Playground, data string, window bool) 
 	}
 	fmt.Fprintln(w, "\nNo desktop window: launches are resolved and reported in the launcher;")
 	fmt.Fprintln(w, "open a demo Miniapp in a browser tab from its report. Ctrl-C stops everything.")
+}
+
+// startHint says what to try when the playground could not start: another
+// --data folder when another server owns its database, else free ports.
+func startHint(err error) string {
+	if errors.As(err, new(*store.LockedError)) {
+		return "another server uses the database of this --data folder; stop it, or pass another --data"
+	}
+	return "a port may be taken; --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 picks free ones"
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/origin"
 )
 
 // secretFlags collects repeated --secret CLIENT_ID=SECRET values.
@@ -27,6 +29,19 @@ func (s secretFlags) Set(v string) error {
 	return nil
 }
 
+// originFlags collects repeated --dashboard-origin values.
+type originFlags []string
+
+func (o *originFlags) String() string { return strings.Join(*o, " ") }
+
+func (o *originFlags) Set(v string) error {
+	if _, err := origin.Parse(v); err != nil {
+		return err
+	}
+	*o = append(*o, v)
+	return nil
+}
+
 // runServe is `miniapp-host serve`: the reference authorization server,
 // its dashboard and the example providers, until interrupted.
 func runServe(ctx context.Context, e env) int {
@@ -39,6 +54,8 @@ func runServe(ctx context.Context, e env) int {
 	invoicing := fs.String("invoicing-addr", "", "invoicing provider address")
 	secrets := secretFlags{}
 	fs.Var(secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET (repeatable); the others get a new random secret at each start")
+	var dashOrigins originFlags
+	fs.Var(&dashOrigins, "dashboard-origin", "an origin, beside the dashboard's own, whose web pages may change state through the dashboard API (repeatable; docs/dashboard.md)")
 	opKey := fs.String("operator-key", "", "fix the operator credential of the dashboard's review API (default: a new random key at each start)")
 	verbose := fs.Bool("v", false, "log internal errors to stderr")
 	fs.Usage = func() {
@@ -61,7 +78,7 @@ func runServe(ctx context.Context, e env) int {
 		*db = p
 	}
 	cfg := authserver.Config{DB: *db, ServiceAddr: *addr, DashboardAddr: *dash, SigningAddr: *signing,
-		InvoicingAddr: *invoicing, Secrets: secrets, OperatorKey: *opKey}
+		InvoicingAddr: *invoicing, Secrets: secrets, OperatorKey: *opKey, DashboardOrigins: dashOrigins}
 	for i, p := range []*string{&cfg.DashboardAddr, &cfg.SigningAddr, &cfg.InvoicingAddr} {
 		if *p == "" {
 			*p = nextPort(*addr, i+1)
@@ -73,6 +90,9 @@ func runServe(ctx context.Context, e env) int {
 	srv, err := authserver.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		if errors.As(err, new(*store.LockedError)) {
+			fmt.Fprintln(e.stderr, "miniapp-host: one server owns a database; a second one needs its own --db FILE")
+		}
 		return exitUndecided
 	}
 	u := srv.URLs()

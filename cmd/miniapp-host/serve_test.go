@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +53,53 @@ func TestServe(t *testing.T) {
 	resp, err := http.Get(m[1] + "/.well-known/openid-configuration")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("discovery: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+}
+
+// TestServeTwiceOnOneDatabase: a second serve on the database of a running
+// one is refused, naming the running one's PID and service address, and
+// the first keeps serving.
+func TestServeTwiceOnOneDatabase(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db := filepath.Join(t.TempDir(), "a.db")
+	var out, errs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, env{args: []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, stdout: &out, stderr: &errs})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "subjects:") {
+		select {
+		case code := <-done:
+			t.Fatalf("first serve exited %d: %s", code, errs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed no addresses: %s %s", out.String(), errs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	issuer := regexp.MustCompile(`(?m)^issuer\s+(\S+)$`).FindStringSubmatch(out.String())[1]
+
+	var out2, errs2 syncBuffer
+	code := run(ctx, env{args: []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, stdout: &out2, stderr: &errs2})
+	if code == exitOK {
+		t.Fatal("a second serve on the same database started")
+	}
+	for _, want := range []string{"in use by another server", "pid " + strconv.Itoa(os.Getpid()), "service " + issuer, "--db"} {
+		if !strings.Contains(errs2.String(), want) {
+			t.Errorf("refusal lacks %q:\n%s", want, errs2.String())
+		}
+	}
+	resp, err := http.Get(issuer + "/.well-known/openid-configuration")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the first server stopped serving: %v %v", err, resp)
 	}
 	resp.Body.Close()
 	cancel()
