@@ -17,9 +17,11 @@ import (
 	"github.com/miniapp-host/miniapp-host/consent"
 )
 
-// maxFormBytes bounds a form or JSON body; authorization_details is capped
-// by the catalog at 1 MiB, and the rest of a request is small.
-const maxFormBytes = catalog.MaxRequestBytes + 64<<10
+// maxBodyBytes bounds every form or JSON body of the service: the longest
+// authorization request (maxAuthorizeBytes decoded) percent-encoded at up
+// to three bytes a byte, with room to spare. Over it the answer is 413
+// (RFC 9110 §15.5.14).
+const maxBodyBytes = 256 << 10
 
 // validated is an authorization request that passed every check that does
 // not depend on the subject.
@@ -113,9 +115,8 @@ func promptNone(v *validated, m *consent.Model) error {
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
-			s.errorPage(w, r, oauthErr(codeInvalidRequest, "unreadable form body"))
+		if err := parsePostForm(w, r); err != nil {
+			s.errorPage(w, r, s.asError(r, err))
 			return
 		}
 		q = r.PostForm

@@ -85,7 +85,7 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
 	// A page is not an authentication challenge: an unknown client is a bad
 	// request here, whatever the code's status at the token endpoint.
 	status := statusOf(oe.Code)
-	if status < 500 {
+	if status < 500 && status != http.StatusRequestEntityTooLarge {
 		status = http.StatusBadRequest
 	}
 	s.render(w, r, status, s.pages.errorPage, oe)
