@@ -41,6 +41,13 @@ type validated struct {
 func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
 	req := ParseAuthorize(q)
 	v = &validated{req: req}
+	// Length limits first, so that nothing oversized is looked up or kept;
+	// an oversized client_id or redirect_uri cannot be verified, so its
+	// error is shown, not redirected.
+	tooLong := checkLimits(q)
+	if tooLong != nil && (tooLong.Param == "client_id" || tooLong.Param == "redirect_uri") {
+		return v, false, tooLong.err()
+	}
 	if req.ClientID == "" {
 		return v, false, oauthErr(codeInvalidRequest, "client_id is missing")
 	}
@@ -61,6 +68,12 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 		return v, false, oauthErr(codeInvalidRequest, "redirect_uri is not registered for this client (exact match required)")
 	}
 	// From here on errors go back to the client.
+	if tooLong != nil {
+		if tooLong.Param == "state" {
+			req.State = "" // not echoed: the redirect would carry it (RFC 6749 §4.1.2.1)
+		}
+		return v, true, tooLong.err()
+	}
 	switch {
 	case req.Duplicated != "":
 		return v, true, oauthErr(codeInvalidRequest, req.Duplicated+" is repeated (RFC 6749 §3.1)")
