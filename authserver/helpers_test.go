@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -251,9 +252,21 @@ type browser struct {
 
 func newBrowser(t *testing.T, issuer string) *browser {
 	t.Helper()
+	return newBrowserFrom(t, issuer, "")
+}
+
+// newBrowserFrom is newBrowser connecting from a source address of
+// 127.0.0.0/8 ("" for the default).
+func newBrowserFrom(t *testing.T, issuer, src string) *browser {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	iu, _ := url.Parse(issuer)
-	return &browser{t: t, hc: &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	var tr http.RoundTripper = http.DefaultTransport
+	if src != "" {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		tr = &http.Transport{DialContext: d.DialContext}
+	}
+	return &browser{t: t, hc: &http.Client{Jar: jar, Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if req.URL.Host != iu.Host {
 			return http.ErrUseLastResponse
 		}

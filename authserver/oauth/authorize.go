@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -145,10 +146,10 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, err := s.sessions.ensure(w, r, s)
 	if err != nil {
-		s.errorPage(w, r, s.asError(r, err))
+		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
 	}
-	p, err := s.newPending(v, sess.id, "")
+	p, err := s.newPending(v, sess.bind, sourceOf(r), "")
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
@@ -200,18 +201,30 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 }
 
 // newPending stores a validated request until its decision, for a browser
-// session or for a host client.
-func (s *Server) newPending(v *validated, session, host string) (*pending, error) {
+// session (with the browser's source address) or for a host client, under
+// the quotas of pendingSet.
+func (s *Server) newPending(v *validated, session, source, host string) (*pending, error) {
 	id, err := s.randomToken(24)
 	if err != nil {
 		return nil, err
 	}
 	now := s.cfg.Now()
-	p := &pending{id: id, v: v, expires: now.Add(s.cfg.ConsentTTL), session: session, host: host}
-	if !s.pending.add(p, now) {
-		return nil, oauthErr(codeTemporarilyUnavailable, "too many authorization requests are waiting for consent")
+	p := &pending{id: id, v: v, expires: now.Add(s.cfg.ConsentTTL), session: session, source: source, host: host}
+	if err := s.pending.add(p, now); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// sourceOf is the request's source IP address, the key of the per-source
+// quotas. Behind a reverse proxy every request would share the proxy's
+// address; the reference server listens directly.
+func sourceOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // buildModel makes the consent model of a pending request for a subject and
