@@ -161,11 +161,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("oauth: base_url %q must be on the issuer's origin %q", cfg.baseURL(), cfg.Issuer)
 	}
 	s := &Server{
-		cfg:       cfg,
-		log:       cfg.Logger,
+		cfg: cfg,
+		log: cfg.Logger,
 		pending: newPendingSet(pendingQuotas{perClient: cfg.MaxPendingPerClient, perSource: cfg.MaxPendingPerSource,
 			browser: cfg.MaxPending, perHost: cfg.MaxPendingPerHost, ttl: cfg.ConsentTTL}),
-		sessions: newSessionSet(cfg.MaxSessionsPerSource, cfg.MaxSessions),
+		sessions:  newSessionSet(cfg.MaxSessionsPerSource, cfg.MaxSessions),
 		clients:   newClientCache(cfg.Store),
 		issuerURL: iu,
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
