@@ -106,9 +106,10 @@ func TestFlood(t *testing.T) {
 			return true
 		}
 	}
+	second := transportFrom(t, "127.0.0.3")
 	for browserFlows < 3 || nativeFlows < 3 || running() {
 		v, c := pkce(t)
-		b := newBrowserFrom(t, e.u.Issuer, "127.0.0.3")
+		b := newBrowserVia(t, e.u.Issuer, second)
 		q := e.confAuthParams(c)
 		q.Set("prompt", "consent") // the page every time, though consent is remembered
 		rq := b.browserCode(e.u.Authorization+"?"+q.Encode(), subAna, map[string]string{"action": "approve"})

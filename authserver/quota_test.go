@@ -39,8 +39,9 @@ func startQuotas(t *testing.T, oc oauth.Config) *env {
 // from src and returns how many reached sign-in and the last refusal.
 func junk(t *testing.T, e *env, src string, n int, q func() string) (admitted int, refusal map[string]string) {
 	t.Helper()
+	tr := transportFrom(t, src)
 	for range n {
-		b := newBrowserFrom(t, e.u.Issuer, src) // a new cookie jar each time
+		b := newBrowserVia(t, e.u.Issuer, tr) // a new cookie jar each time
 		b.hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 		p := b.get(e.u.Authorization + "?" + q())
 		loc := p.header.Get("Location")
