@@ -2,6 +2,7 @@ package authserver_test
 
 import (
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -106,10 +107,16 @@ func TestFlood(t *testing.T) {
 			return true
 		}
 	}
-	second := transportFrom(t, "127.0.0.3")
+	// The second client's browsers come from 64 addresses of 127.0.1.0/24:
+	// each flow signs a new browser in, and one address keeps at most
+	// 1,000 signed-in sessions.
+	var second []*http.Transport
+	for i := range 64 {
+		second = append(second, transportFrom(t, fmt.Sprintf("127.0.1.%d", i+1)))
+	}
 	for browserFlows < 3 || nativeFlows < 3 || running() {
 		v, c := pkce(t)
-		b := newBrowserVia(t, e.u.Issuer, second)
+		b := newBrowserVia(t, e.u.Issuer, second[browserFlows%len(second)])
 		q := e.confAuthParams(c)
 		q.Set("prompt", "consent") // the page every time, though consent is remembered
 		rq := b.browserCode(e.u.Authorization+"?"+q.Encode(), subAna, map[string]string{"action": "approve"})
