@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/dashboard"
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/oauth"
 	"github.com/miniapp-host/miniapp-host/authserver/providers"
 	"github.com/miniapp-host/miniapp-host/authserver/seed"
@@ -108,6 +110,11 @@ type Config struct {
 	// means none: the CLI and other programs, which send no Origin header,
 	// need none (docs/dashboard.md, "Requests from browsers").
 	DashboardOrigins []string
+	// HTTP bounds every listener (service, dashboard, providers): header,
+	// body and idle timeouts, the header size and the concurrent
+	// connections per source address; zero fields take httplimit's
+	// defaults (docs/authserver.md, Limits).
+	HTTP httplimit.Config
 	// OAuth tunes the token lifetimes and limits; its Issuer, Catalog,
 	// Store, Now, Rand and Logger are set by Start.
 	OAuth oauth.Config
@@ -271,13 +278,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		"signing": origin(roles[2]), "invoicing": origin(roles[3])}); err != nil {
 		return nil, err
 	}
+	var errorLog *log.Logger
+	if cfg.Logger != nil {
+		errorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
+	}
+	hc := cfg.HTTP.WithDefaults()
 	for _, r := range roles {
-		hs := &http.Server{Handler: r.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-		if cfg.Logger != nil {
-			hs.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
-		}
+		hs := httplimit.Server(r.h, hc, errorLog)
 		s.servers = append(s.servers, hs)
-		go hs.Serve(r.ln)
+		go hs.Serve(httplimit.NewListener(r.ln, hc.MaxConnsPerSource))
 	}
 	s.stopPurge, s.purgeDone = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(cfg)

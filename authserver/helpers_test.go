@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -251,9 +252,36 @@ type browser struct {
 
 func newBrowser(t *testing.T, issuer string) *browser {
 	t.Helper()
+	return newBrowserFrom(t, issuer, "")
+}
+
+// newBrowserFrom is newBrowser connecting from a source address of
+// 127.0.0.0/8 ("" for the default).
+func newBrowserFrom(t *testing.T, issuer, src string) *browser {
+	t.Helper()
+	var tr http.RoundTripper = http.DefaultTransport
+	if src != "" {
+		tr = transportFrom(t, src)
+	}
+	return newBrowserVia(t, issuer, tr)
+}
+
+// transportFrom is a transport whose connections come from src; closed
+// when the test ends.
+func transportFrom(t *testing.T, src string) *http.Transport {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
+// newBrowserVia is a browser with its own cookie jar over a shared
+// transport, as tabs of one browser share connections.
+func newBrowserVia(t *testing.T, issuer string, tr http.RoundTripper) *browser {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	iu, _ := url.Parse(issuer)
-	return &browser{t: t, hc: &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	return &browser{t: t, hc: &http.Client{Jar: jar, Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if req.URL.Host != iu.Host {
 			return http.ErrUseLastResponse
 		}

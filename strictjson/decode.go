@@ -15,6 +15,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -372,4 +373,18 @@ func quote(s string) string {
 		s = s[:40] + "..."
 	}
 	return strconv.Quote(s)
+}
+
+// Unmarshal decodes exactly one JSON value into v as encoding/json does,
+// after checking it with Decode's rules (no duplicate member, bounded
+// numbers and nesting, nothing after the value). Members of an object that
+// v has no field for are refused, so that a misspelt field is an error
+// rather than silently ignored.
+func Unmarshal(data []byte, v any, lim Limits) error {
+	if _, err := Decode(data, lim); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }

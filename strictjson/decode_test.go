@@ -138,3 +138,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestUnmarshal: Unmarshal applies Decode's rules, then refuses unknown
+// members, and fills v as encoding/json does.
+func TestUnmarshal(t *testing.T) {
+	type T struct {
+		A string `json:"a"`
+	}
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{`{"a":"x"}`, true},
+		{` {"a":"x"} ` + "\n", true},
+		{`{"a":"x"}{"a":"y"}`, false},
+		{`{"a":"x"} x`, false},
+		{`{"a":"x","a":"y"}`, false},
+		{`{"a":"x","b":1}`, false},
+		{`{"a":1}`, false},
+	} {
+		var v T
+		err := Unmarshal([]byte(tc.in), &v, Limits{})
+		if (err == nil) != tc.ok || tc.ok && v.A != "x" {
+			t.Errorf("Unmarshal(%s) = %v, %+v; want ok=%v", tc.in, err, v, tc.ok)
+		}
+	}
+}

@@ -3,13 +3,13 @@ package dashboard
 import (
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
@@ -30,6 +30,7 @@ func (e *Error) Error() string { return "dashboard: " + e.Code + ": " + e.Messag
 // Error codes of the dashboard API.
 const (
 	codeInvalidBody        = "invalid_body"
+	codeContentTooLarge    = "content_too_large"
 	codeMissingField       = "missing_field"
 	codeInvalidField       = "invalid_field"
 	codeUnknownScope       = "unknown_scope"
@@ -66,6 +67,8 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case codeInternal:
 		return http.StatusInternalServerError
+	case codeContentTooLarge:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusBadRequest
 }
@@ -103,22 +106,27 @@ func invalid(field, msg string) *Error {
 // schemas is small.
 const maxBody = 1 << 20
 
-// decode reads one JSON object into v, refusing unknown members so that a
-// misspelt field is an error rather than silently ignored.
+// decode reads one JSON object into v with the one strict reader
+// (httplimit.ReadJSON): unknown members, a member named twice and anything
+// after the object are refused, so that a misspelt field is an error rather
+// than silently ignored; a body over maxBody is 413.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := httplimit.ReadJSON(w, r, maxBody, v); err != nil {
+		if httplimit.TooLarge(err) {
+			return tooLarge()
+		}
 		field := ""
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			field = "/" + strings.Trim(f, `"`)
 		}
 		return &Error{Code: codeInvalidBody, Field: field, Message: "the body must be one JSON object of the documented form: " + err.Error()}
 	}
-	if dec.More() {
-		return &Error{Code: codeInvalidBody, Message: "the body holds more than one JSON value"}
-	}
 	return nil
+}
+
+// tooLarge is the error for a body over maxBody (RFC 9110 §15.5.14).
+func tooLarge() *Error {
+	return &Error{Code: codeContentTooLarge, Message: fmt.Sprintf("the body is over the limit of %d bytes", maxBody)}
 }
 
 // bearerKey reads the key of an "Authorization: Bearer KEY" header.

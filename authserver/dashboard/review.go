@@ -6,15 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/resolver"
+	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
 // Review (spec 5.8): a project submits a scope policy, a Resource Server
@@ -200,16 +201,16 @@ type decision struct {
 // reason.
 func (s *Server) readDecision(w http.ResponseWriter, r *http.Request) (decision, error) {
 	var d decision
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
+	raw, err := httplimit.ReadBody(w, r, maxBody)
+	if httplimit.TooLarge(err) {
+		return d, tooLarge()
+	} else if err != nil {
 		return d, &Error{Code: codeInvalidBody, Message: "unreadable body: " + err.Error()}
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return d, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
+	if err := strictjson.Unmarshal(raw, &d, strictjson.Limits{}); err != nil {
 		return d, &Error{Code: codeInvalidBody, Message: `the body is {"reason": "..."}: ` + err.Error()}
 	}
 	return d, nil

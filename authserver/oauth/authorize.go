@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,9 +18,11 @@ import (
 	"github.com/miniapp-host/miniapp-host/consent"
 )
 
-// maxFormBytes bounds a form or JSON body; authorization_details is capped
-// by the catalog at 1 MiB, and the rest of a request is small.
-const maxFormBytes = catalog.MaxRequestBytes + 64<<10
+// maxBodyBytes bounds every form or JSON body of the service: the longest
+// authorization request (maxAuthorizeBytes decoded) percent-encoded at up
+// to three bytes a byte, with room to spare. Over it the answer is 413
+// (RFC 9110 §15.5.14).
+const maxBodyBytes = 256 << 10
 
 // validated is an authorization request that passed every check that does
 // not depend on the subject.
@@ -39,6 +42,13 @@ type validated struct {
 func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
 	req := ParseAuthorize(q)
 	v = &validated{req: req}
+	// Length limits first, so that nothing oversized is looked up or kept;
+	// an oversized client_id or redirect_uri cannot be verified, so its
+	// error is shown, not redirected.
+	tooLong := checkLimits(q)
+	if tooLong != nil && (tooLong.Param == "client_id" || tooLong.Param == "redirect_uri") {
+		return v, false, tooLong.err()
+	}
 	if req.ClientID == "" {
 		return v, false, oauthErr(codeInvalidRequest, "client_id is missing")
 	}
@@ -69,6 +79,12 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 		return v, false, oauthErr(codeInvalidRequest, "redirect_uri is not registered for this client (exact match required)")
 	}
 	// From here on errors go back to the client.
+	if tooLong != nil {
+		if tooLong.Param == "state" {
+			req.State = "" // not echoed: the redirect would carry it (RFC 6749 §4.1.2.1)
+		}
+		return v, true, tooLong.err()
+	}
 	switch {
 	case unsupported != nil:
 		return v, true, unsupported
@@ -139,9 +155,8 @@ func promptNone(v *validated, m *consent.Model) error {
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if r.Method == http.MethodPost {
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
-			s.errorPage(w, r, oauthErr(codeInvalidRequest, "unreadable form body"))
+		if err := parsePostForm(w, r); err != nil {
+			s.errorPage(w, r, s.asError(r, err))
 			return
 		}
 		q = r.PostForm
@@ -157,10 +172,10 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, err := s.sessions.ensure(w, r, s)
 	if err != nil {
-		s.errorPage(w, r, s.asError(r, err))
+		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
 	}
-	p, err := s.newPending(v, sess.id, "")
+	p, err := s.newPending(v, sess.bind, sourceOf(r), "")
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
@@ -212,18 +227,30 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 }
 
 // newPending stores a validated request until its decision, for a browser
-// session or for a host client.
-func (s *Server) newPending(v *validated, session, host string) (*pending, error) {
+// session (with the browser's source address) or for a host client, under
+// the quotas of pendingSet.
+func (s *Server) newPending(v *validated, session, source, host string) (*pending, error) {
 	id, err := s.randomToken(24)
 	if err != nil {
 		return nil, err
 	}
 	now := s.cfg.Now()
-	p := &pending{id: id, v: v, expires: now.Add(s.cfg.ConsentTTL), session: session, host: host}
-	if !s.pending.add(p, now) {
-		return nil, oauthErr(codeTemporarilyUnavailable, "too many authorization requests are waiting for consent")
+	p := &pending{id: id, v: v, expires: now.Add(s.cfg.ConsentTTL), session: session, source: source, host: host}
+	if err := s.pending.add(p, now); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// sourceOf is the request's source IP address, the key of the per-source
+// quotas. Behind a reverse proxy every request would share the proxy's
+// address; the reference server listens directly.
+func sourceOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // buildModel makes the consent model of a pending request for a subject and

@@ -51,6 +51,10 @@ func (s *Server) handleCharge(w http.ResponseWriter, r *http.Request) {
 	}
 	var body chargeRequest
 	if err := decodeJSONBody(w, r, &body); err != nil {
+		if oe := s.asError(r, err); oe.Code == codeContentTooLarge {
+			s.writeGrantError(w, r, oe)
+			return
+		}
 		s.writeGrantError(w, r, oauthErr(codeInvalidCharge, "body must be {\"amount\": \"<CLP digits>\", \"currency\": \"CLP\"}"))
 		return
 	}

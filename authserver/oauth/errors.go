@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/consent"
 )
@@ -59,6 +61,8 @@ const (
 	codeInvalidToken                = "invalid_token"
 	codeInsufficientScope           = "insufficient_scope"
 	codeUnsupportedTokenType        = "unsupported_token_type"
+	// RFC 9110 §15.5.14: a body over its limit (docs/authserver.md, Limits).
+	codeContentTooLarge = "content_too_large"
 	// Native-consent API.
 	codeUnknownRequest = "unknown_request"
 	// Grant endpoint (GET {base_url}/authorization), documented in docs/authserver.md.
@@ -94,11 +98,22 @@ func statusOf(code string) int {
 		return http.StatusInternalServerError
 	case codeTemporarilyUnavailable:
 		return http.StatusServiceUnavailable
+	case codeContentTooLarge:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusBadRequest
 }
 
 func oauthErr(code, desc string) *Error { return &Error{Code: code, Description: desc} }
+
+// bodyErr is the error for a request body that could not be read: 413 when
+// it is over maxBodyBytes, else invalid_request with what was expected.
+func bodyErr(err error, expected string) *Error {
+	if httplimit.TooLarge(err) {
+		return oauthErr(codeContentTooLarge, fmt.Sprintf("the body is over the limit of %d bytes", maxBodyBytes))
+	}
+	return oauthErr(codeInvalidRequest, expected+": "+err.Error())
+}
 
 // catalogErr turns the catalog's refusal into the OAuth error it names.
 func catalogErr(err error) *Error {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/consent"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -88,7 +89,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 	v, redirect, err := s.validateAuthorize(r.Context(), q)
 	if err == nil {
 		var p *pending
-		if p, err = s.newPending(v, "", host.ID); err == nil {
+		if p, err = s.newPending(v, "", "", host.ID); err == nil {
 			var m *consent.Model
 			if m, err = s.buildModel(r.Context(), p, body.Subject); err == nil {
 				// A host shows its consent screen unless the model is
@@ -201,13 +202,12 @@ func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
 	}{to})
 }
 
-// decodeJSONBody reads one JSON object, refusing unknown members so that a
-// misspelt field is an error rather than silently ignored.
+// decodeJSONBody reads one JSON object with the one strict reader
+// (httplimit.ReadJSON): unknown members, a member named twice and anything
+// after the object are refused, and a body over maxBodyBytes is 413.
 func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxFormBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return oauthErr(codeInvalidRequest, "body must be a JSON object of the documented form: "+err.Error())
+	if err := httplimit.ReadJSON(w, r, maxBodyBytes, v); err != nil {
+		return bodyErr(err, "body must be one JSON object of the documented form")
 	}
 	return nil
 }

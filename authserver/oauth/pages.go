@@ -85,7 +85,7 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
 	// A page is not an authentication challenge: an unknown client is a bad
 	// request here, whatever the code's status at the token endpoint.
 	status := statusOf(oe.Code)
-	if status < 500 {
+	if status < 500 && status != http.StatusRequestEntityTooLarge {
 		status = http.StatusBadRequest
 	}
 	s.render(w, r, status, s.pages.errorPage, oe)
@@ -109,6 +109,8 @@ const sessionCookie = "mh_session"
 type session struct {
 	id      string
 	csrf    string
+	bind    string // kept across rotation: what pending requests name the browser by
+	source  string
 	expires time.Time
 
 	mu   sync.Mutex // guards subj
@@ -121,13 +123,22 @@ func (se *session) subject() string {
 	return se.subj
 }
 
-// sessionSet holds browser sessions in memory.
+// sessionSet holds browser sessions in memory, in two expiry sets so that
+// each is in deadline order: sessions not signed in, which last ConsentTTL
+// and exist only for the sign-in of a pending request, and signed-in
+// sessions, which last SessionTTL. Each is capped per source address and
+// in all; admission and expiry are O(1) (expirySet).
 type sessionSet struct {
-	mu sync.Mutex // guards m
-	m  map[string]*session
+	perSource, total int
+
+	mu     sync.Mutex // guards below
+	anon   *expirySet[*session]
+	signed *expirySet[*session]
 }
 
-func newSessionSet() *sessionSet { return &sessionSet{m: map[string]*session{}} }
+func newSessionSet(perSource, total int) *sessionSet {
+	return &sessionSet{perSource: perSource, total: total, anon: newExpirySet[*session](), signed: newExpirySet[*session]()}
+}
 
 // from returns the request's live session, or nil.
 func (ss *sessionSet) from(r *http.Request, now time.Time) *session {
@@ -137,58 +148,89 @@ func (ss *sessionSet) from(r *http.Request, now time.Time) *session {
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	se := ss.m[ck.Value]
-	if se == nil || now.After(se.expires) {
-		return nil
+	if e, ok := ss.signed.get(ck.Value, now); ok {
+		return e.v
 	}
-	return se
+	if e, ok := ss.anon.get(ck.Value, now); ok {
+		return e.v
+	}
+	return nil
 }
 
-// ensure returns the request's session, starting one if needed.
+// admitLocked adds a session to set under the per-source and total caps.
+func (ss *sessionSet) admitLocked(set *expirySet[*session], se *session, now time.Time) error {
+	set.expire(now)
+	keys := []string{keySource + se.source, "all"}
+	if k, lim, full := set.full(keys, []int{ss.perSource, ss.total}); full {
+		who := "from this source address"
+		if k == "all" {
+			who = "in all"
+		}
+		return oauthErr(codeTemporarilyUnavailable, fmt.Sprintf(
+			"too many browser sessions %s: the quota is %d; retry later", who, lim))
+	}
+	set.add(se.id, keys, se.expires, se)
+	return nil
+}
+
+// newSession makes a session with fresh id, CSRF token and binding.
+func (s *Server) newSession(r *http.Request, expires time.Time) (*session, error) {
+	var tok [3]string
+	for i := range tok {
+		t, err := s.randomToken(32)
+		if err != nil {
+			return nil, err
+		}
+		tok[i] = t
+	}
+	return &session{id: tok[0], csrf: tok[1], bind: tok[2], source: sourceOf(r), expires: expires}, nil
+}
+
+// ensure returns the request's session, starting one (not signed in) if
+// needed.
 func (ss *sessionSet) ensure(w http.ResponseWriter, r *http.Request, s *Server) (*session, error) {
 	now := s.cfg.Now()
 	if se := ss.from(r, now); se != nil {
 		return se, nil
 	}
-	id, err := s.randomToken(32)
+	se, err := s.newSession(r, now.Add(s.cfg.ConsentTTL))
 	if err != nil {
 		return nil, err
 	}
-	csrf, err := s.randomToken(32)
-	if err != nil {
-		return nil, err
-	}
-	se := &session{id: id, csrf: csrf, expires: now.Add(12 * time.Hour)}
 	ss.mu.Lock()
-	for k, v := range ss.m {
-		if now.After(v.expires) {
-			delete(ss.m, k)
-		}
-	}
-	ss.m[id] = se
+	err = ss.admitLocked(ss.anon, se, now)
 	ss.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
-		Secure: s.issuerURL.Scheme == "https", SameSite: http.SameSiteLaxMode, Expires: se.expires})
+	if err != nil {
+		return nil, err
+	}
+	s.setSessionCookie(w, se)
 	return se, nil
 }
 
-// rotate replaces a session by a new one signed in as subject.
-func (ss *sessionSet) rotate(w http.ResponseWriter, old *session, subject string, s *Server) (*session, error) {
-	id, err := s.randomToken(32)
+func (s *Server) setSessionCookie(w http.ResponseWriter, se *session) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: se.id, Path: "/", HttpOnly: true,
+		Secure: s.issuerURL.Scheme == "https", SameSite: http.SameSiteLaxMode, Expires: se.expires})
+}
+
+// rotate replaces a session by a new one signed in as subject, with a new
+// id and CSRF token but the same binding, so the browser's pending
+// requests follow it without being looked for.
+func (ss *sessionSet) rotate(w http.ResponseWriter, r *http.Request, old *session, subject string, s *Server) (*session, error) {
+	now := s.cfg.Now()
+	ns, err := s.newSession(r, now.Add(s.cfg.SessionTTL))
 	if err != nil {
 		return nil, err
 	}
-	csrf, err := s.randomToken(32)
-	if err != nil {
-		return nil, err
-	}
-	ns := &session{id: id, csrf: csrf, expires: old.expires, subj: subject}
+	ns.bind, ns.subj = old.bind, subject
 	ss.mu.Lock()
-	delete(ss.m, old.id)
-	ss.m[id] = ns
+	ss.anon.remove(old.id)
+	ss.signed.remove(old.id)
+	err = ss.admitLocked(ss.signed, ns, now)
 	ss.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
-		Secure: s.issuerURL.Scheme == "https", SameSite: http.SameSiteLaxMode, Expires: ns.expires})
+	if err != nil {
+		return nil, err
+	}
+	s.setSessionCookie(w, ns)
 	return ns, nil
 }
 
@@ -198,7 +240,7 @@ func (s *Server) browserPending(r *http.Request, id string) (*session, *pending,
 	now := s.cfg.Now()
 	se := s.sessions.from(r, now)
 	p := s.pending.get(id, now)
-	if se == nil || p == nil || p.sessionID() != se.id {
+	if se == nil || p == nil || p.sessionID() != se.bind {
 		return nil, nil, oauthErr(codeInvalidRequest, "this sign-in has expired or belongs to another browser; start again from the application")
 	}
 	return se, p, nil
@@ -265,12 +307,10 @@ func (s *Server) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	// A new session id at sign-in, so that a session id known before it
 	// (session fixation) is worth nothing after it.
-	ns, err := s.sessions.rotate(w, se, sub.ID, s)
-	if err != nil {
+	if _, err := s.sessions.rotate(w, r, se, sub.ID, s); err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
-	s.pending.rebind(se.id, ns.id)
 	http.Redirect(w, r, pathConsent+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 }
 

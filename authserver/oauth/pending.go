@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -15,14 +16,16 @@ type pending struct {
 	v       *validated
 	expires time.Time
 	host    string // host client that submitted it (native flow)
+	source  string // address of the browser that sent it (browser flow)
 
 	mu      sync.Mutex // guards below
-	session string     // browser session that started it (browser flow)
+	session string     // binding of the browser session that started it (browser flow)
 	subject string
 	model   *consent.Model
 }
 
-// sessionID returns the browser session the request belongs to.
+// sessionID returns the binding of the browser session the request
+// belongs to.
 func (p *pending) sessionID() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -36,48 +39,86 @@ func (p *pending) state() (string, *consent.Model) {
 	return p.subject, p.model
 }
 
-// pendingSet holds pending requests by id, bounded in number.
-type pendingSet struct {
-	mu    sync.Mutex // guards m
-	m     map[string]*pending
-	max   int
-	swept time.Time
+// pendingQuotas bound the pending requests. A browser request counts
+// against its client, its source address and the browser total; a native
+// request against its host client only, so that no flood of browser
+// requests ever refuses the host's native-consent API, and one source or
+// one client never refuses another.
+type pendingQuotas struct {
+	perClient, perSource, browser, perHost int
+	ttl                                    time.Duration
 }
 
-func newPendingSet(max int) *pendingSet { return &pendingSet{m: map[string]*pending{}, max: max} }
+// pendingSet holds pending requests by id, under pendingQuotas.
+type pendingSet struct {
+	q  pendingQuotas
+	mu sync.Mutex // guards set
+	// set is ordered by deadline: every request gets the same ConsentTTL.
+	set *expirySet[*pending]
+}
 
-// add stores p; false when the set is full even after dropping the expired.
-func (ps *pendingSet) add(p *pending, now time.Time) bool {
+func newPendingSet(q pendingQuotas) *pendingSet {
+	return &pendingSet{q: q, set: newExpirySet[*pending]()}
+}
+
+// Quota key prefixes; the NUL cannot appear in a client id or address.
+const (
+	keyClient  = "client\x00"
+	keySource  = "source\x00"
+	keyHost    = "host\x00"
+	keyBrowser = "browser"
+)
+
+// keys are the quota keys a request is charged to, with their limits.
+func (ps *pendingSet) keys(p *pending) ([]string, []int) {
+	if p.host != "" {
+		return []string{keyHost + p.host}, []int{ps.q.perHost}
+	}
+	return []string{keySource + p.source, keyClient + p.v.client.ID, keyBrowser},
+		[]int{ps.q.perSource, ps.q.perClient, ps.q.browser}
+}
+
+// add stores p, first dropping the expired requests; when one of p's
+// quotas is used up it is refused with temporarily_unavailable naming the
+// quota.
+func (ps *pendingSet) add(p *pending, now time.Time) error {
+	keys, limits := ps.keys(p)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if len(ps.m) >= ps.max || now.Sub(ps.swept) > time.Minute {
-		ps.sweepLocked(now)
+	ps.set.expire(now)
+	if k, lim, full := ps.set.full(keys, limits); full {
+		return quotaErr(k, lim, ps.q.ttl)
 	}
-	if len(ps.m) >= ps.max {
-		return false
-	}
-	ps.m[p.id] = p
-	return true
+	ps.set.add(p.id, keys, p.expires, p)
+	return nil
 }
 
-func (ps *pendingSet) sweepLocked(now time.Time) {
-	for id, p := range ps.m {
-		if now.After(p.expires) {
-			delete(ps.m, id)
-		}
+// quotaErr is the refusal of a request over a quota.
+func quotaErr(key string, limit int, ttl time.Duration) *Error {
+	var who string
+	switch {
+	case len(key) > len(keySource) && key[:len(keySource)] == keySource:
+		who = "from this source address"
+	case len(key) > len(keyClient) && key[:len(keyClient)] == keyClient:
+		who = "for this client"
+	case len(key) > len(keyHost) && key[:len(keyHost)] == keyHost:
+		who = "from this host"
+	default:
+		who = "from browsers in all"
 	}
-	ps.swept = now
+	return oauthErr(codeTemporarilyUnavailable, fmt.Sprintf(
+		"too many authorization requests %s are waiting for consent: the quota is %d, each held up to %s; retry later", who, limit, ttl))
 }
 
 // get returns an unexpired pending request, or nil.
 func (ps *pendingSet) get(id string, now time.Time) *pending {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	p := ps.m[id]
-	if p == nil || now.After(p.expires) {
+	e, ok := ps.set.get(id, now)
+	if !ok {
 		return nil
 	}
-	return p
+	return e.v
 }
 
 // take removes and returns an unexpired pending request, or nil; of two
@@ -85,34 +126,26 @@ func (ps *pendingSet) get(id string, now time.Time) *pending {
 func (ps *pendingSet) take(id string, now time.Time) *pending {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	p := ps.m[id]
-	if p == nil {
+	e, ok := ps.set.remove(id)
+	if !ok || now.After(e.expires) {
 		return nil
 	}
-	delete(ps.m, id)
-	if now.After(p.expires) {
-		return nil
-	}
-	return p
+	return e.v
 }
 
-// rebind moves the pending requests of a browser session to its
-// successor after sign-in.
-func (ps *pendingSet) rebind(old, nu string) {
+// put returns a taken request, after a decision that was refused as
+// invalid; it is charged to its quotas again, even if that goes over them
+// for an instant, since it held its place a moment ago.
+func (ps *pendingSet) put(p *pending) {
+	keys, _ := ps.keys(p)
+	ps.mu.Lock()
+	ps.set.add(p.id, keys, p.expires, p)
+	ps.mu.Unlock()
+}
+
+// len is the number of requests held.
+func (ps *pendingSet) len() int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	for _, p := range ps.m {
-		p.mu.Lock()
-		if p.session == old {
-			p.session = nu
-		}
-		p.mu.Unlock()
-	}
-}
-
-// put returns a taken request, after a decision that was refused as invalid.
-func (ps *pendingSet) put(p *pending) {
-	ps.mu.Lock()
-	ps.m[p.id] = p
-	ps.mu.Unlock()
+	return ps.set.len()
 }

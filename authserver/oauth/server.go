@@ -65,9 +65,30 @@ type Config struct {
 	// ConsentTTL bounds how long a pending authorization request waits for
 	// sign-in and a decision; default 10 minutes.
 	ConsentTTL time.Duration
-	// MaxPending caps the pending authorization requests held in memory;
-	// default 100,000.
+	// MaxPending caps the pending browser authorization requests held in
+	// memory, all clients and sources together; default 100,000. Native
+	// requests do not count against it.
 	MaxPending int
+	// MaxPendingPerClient caps the pending browser requests of one client;
+	// default 10,000.
+	MaxPendingPerClient int
+	// MaxPendingPerSource caps the pending browser requests of one source
+	// IP address; default 1,000.
+	MaxPendingPerSource int
+	// MaxPendingPerHost caps the pending requests of one host client of the
+	// native-consent API, which are counted apart from browser requests;
+	// default 10,000.
+	MaxPendingPerHost int
+	// MaxSessionsPerSource caps the browser sessions of one source IP
+	// address, signed-in and not apart; default 1,000 each.
+	MaxSessionsPerSource int
+	// MaxSessions caps the browser sessions in all, signed-in and not
+	// apart; default 250,000 each.
+	MaxSessions int
+	// SessionTTL is how long a signed-in browser session lasts; default 12
+	// hours. A session not signed in lasts ConsentTTL: it serves only the
+	// sign-in of a pending request.
+	SessionTTL time.Duration
 }
 
 // BaseURL is {base_url}: the catalog's banking resource address.
@@ -123,18 +144,28 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	def(&cfg.IDTokenTTL, 10*time.Minute)
 	def(&cfg.RefreshTokenTTL, 30*24*time.Hour)
 	def(&cfg.ConsentTTL, 10*time.Minute)
-	if cfg.MaxPending <= 0 {
-		cfg.MaxPending = 100_000
+	defN := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
 	}
+	defN(&cfg.MaxPending, 100_000)
+	defN(&cfg.MaxPendingPerClient, 10_000)
+	defN(&cfg.MaxPendingPerSource, 1_000)
+	defN(&cfg.MaxPendingPerHost, 10_000)
+	defN(&cfg.MaxSessionsPerSource, 1_000)
+	defN(&cfg.MaxSessions, 250_000)
+	def(&cfg.SessionTTL, 12*time.Hour)
 	bu, err := url.Parse(cfg.baseURL())
 	if err != nil || !origin.SameOrigin(bu, iu) {
 		return nil, fmt.Errorf("oauth: base_url %q must be on the issuer's origin %q", cfg.baseURL(), cfg.Issuer)
 	}
 	s := &Server{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		pending:   newPendingSet(cfg.MaxPending),
-		sessions:  newSessionSet(),
+		cfg: cfg,
+		log: cfg.Logger,
+		pending: newPendingSet(pendingQuotas{perClient: cfg.MaxPendingPerClient, perSource: cfg.MaxPendingPerSource,
+			browser: cfg.MaxPending, perHost: cfg.MaxPendingPerHost, ttl: cfg.ConsentTTL}),
+		sessions:  newSessionSet(cfg.MaxSessionsPerSource, cfg.MaxSessions),
 		clients:   newClientCache(cfg.Store),
 		issuerURL: iu,
 		basePath:  strings.TrimSuffix(bu.Path, "/"),

@@ -83,9 +83,9 @@ func (s *Server) authenticateClient(r *http.Request) (*store.Client, error) {
 
 // parsePostForm reads an application/x-www-form-urlencoded body.
 func parsePostForm(w http.ResponseWriter, r *http.Request) error {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	if err := r.ParseForm(); err != nil {
-		return oauthErr(codeInvalidRequest, "the body must be application/x-www-form-urlencoded")
+		return bodyErr(err, "the body must be application/x-www-form-urlencoded")
 	}
 	return nil
 }

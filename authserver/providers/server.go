@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/catalog"
 )
 
@@ -296,14 +296,21 @@ func coordinates(k *ecdsa.PrivateKey) (x, y []byte) {
 // maxBody caps request bodies of the example endpoints.
 const maxBody = 64 << 10
 
+// readJSON reads one JSON object with the one strict reader
+// (httplimit.ReadJSON): unknown members, a member named twice and anything
+// after the object are refused with 400; a body over maxBody is 413
+// (RFC 9110 §15.5.14). On failure it has written the answer.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := httplimit.ReadJSON(w, r, maxBody, v)
+	switch {
+	case err == nil:
+		return true
+	case httplimit.TooLarge(err):
+		writeError(w, http.StatusRequestEntityTooLarge, "content_too_large", fmt.Sprintf("the body is over the limit of %d bytes", maxBody))
+	default:
 		writeError(w, http.StatusBadRequest, "invalid_request", "the body is not the expected JSON object: "+err.Error())
-		return false
 	}
-	return true
+	return false
 }
 
 func writeError(w http.ResponseWriter, status int, code, desc string) {

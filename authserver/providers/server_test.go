@@ -242,3 +242,23 @@ func TestGrantServiceFailures(t *testing.T) {
 		t.Error("a closed grant endpoint gave no error")
 	}
 }
+
+// TestBodiesAreStrict: the example endpoints refuse text after the JSON
+// object with 400 and a body over 64 KiB with 413 content_too_large.
+func TestBodiesAreStrict(t *testing.T) {
+	_, inv, cat, gs := newProviders(t, "s3cret")
+	typ, _ := cat.TypeByKey("documents")
+	org := "org-acme"
+	gs.mu.Lock()
+	gs.grants["docs"] = Grant{OrgID: &org, AuthorizationDetails: []json.RawMessage{detail(typ.Name, "read", "create")}}
+	gs.mu.Unlock()
+	valid := `{"title":"x","amount":"1"}`
+	for _, body := range []string{valid + valid, valid + "x", `{"title":"x","title":"y","amount":"1"}`} {
+		if status, out := call(t, "POST", inv.URL+"/api/documents", "docs", body); status != 400 || out["error"] != "invalid_request" {
+			t.Errorf("%s: %d %v, want 400 invalid_request", body, status, out)
+		}
+	}
+	if status, out := call(t, "POST", inv.URL+"/api/documents", "docs", valid+strings.Repeat(" ", maxBody)); status != 413 || out["error"] != "content_too_large" {
+		t.Errorf("oversized body: %d %v, want 413 content_too_large", status, out)
+	}
+}

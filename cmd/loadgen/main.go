@@ -60,7 +60,9 @@ func run() error {
 	dur := flag.Duration("duration", 5*time.Second, "length of each phase")
 	conc := flag.Int("c", 32, "concurrent clients")
 	max := flag.Int64("n", 200_000, "maximum requests (or flows) per phase")
-	only := flag.String("only", "", "run one phase: token, grant or flow")
+	only := flag.String("only", "", "run one phase: token, grant, flow, or drift (not run by default)")
+	driftN := flag.Int64("drift-flows", 100_000, "browser flows of the drift phase")
+	driftWindow := flag.Int64("drift-window", 1_000, "flows at the start and the end of the drift phase whose CPU is compared")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of each timed phase to FILE-1, FILE-2...")
 	flag.Parse()
 
@@ -122,6 +124,9 @@ func run() error {
 	}
 	if *only == "" || *only == "flow" {
 		g.flowPhase()
+	}
+	if *only == "drift" {
+		return g.driftPhase(*driftN, *driftWindow)
 	}
 	return nil
 }
