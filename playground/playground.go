@@ -205,6 +205,15 @@ func orFree(addr string) string {
 // server, and removes a temporary data folder.
 func (p *Playground) Close() error {
 	var errs []error
+	// The playground's own client may hold a connection to its servers that
+	// never carried a request: two requests at once to one server make it
+	// dial twice, and when the first connection comes back idle and takes
+	// the second request, the other one waits in the pool. A server's
+	// Shutdown counts such a connection (http.StateNew) as active until it
+	// is 5 s old, past the deadlines below. The client is ours: closing its
+	// idle connections ends them, and each Shutdown returns when its last
+	// response is out.
+	p.cfg.HTTP.CloseIdleConnections()
 	if p.launcher != nil {
 		// A browser's preconnected sockets count as active for 5 s: after
 		// the grace period the launcher closes what is left.
