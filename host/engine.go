@@ -181,6 +181,10 @@ type Engine interface {
 	SnapshotWindow(path string, done func(error))
 	// TerminateWebProcess stops the Miniapp view's web process.
 	TerminateWebProcess()
+	// Probe asks the Miniapp view's web process a question its main thread
+	// must answer, running no script in the page (an evaluation would use
+	// up the page's user activation); done runs when it has answered.
+	Probe(done func(error))
 }
 
 // EngineEvents is what the engine reports, on the UI thread; the core

@@ -96,12 +96,15 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 	return w, nil
 }
 
-// watchdog asks the Miniapp's page for a trivial evaluation every half
-// HangTimeout. Engines only notice an unresponsive web process when they
-// wait on it (input, a load), so a page spinning in a loop on its own
-// would hang the view for ever; a page that does not answer within
+// watchdog asks the Miniapp's web process a trivial question (Engine.Probe)
+// every half HangTimeout. Engines only notice an unresponsive web process
+// when they wait on it (input, a load), so a page spinning in a loop on its
+// own would hang the view for ever; a page that does not answer within
 // HangTimeout has its web process stopped, which shows the host's
-// "stopped" screen.
+// "stopped" screen. The probe runs no script: WebKitGTK evaluates with a
+// forced user gesture and uses up the page's transient activation when
+// the evaluation ends, so an evaluation landing between a user's press and
+// click would make the click look like no gesture to the page.
 func (w *Window) watchdog() {
 	tick := time.NewTicker(w.opts.HangTimeout / 2)
 	defer tick.Stop()
@@ -120,7 +123,7 @@ func (w *Window) watchdog() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.HangTimeout)
-		_, err := w.EvalResult(ctx, "0")
+		err := awaitErr(ctx, w, "probe", w.eng.Probe)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && w.live.ok() {
 			// A stalled UI loop answers nothing either: that is the

@@ -117,8 +117,8 @@ func (e *Engine) onUI(f func()) {
 	<-done
 }
 
-// Hang makes the Miniapp's page stop answering evaluations (a page
-// spinning in a loop), or answer again.
+// Hang makes the Miniapp's page stop answering evaluations and probes (a
+// page spinning in a loop), or answer again.
 func (e *Engine) Hang(on bool) { e.mu.Lock(); e.hang = on; e.mu.Unlock() }
 
 // Stall blocks the UI thread until release is called, as a UI loop stuck
@@ -291,6 +291,16 @@ func (e *Engine) TerminateWebProcess() {
 	e.stopped++
 	e.mu.Unlock()
 	e.Dispatch(func() { e.events.WebProcessTerminated(host.TerminationByHost) })
+}
+
+// Probe implements host.Engine: answered at once, unless the page hangs.
+func (e *Engine) Probe(done func(error)) {
+	e.mu.Lock()
+	hang := e.hang
+	e.mu.Unlock()
+	if !hang {
+		done(nil)
+	}
 }
 
 // What a page or the user does; each runs on the UI thread and returns

@@ -243,6 +243,9 @@ func (e *engine) SnapshotWindow(path string, done func(error)) {
 // TerminateWebProcess implements host.Engine.
 func (e *engine) TerminateWebProcess() { C.mh_terminate_web_process(e.views[host.ViewMiniapp]) }
 
+// Probe implements host.Engine.
+func (e *engine) Probe(done func(error)) { C.mh_probe(e.views[host.ViewMiniapp], doneHandle(done)) }
+
 // screenCentre is the centre of v in screen coordinates, where tests click
 // with XTest to give real native input. UI thread only.
 func (e *engine) screenCentre(v host.View) (x, y int) {

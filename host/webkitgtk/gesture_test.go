@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/host"
 
@@ -57,7 +58,8 @@ func TestOpenExternalNeedsNativeInput(t *testing.T) {
 	o := origin.MustParse(page.URL)
 	h := &openRecorder{Host: testWin.BridgeHost(host.BridgeConfig{Origin: o, ID: "gesture-test", ClientID: "demo-public",
 		RedirectURI: e.Public.RedirectURI(), AuthorizeURL: e.Authorize, TokenURL: e.Token})}
-	d, err := bridge.New(bridge.Config{Origin: o, Host: h, View: testWin})
+	v := &replyView{Window: testWin, notify: make(chan struct{}, 1)}
+	d, err := bridge.New(bridge.Config{Origin: o, Host: h, View: v})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +97,12 @@ func TestOpenExternalNeedsNativeInput(t *testing.T) {
 	// want waits for the n-th OpenExternal answer and checks it.
 	want := func(n int, decision string) {
 		t.Helper()
+		// The reply must be in the page, not only the host's answer: a reply
+		// is a host evaluation in the page, and WebKitGTK ends each one by
+		// using up the page's user activation, so a reply still on its way
+		// when the test clicks could land between the press and the click
+		// and make the page's own check refuse the click.
+		v.waitReplies(t, n)
 		pollFor(t, fmt.Sprintf("openExternal decision %d", n), func() bool { return len(decisions()) >= n })
 		if got := decisions()[n-1]; got != decision {
 			t.Errorf("openExternal decision %d = %q, want %q (all: %q)", n, got, decision, decisions())
@@ -161,8 +169,56 @@ func clickMiniapp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("xdotool", "mousemove", "--sync", strconv.Itoa(x), strconv.Itoa(y), "click", "1").CombinedOutput()
+	// No --sync: xdotool 3.20160805 then waits 15 s for the pointer to
+	// leave where it is when it is already at x,y. The move and the click
+	// go on one connection, which the X server handles in order.
+	out, err := exec.Command("xdotool", "mousemove", strconv.Itoa(x), strconv.Itoa(y), "click", "1").CombinedOutput()
 	if err != nil {
 		t.Fatalf("xdotool (scripts/deps.sh installs it): %v: %s", err, out)
+	}
+}
+
+// replyView is the window as the bridge's View, counting the scripts
+// (replies, events) it has handed to the engine for the page.
+type replyView struct {
+	*host.Window
+	mu     sync.Mutex // guards n
+	n      int
+	notify chan struct{}
+}
+
+func (v *replyView) Deliver(deliver func(now bridge.Document) string) {
+	v.Window.Deliver(deliver)
+	// Dispatch runs in order: this runs once the script above has been
+	// handed to WebKit (whose messages to the page's process keep their
+	// order) or withheld. The UI thread must not block: notify has room
+	// for one wake-up, which is all a waiter needs.
+	v.Dispatch(func() {
+		v.mu.Lock()
+		v.n++
+		v.mu.Unlock()
+		select {
+		case v.notify <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// waitReplies waits until n scripts have been delivered.
+func (v *replyView) waitReplies(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		v.mu.Lock()
+		got := v.n
+		v.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-v.notify:
+		case <-deadline:
+			t.Fatalf("timed out waiting for bridge reply %d (%d delivered)", n, got)
+		}
 	}
 }

@@ -608,6 +608,19 @@ void mh_screen_centre(GtkWidget *widget, int *x, int *y) {
 	*y = oy + ty;
 }
 
+static void on_probe_done(GObject *src, GAsyncResult *res, gpointer data) {
+	GError *err = NULL;
+	webkit_web_view_can_execute_editing_command_finish(WEBKIT_WEB_VIEW(src), res, &err);
+	MH_TO_GO(goDone((uintptr_t)data, (char *)(err && err->message ? err->message : "")));
+	if (err) g_error_free(err);
+}
+
+// mh_probe asks the view's web process a question its main thread answers
+// (can "Copy" run?) and runs no script in the page (host.Engine.Probe).
+void mh_probe(WebKitWebView *view, uintptr_t req) {
+	webkit_web_view_can_execute_editing_command(view, WEBKIT_EDITING_COMMAND_COPY, NULL, on_probe_done, (gpointer)req);
+}
+
 // mh_screen_origin gives the top-left corner of widget in root-window
 // coordinates.
 void mh_screen_origin(GtkWidget *widget, int *x, int *y) {

@@ -40,6 +40,7 @@ void mh_set_persistent_cookies(WebKitWebView *view, const char *path);
 void mh_snapshot(WebKitWebView *view, const char *path, uintptr_t req);
 char *mh_snapshot_window(GtkWindow *win, const char *path);
 void mh_terminate_web_process(WebKitWebView *view);
+void mh_probe(WebKitWebView *view, uintptr_t req);
 void mh_screen_centre(GtkWidget *widget, int *x, int *y);
 void mh_screen_origin(GtkWidget *widget, int *x, int *y);
 
