@@ -21,6 +21,7 @@ import (
 // playground is the running `miniapp-host playground` process.
 type playground struct {
 	cmd    *exec.Cmd
+	xvfb   *exec.Cmd // its own X server (Config.OwnDisplay), or nil
 	xdg    string
 	exited chan struct{} // closed when the process has been waited for
 	state  *os.ProcessState
@@ -72,8 +73,18 @@ func startPlayground(ctx context.Context, cfg Config, logw io.Writer) (*playgrou
 	if cfg.NoWindow {
 		args = append(args, "--no-window")
 	}
+	var xvfb *exec.Cmd
+	env := os.Environ()
+	if cfg.OwnDisplay {
+		var display string
+		if xvfb, display, err = startXvfb(); err != nil {
+			os.RemoveAll(xdg)
+			return nil, err
+		}
+		env = append(env, "DISPLAY="+display)
+	}
 	cmd := exec.Command(cfg.Binary, args...)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(env,
 		"XDG_DATA_HOME="+filepath.Join(xdg, "data"),
 		"XDG_CACHE_HOME="+filepath.Join(xdg, "cache"),
 		"XDG_CONFIG_HOME="+filepath.Join(xdg, "config"),
@@ -106,7 +117,7 @@ func startPlayground(ctx context.Context, cfg Config, logw io.Writer) (*playgrou
 		os.RemoveAll(xdg)
 		return nil, fmt.Errorf("soak: start %s: %w", cfg.Binary, err)
 	}
-	p := &playground{cmd: cmd, xdg: xdg, exited: make(chan struct{}), log: logw, demos: map[string]string{}}
+	p := &playground{cmd: cmd, xvfb: xvfb, xdg: xdg, exited: make(chan struct{}), log: logw, demos: map[string]string{}}
 	up := make(chan started, 1)
 	go func() { defer stdoutR.Close(); p.readStdout(stdoutR, up, cfg.NoWindow) }()
 	go func() { defer stderrR.Close(); p.readStderr(stderrR) }()
@@ -255,6 +266,35 @@ func (p *playground) cleanup() {
 	case <-time.After(10 * time.Second):
 	}
 	os.RemoveAll(p.xdg)
+	if p.xvfb != nil {
+		_ = p.xvfb.Process.Kill()
+		_ = p.xvfb.Wait()
+	}
+}
+
+// startXvfb starts an X server on a free display (Xvfb -displayfd writes
+// the number it took once it accepts connections) and returns it with its
+// DISPLAY value.
+func startXvfb() (*exec.Cmd, string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, "", err
+	}
+	defer r.Close()
+	x := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1280x900x24", "-nolisten", "tcp")
+	x.ExtraFiles = []*os.File{w}
+	if err := x.Start(); err != nil {
+		w.Close()
+		return nil, "", fmt.Errorf("soak: start Xvfb (scripts/deps.sh installs it): %w", err)
+	}
+	w.Close()
+	num, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		_ = x.Process.Kill()
+		_ = x.Wait()
+		return nil, "", fmt.Errorf("soak: Xvfb gave no display number: %w", err)
+	}
+	return x, ":" + strings.TrimSpace(num), nil
 }
 
 // Memory is a sample of resident memory, in bytes.

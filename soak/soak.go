@@ -48,6 +48,11 @@ type Config struct {
 	// resolver rejects its launch (start-url-not-allowed); fixed ports,
 	// like `make run`'s defaults, do not have that fault.
 	PickPorts bool
+	// OwnDisplay runs the playground on an X server of its own (Xvfb,
+	// on a free display it picks), so that its window shares the screen
+	// with no other program's: tests elsewhere click at screen
+	// coordinates, which a window on top would take.
+	OwnDisplay bool
 	// NoWindow runs the playground with --no-window (to test the driver
 	// itself; view commands then answer no_window). Normally false.
 	NoWindow bool
