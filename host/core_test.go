@@ -54,12 +54,12 @@ type core struct {
 	w   *host.Window
 	eng *hosttest.Engine
 	bus *busLog
-	rec *events
+	rec *hosttest.Recorder
 }
 
 func newCore(t *testing.T, opts host.Options) *core {
 	t.Helper()
-	c := &core{bus: &busLog{}, rec: &events{notify: make(chan struct{}, 1)}}
+	c := &core{bus: &busLog{}, rec: hosttest.NewRecorder()}
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()
 	}
@@ -74,58 +74,14 @@ func newCore(t *testing.T, opts host.Options) *core {
 		t.Fatal(err)
 	}
 	c.w = w
-	w.OnEvent(c.rec.add)
+	w.OnEvent(c.rec.Add)
 	ran := make(chan struct{})
 	go func() { w.Run(); close(ran) }()
 	t.Cleanup(func() { w.Terminate(); <-ran })
 	return c
 }
 
-// events records a window's events.
-type events struct {
-	mu     sync.Mutex // guards evs
-	evs    []host.Event
-	notify chan struct{}
-}
-
-func (r *events) add(e host.Event) {
-	r.mu.Lock()
-	r.evs = append(r.evs, e)
-	r.mu.Unlock()
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
-}
-
-// wait returns the first event that matches. The minute it allows is for a
-// bug to be reported with the events seen, not a pace the host must keep:
-// the events it waits for come within milliseconds even on a loaded
-// machine.
-func (r *events) wait(t *testing.T, match func(host.Event) bool) host.Event {
-	t.Helper()
-	deadline := time.NewTimer(time.Minute)
-	defer deadline.Stop()
-	for seen := 0; ; {
-		r.mu.Lock()
-		evs := r.evs
-		r.mu.Unlock()
-		for ; seen < len(evs); seen++ {
-			if match(evs[seen]) {
-				return evs[seen]
-			}
-		}
-		select {
-		case <-r.notify:
-		case <-deadline.C:
-			t.Fatalf("the awaited event never came; events: %v", evs)
-		}
-	}
-}
-
-func kind(k host.EventKind) func(host.Event) bool {
-	return func(e host.Event) bool { return e.Kind == k }
-}
+func kind(k host.EventKind) func(host.Event) bool { return hosttest.Kind(k) }
 
 func shown(screen string) func(host.Event) bool {
 	return func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == screen }
@@ -253,17 +209,17 @@ func TestConfidentialFlowWithoutDisplay(t *testing.T) {
 	before := e.AuthorizeHits()
 	// The mount's own load was decided and "loaded" by the fake; a
 	// browser would have fetched it and followed its redirect.
-	c.rec.wait(t, func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == app.LoadURL.String() })
+	c.rec.Wait(t, "the event", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == app.LoadURL.String() })
 	if got := browse(t, c.eng, fetch(t, c.eng, app.LoadURL.String())); got != "" {
 		t.Fatalf("the redirect to the service loaded %s; want it caught", got)
 	}
-	c.rec.wait(t, shown("consent"))
+	c.rec.Wait(t, "the event", shown("consent"))
 	if !c.eng.HostShown() {
 		t.Error("the consent screen is not shown over the Miniapp")
 	}
 	c.eng.Post(host.ViewHost, `{"action":"approve"}`)
-	done := c.rec.wait(t, kind(host.EventCompleted))
-	c.rec.wait(t, kind(host.EventCallback))
+	done := c.rec.Wait(t, "the event", kind(host.EventCompleted))
+	c.rec.Wait(t, "the event", kind(host.EventCallback))
 	if e.AuthorizeHits() != before {
 		t.Errorf("the service's authorization endpoint was reached %d times", e.AuthorizeHits()-before)
 	}
@@ -273,7 +229,7 @@ func TestConfidentialFlowWithoutDisplay(t *testing.T) {
 	if h := cookieHeader(t, c.eng, e.Confidential.Origin+"/"); !strings.Contains(h, "demo_session=") {
 		t.Errorf("the view's cookies after the callback: %q, want the demo's session", h)
 	}
-	c.rec.wait(t, func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == done.URL })
+	c.rec.Wait(t, "the event", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == done.URL })
 	if c.eng.HostShown() {
 		t.Error("the consent screen stays over the signed-in Miniapp")
 	}
@@ -298,9 +254,9 @@ func TestPublicNavigationDenied(t *testing.T) {
 	if c.eng.Navigate(host.ViewMiniapp, host.Navigation{URL: authz, Method: "GET", Trigger: host.TriggerLink, UserGesture: true}) {
 		t.Fatal("the navigation to the authorization endpoint loaded")
 	}
-	c.rec.wait(t, shown("consent"))
+	c.rec.Wait(t, "the event", shown("consent"))
 	c.eng.Post(host.ViewHost, `{"action":"deny"}`)
-	done := c.rec.wait(t, kind(host.EventCompleted))
+	done := c.rec.Wait(t, "the event", kind(host.EventCompleted))
 	u := mustURL(t, done.URL)
 	q := u.Query()
 	if q.Get("error") != "access_denied" || q.Get("state") != mustURL(t, authz).Query().Get("state") || q.Get("iss") != e.Svc.URL {
@@ -321,11 +277,11 @@ func TestOtherClientRefusedWithoutDisplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.eng.Navigate(host.ViewMiniapp, host.Navigation{URL: e.PublicAuthorizeURL(), Method: "GET", Trigger: host.TriggerOther})
-	ev := c.rec.wait(t, shown("error"))
+	ev := c.rec.Wait(t, "the event", shown("error"))
 	if ev.Kind != host.EventHostShown {
 		t.Fatal(ev)
 	}
-	errEv := c.rec.wait(t, kind(host.EventError))
+	errEv := c.rec.Wait(t, "the event", kind(host.EventError))
 	if !strings.Contains(errEv.Detail, `"demo-public"`) {
 		t.Errorf("error %q does not name the other client", errEv.Detail)
 	}
@@ -336,9 +292,29 @@ func TestOtherClientRefusedWithoutDisplay(t *testing.T) {
 func TestBridgeAuthorizeWithoutDisplay(t *testing.T) {
 	e := world(t)
 	c := newCore(t, host.Options{})
-	o := origin.MustParse(e.Public.Origin)
-	d, err := c.w.NewBridge(host.BridgeConfig{Origin: o, ID: "demo-public", ClientID: "demo-public", RedirectURI: e.Public.RedirectURI(),
-		AuthorizeURL: e.Authorize, TokenURL: e.Token, Issuer: e.Svc.URL, Resource: e.Svc.URL + "/api", Events: c.bus})
+	key := mountPublic(t, c, e)
+	msg, _ := json.Marshal(map[string]any{"v": 1, "id": 7, "key": key, "method": "authorize",
+		"params": map[string]any{"scope": "openid profile"}})
+	c.eng.Post(host.ViewMiniapp, c.w.TransportKey()+string(msg))
+	c.rec.Wait(t, "the event", shown("consent"))
+	c.eng.Post(host.ViewHost, `{"action":"approve"}`)
+	c.rec.Wait(t, "the event", kind(host.EventCompleted))
+	reply := waitEval(t, c.eng, host.ViewMiniapp, `"access_token"`)
+	if strings.Contains(reply, `"code"`) {
+		t.Errorf("the reply to the page carries the code: %s", reply)
+	}
+	if !strings.Contains(strings.Join(c.bus.kinds(), " "), "token.issued") {
+		t.Errorf("no token.issued on the channel: %v", c.bus.kinds())
+	}
+}
+
+// mountPublic mounts the public demo with its bridge, waits for its page
+// and returns the bridge's per-view key, which the page's script holds.
+func mountPublic(t *testing.T, c *core, e *hosttest.World) string {
+	t.Helper()
+	d, err := c.w.NewBridge(host.BridgeConfig{Origin: origin.MustParse(e.Public.Origin), ID: "demo-public", ClientID: "demo-public",
+		RedirectURI: e.Public.RedirectURI(), AuthorizeURL: e.Authorize, TokenURL: e.Token, Issuer: e.Svc.URL,
+		Resource: e.Svc.URL + "/api", Events: c.bus})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,21 +323,8 @@ func TestBridgeAuthorizeWithoutDisplay(t *testing.T) {
 	if err := c.w.Mount(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}
-	c.rec.wait(t, kind(host.EventLoadFinished))
-	key := bridgeKey(t, c.eng.Script())
-	msg, _ := json.Marshal(map[string]any{"v": 1, "id": 7, "key": key, "method": "authorize",
-		"params": map[string]any{"scope": "openid profile"}})
-	c.eng.Post(host.ViewMiniapp, c.w.TransportKey()+string(msg))
-	c.rec.wait(t, shown("consent"))
-	c.eng.Post(host.ViewHost, `{"action":"approve"}`)
-	c.rec.wait(t, kind(host.EventCompleted))
-	reply := waitEval(t, c.eng, host.ViewMiniapp, `"access_token"`)
-	if strings.Contains(reply, `"code"`) {
-		t.Errorf("the reply to the page carries the code: %s", reply)
-	}
-	if !strings.Contains(strings.Join(c.bus.kinds(), " "), "token.issued") {
-		t.Errorf("no token.issued on the channel: %v", c.bus.kinds())
-	}
+	c.rec.Wait(t, "the public demo's page", kind(host.EventLoadFinished))
+	return bridgeKey(t, c.eng.Script())
 }
 
 // bridgeKey is the per-view key in a bridge script.
@@ -425,13 +388,13 @@ func TestCrashShowsStoppedScreen(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.eng.Crash()
-	ev := c.rec.wait(t, kind(host.EventWebProcessTerminated))
+	ev := c.rec.Wait(t, "the event", kind(host.EventWebProcessTerminated))
 	if ev.Detail != "crashed" {
 		t.Errorf("termination %q", ev.Detail)
 	}
-	c.rec.wait(t, shown("crashed"))
+	c.rec.Wait(t, "the event", shown("crashed"))
 	c.eng.Post(host.ViewHost, `{"action":"reload"}`)
-	c.rec.wait(t, func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == app.StartURL.String() })
+	c.rec.Wait(t, "the event", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == app.StartURL.String() })
 }
 
 // TestHungPageIsStopped: a page that stops answering is stopped after
@@ -443,8 +406,8 @@ func TestHungPageIsStopped(t *testing.T) {
 	if err := c.w.Mount(t.Context(), confidentialApp(t, e)); err != nil {
 		t.Fatal(err)
 	}
-	c.rec.wait(t, kind(host.EventUnresponsive))
-	c.rec.wait(t, shown("crashed"))
+	c.rec.Wait(t, "the event", kind(host.EventUnresponsive))
+	c.rec.Wait(t, "the event", shown("crashed"))
 	if c.eng.Stopped() == 0 {
 		t.Error("the hung page's web process was not stopped")
 	}
@@ -457,19 +420,7 @@ func TestOpenExternalNeedsInputWithoutDisplay(t *testing.T) {
 	e := world(t)
 	opened := make(chan string, 4)
 	c := newCore(t, host.Options{OpenExternal: func(u string) { opened <- u }})
-	o := origin.MustParse(e.Public.Origin)
-	d, err := c.w.NewBridge(host.BridgeConfig{Origin: o, ID: "demo-public", ClientID: "demo-public", RedirectURI: e.Public.RedirectURI(),
-		AuthorizeURL: e.Authorize, TokenURL: e.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app := host.Miniapp{Name: "Demo public Miniapp", LoadURL: mustURL(t, e.Public.Origin+"/"), ClientID: "demo-public",
-		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{e.Public.Origin}}, Consent: e.Consent, Bridge: d}
-	if err := c.w.Mount(t.Context(), app); err != nil {
-		t.Fatal(err)
-	}
-	c.rec.wait(t, kind(host.EventLoadFinished))
-	key := bridgeKey(t, c.eng.Script())
+	key := mountPublic(t, c, e)
 	call := func(id int, u string) {
 		msg, _ := json.Marshal(map[string]any{"v": 1, "id": id, "key": key, "method": "openExternal",
 			"params": map[string]any{"url": u, "gesture": true}})

@@ -16,12 +16,12 @@ import (
 func TestStalledUILoopIsReported(t *testing.T) {
 	c := newCore(t, host.Options{StallAfter: 50 * time.Millisecond})
 	release := c.eng.Stall()
-	stalled := c.rec.wait(t, kind(host.EventUIStalled))
+	stalled := c.rec.Wait(t, "the event", kind(host.EventUIStalled))
 	if !strings.Contains(stalled.Detail, "has not answered") {
 		t.Errorf("stall detail %q", stalled.Detail)
 	}
 	release()
-	c.rec.wait(t, kind(host.EventUIRecovered))
+	c.rec.Wait(t, "the event", kind(host.EventUIRecovered))
 	kinds := strings.Join(c.bus.kinds(), " ")
 	if !strings.Contains(kinds, "ui.stalled") || !strings.Contains(kinds, "ui.recovered") {
 		t.Errorf("the automation channel got %v, want ui.stalled and ui.recovered", kinds)

@@ -3,12 +3,9 @@ package host_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/miniapp-host/miniapp-host/authserver"
-	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/hosttest"
 	"github.com/miniapp-host/miniapp-host/resolver"
@@ -19,38 +16,22 @@ import (
 // Miniapp loads its start_url, and a rejected one is shown why and loads
 // nothing.
 func TestOpenOrchestration(t *testing.T) {
-	ctx := context.Background()
-	srv, err := authserver.Start(ctx, authserver.Config{DB: filepath.Join(t.TempDir(), "svc.db"),
-		Secrets: map[string]string{"miniapp-host": hosttest.HostSecret}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv, app := hosttest.StartServer(t)
 	u := srv.URLs()
-	app, err := demoapps.StartPublic(demoapps.Config{ID: "demo-public", Name: "Demo public Miniapp", ClientID: "demo-public",
-		AuthURL: u.Authorization, TokenURL: u.Token, Scope: hosttest.Scope, Resource: u.BaseURL}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close()
-	if _, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "demo-public", Name: "Demo public Miniapp",
-		RedirectURIs: []string{app.RedirectURI()}, AllowedOrigins: []string{app.Origin}}); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		name, id string
 		rejected bool
 	}{{"accepted", "demo-public", false}, {"rejected", "not-this-id", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			var eng *hosttest.Engine
-			rec := &events{notify: make(chan struct{}, 1)}
+			rec := hosttest.NewRecorder()
 			resolved := make(chan error, 1)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
 				done <- host.Open(ctx, hosttest.Factory(&eng), host.OpenConfig{Origin: app.Origin, ID: c.id, Dashboard: u.Dashboard,
 					Service: u.Issuer, Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret,
-					Ephemeral: true, OnEvent: rec.add, OnResolved: func(_ *resolver.Miniapp, err error) { resolved <- err }})
+					Ephemeral: true, OnEvent: rec.Add, OnResolved: func(_ *resolver.Miniapp, err error) { resolved <- err }})
 			}()
 			err := <-resolved
 			if c.rejected {
@@ -58,12 +39,12 @@ func TestOpenOrchestration(t *testing.T) {
 				if !errors.As(err, &rej) {
 					t.Fatalf("resolution: %v, want a rejection", err)
 				}
-				rec.wait(t, shown("rejection"))
+				rec.Wait(t, "the event", shown("rejection"))
 			} else {
 				if err != nil {
 					t.Fatalf("resolution: %v", err)
 				}
-				rec.wait(t, func(e host.Event) bool {
+				rec.Wait(t, "the event", func(e host.Event) bool {
 					return e.Kind == host.EventLoadFinished && strings.HasPrefix(e.URL, app.Origin)
 				})
 				if !strings.Contains(eng.Filter(), "authorize") {

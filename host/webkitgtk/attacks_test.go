@@ -186,7 +186,7 @@ func TestClickThroughNeverApproves(t *testing.T) {
 		t.Fatal(err)
 	}
 	xdotool(t, "mousemove", strconv.Itoa(x), strconv.Itoa(y), "click", "1")
-	rec.wait(t, "the consent screen", func(ev host.Event) bool { return ev.Kind == host.EventHostShown && ev.Detail == "consent" })
+	rec.Wait(t, "the consent screen", func(ev host.Event) bool { return ev.Kind == host.EventHostShown && ev.Detail == "consent" })
 
 	// The second click, at once, on Approve.
 	ax, ay := approvePoint(t)
@@ -199,14 +199,14 @@ func TestClickThroughNeverApproves(t *testing.T) {
 	if got := hostString(t, `document.getElementById("approve").dataset.decided || "undecided"`); got != "undecided" {
 		t.Fatalf("the click-through decided %q", got)
 	}
-	if d := rec.all(func(ev host.Event) bool { return ev.Kind == host.EventConsentDecided }); len(d) != 0 {
+	if d := rec.All(func(ev host.Event) bool { return ev.Kind == host.EventConsentDecided }); len(d) != 0 {
 		t.Fatalf("consent decided by a click that began before the screen was armed: %v", d)
 	}
 
 	// The positive control: once armed, a real click on Approve approves.
 	pollHost(t, `document.getElementById("approve").dataset.inert`, "false")
 	xdotool(t, "mousemove", strconv.Itoa(ax), strconv.Itoa(ay), "click", "1")
-	ev := rec.wait(t, "the decision", func(ev host.Event) bool { return ev.Kind == host.EventConsentDecided })
+	ev := rec.Wait(t, "the decision", func(ev host.Event) bool { return ev.Kind == host.EventConsentDecided })
 	if ev.Detail != "approve" {
 		t.Errorf("decision %q", ev.Detail)
 	}

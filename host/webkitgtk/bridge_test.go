@@ -44,7 +44,7 @@ window.addEventListener("message", function (m) { document.body.dataset.frame = 
 	if err := testWin.Mount(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "a refused bridge message", kind(host.EventBridgeRefused))
+	rec.Wait(t, "a refused bridge message", kind(host.EventBridgeRefused))
 
 	// What the iframe saw (it reports with postMessage): no bound
 	// function of its own, and the parent's out of reach.

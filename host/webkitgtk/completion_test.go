@@ -111,8 +111,8 @@ func TestConfidentialApprove(t *testing.T) {
 	if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "consent requested", kind(host.EventConsentRequested))
-	shown := rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+	rec.Wait(t, "consent requested", kind(host.EventConsentRequested))
+	shown := rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 
 	// The consent view renders the model: who asks and for whom.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -139,9 +139,9 @@ func TestConfidentialApprove(t *testing.T) {
 	t.Logf("consent view screenshot: %s", shot)
 
 	press(t, "approve")
-	rec.wait(t, "callback", kind(host.EventCallback))
-	completed := rec.wait(t, "completed", kind(host.EventCompleted))
-	done := rec.waitAfter(t, completed, "start page loaded", func(ev host.Event) bool {
+	rec.Wait(t, "callback", kind(host.EventCallback))
+	completed := rec.Wait(t, "completed", kind(host.EventCompleted))
+	done := rec.WaitAfter(t, completed, "start page loaded", func(ev host.Event) bool {
 		return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL
 	})
 	t.Logf("consent shown -> signed-in page loaded: %v", done.At.Sub(shown.At))
@@ -165,7 +165,7 @@ func TestConfidentialApprove(t *testing.T) {
 		t.Errorf("the view's store has no session cookie: %q", header)
 	}
 	// The code never entered the view: no load of /callback.
-	for _, ev := range rec.all(kind(host.EventNavigation)) {
+	for _, ev := range rec.All(kind(host.EventNavigation)) {
 		if strings.Contains(ev.URL, "/callback") {
 			t.Errorf("the view navigated to the callback: %s", ev.URL)
 		}
@@ -213,11 +213,11 @@ func TestConfidentialDeny(t *testing.T) {
 	if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+	rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	press(t, "deny")
-	rec.wait(t, "callback", kind(host.EventCallback))
-	completed := rec.wait(t, "completed", kind(host.EventCompleted))
-	rec.waitAfter(t, completed, "start page loaded", func(ev host.Event) bool {
+	rec.Wait(t, "callback", kind(host.EventCallback))
+	completed := rec.Wait(t, "completed", kind(host.EventCompleted))
+	rec.WaitAfter(t, completed, "start page loaded", func(ev host.Event) bool {
 		return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL
 	})
 	var signedIn, errCode string
@@ -237,10 +237,10 @@ func TestPublicNavigation(t *testing.T) {
 		t.Run(c.button, func(t *testing.T) {
 			rec := mount(t, publicApp(t, e, nil))
 			testWin.Eval(`document.getElementById("signin").click()`)
-			rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+			rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 			press(t, c.button)
-			completed := rec.wait(t, "completed", kind(host.EventCompleted))
-			rec.waitAfter(t, completed, "callback page", func(ev host.Event) bool {
+			completed := rec.Wait(t, "completed", kind(host.EventCompleted))
+			rec.WaitAfter(t, completed, "callback page", func(ev host.Event) bool {
 				return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL
 			})
 			pollJS(t, `document.body.dataset.state`, c.want)
@@ -316,7 +316,7 @@ func TestPublicBridgeAuthorize(t *testing.T) {
 			rec := mount(t, publicApp(t, e, nil))
 			start := time.Now()
 			testWin.Eval(`document.getElementById("bridge-signin").click()`)
-			rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+			rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 			press(t, c.button)
 			pollJS(t, `document.body.dataset.state`, c.want)
 			t.Logf("%s through the bridge in %v", c.button, time.Since(start))
@@ -333,7 +333,7 @@ func TestPublicBridgeAuthorize(t *testing.T) {
 					t.Errorf("bridge result: %s", raw)
 				}
 			}
-			if got := rec.all(func(ev host.Event) bool {
+			if got := rec.All(func(ev host.Event) bool {
 				return ev.Kind == host.EventNavigation && strings.Contains(ev.URL, "/callback")
 			}); len(got) != 0 {
 				t.Errorf("the view navigated to the callback: %v", got)
@@ -350,12 +350,12 @@ func TestOtherClientRefused(t *testing.T) {
 	rec := mount(t, publicApp(t, e, nil))
 	other := strings.Replace(e.PublicAuthorizeURL(), "client_id=demo-public", "client_id=demo-confidential", 1)
 	testWin.Eval(`location.href = ` + jsString(other))
-	ev := rec.wait(t, "error", kind(host.EventError))
+	ev := rec.Wait(t, "error", kind(host.EventError))
 	if !strings.Contains(ev.Detail, "demo-confidential") {
 		t.Errorf("error %q", ev.Detail)
 	}
-	rec.wait(t, "error screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "error" })
-	if got := rec.all(kind(host.EventConsentRequested)); len(got) != 0 {
+	rec.Wait(t, "error screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "error" })
+	if got := rec.All(kind(host.EventConsentRequested)); len(got) != 0 {
 		t.Errorf("the service was asked: %v", got)
 	}
 }
@@ -371,13 +371,13 @@ func TestRememberedConsentIsNotAskedAgain(t *testing.T) {
 	signIn := func(rec *recorder) host.Event {
 		t.Helper()
 		testWin.Eval(`document.getElementById("signin").click()`)
-		return rec.wait(t, "consent requested", kind(host.EventConsentRequested))
+		return rec.Wait(t, "consent requested", kind(host.EventConsentRequested))
 	}
 	back := func() *recorder {
 		t.Helper()
 		rec := record(t)
 		testWin.Eval(`location.href = ` + strconv.Quote(app.StartURL.String()))
-		rec.wait(t, "start page", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == app.StartURL.String() })
+		rec.Wait(t, "start page", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == app.StartURL.String() })
 		return rec
 	}
 
@@ -385,30 +385,30 @@ func TestRememberedConsentIsNotAskedAgain(t *testing.T) {
 	// load of this test is still running when the next test mounts.
 	done := func(rec *recorder, after host.Event, state string) {
 		t.Helper()
-		completed := rec.waitAfter(t, after, "completed", kind(host.EventCompleted))
-		rec.waitAfter(t, completed, "callback page", func(ev host.Event) bool {
+		completed := rec.WaitAfter(t, after, "completed", kind(host.EventCompleted))
+		rec.WaitAfter(t, completed, "callback page", func(ev host.Event) bool {
 			return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL
 		})
 		pollJS(t, `document.body.dataset.state`, state)
 	}
 
 	asked := signIn(rec)
-	rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+	rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	press(t, "approve")
 	done(rec, asked, "code")
 
 	rec = back()
 	asked = signIn(rec)
-	rec.waitAfter(t, asked, "remembered", kind(host.EventConsentRemembered))
+	rec.WaitAfter(t, asked, "remembered", kind(host.EventConsentRemembered))
 	done(rec, asked, "code")
-	for _, ev := range rec.all(func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" }) {
+	for _, ev := range rec.All(func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" }) {
 		t.Errorf("the consent view was shown again (%v) for a remembered consent", ev)
 	}
 
 	forgetConsents(t)
 	rec = back()
 	asked = signIn(rec)
-	rec.wait(t, "consent shown after revocation", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+	rec.Wait(t, "consent shown after revocation", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	press(t, "deny")
 	done(rec, asked, "denied")
 }

@@ -52,7 +52,7 @@ func TestConsentViewDetails(t *testing.T) {
 			req, _ := json.Marshal(c.request)
 			testWin.Eval(`window.miniapp.authorize(` + string(req) + `).then(function (r) { document.body.dataset.details = JSON.stringify(r.authorization_details); },
 				function (err) { document.body.dataset.details = "error " + err.code + " " + err.message; })`)
-			rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+			rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			text, err := testWin.EvalHost(ctx, `document.body.innerText`)
@@ -97,7 +97,7 @@ func TestConsentViewRefusedCheck(t *testing.T) {
 	rec := mount(t, publicApp(t, e, nil))
 	testWin.Eval(`window.miniapp.authorize(` + string(req) + `).then(function () { document.body.dataset.details = "granted"; },
 		function (err) { document.body.dataset.details = err.code; })`)
-	rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+	rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	out, err := testWin.EvalHost(ctx, `JSON.stringify([document.getElementById("refused") ? document.getElementById("refused").innerText : "", document.getElementById("approve").disabled])`)
@@ -127,7 +127,7 @@ func TestConsentViewOutOfReach(t *testing.T) {
 	e := testEnv(t)
 	rec := mount(t, publicApp(t, e, nil))
 	testWin.Eval(`document.getElementById("bridge-signin").click()`)
-	rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+	rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	var handlers []string
 	evalJSON(t, `[typeof window.webkit.messageHandlers.host, typeof window.hostRender, typeof window.__miniappHostPost, String(window.opener)]`, &handlers)
 	want := []string{"undefined", "undefined", "undefined", "null"}

@@ -48,7 +48,7 @@ func TestController(t *testing.T) {
 	testWin.Eval(`window.miniapp.authorize({authorization_details: [{type: "bank_account", actions: ["read"], locations: [` +
 		jsString(e.Svc.URL+"/api") + `], subject: {type: "profile"}, selection: {min: 1, max: 1}}]}).then(function (r) {
 		document.body.dataset.details = JSON.stringify(r.authorization_details); }, function (err) { document.body.dataset.details = err.code; })`)
-	rec.wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+	rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 	shot, err := ctl.Screenshot(ctx, bridge.ViewCommand{})
 	if err != nil || shot.Format != "png" || shot.Width < 100 || len(shot.Data) < 1000 {
 		t.Errorf("screenshot: %d×%d %d bytes, %v", shot.Width, shot.Height, len(shot.Data), err)

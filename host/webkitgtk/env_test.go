@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,7 +66,7 @@ func mount(t *testing.T, app host.Miniapp) *recorder {
 	// Match the URL exactly: a page the previous test left loading can
 	// still report its own end after this Mount.
 	want := app.LoadURL.String()
-	rec.wait(t, "first load of "+want, func(e host.Event) bool { return e.Kind == host.EventLoadFinished && e.URL == want })
+	rec.Wait(t, "first load of "+want, func(e host.Event) bool { return e.Kind == host.EventLoadFinished && e.URL == want })
 	return rec
 }
 
@@ -80,90 +79,17 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	return u
 }
 
-// recorder collects the window's events for one test.
-type recorder struct {
-	mu     sync.Mutex // guards evs
-	evs    []host.Event
-	notify chan struct{}
-}
+// recorder is the window's events for one test.
+type recorder = hosttest.Recorder
 
 func record(t *testing.T) *recorder {
 	t.Helper()
-	r := &recorder{notify: make(chan struct{}, 1)}
-	remove := testWin.OnEvent(func(e host.Event) {
-		r.mu.Lock()
-		r.evs = append(r.evs, e)
-		r.mu.Unlock()
-		select {
-		case r.notify <- struct{}{}:
-		default:
-		}
-	})
-	t.Cleanup(remove)
+	r := hosttest.NewRecorder()
+	t.Cleanup(testWin.OnEvent(r.Add))
 	return r
 }
 
-// wait returns the first event since the recorder started that matches,
-// waiting up to 15 s for it.
-func (r *recorder) wait(t *testing.T, what string, match func(host.Event) bool) host.Event {
-	t.Helper()
-	deadline := time.After(15 * time.Second)
-	seen := 0
-	for {
-		r.mu.Lock()
-		evs := r.evs
-		r.mu.Unlock()
-		for ; seen < len(evs); seen++ {
-			if match(evs[seen]) {
-				return evs[seen]
-			}
-		}
-		select {
-		case <-r.notify:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s; events: %s", what, r.dump())
-		}
-	}
-}
-
-// waitAfter is wait for an event recorded after from.
-func (r *recorder) waitAfter(t *testing.T, from host.Event, what string, match func(host.Event) bool) host.Event {
-	t.Helper()
-	after := false
-	return r.wait(t, what, func(e host.Event) bool {
-		if !after {
-			after = e.At.Equal(from.At) && e.Kind == from.Kind && e.URL == from.URL
-			return false
-		}
-		return match(e)
-	})
-}
-
-func (r *recorder) all(match func(host.Event) bool) []host.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []host.Event
-	for _, x := range r.evs {
-		if match(x) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-func (r *recorder) dump() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var b strings.Builder
-	for _, e := range r.evs {
-		b.WriteString("\n  " + string(e.Kind) + " " + e.Action.String() + " " + e.URL + " " + e.Detail)
-	}
-	return b.String()
-}
-
-func kind(k host.EventKind) func(host.Event) bool {
-	return func(e host.Event) bool { return e.Kind == k }
-}
+func kind(k host.EventKind) func(host.Event) bool { return hosttest.Kind(k) }
 
 // evalString evaluates js in the Miniapp's view and decodes a string result.
 func evalJSON(t *testing.T, js string, v any) {

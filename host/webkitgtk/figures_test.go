@@ -33,12 +33,12 @@ func TestFigures(t *testing.T) {
 		if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
 			t.Fatal(err)
 		}
-		nav := rec.wait(t, "caught", func(ev host.Event) bool { return ev.Kind == host.EventNavigation && ev.Action == host.Consent })
-		shown := rec.wait(t, "consent shown", func(ev host.Event) bool { return ev.Kind == host.EventHostShown && ev.Detail == "consent" })
+		nav := rec.Wait(t, "caught", func(ev host.Event) bool { return ev.Kind == host.EventNavigation && ev.Action == host.Consent })
+		shown := rec.Wait(t, "consent shown", func(ev host.Event) bool { return ev.Kind == host.EventHostShown && ev.Detail == "consent" })
 		pressed := time.Now()
 		press(t, "approve")
-		completed := rec.wait(t, "completed", kind(host.EventCompleted))
-		loaded := rec.waitAfter(t, completed, "signed-in page", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL })
+		completed := rec.Wait(t, "completed", kind(host.EventCompleted))
+		loaded := rec.WaitAfter(t, completed, "signed-in page", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == completed.URL })
 		caught = append(caught, shown.At.Sub(nav.At))
 		approve = append(approve, loaded.At.Sub(pressed))
 	}

@@ -76,7 +76,7 @@ func TestOpenExternalNeedsNativeInput(t *testing.T) {
 	if err := testWin.Mount(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}
-	rec.wait(t, "the page loaded", kind(host.EventLoadFinished))
+	rec.Wait(t, "the page loaded", kind(host.EventLoadFinished))
 	pollJS(t, `typeof window.miniapp`, "object")
 
 	externals.mu.Lock()

@@ -92,15 +92,15 @@ func TestNavigationTriggersAreCaught(t *testing.T) {
 			if c.fetch {
 				pollJS(t, `document.body.dataset.result.slice(0, 7)`, "blocked")
 				time.Sleep(200 * time.Millisecond) // a late consent would show here
-				if got := rec.all(kind(host.EventConsentRequested)); len(got) != 0 {
+				if got := rec.All(kind(host.EventConsentRequested)); len(got) != 0 {
 					t.Errorf("fetch/XHR started a consent: %v", got)
 				}
 			} else {
-				ev := rec.wait(t, "consent requested", kind(host.EventConsentRequested))
+				ev := rec.Wait(t, "consent requested", kind(host.EventConsentRequested))
 				if !strings.HasPrefix(ev.URL, e.Authorize) {
 					t.Errorf("consent for %q, want the authorization endpoint", ev.URL)
 				}
-				rec.wait(t, "host view shown", kind(host.EventHostShown))
+				rec.Wait(t, "host view shown", kind(host.EventHostShown))
 			}
 			if n := e.AuthorizeHits() - before; n != 0 {
 				t.Errorf("the authorization endpoint received %d requests from the view", n)
@@ -138,7 +138,7 @@ func TestExternalLinks(t *testing.T) {
 			if c.click {
 				testWin.Eval(`document.getElementById("go").click()`)
 			}
-			ev := rec.wait(t, "decision on "+target, func(ev host.Event) bool { return ev.Kind == host.EventNavigation && ev.URL == target })
+			ev := rec.Wait(t, "decision on "+target, func(ev host.Event) bool { return ev.Kind == host.EventNavigation && ev.URL == target })
 			if ev.Action != c.want {
 				t.Errorf("decision %v (rule %s), want %v", ev.Action, ev.Rule, c.want)
 			}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,8 +21,6 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/host"
 
-	"github.com/miniapp-host/miniapp-host/authserver"
-	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -86,24 +83,8 @@ func openChild(tb testing.TB, cfg childConfig) *exec.Cmd {
 // process against the reference server: an accepted Miniapp loads its start_url; a rejected one
 // is printed, shown in the window, and never loaded.
 func TestOpenCommand(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	srv, err := authserver.Start(ctx, authserver.Config{DB: filepath.Join(dir, "svc.db"), Secrets: map[string]string{"miniapp-host": hosttest.HostSecret}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv, app := hosttest.StartServer(t)
 	u := srv.URLs()
-	app, err := demoapps.StartPublic(demoapps.Config{ID: "demo-public", Name: "Demo public Miniapp", ClientID: "demo-public",
-		AuthURL: u.Authorization, TokenURL: u.Token, Scope: hosttest.Scope, Resource: u.BaseURL}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close()
-	if _, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "demo-public", Name: "Demo public Miniapp",
-		RedirectURIs: []string{app.RedirectURI()}, AllowedOrigins: []string{app.Origin}}); err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		name, id string
 		until    string // the event line that ends the run

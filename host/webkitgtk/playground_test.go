@@ -52,7 +52,7 @@ func TestPlaygroundWindow(t *testing.T) {
 	if err := testWin.ShowLauncher(p.LauncherURL()); err != nil {
 		t.Fatal(err)
 	}
-	loaded := rec.wait(t, "the launcher loaded", kind(host.EventLauncherLoaded))
+	loaded := rec.Wait(t, "the launcher loaded", kind(host.EventLauncherLoaded))
 	if strings.Contains(loaded.URL, "token") {
 		t.Errorf("the launcher's load event carries its token: %s", loaded.URL)
 	}
@@ -93,7 +93,7 @@ func TestPlaygroundWindow(t *testing.T) {
 		launcherClick(t, `#miniapps-pane li[data-id="demo-confidential"] button.launch`)
 		pollLauncher(t, `(() => { const li = document.querySelector('#launches > li[data-id="demo-confidential"]');
 			return li !== null && li.dataset.outcome === "accepted" && li.querySelector(".window").dataset.opened === "true"; })()`)
-		rec.wait(t, "the consent screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+		rec.Wait(t, "the consent screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
 		snapWindow(t, filepath.Join(dir, "window-consent.png"))
 		actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := pw.ApproveConsent(actx, bridge.ApproveCommand{})
@@ -101,7 +101,7 @@ func TestPlaygroundWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec.wait(t, "the Miniapp signed in", func(e host.Event) bool {
+		rec.Wait(t, "the Miniapp signed in", func(e host.Event) bool {
 			return e.Kind == host.EventLoadFinished && strings.Contains(e.URL, strings.TrimPrefix(entryOrigin(t, p, playground.DemoConfidentialID), "http://"))
 		})
 

@@ -29,13 +29,13 @@ func TestWebProcessEndDoesNotTakeHostDown(t *testing.T) {
 			rec := mount(t, host.Miniapp{Name: "robust", LoadURL: load, StartURL: load,
 				Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{app.URL}}, Consent: e.Consent})
 			c.end()
-			ev := rec.wait(t, "web process terminated", kind(host.EventWebProcessTerminated))
+			ev := rec.Wait(t, "web process terminated", kind(host.EventWebProcessTerminated))
 			if ev.Detail != c.wantD {
 				t.Errorf("terminated: %q, want %q", ev.Detail, c.wantD)
 			}
-			shown := rec.wait(t, "stopped screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "crashed" })
+			shown := rec.Wait(t, "stopped screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "crashed" })
 			press(t, "reload")
-			rec.waitAfter(t, shown, "reloaded page", func(e host.Event) bool { return e.Kind == host.EventLoadFinished && e.URL == load.String() })
+			rec.WaitAfter(t, shown, "reloaded page", func(e host.Event) bool { return e.Kind == host.EventLoadFinished && e.URL == load.String() })
 			var ok bool
 			evalJSON(t, `typeof window.spin === "function"`, &ok)
 			if !ok {
