@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -134,8 +135,19 @@ func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
 		return fmt.Errorf("drift: CPU profile: %w", profErr)
 	}
 	if profilePrefix != "" {
-		fmt.Printf("browser flow drift: CPU profiles of flows %d-%d and %d-%d in %s-start.pprof and %s-end.pprof\n",
-			window, 3*window, n-2*window, n, profilePrefix, profilePrefix)
+		// What the flows left live on the heap: the garbage collector's
+		// work per cycle grows with it.
+		f, err := os.Create(profilePrefix + "-end.heap")
+		if err != nil {
+			return fmt.Errorf("drift: heap profile: %w", err)
+		}
+		runtime.GC()
+		err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+		if err != nil {
+			return fmt.Errorf("drift: heap profile: %w", err)
+		}
+		fmt.Printf("browser flow drift: CPU profiles of flows %d-%d and %d-%d in %s-start.pprof and %s-end.pprof, live heap at the end in %s-end.heap\n",
+			window, 3*window, n-2*window, n, profilePrefix, profilePrefix, profilePrefix)
 	}
 	return nil
 }
