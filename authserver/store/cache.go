@@ -5,9 +5,18 @@ import (
 	"time"
 )
 
-// maxCached bounds the cached access tokens and grants; past it the cache
-// starts again empty, which costs one database read per entry.
+// maxCached bounds the cached unspent codes.
 const maxCached = 200_000
+
+// cachedRecords is how many access tokens, and how many grants, the cache
+// holds. When it is full, adding one drops the oldest, which costs one
+// database read if that one is looked up again (it is then cached anew).
+// The hot reads are of recent records: a grant is read by the token
+// endpoint seconds after its code was issued, and a token that is used
+// again and again is cached again after a miss. A bound well under the
+// number of live tokens keeps the heap, and with it the garbage
+// collector's work on every cycle, from growing with every sign-in.
+const cachedRecords = 16_384
 
 // cache keeps access tokens and grants in memory for the hot read paths
 // (GET {base_url}/authorization, introspection, the token endpoint). It is
@@ -21,15 +30,42 @@ const maxCached = 200_000
 // the conditional UPDATE in the database, so the cache never decides
 // single use.
 type cache struct {
-	mu     sync.Mutex // guards below
-	epoch  uint64     // incremented by every revocation
-	tokens map[string]AccessToken
-	grants map[string]Grant
-	codes  map[string]Code
+	mu         sync.Mutex // guards below
+	epoch      uint64     // incremented by every revocation
+	tokens     map[string]AccessToken
+	tokenOrder fifo // keys of tokens, oldest first
+	grants     map[string]Grant
+	grantOrder fifo // keys of grants, oldest first
+	codes      map[string]Code
 }
 
-func newCache() *cache {
-	return &cache{tokens: map[string]AccessToken{}, grants: map[string]Grant{}, codes: map[string]Code{}}
+// newCache returns a cache of at most n access tokens and n grants.
+func newCache(n int) *cache {
+	return &cache{tokens: map[string]AccessToken{}, tokenOrder: newFIFO(n),
+		grants: map[string]Grant{}, grantOrder: newFIFO(n), codes: map[string]Code{}}
+}
+
+// fifo is a ring of a map's keys in the order they were added, so that
+// when the map is full its oldest entry is found and dropped in O(1).
+type fifo struct {
+	keys       []string
+	head, size int
+}
+
+func newFIFO(n int) fifo { return fifo{keys: make([]string, n)} }
+
+// push records k as the newest key; when the ring was full, it returns the
+// oldest key, which the caller drops from its map.
+func (f *fifo) push(k string) (oldest string, full bool) {
+	if f.size == len(f.keys) {
+		oldest = f.keys[f.head]
+		f.keys[f.head] = k
+		f.head = (f.head + 1) % len(f.keys)
+		return oldest, true
+	}
+	f.keys[(f.head+f.size)%len(f.keys)] = k
+	f.size++
+	return "", false
 }
 
 // putCode caches a new code, dropping expired ones when the map is full.
@@ -105,16 +141,27 @@ func (c *cache) put(t *AccessToken, g *Grant) {
 	c.putLocked(t, g)
 }
 
+// putLocked adds or replaces records. Only a key new to its map enters
+// the ring, so the ring holds each cached key exactly once and dropping
+// its oldest key drops the oldest entry.
 func (c *cache) putLocked(t *AccessToken, g *Grant) {
-	if len(c.tokens) >= maxCached || len(c.grants) >= maxCached {
-		c.tokens, c.grants = map[string]AccessToken{}, map[string]Grant{}
-	}
 	if t != nil {
-		c.tokens[string(t.Hash)] = *t
+		k := string(t.Hash)
+		if _, ok := c.tokens[k]; !ok {
+			if old, full := c.tokenOrder.push(k); full {
+				delete(c.tokens, old)
+			}
+		}
+		c.tokens[k] = *t
 	}
 	if g != nil {
 		gc := *g
 		gc.raw = nil
+		if _, ok := c.grants[g.ID]; !ok {
+			if old, full := c.grantOrder.push(g.ID); full {
+				delete(c.grants, old)
+			}
+		}
 		c.grants[g.ID] = gc
 	}
 }

@@ -27,7 +27,11 @@ type Consent struct {
 // Consent returns the remembered consent of a subject for a client, or
 // ErrNotFound.
 func (s *Store) Consent(ctx context.Context, subjectID, clientID string) (*Consent, error) {
-	cs, err := s.consents(ctx, `WHERE subject_id = ? AND client_id = ?`, subjectID, clientID)
+	rows, err := s.stmts.consent.QueryContext(ctx, subjectID, clientID)
+	if err != nil {
+		return nil, wrap("consents", err)
+	}
+	cs, err := scanConsents(rows)
 	if err != nil {
 		return nil, err
 	}
@@ -39,14 +43,17 @@ func (s *Store) Consent(ctx context.Context, subjectID, clientID string) (*Conse
 
 // Consents returns every remembered consent of a subject, by client id.
 func (s *Store) Consents(ctx context.Context, subjectID string) ([]*Consent, error) {
-	return s.consents(ctx, `WHERE subject_id = ? ORDER BY client_id`, subjectID)
-}
-
-func (s *Store) consents(ctx context.Context, where string, args ...any) ([]*Consent, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT subject_id, client_id, org_id, permissions, account_id, updated_at FROM consents `+where, args...)
+	rows, err := s.r.QueryContext(ctx, consentSelect+` WHERE subject_id = ? ORDER BY client_id`, subjectID)
 	if err != nil {
 		return nil, wrap("consents", err)
 	}
+	return scanConsents(rows)
+}
+
+const consentSelect = `SELECT subject_id, client_id, org_id, permissions, account_id, updated_at FROM consents`
+
+// scanConsents reads and closes rows of consentSelect.
+func scanConsents(rows *sql.Rows) ([]*Consent, error) {
 	defer rows.Close()
 	out := []*Consent{}
 	for rows.Next() {
@@ -70,10 +77,7 @@ func (s *Store) consents(ctx context.Context, where string, args ...any) ([]*Con
 func (s *Store) PutConsent(ctx context.Context, c *Consent) error {
 	perms, _ := json.Marshal(nonNil(c.Permissions))
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO consents(subject_id, client_id, org_id, permissions, account_id, updated_at) VALUES(?, ?, ?, ?, ?, ?)
-			ON CONFLICT(subject_id, client_id) DO UPDATE SET org_id = excluded.org_id, permissions = excluded.permissions,
-				account_id = excluded.account_id, updated_at = excluded.updated_at`,
-			c.SubjectID, c.ClientID, c.OrgID, string(perms), c.AccountID, c.UpdatedAt.Unix())
+		_, err := tx.Stmt(s.stmts.putConsent).Exec(c.SubjectID, c.ClientID, c.OrgID, string(perms), c.AccountID, c.UpdatedAt.Unix())
 		return wrap("put consent", err)
 	})
 }

@@ -78,6 +78,8 @@ type statements struct {
 	insertGrant, insertCode, insertAT, insertRT *sql.Stmt // writer
 	useCode, useRT, codeGrant, rtGrant          *sql.Stmt // writer
 	revokeGrant                                 *sql.Stmt // writer
+	consent                                     *sql.Stmt // reader
+	putConsent                                  *sql.Stmt // writer
 }
 
 const grantCols = `g.id, g.client_id, g.subject_id, g.org_id, g.scopes, g.details, g.audience, g.installation_id, g.auth_time, g.created_at, IFNULL(g.revoked_at, 0)`
@@ -107,6 +109,11 @@ func (st *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 	st.useRT = p(w, `UPDATE refresh_tokens SET used = 1 WHERE hash = ? AND used = 0 RETURNING grant_id, issued_at, expires_at`)
 	st.rtGrant = p(w, `SELECT grant_id FROM refresh_tokens WHERE hash = ?`)
 	st.revokeGrant = p(w, `UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`)
+	// A browser flow reads the remembered consent twice and writes it once.
+	st.consent = p(r, consentSelect+` WHERE subject_id = ? AND client_id = ?`)
+	st.putConsent = p(w, `INSERT INTO consents(subject_id, client_id, org_id, permissions, account_id, updated_at) VALUES(?, ?, ?, ?, ?, ?)
+		ON CONFLICT(subject_id, client_id) DO UPDATE SET org_id = excluded.org_id, permissions = excluded.permissions,
+			account_id = excluded.account_id, updated_at = excluded.updated_at`)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("store: prepare: %w", err)
 	}
@@ -115,7 +122,7 @@ func (st *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 
 func (st *statements) close() {
 	for _, s := range []*sql.Stmt{st.client, st.grant, st.peekCode, st.accessToken, st.refreshToken, st.insertGrant, st.insertCode,
-		st.insertAT, st.insertRT, st.useCode, st.useRT, st.codeGrant, st.rtGrant, st.revokeGrant} {
+		st.insertAT, st.insertRT, st.useCode, st.useRT, st.codeGrant, st.rtGrant, st.revokeGrant, st.consent, st.putConsent} {
 		if s != nil {
 			s.Close()
 		}

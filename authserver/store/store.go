@@ -99,10 +99,6 @@ func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error)
 		// development server can afford.
 		q.Add("_pragma", "synchronous(NORMAL)")
 		q.Add("_pragma", "foreign_keys(1)")
-		// Codes and tokens are keyed by random hashes, so inserts touch
-		// random index pages: a larger page cache (32 MiB) halves the cost
-		// of a write transaction (BenchmarkRedeemAndIssue).
-		q.Add("_pragma", "cache_size(-32768)")
 		for i := 0; i+1 < len(extra); i += 2 {
 			q.Add(extra[i], extra[i+1])
 		}
@@ -111,7 +107,17 @@ func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error)
 	// The writer never checkpoints: a checkpoint syncs the files, and in
 	// the commit path that stalls every request waiting for a write. The
 	// checkpointer goroutine does it on its own connection instead.
-	w, err := sql.Open("sqlite", dsn("_txlock", "immediate", "_pragma", "wal_autocheckpoint(0)"))
+	//
+	// The writer's page cache is small (4 MiB). At the end of every
+	// commit SQLite drops the pages past the end of the database from it
+	// (pager_end_transaction, pcache1TruncateUnsafe), and that walks the
+	// whole cache: with 32 MiB it was, after 60,000 browser flows, the
+	// largest growth in the CPU per flow (cmd/loadgen -only drift
+	// -drift-profile-prefix), while a small cache costs a few page reads
+	// from the WAL or the OS's file cache. Codes and tokens are keyed by
+	// random hashes, so once the tables outgrow any cache each insert
+	// touches an uncached page anyway.
+	w, err := sql.Open("sqlite", dsn("_txlock", "immediate", "_pragma", "wal_autocheckpoint(0)", "_pragma", "cache_size(-4096)"))
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -122,7 +128,10 @@ func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error)
 		w.Close()
 		return nil, err
 	}
-	r, err := sql.Open("sqlite", dsn("_pragma", "query_only(1)"))
+	// Readers keep a larger cache (32 MiB) for the read-mostly world
+	// tables; SQLite empties a reader's cache whenever the database
+	// changed since its last transaction.
+	r, err := sql.Open("sqlite", dsn("_pragma", "query_only(1)", "_pragma", "cache_size(-32768)"))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: %w", err)
@@ -138,7 +147,7 @@ func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error)
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	cp.SetMaxOpenConns(1)
-	s := &Store{lock: lock, w: w, r: r, cp: cp, cache: newCache(), ops: make(chan *writeOp),
+	s := &Store{lock: lock, w: w, r: r, cp: cp, cache: newCache(cachedRecords), ops: make(chan *writeOp),
 		quit: make(chan struct{}), writerDone: make(chan struct{}), cpDone: make(chan struct{})}
 	go s.writer()
 	go s.checkpointer()

@@ -11,7 +11,10 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,7 +31,17 @@ const driftSources = 200
 // time per flow over the first and the last `window` flows: flat when the
 // server's cost per flow does not grow with what earlier flows left behind
 // (sessions, pending requests, grants).
-func (g *gen) driftPhase(n, window int64) error {
+//
+// With a profile prefix, it also writes CPU profiles of two windows of
+// 2*window flows each: PREFIX-start.pprof from flow window to 3*window
+// (past the warm-up) and PREFIX-end.pprof over the last 2*window, for
+// `go tool pprof -top -diff_base PREFIX-start.pprof PREFIX-end.pprof`.
+// Profiling costs CPU itself and its end window overlaps the last
+// measured window, so figures for the ratio come from a run without it.
+func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
+	if profilePrefix != "" && n < 5*window {
+		return fmt.Errorf("drift: profiles need at least %d flows (5 windows), not %d", 5*window, n)
+	}
 	trs := make([]*http.Transport, driftSources)
 	for i := range trs {
 		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+i))}}
@@ -38,7 +51,29 @@ func (g *gen) driftPhase(n, window int64) error {
 	var mu sync.Mutex
 	var cpu0, cpuFirst, cpuLastStart time.Duration
 	var t0, tFirst, tLastStart time.Time
-	var first error
+	var first, profErr error
+	var prof *os.File
+	startProfile := func(name string) {
+		if profErr != nil {
+			return
+		}
+		f, err := os.Create(profilePrefix + "-" + name + ".pprof")
+		if err == nil {
+			if err = pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+			}
+		}
+		prof, profErr = f, err
+	}
+	stopProfile := func() {
+		if prof != nil {
+			pprof.StopCPUProfile()
+			if err := prof.Close(); err != nil && profErr == nil {
+				profErr = err
+			}
+			prof = nil
+		}
+	}
 	mark := func(k int64) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -47,6 +82,17 @@ func (g *gen) driftPhase(n, window int64) error {
 			cpuFirst, tFirst = cpuTime(), time.Now()
 		case n - window:
 			cpuLastStart, tLastStart = cpuTime(), time.Now()
+		}
+		if profilePrefix == "" {
+			return
+		}
+		switch k {
+		case window:
+			startProfile("start")
+		case 3 * window:
+			stopProfile()
+		case n - 2*window:
+			startProfile("end")
 		}
 	}
 	cpu0, t0 = cpuTime(), time.Now()
@@ -74,6 +120,9 @@ func (g *gen) driftPhase(n, window int64) error {
 	}
 	wg.Wait()
 	cpuEnd, tEnd := cpuTime(), time.Now()
+	mu.Lock()
+	stopProfile()
+	mu.Unlock()
 	per := func(c time.Duration) float64 { return float64(c.Microseconds()) / float64(window) }
 	firstPer, lastPer := per(cpuFirst-cpu0), per(cpuEnd-cpuLastStart)
 	fmt.Printf("browser flow drift: %d flows (%d failed) in %.1fs from %d sources; process CPU per flow: first %d %.0f µs (%.0f flows/s), last %d %.0f µs (%.0f flows/s); last/first %.3f%s\n",
@@ -81,6 +130,24 @@ func (g *gen) driftPhase(n, window int64) error {
 		window, lastPer, float64(window)/tEnd.Sub(tLastStart).Seconds(), lastPer/firstPer, loadavg())
 	if first != nil {
 		return fmt.Errorf("first failed flow: %w", first)
+	}
+	if profErr != nil {
+		return fmt.Errorf("drift: CPU profile: %w", profErr)
+	}
+	if profilePrefix != "" {
+		// What the flows left live on the heap: the garbage collector's
+		// work per cycle grows with it.
+		f, err := os.Create(profilePrefix + "-end.heap")
+		if err != nil {
+			return fmt.Errorf("drift: heap profile: %w", err)
+		}
+		runtime.GC()
+		err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+		if err != nil {
+			return fmt.Errorf("drift: heap profile: %w", err)
+		}
+		fmt.Printf("browser flow drift: CPU profiles of flows %d-%d and %d-%d in %s-start.pprof and %s-end.pprof, live heap at the end in %s-end.heap\n",
+			window, 3*window, n-2*window, n, profilePrefix, profilePrefix, profilePrefix)
 	}
 	return nil
 }

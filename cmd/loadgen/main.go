@@ -63,6 +63,7 @@ func run() error {
 	only := flag.String("only", "", "run one phase: token, grant, flow, or drift (not run by default)")
 	driftN := flag.Int64("drift-flows", 100_000, "browser flows of the drift phase")
 	driftWindow := flag.Int64("drift-window", 1_000, "flows at the start and the end of the drift phase whose CPU is compared")
+	driftProfile := flag.String("drift-profile-prefix", "", "write CPU profiles of the drift phase's start and end to PREFIX-start.pprof and PREFIX-end.pprof, and its live heap at the end to PREFIX-end.heap")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of each timed phase to FILE-1, FILE-2...")
 	flag.Parse()
 
@@ -126,7 +127,7 @@ func run() error {
 		g.flowPhase()
 	}
 	if *only == "drift" {
-		return g.driftPhase(*driftN, *driftWindow)
+		return g.driftPhase(*driftN, *driftWindow, *driftProfile)
 	}
 	return nil
 }
