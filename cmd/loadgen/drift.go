@@ -14,7 +14,9 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +32,9 @@ const driftSources = 200
 // consent, token) with a new cookie jar each, and reports the process CPU
 // time per flow over the first and the last `window` flows: flat when the
 // server's cost per flow does not grow with what earlier flows left behind
-// (sessions, pending requests, grants).
+// (sessions, pending requests, grants). The first window includes the
+// warm-up (caches filling, the first database pages), so it also reports
+// the last against the second window, and the curve every tenth of the run.
 //
 // With a profile prefix, it also writes CPU profiles of two windows of
 // 2*window flows each: PREFIX-start.pprof from flow window to 3*window
@@ -39,6 +43,9 @@ const driftSources = 200
 // Profiling costs CPU itself and its end window overlaps the last
 // measured window, so figures for the ratio come from a run without it.
 func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
+	if window <= 0 || n%window != 0 || n < 2*window {
+		return fmt.Errorf("drift: %d flows are not a whole number (2 or more) of %d-flow windows", n, window)
+	}
 	if profilePrefix != "" && n < 5*window {
 		return fmt.Errorf("drift: profiles need at least %d flows (5 windows), not %d", 5*window, n)
 	}
@@ -49,8 +56,12 @@ func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
 	}
 	var next, done, failed atomic.Int64
 	var mu sync.Mutex
-	var cpu0, cpuFirst, cpuLastStart time.Duration
-	var t0, tFirst, tLastStart time.Time
+	// marks[i] is the process CPU time and the wall time when i*window
+	// flows were done: the cost curve over the whole run.
+	marks := make([]struct {
+		cpu, gc time.Duration
+		at      time.Time
+	}, n/window+1)
 	var first, profErr error
 	var prof *os.File
 	startProfile := func(name string) {
@@ -75,14 +86,12 @@ func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
 		}
 	}
 	mark := func(k int64) {
+		if k%window != 0 {
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		switch k {
-		case window:
-			cpuFirst, tFirst = cpuTime(), time.Now()
-		case n - window:
-			cpuLastStart, tLastStart = cpuTime(), time.Now()
-		}
+		marks[k/window].cpu, marks[k/window].gc, marks[k/window].at = cpuTime(), gcCPU(), time.Now()
 		if profilePrefix == "" {
 			return
 		}
@@ -95,7 +104,7 @@ func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
 			startProfile("end")
 		}
 	}
-	cpu0, t0 = cpuTime(), time.Now()
+	marks[0].cpu, marks[0].gc, marks[0].at = cpuTime(), gcCPU(), time.Now()
 	var wg sync.WaitGroup
 	for range g.conc {
 		wg.Add(1)
@@ -119,15 +128,47 @@ func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
 		}()
 	}
 	wg.Wait()
-	cpuEnd, tEnd := cpuTime(), time.Now()
 	mu.Lock()
 	stopProfile()
 	mu.Unlock()
-	per := func(c time.Duration) float64 { return float64(c.Microseconds()) / float64(window) }
-	firstPer, lastPer := per(cpuFirst-cpu0), per(cpuEnd-cpuLastStart)
+	// CPU per flow in window w (flows w*window to (w+1)*window), of the
+	// process and of its garbage collector.
+	per := func(w int64) float64 {
+		return float64((marks[w+1].cpu - marks[w].cpu).Microseconds()) / float64(window)
+	}
+	perGC := func(w int64) float64 {
+		return float64((marks[w+1].gc - marks[w].gc).Microseconds()) / float64(window)
+	}
+	rate := func(w int64) float64 { return float64(window) / marks[w+1].at.Sub(marks[w].at).Seconds() }
+	last := n/window - 1
+	// A window of a thousand flows lasts about a second: one checkpoint or
+	// one collection more or less moves it by 10-20%, so the medians of the
+	// first and the last five windows are reported too.
+	median := func(from int64, f func(int64) float64) float64 {
+		var v []float64
+		for w := from; w < from+5 && w <= last; w++ {
+			v = append(v, f(w))
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
 	fmt.Printf("browser flow drift: %d flows (%d failed) in %.1fs from %d sources; process CPU per flow: first %d %.0f µs (%.0f flows/s), last %d %.0f µs (%.0f flows/s); last/first %.3f%s\n",
-		n, failed.Load(), tEnd.Sub(t0).Seconds(), driftSources, window, firstPer, float64(window)/tFirst.Sub(t0).Seconds(),
-		window, lastPer, float64(window)/tEnd.Sub(tLastStart).Seconds(), lastPer/firstPer, loadavg())
+		n, failed.Load(), marks[last+1].at.Sub(marks[0].at).Seconds(), driftSources, window, per(0), rate(0),
+		window, per(last), rate(last), per(last)/per(0), loadavg())
+	if last >= 9 {
+		m0, m1 := median(0, per), median(last-4, per)
+		g0, g1 := median(0, perGC), median(last-4, perGC)
+		fmt.Printf("browser flow drift: medians of the first and the last five windows: CPU %.0f → %.0f µs per flow (%.3f), of which the garbage collector %.0f → %.0f µs\n",
+			m0, m1, m1/m0, g0, g1)
+	}
+	// The curve: the first windows, then every tenth of the run.
+	var curve []string
+	for w := int64(0); w <= last; w++ {
+		if w < 3 || (w+1)*10%(last+1) == 0 {
+			curve = append(curve, fmt.Sprintf("%d: %.0f (gc %.0f)", (w+1)*window, per(w), perGC(w)))
+		}
+	}
+	fmt.Printf("browser flow drift: CPU per flow (µs) in the window ending at flow: %s\n", strings.Join(curve, ", "))
 	if first != nil {
 		return fmt.Errorf("first failed flow: %w", first)
 	}
@@ -150,6 +191,17 @@ func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
 			window, 3*window, n-2*window, n, profilePrefix, profilePrefix, profilePrefix)
 	}
 	return nil
+}
+
+// gcCPU is the CPU time the garbage collector has used so far, as the
+// runtime estimates it.
+func gcCPU() time.Duration {
+	m := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(m[0].Value.Float64() * float64(time.Second))
 }
 
 var (
