@@ -32,6 +32,12 @@
     return e;
   }
 
+  // fill replaces node's children, skipping null and undefined (which
+  // replaceChildren would write as text).
+  function fill(node, ...children) {
+    node.replaceChildren(...children.filter((c) => c !== undefined && c !== null && c !== false));
+  }
+
   // str turns any JSON value into text for textContent.
   function str(v) {
     if (v === undefined || v === null) return "";
@@ -726,7 +732,7 @@
     const dur = new Date(last.time) - new Date(first.time);
     const har = el("a", { class: "har", href: "/api/flows/" + encodeURIComponent(f.id) + "/har" }, "Export HAR");
     har.addEventListener("click", (ev) => { ev.preventDefault(); exportHAR(f); });
-    f.head.replaceChildren(
+    fill(f.head, 
       el("span", { class: "title" }, "Flow " + f.n + (f.clientID ? " · " + f.clientID : "")),
       el("span", { class: "badge", "data-outcome": status }, status.replace("-", " ")),
       el("span", { class: "duration" }, f.events.length + " event" + (f.events.length > 1 ? "s" : "") + ", " + fmtDuration(dur)),
@@ -759,7 +765,7 @@
     const first = g.events[0], last = g.events[g.events.length - 1];
     const failed = g.events.some((e) => e.kind === "resolve.stage" && e.data && e.data.ok === false);
     const stages = g.events.some((e) => e.kind === "resolve.stage");
-    g.head.replaceChildren(
+    fill(g.head, 
       el("span", { class: "title" }, g.title),
       stages ? el("span", { class: "badge", "data-outcome": failed ? "rejected" : "accepted" }, failed ? "rejected" : "resolved") : null,
       el("span", { class: "mono muted" }, g.sub + (g.key.startsWith("launch-") ? " · " + g.key : "")),
@@ -767,6 +773,10 @@
         (g.flows.length ? ", " + g.flows.length + " flow" + (g.flows.length > 1 ? "s" : "") : "") +
         ", " + fmtDuration(new Date(last.time) - new Date(first.time))));
   }
+
+  // plain is an event as the channel sent it, without the page's links
+  // to its drawing (which are circular).
+  const plain = (env) => ({ type: "event", seq: env.seq, time: env.time, kind: env.kind, data: env.data });
 
   function renderEvent(env, prev) {
     const d = env.data || {};
@@ -777,21 +787,28 @@
     const t = new Date(env.time);
     const delta = prev ? new Date(env.time) - new Date(prev.time) : NaN;
     const copy = el("button", { type: "button", class: "secondary small copy", title: "Copy this event as JSON" }, "Copy");
+    const toggle = el("button", { type: "button", class: "secondary small data-toggle", "aria-expanded": "false",
+      title: "Show the event's data as JSON" }, "data");
+    const pre = el("pre", { class: "json ev-data", hidden: "" }, JSON.stringify(d, null, 2));
+    toggle.addEventListener("click", () => {
+      pre.hidden = !pre.hidden;
+      toggle.setAttribute("aria-expanded", String(!pre.hidden));
+    });
     const li = el("li", attrs,
       el("div", { class: "ev-head" },
         el("span", { class: "ev-seq" }, "#" + env.seq),
         el("span", { class: "ev-time mono" }, isNaN(t) ? "" : t.toISOString().slice(11, 23)),
         el("span", { class: "duration", title: "since the previous step" }, isNaN(delta) ? "" : "+" + fmtDuration(delta)),
         el("span", { class: "ev-kind" }, str(env.kind)),
-        copy),
+        el("span", { class: "ev-actions" }, toggle, copy)),
       el("div", { class: "ev-summary" }, summary(env.kind, d)),
       extra(env.kind, d),
-      el("details", { class: "ev-detail" }, el("summary", {}, "data"), el("pre", { class: "json" }, JSON.stringify(d, null, 2))));
+      pre);
     copy.addEventListener("click", async () => {
-      const ok = await copyText(JSON.stringify(env, null, 2));
+      const ok = await copyText(JSON.stringify(plain(env), null, 2));
       const old = li.querySelector(".copied");
       if (old) old.remove();
-      copy.after(el("span", { class: "copied", role: "status" }, ok ? "copied" : "copy failed: open “data” and select it"));
+      copy.before(el("span", { class: "copied", role: "status", "data-ok": String(ok) }, ok ? "copied" : "copy failed: open “data” and select it"));
     });
     return li;
   }
@@ -918,8 +935,6 @@
 
   for (const id of ["filter-kind", "filter-level"]) $(id).addEventListener("change", refreshFilter);
   $("filter-text").addEventListener("input", refreshFilter);
-
-  const plain = (env) => ({ seq: env.seq, time: env.time, kind: env.kind, data: env.data });
 
   // exportTimeline downloads what the timeline shows: the groups and flows
   // as they are drawn, with only the events the filter lets through.
