@@ -185,7 +185,7 @@ func TestLauncherInChromium(t *testing.T) {
 		strings.Join(lists["broken"], " ") != strings.Join(BrokenKinds(), " ") {
 		t.Fatalf("lists %v", lists)
 	}
-	if got := eval[string](t, ctx, `document.getElementById("window-status").textContent`); got != msgNoWindow {
+	if got := eval[string](t, ctx, `document.querySelector("#window-status .notice-text").textContent`); got != msgNoWindow {
 		t.Errorf("window status %q", got)
 	}
 

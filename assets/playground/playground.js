@@ -55,9 +55,7 @@
   }
 
   function fail(message) {
-    const f = $("fatal");
-    f.textContent = message;
-    f.hidden = false;
+    notice("fatal", message);
   }
 
   async function apiFetch(method, path, body) {
@@ -387,13 +385,27 @@
     out.textContent = text;
   }
 
+  // Each notice under the header can be put away, so that it does not
+  // keep the panes' room at small window sizes.
+  for (const n of document.querySelectorAll("#notices .notice")) {
+    const text = el("span", { class: "notice-text" });
+    const close = el("button", { type: "button", class: "notice-close", "aria-label": "Dismiss", title: "Dismiss" }, "×");
+    close.addEventListener("click", () => { n.hidden = true; });
+    n.append(text, close);
+  }
+  // notice writes text into the notice id and shows it.
+  function notice(id, text) {
+    const n = $(id);
+    n.querySelector(".notice-text").textContent = text;
+    n.hidden = false;
+  }
+
   // ---- Session, subjects, Web Inspector --------------------------------
 
   async function loadSession() {
     const s = await api("GET", "/api/session");
-    const ws = $("window-status");
-    ws.textContent = s.window.message;
-    ws.hidden = s.window.available;
+    if (s.window.available) $("window-status").hidden = true;
+    else notice("window-status", s.window.message);
     const d = $("services");
     d.replaceChildren();
     const rows = [["launcher", s.launcher_origin], ["automation channel", s.automation_url]];
@@ -448,8 +460,7 @@
       out.classList.add("error");
       text = "Web Inspector: " + e.message;
     }
-    out.textContent = text;
-    out.hidden = false;
+    notice("devtools-status", text);
   });
 
   // ---- Flow inspector ---------------------------------------------------
