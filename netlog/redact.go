@@ -176,6 +176,8 @@ func redactBody(mimeType string, body []byte, size int64, truncated bool) *Body 
 	b := &Body{MimeType: mimeType, Size: size}
 	mt, _, _ := mime.ParseMediaType(mimeType)
 	switch {
+	case len(body) == 0:
+		b.Comment = "the body was not seen by the log (an engine reports no bodies)"
 	case truncated:
 		b.Comment = "the body was longer than the log keeps; not kept"
 	case mt == "application/x-www-form-urlencoded":
