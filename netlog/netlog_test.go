@@ -324,3 +324,23 @@ func FuzzRecord(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHeaderLines: whatever header text an engine hands over, the
+// parse never panics and every header it yields has a name without
+// white space, from a line of the text.
+func FuzzParseHeaderLines(f *testing.F) {
+	f.Add("Content-Type: text/html\nSet-Cookie: a=b; HttpOnly\n")
+	f.Add(": x\nno colon\n\tX: y\r\nA:b:c")
+	f.Fuzz(func(t *testing.T, text string) {
+		for name, values := range ParseHeaderLines(text) {
+			if name == "" || strings.ContainsAny(name, " \t\n") {
+				t.Errorf("header name %q", name)
+			}
+			for _, v := range values {
+				if strings.Contains(v, "\n") {
+					t.Errorf("value %q spans lines", v)
+				}
+			}
+		}
+	})
+}

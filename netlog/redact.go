@@ -281,3 +281,19 @@ func capString(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// ParseHeaderLines reads headers written as "Name: value" lines, as an
+// engine reports those of a request its view made (host/webkitgtk). A
+// line without a colon, or with an empty name, is skipped.
+func ParseHeaderLines(text string) http.Header {
+	h := http.Header{}
+	for line := range strings.SplitSeq(text, "\n") {
+		name, value, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			continue
+		}
+		h.Add(name, strings.TrimSpace(value))
+	}
+	return h
+}
