@@ -135,10 +135,11 @@ func (w *Window) miniappLoadChanged(ev LoadEvent, uri string) {
 		w.emit(Event{Kind: EventLoadCommitted, URL: uri})
 	case LoadFinished:
 		w.mu.Lock()
-		if w.netFlow != nil && w.netFlow.Ended() {
-			// The page the flow led to has loaded: what the view asks
-			// for from now on is no longer the flow's.
-			w.netFlow = nil
+		if w.netFlow != nil && w.netFlowUntil.IsZero() && w.netFlow.Ended() {
+			// The page the flow led to has loaded: what the view starts
+			// asking for from now on is no longer the flow's. WebKit may
+			// report the page's own resources as finished after this.
+			w.netFlowUntil = time.Now()
 		}
 		w.mu.Unlock()
 		w.emit(Event{Kind: EventLoadFinished, URL: uri})
@@ -289,9 +290,9 @@ func (w *Window) UserInput(at time.Time) { w.gestures.Input(at) }
 // those outside a flow, are not kept.
 func (w *Window) ResourceLoaded(r Resource) {
 	w.mu.Lock()
-	app, nf := w.app, w.netFlow
+	app, nf, until := w.app, w.netFlow, w.netFlowUntil
 	w.mu.Unlock()
-	if app == nil || nf == nil {
+	if app == nil || nf == nil || !until.IsZero() && r.Started.After(until) {
 		return
 	}
 	o, err := origin.OfString(r.URL)

@@ -108,7 +108,7 @@ func (w *Window) beginFlow(f *flow, u *url.URL) error {
 	if f.net != nil {
 		// The view's requests belong to this flow until it has ended and
 		// the page it led to has loaded (viewLoadFinished).
-		w.netFlow = f.net
+		w.netFlow, w.netFlowUntil = f.net, time.Time{}
 	}
 	w.mu.Unlock()
 	w.emit(Event{Kind: EventConsentRequested, URL: u.String()})

@@ -64,6 +64,7 @@ type Window struct {
 	seq          uint64        // committed main-frame documents, for the bridge
 	flow         *flow         // the consent flow running, if any
 	netFlow      *netlog.Flow  // the flow the view's requests are logged in, if any
+	netFlowUntil time.Time     // zero, or when the page netFlow led to had loaded: later requests are not its
 	loaded       bool          // the view's page has finished loading and is not loading another
 	unresponsive bool          // the web process stopped answering
 	hostVisible  bool          // the host's view is shown over the Miniapp
@@ -210,7 +211,7 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 	w.mountGen++
 	prev := w.app
 	w.app = &app
-	w.netFlow = nil
+	w.netFlow, w.netFlowUntil = nil, time.Time{}
 	w.mu.Unlock()
 	if prev != nil && prev.Bridge != nil {
 		prev.Bridge.Close()
