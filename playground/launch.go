@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -44,6 +45,9 @@ type OpenRequest struct {
 	// HostClientID and HostSecret are the host's credential for the
 	// native-consent API (Services.Native).
 	HostClientID, HostSecret string
+	// NetLog records the launch's consent flows in the playground's
+	// network log (GET /api/flows); the Opener hands it to the host.
+	NetLog *netlog.Launch
 }
 
 // LaunchResult is the answer of POST /api/launch: the resolver's staged
@@ -117,7 +121,8 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 	}
 	hostID, hostSecret := p.HostCredential()
 	view, err := p.cfg.Opener.Mount(ctx, OpenRequest{Miniapp: app, Subject: p.Subject(), Services: p.Services(),
-		HostClientID: hostID, HostSecret: hostSecret})
+		HostClientID: hostID, HostSecret: hostSecret,
+		NetLog: p.netlog.BeginLaunch(app.Origin.String(), app.Manifest.ID, app.Manifest.OAuth.ClientID)})
 	if err != nil {
 		res.Window.Message = "Accepted, but the window could not open it: " + err.Error()
 		return res, nil

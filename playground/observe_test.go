@@ -123,7 +123,7 @@ func TestObserverPublicClient(t *testing.T) {
 	sub := bus.Subscribe(8)
 	defer sub.Close()
 	o := &observer{bus: bus}
-	o.publish("pub", "", "the-code", []byte(`{"access_token":"opaque","token_type":"Bearer"}`))
+	o.publish(nil, "pub", "", "the-code", []byte(`{"access_token":"opaque","token_type":"Bearer"}`))
 	want := []struct{ kind, has string }{
 		{"token.issued", `"fingerprint":"` + bridge.Fingerprint("opaque") + `"`},
 		{"token.claims", `"error":"the access token is not a JWT`},
