@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"net/http"
 	"net/url"
 	"time"
 )
@@ -214,6 +215,32 @@ type EngineEvents interface {
 	// UserInput reports real native input (key, click, touch) on the
 	// Miniapp's view, not synthesised by another program.
 	UserInput(at time.Time)
+	// ResourceLoaded reports a request of the Miniapp's view (a document,
+	// a subresource, a fetch or XHR of its pages), once it finished or
+	// failed. Never for the host's view or the launcher's.
+	ResourceLoaded(r Resource)
+}
+
+// Resource is a request of the Miniapp's view as the engine saw it load
+// (WebKitGTK: resource-load-started, then the WebKitWebResource's response
+// and its finished or failed signal; WKWebView and WebView2 have the same
+// in their resource-load and WebResourceResponseReceived events).
+type Resource struct {
+	Method, URL string
+	// RequestHeaders are the headers the engine set on the request when
+	// it started; the network layer may add more (cookies) later.
+	RequestHeaders http.Header
+	// Status is the response's status; 0 when there was none.
+	Status          int
+	ResponseHeaders http.Header
+	MimeType        string
+	// Size is the response's Content-Length; -1 when unknown.
+	Size int64
+	// Started, Responded and Finished are when the request started, its
+	// response came (zero without one) and it finished or failed.
+	Started, Responded, Finished time.Time
+	// Error says why the load failed; "" when it finished.
+	Error string
 }
 
 // parseOrNil is origin.ParseURL that keeps only a URL it can carry.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
@@ -294,6 +295,9 @@ type MountOptions struct {
 	// HTTP is the client for the native-consent API, the callback and
 	// the token request; Options.HTTPClient when nil.
 	HTTP *http.Client
+	// NetLog records the launch's consent flows (Miniapp.NetLog); nil
+	// records nothing.
+	NetLog *netlog.Launch
 }
 
 // MountResolved mounts a Miniapp the resolver accepted, signing in with the
@@ -308,7 +312,7 @@ func (w *Window) MountResolved(ctx context.Context, app *resolver.Miniapp, svc *
 	if err != nil {
 		return err
 	}
-	m.Subject = o.Subject
+	m.Subject, m.NetLog = o.Subject, o.NetLog
 	if err := w.Mount(ctx, m); err != nil {
 		if m.Bridge != nil {
 			m.Bridge.Close()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 )
 
 // Options configure the window. The zero value of each field has the
@@ -109,6 +110,11 @@ type Miniapp struct {
 	// Subject, when set, signs in on the consent screen instead of
 	// Options.Subject (the playground's subject switcher).
 	Subject string
+	// NetLog, when set, records this launch's consent flows: the caught
+	// request decoded, the native-consent calls, the callback, the
+	// bridge's token request and the view's requests to its allowed
+	// origins (docs/host.md, "Network log"). Nil records nothing.
+	NetLog *netlog.Launch
 }
 
 func (m *Miniapp) validate() error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -62,6 +63,8 @@ type Window struct {
 	topURL       *url.URL      // topURI made canonical; nil when url.URL cannot carry it
 	seq          uint64        // committed main-frame documents, for the bridge
 	flow         *flow         // the consent flow running, if any
+	netFlow      *netlog.Flow  // the flow the view's requests are logged in, if any
+	netFlowUntil time.Time     // zero, or when the page netFlow led to had loaded: later requests are not its
 	loaded       bool          // the view's page has finished loading and is not loading another
 	unresponsive bool          // the web process stopped answering
 	hostVisible  bool          // the host's view is shown over the Miniapp
@@ -214,6 +217,7 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 	w.mountGen++
 	prev := w.app
 	w.app = &app
+	w.netFlow, w.netFlowUntil = nil, time.Time{}
 	w.mu.Unlock()
 	if prev != nil && prev.Bridge != nil {
 		prev.Bridge.Close()

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"mime"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/assets"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -107,6 +109,12 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("GET /api/icon", p.handleIcon)
 	// GET /api/events: the latest automation events, for a late launcher.
 	m.HandleFunc("GET /api/events", p.handleEvents)
+	// GET /api/flows: the network log's consent flows.
+	m.HandleFunc("GET /api/flows", p.handleFlows)
+	// GET /api/flows/{id}/json: one flow with its entries.
+	m.HandleFunc("GET /api/flows/{id}/json", p.handleFlowJSON)
+	// GET /api/flows/{id}/har: one flow as HAR 1.2.
+	m.HandleFunc("GET /api/flows/{id}/har", p.handleFlowHAR)
 	// Anything else: 404 in the API's shape.
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errNotFound) })
 	return m
@@ -233,6 +241,40 @@ func (p *Playground) handleEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Events []json.RawMessage `json:"events"`
 	}{p.history.recent()})
+}
+
+func (p *Playground) handleFlows(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Flows []netlog.FlowSummary `json:"flows"`
+	}{p.netlog.Flows()})
+}
+
+// unknownFlow is the 404 of a flow id the log does not have (any more:
+// it keeps the latest flows only).
+func unknownFlow(id string) *apiError {
+	return &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("no flow %q in the network log; GET /api/flows lists the flows it keeps (the latest 100)", id)}
+}
+
+func (p *Playground) handleFlowJSON(w http.ResponseWriter, r *http.Request) {
+	x, ok := p.netlog.Flow(r.PathValue("id"))
+	if !ok {
+		writeError(w, unknownFlow(r.PathValue("id")))
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
+}
+
+func (p *Playground) handleFlowHAR(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	h, ok := p.netlog.HAR(id)
+	if !ok {
+		writeError(w, unknownFlow(id))
+		return
+	}
+	// A file a HAR viewer opens; the name is the flow's id, which the log
+	// made ([a-z0-9] only).
+	w.Header().Set("Content-Disposition", `attachment; filename="flow-`+id+`.har"`)
+	writeJSON(w, http.StatusOK, h)
 }
 
 // readJSON decodes one strict JSON object of at most 64 KiB.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -51,6 +52,9 @@ type OpenRequest struct {
 	// for the inspector (token.claims, grant), as it does for the demo
 	// backends; nil lets the host use its own client.
 	HTTP *http.Client
+	// NetLog records the launch's consent flows in the playground's
+	// network log (GET /api/flows); the Opener hands it to the host.
+	NetLog *netlog.Launch
 }
 
 // LaunchResult is the answer of POST /api/launch: the resolver's staged
@@ -137,7 +141,8 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 	}
 	hostID, hostSecret := p.HostCredential()
 	view, err := p.cfg.Opener.Mount(ctx, OpenRequest{Miniapp: app, Subject: p.Subject(), Services: p.Services(),
-		HostClientID: hostID, HostSecret: hostSecret, HTTP: p.hostHTTP})
+		HostClientID: hostID, HostSecret: hostSecret, HTTP: p.hostHTTP,
+		NetLog: p.netlog.BeginLaunch(app.Origin.String(), app.Manifest.ID, app.Manifest.OAuth.ClientID)})
 	if err != nil {
 		res.Window.Message = "Accepted, but the window could not open it: " + err.Error()
 		return res, nil

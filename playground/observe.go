@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -79,6 +80,9 @@ type observer struct {
 	// token.issued itself (docs/automation.md), so the observer adds only
 	// token.claims and grant.
 	hostIssues bool
+	// netlog receives the token exchange and the grant read, in the flow
+	// whose code was exchanged (a flow of the window's).
+	netlog *netlog.Log
 
 	wg sync.WaitGroup // grant reads in flight
 }
@@ -103,7 +107,11 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 		form, _ = url.ParseQuery(string(body))
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	resp, err := base.RoundTrip(req)
+	// The exchange joins the flow that issued its code, if the window ran
+	// one: the code is the link (netlog.Flow.SetCode).
+	flow := o.netlog.FlowByCode(form.Get("code"))
+	req = req.WithContext(netlog.Into(req.Context(), flow, netlog.SourceBackend, netlog.KindToken))
+	resp, err := (&netlog.Transport{Base: base}).RoundTrip(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
@@ -121,12 +129,12 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		clientID, secret = form.Get("client_id"), form.Get("client_secret")
 	}
-	o.publish(clientID, secret, form.Get("code"), body)
+	o.publish(flow, clientID, secret, form.Get("code"), body)
 	return resp, nil
 }
 
 // publish reports one token response.
-func (o *observer) publish(clientID, secret, code string, body []byte) {
+func (o *observer) publish(flow *netlog.Flow, clientID, secret, code string, body []byte) {
 	var tr struct {
 		AccessToken          string          `json:"access_token"`
 		TokenType            string          `json:"token_type"`
@@ -160,16 +168,17 @@ func (o *observer) publish(clientID, secret, code string, body []byte) {
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
-		o.bus.Publish(o.readGrant(clientID, secret, tr.AccessToken, fp))
+		o.bus.Publish(o.readGrant(flow, clientID, secret, tr.AccessToken, fp))
 	}()
 }
 
 // readGrant asks the grant endpoint about token, as the client it was
 // issued to (docs/authserver.md, "GET {base_url}/authorization").
-func (o *observer) readGrant(clientID, secret, token, fp string) GrantEvent {
+func (o *observer) readGrant(flow *netlog.Flow, clientID, secret, token, fp string) GrantEvent {
 	ev := GrantEvent{ClientID: clientID, Fingerprint: fp}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	ctx = netlog.Into(ctx, flow, netlog.SourceBackend, netlog.KindGrant)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.grant.String(), nil)
 	if err != nil {
 		ev.Error = err.Error()
@@ -178,7 +187,7 @@ func (o *observer) readGrant(clientID, secret, token, fp string) GrantEvent {
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("X-Client-Id", clientID)
 	req.Header.Set("X-Client-Secret", secret)
-	resp, err := o.client.Do(req)
+	resp, err := netlog.Client(o.client).Do(req)
 	if err != nil {
 		o.log.Warn("playground: read grant", "err", err)
 		ev.Error = "the grant endpoint did not answer"

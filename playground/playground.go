@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -93,6 +94,7 @@ type Playground struct {
 	hostObs  *observer // the host's own token requests (OpenRequest.HTTP)
 	hostHTTP *http.Client
 	launches launchLog
+	netlog   *netlog.Log
 	tempDir  string
 
 	mu      sync.Mutex // guards below
@@ -145,7 +147,8 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 	}
 	p.origin = "http://" + p.ln.Addr().String()
 
-	p.obs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger}
+	p.netlog = netlog.New(netlog.Config{Events: p.bus, Now: p.cfg.Now, Creator: "miniapp-host playground"})
+	p.obs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger, netlog: p.netlog}
 	if p.world, err = startWorld(ctx, worldConfig{
 		db: filepath.Join(dir, "authserver.db"), addrs: cfg.Addrs, now: cfg.Now, logger: p.cfg.Logger, obs: p.obs,
 	}); err != nil {
@@ -261,6 +264,10 @@ func (p *Playground) Close() error {
 
 // Bus is the event bus of the automation channel and the inspector.
 func (p *Playground) Bus() *bridge.Bus { return p.bus }
+
+// NetLog is the network log of the consent flows of the Miniapps launched
+// in the window (GET /api/flows).
+func (p *Playground) NetLog() *netlog.Log { return p.netlog }
 
 // LauncherURL is the launcher page, with the automation token in the
 // fragment: the page needs it for its API and its WebSocket, and a fragment

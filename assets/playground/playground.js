@@ -703,7 +703,19 @@
     const kind = env.kind;
     if (kind === "resolve.stage") return null;
     if (typeof d.flow === "string" && d.flow) {
-      return model.flowById.get(d.flow) || newFlow(g, d.flow);
+      const known = model.flowById.get(d.flow);
+      if (known) return known;
+      // The network log names the flow the page started on its own (from
+      // the caught navigation): the flow takes the log's id, which the
+      // HAR export needs.
+      const cur = g.flow;
+      if (cur && !cur.serverID && !cur.closed) {
+        cur.id = cur.serverID = d.flow;
+        cur.node.dataset.flow = d.flow;
+        model.flowById.set(d.flow, cur);
+        return cur;
+      }
+      return (g.flow = newFlow(g, d.flow));
     }
     if ((kind === "token.claims" || kind === "grant") && model.flowByFingerprint.has(d.fingerprint)) {
       return model.flowByFingerprint.get(d.fingerprint);

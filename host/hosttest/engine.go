@@ -325,6 +325,10 @@ func (e *Engine) Post(v host.View, raw string) {
 // Input plays a real click on the Miniapp's view.
 func (e *Engine) Input() { e.onUI(func() { e.events.UserInput(time.Now()) }) }
 
+// Resource plays the Miniapp's view reporting a request it loaded, as
+// WebKit's resource-load-started and the resource's finished signal do.
+func (e *Engine) Resource(r host.Resource) { e.onUI(func() { e.events.ResourceLoaded(r) }) }
+
 // Crash plays the Miniapp view's web process crashing.
 func (e *Engine) Crash() { e.onUI(func() { e.events.WebProcessTerminated(host.TerminationCrashed) }) }
 

@@ -224,6 +224,127 @@ static gboolean on_input(GtkWidget *w, GdkEvent *ev, gpointer data) {
 	return FALSE;
 }
 
+// Resource loads of the Miniapp's view, for the network log (docs/host.md,
+// "Network log"). resource-load-started gives a WebKitWebResource and its
+// request; the resource's sent-request signal gives the request as sent
+// (and each redirect's response), notify::response the time its response
+// came, failed the error, and finished (emitted after failed too) the
+// end. Everything reaches Go once per request, as plain strings and
+// integers, through MH_TO_GO.
+
+// Bounds of the header text handed to Go: the log keeps no more.
+#define MH_MAX_HEADERS 64
+#define MH_MAX_HEADER_VALUE 4096
+
+typedef struct {
+	mh_ref *ref;
+	char *method;
+	char *uri;
+	char *req_headers;
+	char *error;
+	gint64 started, responded; // g_get_real_time(), microseconds
+} mh_res;
+
+static void mh_res_free(gpointer data) {
+	mh_res *r = data;
+	g_free(r->method);
+	g_free(r->uri);
+	g_free(r->req_headers);
+	g_free(r->error);
+	g_free(r);
+}
+
+// headers_text writes headers as "Name: value" lines, at most
+// MH_MAX_HEADERS of them, each value cut at MH_MAX_HEADER_VALUE bytes.
+static char *headers_text(SoupMessageHeaders *h) {
+	GString *s = g_string_new(NULL);
+	if (h) {
+		SoupMessageHeadersIter it;
+		const char *name, *value;
+		int n = 0;
+		soup_message_headers_iter_init(&it, h);
+		while (n < MH_MAX_HEADERS && soup_message_headers_iter_next(&it, &name, &value)) {
+			size_t len = strnlen(value, MH_MAX_HEADER_VALUE);
+			g_string_append_printf(s, "%s: %.*s\n", name, (int)len, value);
+			n++;
+		}
+	}
+	return g_string_free(s, FALSE);
+}
+
+static void mh_res_request(mh_res *r, WebKitURIRequest *req) {
+	const char *m = webkit_uri_request_get_http_method(req);
+	const char *u = webkit_uri_request_get_uri(req);
+	g_free(r->method);
+	g_free(r->uri);
+	g_free(r->req_headers);
+	r->method = g_strdup(m ? m : "GET");
+	r->uri = g_strdup(u ? u : "");
+	r->req_headers = headers_text(webkit_uri_request_get_http_headers(req));
+}
+
+// mh_res_report hands one request and its response (NULL: none) to Go.
+static void mh_res_report(mh_res *r, WebKitURIResponse *resp, const char *err) {
+	int status = 0;
+	long long size = -1;
+	char *resp_headers = NULL;
+	const char *mime = NULL;
+	if (resp) {
+		status = (int)webkit_uri_response_get_status_code(resp);
+		guint64 cl = webkit_uri_response_get_content_length(resp);
+		if (cl > 0) size = (long long)cl;
+		mime = webkit_uri_response_get_mime_type(resp);
+		resp_headers = headers_text(webkit_uri_response_get_http_headers(resp));
+	}
+	MH_TO_GO(goResourceLoaded(r->ref->handle, r->method, r->uri, r->req_headers, status,
+	                          resp_headers ? resp_headers : "", (char *)(mime ? mime : ""), size, r->started,
+	                          r->responded, g_get_real_time(), (char *)(err ? err : "")));
+	g_free(resp_headers);
+}
+
+static void on_resource_sent(WebKitWebResource *res, WebKitURIRequest *req, WebKitURIResponse *redirected,
+                             gpointer data) {
+	mh_res *r = data;
+	if (redirected) {
+		// A redirect: its hop is a request of its own, as HAR lists it.
+		if (!r->responded) r->responded = g_get_real_time();
+		mh_res_report(r, redirected, NULL);
+		r->started = g_get_real_time();
+		r->responded = 0;
+	}
+	// The request as sent has more headers than at its start.
+	mh_res_request(r, req);
+}
+
+static void on_resource_response(GObject *obj, GParamSpec *p, gpointer data) {
+	mh_res *r = data;
+	if (!r->responded) r->responded = g_get_real_time();
+}
+
+static void on_resource_failed(WebKitWebResource *res, GError *err, gpointer data) {
+	mh_res *r = data;
+	g_free(r->error);
+	r->error = g_strdup(err && err->message ? err->message : "the load failed");
+}
+
+static void on_resource_finished(WebKitWebResource *res, gpointer data) {
+	mh_res *r = data;
+	mh_res_report(r, webkit_web_resource_get_response(res), r->error);
+}
+
+static void on_resource_started(WebKitWebView *view, WebKitWebResource *res, WebKitURIRequest *req, gpointer data) {
+	mh_res *r = g_new0(mh_res, 1);
+	r->ref = data;
+	r->started = g_get_real_time();
+	mh_res_request(r, req);
+	// The record lives as long as the resource.
+	g_object_set_data_full(G_OBJECT(res), "miniapp-host-resource", r, mh_res_free);
+	g_signal_connect(res, "sent-request", G_CALLBACK(on_resource_sent), r);
+	g_signal_connect(res, "notify::response", G_CALLBACK(on_resource_response), r);
+	g_signal_connect(res, "failed", G_CALLBACK(on_resource_failed), r);
+	g_signal_connect(res, "finished", G_CALLBACK(on_resource_finished), r);
+}
+
 // on_script_message hands a page's message to Go as a string: no JSCValue
 // ever reaches Go code.
 static void on_script_message(WebKitUserContentManager *m, WebKitJavascriptResult *res, gpointer data) {
@@ -312,6 +433,9 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	g_signal_connect(view, "key-press-event", G_CALLBACK(on_input), r);
 	g_signal_connect(view, "button-press-event", G_CALLBACK(on_input), r);
 	g_signal_connect(view, "touch-event", G_CALLBACK(on_input), r);
+	// The network log's view requests: the Miniapp's view only, never the
+	// host's consent view or the launcher.
+	g_signal_connect(view, "resource-load-started", G_CALLBACK(on_resource_started), r);
 	WebKitUserContentManager *vucm = webkit_web_view_get_user_content_manager(view);
 	// webview_go's own "external" handler feeds page input to its C++
 	// JSON reader; the host binds nothing through it, so it goes.
