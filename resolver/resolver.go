@@ -59,7 +59,7 @@ func (r *Resolver) Resolve(ctx context.Context, id, rawOrigin string) (*Miniapp,
 	rep := newReport(id, rawOrigin, false)
 	o, reason := r.checkOrigin(rawOrigin)
 	if reason != nil {
-		rep.skipAfter(StageOrigin, "not run: there is no usable origin to download the manifest from")
+		rep.skipAfter(StageOrigin, "there is no usable origin to download the manifest from")
 		return nil, rep.reject([]Reason{*reason})
 	}
 	manifestURL, err := origin.ParseURL(o.String() + ManifestPath)
@@ -74,7 +74,7 @@ func (r *Resolver) Resolve(ctx context.Context, id, rawOrigin string) (*Miniapp,
 	dl := rep.stage(StageDownload)
 	dl.URL = manifestURL.String()
 	if se != nil {
-		rep.skipAfter(StageDownload, "not run: no manifest was downloaded")
+		rep.skipAfter(StageDownload, "no manifest was downloaded")
 		return nil, r.downloadFailed(rep, se)
 	}
 	dl.Outcome, dl.Status, dl.Cache, dl.Redirects = OutcomeOK, got.status, got.cache, got.redirects
@@ -118,7 +118,7 @@ func (r *Resolver) offlineOrigin(id, manifestURL string) (*Report, *url.URL) {
 	rep := newReport(id, manifestURL, true)
 	rep.skip(StageDownload, "offline: the manifest was read from a file")
 	if manifestURL == "" {
-		rep.skip(StageOrigin, "not run: no manifest URL was given")
+		rep.skip(StageOrigin, "no manifest URL was given")
 		return rep, nil
 	}
 	u, err := origin.ParseURL(manifestURL)
@@ -259,7 +259,7 @@ func (r *Resolver) evaluate(ctx context.Context, rep *Report, id string, body []
 	body = bytes.TrimPrefix(body, utf8BOM)
 	v, reason := decodeJSON(StageParse, "manifest", body)
 	if reason != nil {
-		rep.skipAfter(StageParse, "not run: the manifest is not JSON")
+		rep.skipAfter(StageParse, "the manifest is not JSON")
 		return nil, rep.reject([]Reason{*reason})
 	}
 	rep.ok(StageParse)
@@ -277,7 +277,7 @@ func (r *Resolver) evaluate(ctx context.Context, rep *Report, id string, body []
 
 	switch {
 	case !mv.idOK:
-		rep.skip(StageIdentity, "not run: the manifest's id is missing or invalid (see the schema stage)")
+		rep.skip(StageIdentity, "the manifest's id is missing or invalid: see the schema stage")
 	case m.ID != id:
 		rep.fail([]Reason{{Stage: StageIdentity, Code: CodeIDMismatch, Pointer: "/id",
 			Message: fmt.Sprintf("the manifest's id is %q, not the requested %q", m.ID, id),
@@ -289,9 +289,9 @@ func (r *Resolver) evaluate(ctx context.Context, rep *Report, id string, body []
 	var client *ClientConfig
 	switch {
 	case source == nil:
-		rep.skip(StageClient, "not run: no client configuration was given; its client_type, allowed_origins and the oauth.auth_url a confidential client needs were not checked")
+		rep.skip(StageClient, "no client configuration was given; its client_type, allowed_origins and the oauth.auth_url a confidential client needs were not checked")
 	case !mv.clientIDOK:
-		rep.skip(StageClient, "not run: the manifest's oauth.client_id is missing or invalid (see the schema stage)")
+		rep.skip(StageClient, "the manifest's oauth.client_id is missing or invalid: see the schema stage")
 	default:
 		client, err = r.clientStage(ctx, rep, m, mv.authDeclared, source)
 		if err != nil {
@@ -334,10 +334,10 @@ func (r *Resolver) evaluate(ctx context.Context, rep *Report, id string, body []
 func (r *Resolver) originsStage(rep *Report, mv manifestView, manifestURL *url.URL, client *ClientConfig, haveSource bool) (start, auth *url.URL) {
 	switch {
 	case manifestURL == nil:
-		rep.skip(StageOrigins, "not run: start_url and oauth.auth_url resolve against the manifest URL, and there is no usable one")
+		rep.skip(StageOrigins, "start_url and oauth.auth_url resolve against the manifest URL, and there is no usable one")
 		return nil, nil
 	case !mv.startOK && !mv.authOK:
-		rep.skip(StageOrigins, "not run: the manifest has no usable start_url or oauth.auth_url (see the schema stage)")
+		rep.skip(StageOrigins, "the manifest has no usable start_url or oauth.auth_url: see the schema stage")
 		return nil, nil
 	}
 	mo := origin.Of(manifestURL)
@@ -348,7 +348,7 @@ func (r *Resolver) originsStage(rep *Report, mv manifestView, manifestURL *url.U
 		start, rs = checkMember(mo, manifestURL, client, "/start_url", mv.m.StartURL, CodeStartURLInvalid, CodeStartURLCrossOrigin, CodeStartURLNotAllowed)
 		reasons = append(reasons, rs...)
 	} else {
-		notes = append(notes, "start_url not checked: it is missing or invalid (see the schema stage)")
+		notes = append(notes, "start_url not checked: it is missing or invalid: see the schema stage")
 	}
 	if mv.authOK {
 		var rs []Reason
@@ -358,7 +358,7 @@ func (r *Resolver) originsStage(rep *Report, mv manifestView, manifestURL *url.U
 	switch {
 	case client != nil:
 	case haveSource:
-		notes = append(notes, "allowed_origins not checked: the client configuration is unusable (see the client stage)")
+		notes = append(notes, "allowed_origins not checked: the client configuration is unusable: see the client stage")
 	default:
 		notes = append(notes, "allowed_origins not checked: no client configuration was given")
 	}
@@ -395,7 +395,7 @@ func (r *Resolver) clientStage(ctx context.Context, rep *Report, m *Manifest, au
 	}
 	if se != nil {
 		if se.undecided {
-			rep.skipAfter(StageClient, "not run: the client configuration could not be had")
+			rep.skipAfter(StageClient, "the client configuration could not be had")
 			return nil, rep.undecided(se)
 		}
 		if se.status != 0 {
