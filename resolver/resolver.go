@@ -289,7 +289,7 @@ func (r *Resolver) evaluate(ctx context.Context, rep *Report, id string, body []
 	var client *ClientConfig
 	switch {
 	case source == nil:
-		rep.skip(StageClient, "no client configuration was given; its client_type, allowed_origins and the oauth.auth_url a confidential client needs were not checked")
+		rep.skip(StageClient, "no client configuration was given, so its client_type, its allowed_origins and the oauth.auth_url a confidential client needs are unchecked")
 	case !mv.clientIDOK:
 		rep.skip(StageClient, "the manifest's oauth.client_id is missing or invalid: see the schema stage")
 	default:

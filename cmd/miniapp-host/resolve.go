@@ -180,17 +180,32 @@ func printReport(stdout, stderr io.Writer, report *resolver.Report, asJSON bool)
 		fmt.Fprintf(stdout, "could not decide at stage %s (%s): %s\n", r.Stage, r.Code, r.Message)
 		fmt.Fprintln(stdout, "  nothing was rejected; try again when the server answers")
 	}
+	// Stages not run, grouped by why: "not checked: parse, schema: ...".
+	var whys []string
+	notRun := map[string][]string{}
 	for _, st := range report.Stages {
-		switch {
-		case st.Outcome == resolver.OutcomeUndecided && report.Outcome != resolver.OutcomeUndecided:
+		if st.Outcome != resolver.OutcomeSkipped || report.Offline && st.Stage == resolver.StageDownload {
+			continue
+		}
+		why := strings.Join(st.Notes, "; ")
+		if _, seen := notRun[why]; !seen {
+			whys = append(whys, why)
+		}
+		notRun[why] = append(notRun[why], string(st.Stage))
+	}
+	for _, st := range report.Stages {
+		if st.Outcome == resolver.OutcomeUndecided && report.Outcome != resolver.OutcomeUndecided {
 			for _, r := range st.Reasons {
 				fmt.Fprintf(stdout, "  could not check %s (%s): %s\n", st.Stage, r.Code, r.Message)
 			}
-		case st.Outcome == resolver.OutcomeSkipped && !(report.Offline && st.Stage == resolver.StageDownload):
-			fmt.Fprintf(stdout, "  not checked: %s: %s\n", st.Stage, strings.Join(st.Notes, "; "))
 		}
+	}
+	for _, why := range whys {
+		fmt.Fprintf(stdout, "  not checked: %s: %s\n", strings.Join(notRun[why], ", "), why)
+	}
+	for _, st := range report.Stages {
 		for _, n := range st.Notes {
-			if st.Outcome != resolver.OutcomeSkipped && strings.Contains(n, "matches nothing") || strings.Contains(n, "not checked") {
+			if st.Outcome != resolver.OutcomeSkipped && (strings.Contains(n, "matches nothing") || strings.Contains(n, "not checked")) {
 				fmt.Fprintf(stdout, "  note (%s): %s\n", st.Stage, n)
 			}
 		}
