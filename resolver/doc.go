@@ -17,7 +17,9 @@
 // its input runs, so that one run reports everything it can establish and a
 // developer does not fix a manifest one stage at a time. Schema violations do
 // not stop identity, client and origins from checking the members the schema
-// did not refuse; a failed client stage leaves origins its same-origin rules.
+// did not refuse; a failed client stage leaves origins its same-origin rules
+// (the stage reports failed when they fail, else skipped: "ok" always means
+// every rule of a stage ran and passed).
 // Only a stage whose output the next needs ends it: no usable origin, no
 // download, no JSON. Stages that did not run are "skipped", with a note
 // saying why. CheckManifest checks a manifest without a client configuration.

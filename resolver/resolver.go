@@ -368,6 +368,12 @@ func (r *Resolver) originsStage(rep *Report, mv manifestView, manifestURL *url.U
 		sr.Notes = append(sr.Notes, notes...)
 		return start, auth
 	}
+	if client == nil {
+		// Only the same-origin rules ran: "ok" would claim allowed_origins
+		// passed too, so the stage stays skipped and says what ran.
+		rep.skip(StageOrigins, "only the same-origin rules of start_url and oauth.auth_url ran, and passed; "+strings.Join(notes, "; "))
+		return start, auth
+	}
 	var found []string
 	if start != nil {
 		found = append(found, "start_url "+start.String())

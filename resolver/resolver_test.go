@@ -234,8 +234,9 @@ func TestCheckManifest(t *testing.T) {
 		wantCodes                       []string
 		wantSkipped                     []Stage
 	}{
+		// origins ran its same-origin rules only: it stays skipped, and says so.
 		{"passes", "com.example.notes", "https://app.example/miniapp.webmanifest", testManifest, OutcomePassed, nil,
-			[]Stage{StageDownload, StageClient}},
+			[]Stage{StageDownload, StageClient, StageOrigins}},
 		{"passes without a manifest URL", "com.example.notes", "", testManifest, OutcomePassed, nil,
 			[]Stage{StageOrigin, StageDownload, StageClient, StageOrigins}},
 		{"schema and identity and origins together", "other", "https://app.example/m",
