@@ -149,16 +149,16 @@ func TestLaunchBrokenMiniapps(t *testing.T) {
 			if r := rep.Reasons[0]; r.Stage != e.Expect.Stage || r.Code != e.Expect.Code || r.Pointer != e.Expect.Pointer || r.Hint == "" {
 				t.Errorf("first reason %+v, want %+v with a hint", r, *e.Expect)
 			}
+			// The stages before the failed one passed; those after it ran
+			// when they had their input (docs/resolve.md), and each broken
+			// Miniapp has one thing wrong, so none of them failed.
 			failed := slices.IndexFunc(rep.Stages, func(s resolver.StageReport) bool { return s.Stage == e.Expect.Stage })
 			for i, s := range rep.Stages {
-				want := resolver.OutcomeOK
-				if i == failed {
-					want = resolver.OutcomeFailed
-				} else if i > failed {
-					want = resolver.OutcomeSkipped
-				}
-				if s.Outcome != want {
-					t.Errorf("stage %s: %s, want %s", s.Stage, s.Outcome, want)
+				switch {
+				case i < failed && s.Outcome != resolver.OutcomeOK,
+					i == failed && s.Outcome != resolver.OutcomeFailed,
+					i > failed && s.Outcome != resolver.OutcomeOK && s.Outcome != resolver.OutcomeSkipped:
+					t.Errorf("stage %s (%d, failed at %d): %s", s.Stage, i, failed, s.Outcome)
 				}
 			}
 			if res.Window.Opened || res.Window.TabURL != "" || res.Window.Message != msgRejected {

@@ -117,6 +117,13 @@ func (s *Server) handleGetProject(w http.ResponseWriter, r *http.Request, p stor
 		s.writeError(w, r, err)
 		return
 	}
+	// Empty lists are [], never null, for every reader of the answer.
+	if pol.Scopes == nil {
+		pol.Scopes = []string{}
+	}
+	if pol.Types == nil {
+		pol.Types = []string{}
+	}
 	writeJSON(w, http.StatusOK, projectView{ID: p.ID, Name: p.Name, Credentials: creds, Policy: pol, Submissions: subs})
 }
 

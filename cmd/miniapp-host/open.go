@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/miniapp-host/miniapp-host/host"
@@ -21,8 +21,10 @@ const defaultServiceURL = "http://127.0.0.1:8600"
 // the Miniapp was rejected (the reason is printed and shown in the
 // window), 2 usage, 3 the resolver or the service could not be reached.
 func runOpen(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("open", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet("open", func(w io.Writer) {
+		fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--devtools] [-v]")
+		fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it)")
+	})
 	cfg := host.OpenConfig{Log: e.stderr, HostVersion: "dev"}
 	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://127.0.0.1:8702")
 	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
@@ -35,22 +37,16 @@ func runOpen(ctx context.Context, e env) int {
 	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
 	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view (right click, Inspect Element)")
 	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent) to stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--devtools] [-v]")
-		fmt.Fprintln(e.stderr, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(e.args); err != nil {
-		return flagExit(err)
+	args, code, ok := parseFlags(e, fs, e.args)
+	if !ok {
+		return code
 	}
 	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(e.stderr, "miniapp-host: open: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	case len(args) > 0:
+		return usageError(e, "open", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
 	case cfg.Origin == "" || cfg.ID == "":
-		fmt.Fprintln(e.stderr, "miniapp-host: open: --origin and --id are required")
-		return exitUsage
+		return usageError(e, "open", "--origin and --id are required, e.g. --origin http://127.0.0.1:8702 --id demo-public")
 	case !webkitgtk.Available:
 		fmt.Fprintln(e.stderr, "miniapp-host: open:", host.ErrNoWebview)
 		return exitUsage
