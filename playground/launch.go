@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
@@ -166,18 +166,7 @@ func (p *Playground) publishStages(launch string, rep *resolver.Report) {
 	if rep == nil {
 		return
 	}
-	for _, st := range rep.Stages {
-		if st.Outcome == resolver.OutcomeSkipped {
-			continue
-		}
-		ev := bridge.ResolveStageEvent{Origin: rep.Origin, ID: rep.ID, Stage: string(st.Stage), OK: st.Outcome == resolver.OutcomeOK,
-			Launch: launch}
-		if len(st.Reasons) > 0 {
-			ev.Code, ev.Pointer, ev.Hint = st.Reasons[0].Code, st.Reasons[0].Pointer, st.Reasons[0].Hint
-		}
-		for _, r := range st.Reasons {
-			ev.Reasons = append(ev.Reasons, bridge.StageReason{Code: r.Code, Pointer: r.Pointer, Message: r.Message, Hint: r.Hint})
-		}
+	for _, ev := range host.StageEvents(rep, rep.Origin, rep.ID, launch) {
 		p.bus.Publish(ev)
 	}
 }
