@@ -109,8 +109,8 @@ func TestConsoleEventRedacted(t *testing.T) {
 		"https://app.example/a.js?code=x":   "https://app.example/a.js?code=" + Fingerprint("x"),
 		"https://app.example/a.js?code=x:3": "https://app.example/a.js?code=" + Fingerprint("x:3"),
 	} {
-		if got := redactSource(in); got != want {
-			t.Errorf("redactSource(%q) = %q, want %q", in, got, want)
+		if got := RedactSource(in); got != want {
+			t.Errorf("RedactSource(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -282,14 +282,14 @@ func (ConsoleEvent) Kind() string { return "console" }
 // MarshalJSON writes the event with Source and Frame redacted (RedactURL).
 func (e ConsoleEvent) MarshalJSON() ([]byte, error) {
 	type plain ConsoleEvent // without this method
-	e.Source, e.Frame = redactSource(e.Source), RedactURL(e.Frame)
+	e.Source, e.Frame = RedactSource(e.Source), RedactURL(e.Frame)
 	return json.Marshal(plain(e))
 }
 
-// redactSource is RedactURL of a url:line:col location that keeps its
-// line and column: without the split, a code in the URL's last parameter
-// would take them into its fingerprint.
-func redactSource(s string) string {
+// RedactSource is RedactURL of a url:line:col source location (a console
+// message's) that keeps its line and column: without the split, a code in
+// the URL's last parameter would take them into its fingerprint.
+func RedactSource(s string) string {
 	rest, pos := s, ""
 	for range 2 {
 		i := strings.LastIndexByte(rest, ':')
