@@ -82,6 +82,11 @@ func goScriptMessage(h C.uintptr_t, view C.int, msg *C.char) {
 	engineOf(h).events.ScriptMessage(host.View(view), C.GoString(msg))
 }
 
+//export goConsoleMessage
+func goConsoleMessage(h C.uintptr_t, msg *C.char, n C.int) {
+	engineOf(h).events.ConsoleMessage(C.GoStringN(msg, n))
+}
+
 //export goDispatch
 func goDispatch(fn C.uintptr_t) {
 	h := cgo.Handle(fn)
