@@ -34,7 +34,9 @@ func consoleRaw(t *testing.T, m map[string]any) string {
 }
 
 func isConsole(typ host.ConsoleType) func(host.Event) bool {
-	return func(e host.Event) bool { return e.Kind == host.EventConsole && e.Console != nil && e.Console.Type == typ }
+	return func(e host.Event) bool {
+		return e.Kind == host.EventConsole && e.Console != nil && e.Console.Type == typ
+	}
 }
 
 // TestConsoleMessages: what the capture script posts becomes an event of

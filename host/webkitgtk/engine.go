@@ -182,7 +182,9 @@ func (e *engine) inspectorOpen() bool { return C.mh_inspector_open(e.views[host.
 
 // closeInspector closes the Miniapp view's inspector and sets its
 // developer extras, for the tests. UI thread only.
-func (e *engine) closeInspector(extras bool) { C.mh_close_inspector(e.views[host.ViewMiniapp], cbool(extras)) }
+func (e *engine) closeInspector(extras bool) {
+	C.mh_close_inspector(e.views[host.ViewMiniapp], cbool(extras))
+}
 
 // SetContentFilter implements host.Engine.
 func (e *engine) SetContentFilter(rules string, done func(error)) {
