@@ -14,6 +14,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/playground"
 )
 
 // consoleApp serves the pages of the console tests: the main page and its
@@ -208,11 +209,11 @@ func readDevtools(t *testing.T) devtoolsState {
 }
 
 // TestInspector: the window, made without --devtools, has developer
-// extras off in every view, as WebKit's settings say; ShowInspector (the
-// automation channel's devtools.show and the playground's POST
-// /api/devtools) turns them on in the Miniapp's view and shows its
-// inspector, and the consent view and the launcher stay off. The host's
-// views also have no console capture.
+// extras off in every view, as WebKit's settings say; the playground's
+// POST /api/devtools (playground.Window.ShowDevTools, which the
+// automation channel's devtools.show also reaches) turns them on in the
+// Miniapp's view and shows its inspector, and the consent view and the
+// launcher stay off. The host's views also have no console capture.
 func TestInspector(t *testing.T) {
 	app, _, _ := consoleApp(t, `console.log("ready");`, "")
 	rec := mount(t, app)
@@ -222,8 +223,8 @@ func TestInspector(t *testing.T) {
 		t.Fatalf("developer extras without --devtools: %+v, want all off", got)
 	}
 	t.Cleanup(func() { onUI(func() { testEng.closeInspector(false) }) })
-	ctl := testWin.Controller(nil).(bridge.DevToolsController)
-	if err := ctl.ShowDevTools(t.Context(), bridge.ViewCommand{View: host.MainView}); err != nil {
+	var ctl bridge.DevToolsController = playground.NewWindow(testWin, "test")
+	if err := ctl.ShowDevTools(t.Context(), bridge.ViewCommand{}); err != nil {
 		t.Fatal(err)
 	}
 	rec.Wait(t, "the inspector shown", kind(host.EventDevTools))
