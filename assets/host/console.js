@@ -25,6 +25,7 @@
   var con = window.console;
   var stringify = JSON.stringify;
   var setTimer = window.setTimeout.bind(window);
+  var clock = Date.now;
   var ErrorCtor = Error;
   var ErrorEventCtor = window.ErrorEvent;
   var NodeCtor = window.Node;
@@ -36,7 +37,7 @@
   // second ends, so that a page logging in a loop floods nothing.
   var windowStart = 0, sent = 0, dropped = 0, flushing = false;
   function admit() {
-    var now = Date.now();
+    var now = clock();
     if (now - windowStart >= 1000 || now < windowStart) {
       windowStart = now;
       sent = 0;
