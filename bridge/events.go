@@ -35,7 +35,7 @@ const (
 	ConsentDenied   = "denied"
 )
 
-// ResolveStageEvent reports one stage of resolving a Miniapp (issue 3):
+// ResolveStageEvent reports one stage of resolving a Miniapp (docs/resolve.md):
 // manifest download, schema, identity, client config, origin checks.
 type ResolveStageEvent struct {
 	Origin string `json:"origin"`
@@ -46,6 +46,24 @@ type ResolveStageEvent struct {
 	OK      bool   `json:"ok"`
 	Code    string `json:"code,omitempty"`
 	Pointer string `json:"pointer,omitempty"`
+	Hint    string `json:"hint,omitempty"`
+	// Reasons are every reason of a failed stage, first one included (a
+	// schema stage can fail at several JSON pointers at once); Code,
+	// Pointer and Hint repeat the first for older clients.
+	Reasons []StageReason `json:"reasons,omitempty"`
+	// Launch names the launch that resolved the Miniapp, when the
+	// publisher numbers its launches (the playground does: "launch-3"),
+	// so that a timeline can group the stages and what followed them.
+	Launch string `json:"launch,omitempty"`
+}
+
+// StageReason is one reason of a failed resolution stage, as in the
+// resolver's report (docs/resolve.md): a stable code, the JSON pointer of
+// the offending member, a message and a hint saying how to fix it.
+type StageReason struct {
+	Code    string `json:"code"`
+	Pointer string `json:"pointer,omitempty"`
+	Message string `json:"message,omitempty"`
 	Hint    string `json:"hint,omitempty"`
 }
 

@@ -194,6 +194,11 @@ type Engine interface {
 	// must answer, running no script in the page (an evaluation would use
 	// up the page's user activation); done runs when it has answered.
 	Probe(done func(error))
+	// WindowSize is the window's last size in its normal state (not
+	// maximized, tiled or full screen), as the user left it; 0, 0 if it
+	// is not known. Valid on the UI thread and after Run has returned
+	// (closing the window destroys it before Run returns).
+	WindowSize() (width, height int)
 }
 
 // EngineEvents is what the engine reports, on the UI thread; the core

@@ -149,6 +149,12 @@ func (w *Window) watchdog() {
 // goroutine.
 func (w *Window) Run() { w.eng.Run() }
 
+// Size is the window's last size in its normal state (not maximized or
+// full screen), as the user left it, for the next window to open with;
+// 0, 0 if it is not known. Call it on the UI thread or after Run has
+// returned.
+func (w *Window) Size() (width, height int) { return w.eng.WindowSize() }
+
 // Terminate stops the UI loop.
 func (w *Window) Terminate() {
 	w.stopOnce.Do(func() { close(w.stop) })

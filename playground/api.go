@@ -108,6 +108,8 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("POST /api/reset", p.handleReset)
 	// POST /api/devtools {}: the web inspector of the Miniapp's view.
 	m.HandleFunc("POST /api/devtools", p.handleDevTools)
+	// GET /api/icon?launch=L&index=N: an icon of an accepted launch's manifest, from the Miniapp's origin.
+	m.HandleFunc("GET /api/icon", p.handleIcon)
 	// GET /api/events: the latest automation events, for a late launcher.
 	m.HandleFunc("GET /api/events", p.handleEvents)
 	// Anything else: 404 in the API's shape.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
@@ -46,13 +47,30 @@ type OpenRequest struct {
 	// HostClientID and HostSecret are the host's credential for the
 	// native-consent API (Services.Native).
 	HostClientID, HostSecret string
+	// HTTP is the client for the host's own requests to the service (the
+	// native-consent API and, for a public client signing in through the
+	// bridge, the token request). Its transport reads the token responses
+	// for the inspector (token.claims, grant), as it does for the demo
+	// backends; nil lets the host use its own client.
+	HTTP *http.Client
 }
 
 // LaunchResult is the answer of POST /api/launch: the resolver's staged
 // report and what became of the window.
 type LaunchResult struct {
+	// Launch names this launch ("launch-3"), as the resolve.stage events
+	// it published do, so that the inspector groups them.
+	Launch string           `json:"launch"`
 	Report *resolver.Report `json:"report"`
 	Window WindowStatus     `json:"window"`
+	// Manifest and Client are what the resolver read, for the launcher's
+	// manifest panel; nil when the resolver got no valid manifest or
+	// client configuration (the report says why).
+	Manifest *resolver.Manifest     `json:"manifest,omitempty"`
+	Client   *resolver.ClientConfig `json:"client,omitempty"`
+	// Icons are the manifest's icons, resolved against its URL, each with
+	// the launcher path that serves it (GET /api/icon) or why it cannot.
+	Icons []IconRef `json:"icons,omitempty"`
 }
 
 // WindowStatus says whether a launch reached a window.
@@ -96,12 +114,14 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 	var (
 		rej *resolver.Rejection
 		und *resolver.Undecided
-		res = &LaunchResult{Window: WindowStatus{Available: p.cfg.Opener != nil}}
+		res = &LaunchResult{Launch: p.launches.next(), Window: WindowStatus{Available: p.cfg.Opener != nil}}
 	)
 	switch {
 	case err == nil:
 		res.Report = app.Report
 		res.Window.TabURL = app.LoadURL.String()
+		res.Manifest, res.Client = app.Manifest, app.Client
+		res.Icons = p.launches.keep(res.Launch, app)
 	case errors.As(err, &rej):
 		res.Report, res.Window.Message = rej.Report, msgRejected
 	case errors.As(err, &und):
@@ -109,7 +129,7 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 	default:
 		return nil, fmt.Errorf("playground: %w", err)
 	}
-	p.publishStages(res.Report)
+	p.publishStages(res.Launch, res.Report)
 	if err != nil {
 		return res, nil
 	}
@@ -119,7 +139,7 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 	}
 	hostID, hostSecret := p.HostCredential()
 	view, err := p.cfg.Opener.Mount(ctx, OpenRequest{Miniapp: app, Subject: p.Subject(), Services: p.Services(),
-		HostClientID: hostID, HostSecret: hostSecret})
+		HostClientID: hostID, HostSecret: hostSecret, HTTP: p.hostHTTP})
 	if err != nil {
 		res.Window.Message = "Accepted, but the window could not open it: " + err.Error()
 		return res, nil
@@ -155,8 +175,9 @@ func (p *Playground) ShowDevTools(ctx context.Context, cmd bridge.ViewCommand) e
 	return dt.ShowDevTools(ctx, cmd)
 }
 
-// publishStages puts one resolve.stage event per stage that ran on the bus.
-func (p *Playground) publishStages(rep *resolver.Report) {
+// publishStages puts one resolve.stage event per stage that ran on the bus,
+// each with every reason of its stage and the launch's name.
+func (p *Playground) publishStages(launch string, rep *resolver.Report) {
 	if rep == nil {
 		return
 	}
@@ -164,9 +185,13 @@ func (p *Playground) publishStages(rep *resolver.Report) {
 		if st.Outcome == resolver.OutcomeSkipped {
 			continue
 		}
-		ev := bridge.ResolveStageEvent{Origin: rep.Origin, ID: rep.ID, Stage: string(st.Stage), OK: st.Outcome == resolver.OutcomeOK}
+		ev := bridge.ResolveStageEvent{Origin: rep.Origin, ID: rep.ID, Stage: string(st.Stage), OK: st.Outcome == resolver.OutcomeOK,
+			Launch: launch}
 		if len(st.Reasons) > 0 {
 			ev.Code, ev.Pointer, ev.Hint = st.Reasons[0].Code, st.Reasons[0].Pointer, st.Reasons[0].Hint
+		}
+		for _, r := range st.Reasons {
+			ev.Reasons = append(ev.Reasons, bridge.StageReason{Code: r.Code, Pointer: r.Pointer, Message: r.Message, Hint: r.Hint})
 		}
 		p.bus.Publish(ev)
 	}

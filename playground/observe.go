@@ -46,7 +46,19 @@ type GrantEvent struct {
 	Status      int             `json:"status,omitempty"`
 	Grant       json.RawMessage `json:"grant,omitempty"`
 	Error       string          `json:"error,omitempty"`
+	// Scope and AuthorizationDetails are what the token response says was
+	// granted (RFC 6749 section 5.1, RFC 9396 section 7), set when the
+	// grant endpoint could not be asked: what is known without it.
+	Scope                string          `json:"scope,omitempty"`
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 }
+
+// errPublicGrant says why a public client's grant is not read: the grant
+// endpoint answers the token's own client, authenticated with its secret, or
+// a Resource Server in the token's audience (docs/authserver.md).
+const errPublicGrant = "not read: GET /authorization needs a client secret, and a public client has none " +
+	"(the endpoint answers only the token's own client, authenticated, or a Resource Server in the token's audience); " +
+	"scope and authorization_details below are those of the token response"
 
 // Kind implements bridge.Event.
 func (GrantEvent) Kind() string { return "grant" }
@@ -63,6 +75,10 @@ type observer struct {
 	// token and grant are the service's endpoints, set before any demo
 	// Miniapp starts.
 	token, grant *url.URL
+	// hostIssues is set for the host's own client: the host publishes
+	// token.issued itself (docs/automation.md), so the observer adds only
+	// token.claims and grant.
+	hostIssues bool
 
 	wg sync.WaitGroup // grant reads in flight
 }
@@ -122,8 +138,10 @@ func (o *observer) publish(clientID, secret, code string, body []byte) {
 		return
 	}
 	fp := bridge.Fingerprint(tr.AccessToken)
-	o.bus.Publish(bridge.TokenIssuedEvent{ClientID: clientID, TokenType: tr.TokenType, Scope: tr.Scope, ExpiresIn: tr.ExpiresIn,
-		AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp})
+	if !o.hostIssues {
+		o.bus.Publish(bridge.TokenIssuedEvent{ClientID: clientID, TokenType: tr.TokenType, Scope: tr.Scope, ExpiresIn: tr.ExpiresIn,
+			AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp})
+	}
 	claims := TokenClaimsEvent{ClientID: clientID, Fingerprint: fp}
 	if code != "" {
 		claims.CodeFingerprint = bridge.Fingerprint(code)
@@ -135,8 +153,8 @@ func (o *observer) publish(clientID, secret, code string, body []byte) {
 	}
 	o.bus.Publish(claims)
 	if secret == "" {
-		o.bus.Publish(GrantEvent{ClientID: clientID, Fingerprint: fp,
-			Error: "not read: GET /authorization needs a client secret, and a public client has none"})
+		o.bus.Publish(GrantEvent{ClientID: clientID, Fingerprint: fp, Error: errPublicGrant,
+			Scope: tr.Scope, AuthorizationDetails: tr.AuthorizationDetails})
 		return
 	}
 	o.wg.Add(1)

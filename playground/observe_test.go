@@ -154,3 +154,25 @@ func TestJWTClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestObserverHostClient reports, for a token the host obtained itself (the
+// bridge's sign-in of a public client), the claims and what is known of the
+// grant, and leaves token.issued to the host, which publishes it.
+func TestObserverHostClient(t *testing.T) {
+	bus := bridge.NewBus(nil)
+	sub := bus.Subscribe(8)
+	defer sub.Close()
+	o := &observer{bus: bus, hostIssues: true}
+	jwt := "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzdWJfYW5hIn0.c2ln"
+	o.publish("demo-public", "", "the-code", []byte(`{"access_token":"`+jwt+`","token_type":"Bearer","scope":"openid profile"}`))
+	want := []struct{ kind, has string }{
+		{"token.claims", `"claims":{"sub":"sub_ana"}`},
+		{"grant", `"scope":"openid profile"`},
+	}
+	for _, w := range want {
+		env := string(<-sub.C())
+		if !strings.Contains(env, `"kind":"`+w.kind+`"`) || !strings.Contains(env, w.has) {
+			t.Errorf("got %s, want %s with %s", env, w.kind, w.has)
+		}
+	}
+}

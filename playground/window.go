@@ -48,7 +48,7 @@ func (pw *Window) Mount(ctx context.Context, req OpenRequest) (string, error) {
 	s := req.Services
 	svc := &host.Service{Issuer: s.Issuer, Authorize: s.Authorization, Token: s.Token, Native: s.Native, Grant: s.Grant}
 	if err := pw.w.MountResolved(ctx, req.Miniapp, svc, host.MountOptions{HostClientID: req.HostClientID,
-		HostSecret: req.HostSecret, Subject: req.Subject, HostVersion: pw.hostVersion}); err != nil {
+		HostSecret: req.HostSecret, Subject: req.Subject, HostVersion: pw.hostVersion, HTTP: req.HTTP}); err != nil {
 		return "", fmt.Errorf("playground: %w", err)
 	}
 	pw.w.ShowPage(host.PageMiniapp)

@@ -75,9 +75,9 @@ func (s *Store) AddClient(ctx context.Context, c *Client) error {
 	ro, _ := json.Marshal(nonNil(c.Roles))
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`INSERT INTO clients(id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource)
-			VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
-			c.ID, c.ProjectID, c.Name, string(c.Type), c.SecretHash, string(ru), string(ao), string(ro), c.Resource)
+		res, err := tx.Exec(`INSERT INTO clients(id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource, id_token_alg)
+			VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+			c.ID, c.ProjectID, c.Name, string(c.Type), c.SecretHash, string(ru), string(ao), string(ro), c.Resource, c.idTokenAlg())
 		if err != nil {
 			return wrap("add client", err)
 		}

@@ -98,6 +98,12 @@ func runPlayground(ctx context.Context, e env) int {
 // another; the launcher loads in the window as soon as they serve. It
 // returns when the window is closed or ctx ends.
 func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data string, browser, verbose, devtools bool) int {
+	// Before UseDataDir moves XDG_CONFIG_HOME into dir.
+	sizeFile := windowSizeFile("playground")
+	size, err := loadWindowSize(sizeFile, windowSize{1280, 860})
+	if err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+	}
 	dir, err := os.MkdirTemp("", "miniapp-host-playground-webkit-")
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
@@ -111,7 +117,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		return exitUndecided
 	}
 	cfg.Bus = bridge.NewBus(nil)
-	w, err := host.NewWindow(webkitgtk.New, host.Options{Title: "Miniapp Host playground", Width: 1280, Height: 860,
+	w, err := host.NewWindow(webkitgtk.New, host.Options{Title: "Miniapp Host playground", Width: size.Width, Height: size.Height,
 		DataDir: dir, Ephemeral: true, Events: cfg.Bus, Launcher: true, DevTools: devtools})
 	if errors.Is(err, host.ErrNoDisplay) {
 		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
@@ -167,8 +173,12 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		os.RemoveAll(dir)
 		stuckExit(e, "playground")()
 	})
-	// The window is closed (or ctx ended): stop the servers, once they
-	// have started.
+	// The window is closed (or ctx ended): keep its size for the next
+	// run, and stop the servers, once they have started.
+	sw, sh := w.Size()
+	if err := saveWindowSize(sizeFile, windowSize{sw, sh}); err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+	}
 	select {
 	case p := <-started:
 		if err := p.Close(); err != nil {

@@ -303,6 +303,9 @@ func (e *Engine) TerminateWebProcess() {
 	e.Dispatch(func() { e.events.WebProcessTerminated(host.TerminationByHost) })
 }
 
+// WindowSize implements host.Engine: the size the window was made with.
+func (e *Engine) WindowSize() (int, int) { return e.cfg.Width, e.cfg.Height }
+
 // Probe implements host.Engine: answered at once, unless the page hangs.
 func (e *Engine) Probe(done func(error)) {
 	e.mu.Lock()

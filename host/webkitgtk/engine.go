@@ -73,6 +73,7 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 	if cfg.Width > 0 && cfg.Height > 0 {
 		e.wv.SetSize(cfg.Width, cfg.Height, webview.HintNone)
 	}
+	C.mh_track_size(e.win, C.int(cfg.Width), C.int(cfg.Height))
 	if !cfg.Ephemeral {
 		p := C.CString(filepath.Join(cfg.DataDir, "cookies.sqlite"))
 		C.mh_set_persistent_cookies(e.views[host.ViewMiniapp], p)
@@ -88,6 +89,13 @@ func (e *engine) Run() {
 	C.mh_unblock_suspend()
 	e.wv.Run()
 	C.mh_block_suspend()
+}
+
+// WindowSize implements host.Engine.
+func (e *engine) WindowSize() (int, int) {
+	var w, h C.int
+	C.mh_window_size(&w, &h)
+	return int(w), int(h)
 }
 
 // Terminate implements host.Engine: webview_go posts the quit to the loop.

@@ -54,6 +54,9 @@ func TestMain(m *testing.M) {
 	if c := os.Getenv(openChildEnv); c != "" {
 		os.Exit(runOpenChild(c))
 	}
+	if title := os.Getenv(sizeChildEnv); title != "" {
+		os.Exit(runSizeChild(title))
+	}
 	os.Exit(runMain(m))
 }
 

@@ -378,6 +378,37 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	return 0;
 }
 
+// The window's size in its normal state, kept on every configure-event:
+// closing the window destroys it before the main loop returns, so its size
+// must be known before. A maximized, tiled or full-screen size is not the
+// user's choice of a size and is not kept. Plain C: no Go runs here.
+static int mh_width, mh_height;
+
+static gboolean on_configure(GtkWidget *widget, GdkEvent *event, gpointer data) {
+	(void)event;
+	(void)data;
+	GdkWindow *gw = gtk_widget_get_window(widget);
+	if (gw && (gdk_window_get_state(gw) &
+	           (GDK_WINDOW_STATE_MAXIMIZED | GDK_WINDOW_STATE_FULLSCREEN | GDK_WINDOW_STATE_TILED)))
+		return FALSE;
+	gtk_window_get_size(GTK_WINDOW(widget), &mh_width, &mh_height);
+	return FALSE;
+}
+
+// mh_track_size starts keeping the window's size, from the size it was
+// made with.
+void mh_track_size(GtkWindow *win, int width, int height) {
+	mh_width = width;
+	mh_height = height;
+	g_signal_connect(win, "configure-event", G_CALLBACK(on_configure), NULL);
+}
+
+// mh_window_size is the last size kept.
+void mh_window_size(int *width, int *height) {
+	*width = mh_width;
+	*height = mh_height;
+}
+
 // mh_show_page shows the launcher (0) or the Miniapp (1), when the window
 // has a launcher.
 void mh_show_page(GtkWindow *win, int page) {

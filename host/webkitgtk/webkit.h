@@ -25,6 +25,8 @@ void mh_unblock_suspend(void);
 void mh_dispatch(uintptr_t fn);
 void mh_show_host_view(WebKitWebView *host, int show);
 void mh_show_page(GtkWindow *win, int page);
+void mh_track_size(GtkWindow *win, int width, int height);
+void mh_window_size(int *width, int *height);
 void mh_load_uri(WebKitWebView *view, const char *uri);
 void mh_load_html(WebKitWebView *view, const char *html);
 void mh_eval(WebKitWebView *view, const char *js);

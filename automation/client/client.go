@@ -1,0 +1,335 @@
+// Package client drives Miniapp Host through its automation channel
+// (docs/automation.md): it connects with the URL and token the host
+// prints, sends typed commands and waits for events, so that Go tests
+// never write WebSocket code of their own.
+//
+//	c, err := client.Dial(ctx, url, token)
+//	view, err := c.Open(ctx, origin, id)
+//	shown, err := c.WaitFor(ctx, client.Kind("consent.shown"))
+//	err = c.Approve(ctx, view, "")
+//	_, err = c.WaitFor(ctx, client.Kind("cookies.synced"))
+//
+// Events are kept from the moment the connection is made, so an event
+// that arrives before WaitFor is called is not missed: WaitFor looks at
+// every event after the last one it returned.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+)
+
+// Event is one event of the channel. Decode its Data into the matching
+// type of package bridge (bridge.ConsentShownEvent for "consent.shown",
+// and so on), or into a map for kinds without one.
+type Event struct {
+	Seq  int64           `json:"seq"`
+	Time time.Time       `json:"time"`
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Decode unmarshals the event's data into v.
+func (e Event) Decode(v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("automation: event %d (%s): %w", e.Seq, e.Kind, err)
+	}
+	return nil
+}
+
+// Kind matches events of one kind.
+func Kind(kind string) func(Event) bool { return func(e Event) bool { return e.Kind == kind } }
+
+// Error is a command's refusal or failure, with the channel's code
+// (docs/automation.md, "Errors"): compare Code with bridge.CodeBusy,
+// bridge.CodeCommandFailed and the like.
+type Error struct {
+	Command string
+	Code    bridge.Code
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("automation: %s: %s: %s", e.Command, e.Code, e.Message)
+}
+
+// ErrClosed is returned once the connection has ended; Err says why.
+var ErrClosed = errors.New("automation: the connection is closed")
+
+// MaxKept is how many events a client keeps for WaitFor; older ones are
+// dropped first (a test runs a few hundred).
+const MaxKept = 10_000
+
+// Client is one connection to the automation channel. Its methods are
+// safe for concurrent use.
+type Client struct {
+	conn *websocket.Conn
+	wmu  sync.Mutex // serializes writes
+
+	mu      sync.Mutex // guards below
+	nextID  int64
+	replies map[int64]chan reply
+	events  []Event // kept, oldest first
+	cursor  int64   // WaitFor looks after this seq
+	changed chan struct{}
+	err     error // why the connection ended; nil while open
+
+	done chan struct{}
+}
+
+type reply struct {
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    bridge.Code `json:"code"`
+		Message string      `json:"message"`
+	} `json:"error"`
+}
+
+// Dial connects to url (ws://127.0.0.1:<port>/automation) with token, both
+// as the host printed them.
+func Dial(ctx context.Context, url, token string) (*Client, error) {
+	h := http.Header{"Sec-WebSocket-Protocol": {bridge.AutomationProtocol + ", " + bridge.TokenProtocolPrefix + token}}
+	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, url, h)
+	if err != nil {
+		if resp != nil {
+			var body struct {
+				Error struct {
+					Code    string `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if json.NewDecoder(resp.Body).Decode(&body) == nil && body.Error.Code != "" {
+				err = fmt.Errorf("%s: %s", body.Error.Code, body.Error.Message)
+			}
+			resp.Body.Close()
+		}
+		return nil, fmt.Errorf("automation: connect to %s: %w", url, err)
+	}
+	c := &Client{conn: conn, replies: map[int64]chan reply{}, changed: make(chan struct{}), done: make(chan struct{})}
+	go c.read()
+	return c, nil
+}
+
+// read receives every message until the connection ends.
+func (c *Client) read() {
+	defer close(c.done)
+	for {
+		_, raw, err := c.conn.ReadMessage()
+		if err != nil {
+			c.end(err)
+			return
+		}
+		var m struct {
+			Type string `json:"type"`
+			ID   int64  `json:"id"`
+			Event
+			reply
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			c.end(fmt.Errorf("automation: the host sent what is not JSON: %w", err))
+			return
+		}
+		c.mu.Lock()
+		switch m.Type {
+		case "event":
+			c.events = append(c.events, m.Event)
+			if len(c.events) > MaxKept {
+				c.events = append(c.events[:0:0], c.events[len(c.events)-MaxKept:]...)
+			}
+			close(c.changed)
+			c.changed = make(chan struct{})
+		case "reply":
+			if ch, ok := c.replies[m.ID]; ok {
+				delete(c.replies, m.ID)
+				ch <- m.reply
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *Client) end(err error) {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		err = fmt.Errorf("%w: the host closed it (%d %s)", ErrClosed, ce.Code, ce.Text)
+	} else {
+		err = fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	for id, ch := range c.replies {
+		delete(c.replies, id)
+		close(ch)
+	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// Err is why the connection ended, or nil while it is open.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close ends the connection.
+func (c *Client) Close() error {
+	c.wmu.Lock()
+	_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	c.wmu.Unlock()
+	err := c.conn.Close()
+	<-c.done
+	return err
+}
+
+// Do sends a command with params and waits for its reply; result, when not
+// nil, receives the reply's result. The typed methods below use it; it is
+// exported for commands a newer host may add.
+func (c *Client) Do(ctx context.Context, command string, params, result any) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	c.nextID++
+	id := c.nextID
+	ch := make(chan reply, 1)
+	c.replies[id] = ch
+	c.mu.Unlock()
+	forget := func() {
+		c.mu.Lock()
+		delete(c.replies, id)
+		c.mu.Unlock()
+	}
+	msg := map[string]any{"id": id, "command": command}
+	if params != nil {
+		msg["params"] = params
+	}
+	c.wmu.Lock()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.conn.SetWriteDeadline(dl)
+	} else {
+		_ = c.conn.SetWriteDeadline(time.Time{})
+	}
+	err := c.conn.WriteJSON(msg)
+	c.wmu.Unlock()
+	if err != nil {
+		forget()
+		return fmt.Errorf("automation: %s: %w", command, err)
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return c.Err()
+		}
+		if !r.OK {
+			e := &Error{Command: command}
+			if r.Error != nil {
+				e.Code, e.Message = r.Error.Code, r.Error.Message
+			}
+			return e
+		}
+		if result != nil && len(r.Result) > 0 {
+			if err := json.Unmarshal(r.Result, result); err != nil {
+				return fmt.Errorf("automation: %s: the result: %w", command, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		forget()
+		return fmt.Errorf("automation: %s: %w", command, ctx.Err())
+	}
+}
+
+// Open resolves and mounts a Miniapp, as `miniapp-host open --origin
+// --id` does, and returns its view. A rejected Miniapp is an *Error with
+// code command_failed whose message carries the resolver's reasons.
+func (c *Client) Open(ctx context.Context, origin, id string) (view string, err error) {
+	var res bridge.OpenResult
+	err = c.Do(ctx, bridge.CommandOpen, bridge.OpenCommand{Origin: origin, ID: id}, &res)
+	return res.View, err
+}
+
+// Approve approves the consent screen shown in view ("" for the view
+// opened last) with account, one of the consent.shown event's accounts
+// ("" keeps the screen's default).
+func (c *Client) Approve(ctx context.Context, view, account string) error {
+	return c.Do(ctx, bridge.CommandConsentApprove, bridge.ApproveCommand{View: view, Account: account}, nil)
+}
+
+// Deny denies the consent screen shown in view.
+func (c *Client) Deny(ctx context.Context, view string) error {
+	return c.Do(ctx, bridge.CommandConsentDeny, bridge.ViewCommand{View: view}, nil)
+}
+
+// Navigate sends view to url, through the host's navigation policy.
+func (c *Client) Navigate(ctx context.Context, view, url string) error {
+	return c.Do(ctx, bridge.CommandNavigate, bridge.NavigateCommand{View: view, URL: url}, nil)
+}
+
+// Eval evaluates script in view's main frame and returns its completion
+// value as JSON ("null" for undefined).
+func (c *Client) Eval(ctx context.Context, view, script string) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := c.Do(ctx, bridge.CommandEval, bridge.EvalCommand{View: view, Script: script}, &res)
+	return res, err
+}
+
+// Screenshot returns a PNG of view.
+func (c *Client) Screenshot(ctx context.Context, view string) (bridge.Screenshot, error) {
+	var res bridge.Screenshot
+	err := c.Do(ctx, bridge.CommandScreenshot, bridge.ViewCommand{View: view}, &res)
+	return res, err
+}
+
+// CloseView closes view.
+func (c *Client) CloseView(ctx context.Context, view string) error {
+	return c.Do(ctx, bridge.CommandClose, bridge.ViewCommand{View: view}, nil)
+}
+
+// WaitFor returns the first event after the last one WaitFor returned
+// (or since the connection was made) that match accepts, waiting for it
+// until ctx ends or the connection does.
+func (c *Client) WaitFor(ctx context.Context, match func(Event) bool) (Event, error) {
+	for {
+		c.mu.Lock()
+		for _, e := range c.events {
+			if e.Seq > c.cursor && match(e) {
+				c.cursor = e.Seq
+				c.mu.Unlock()
+				return e, nil
+			}
+		}
+		changed, err := c.changed, c.err
+		c.mu.Unlock()
+		if err != nil {
+			return Event{}, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return Event{}, fmt.Errorf("automation: waiting for an event: %w", ctx.Err())
+		}
+	}
+}
+
+// Events returns the events kept so far, oldest first.
+func (c *Client) Events() []Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Event(nil), c.events...)
+}

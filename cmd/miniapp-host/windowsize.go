@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// The desktop windows (`playground`, `open`) open at the size the user
+// left them, kept in $XDG_CONFIG_HOME/miniapp-host/<name>-window.json
+// (os.UserConfigDir). The path must be found before host.UseDataDir points
+// the XDG directories at WebKit's temporary folder.
+
+// Bounds of a remembered size: smaller is unusable, larger is no screen's.
+const (
+	minWindowWidth, minWindowHeight = 480, 360
+	maxWindowSize                   = 16384
+)
+
+type windowSize struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// windowSizeFile is where the window called name keeps its size; "" when
+// the system has no configuration directory.
+func windowSizeFile(name string) string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "miniapp-host", name+"-window.json")
+}
+
+// loadWindowSize returns the remembered size in path, or def when there is
+// none. A file that cannot be used is reported and def returned: a bad
+// file never keeps the window from opening.
+func loadWindowSize(path string, def windowSize) (windowSize, error) {
+	if path == "" {
+		return def, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return def, nil
+	}
+	if err != nil {
+		return def, fmt.Errorf("window size: %w", err)
+	}
+	var s windowSize
+	if err := json.Unmarshal(b, &s); err != nil {
+		return def, fmt.Errorf("window size: %s is not {\"width\": W, \"height\": H}: %v; delete it to start from the default size", path, err)
+	}
+	if s.Width < minWindowWidth || s.Height < minWindowHeight || s.Width > maxWindowSize || s.Height > maxWindowSize {
+		return def, fmt.Errorf("window size: %s says %dx%d, outside %dx%d to %dx%d; delete it to start from the default size",
+			path, s.Width, s.Height, minWindowWidth, minWindowHeight, maxWindowSize, maxWindowSize)
+	}
+	return s, nil
+}
+
+// saveWindowSize keeps s in path (written whole or not at all). A size
+// that is not known (0) or out of bounds is not kept.
+func saveWindowSize(path string, s windowSize) error {
+	if path == "" || s.Width < minWindowWidth || s.Height < minWindowHeight || s.Width > maxWindowSize || s.Height > maxWindowSize {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("window size: %w", err)
+	}
+	b, _ := json.Marshal(s)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".window-*.json")
+	if err != nil {
+		return fmt.Errorf("window size: %w", err)
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("window size: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("window size: %w", err)
+	}
+	return nil
+}
