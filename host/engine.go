@@ -152,6 +152,15 @@ type Engine interface {
 	// SetMiniappScript makes js the only user script of the Miniapp's
 	// view: injected at document start into the top frame only.
 	SetMiniappScript(js string)
+	// SetConsoleScript makes js the console capture script of the
+	// Miniapp's view: injected at document start into every frame, beside
+	// the Miniapp's script (which SetMiniappScript does not remove). Its
+	// messages, posted to the ConsoleHandler message handler, are reported
+	// with EngineEvents.ConsoleMessage. The host's views never get it.
+	SetConsoleScript(js string)
+	// ShowInspector turns the developer extras of the Miniapp's view on
+	// and shows its web inspector. It never applies to the host's views.
+	ShowInspector()
 	// SetContentFilter compiles rules (WebKit content-blocker JSON, as
 	// Policy.FilterRules makes them) and makes them the Miniapp view's
 	// only content filter.
@@ -206,6 +215,11 @@ type EngineEvents interface {
 	// ScriptMessage is a message a page of v posted to the host: the
 	// Miniapp view's "miniappHost" handler, the host view's "host".
 	ScriptMessage(v View, raw string)
+	// ConsoleMessage is a message a frame of the Miniapp's view posted to
+	// the ConsoleHandler handler (the console capture script's). An
+	// engine may cut a message longer than ConsoleMaxRaw bytes to
+	// ConsoleMaxRaw+1 bytes.
+	ConsoleMessage(raw string)
 	// WebProcessTerminated reports that the Miniapp view's web process
 	// ended.
 	WebProcessTerminated(why Termination)

@@ -52,6 +52,7 @@ type Window struct {
 	stop     chan struct{} // closed by Terminate
 	stopOnce sync.Once
 	live     liveness
+	console  consoleGate
 
 	filterMu    sync.Mutex // guards filterRules; held while a filter compiles
 	filterRules string     // the content-blocker rules installed in the view
@@ -83,6 +84,10 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 	if err != nil {
 		return nil, err
 	}
+	capture, err := consoleScript()
+	if err != nil {
+		return nil, err
+	}
 	w := &Window{opts: opts, listeners: map[int]func(Event){}, stop: make(chan struct{}), hostPage: page}
 	var k [16]byte
 	if _, err := rand.Read(k[:]); err != nil {
@@ -94,6 +99,7 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.Dispatch(func() { w.eng.SetConsoleScript(capture) })
 	go w.watchdog()
 	go w.live.watch(w)
 	return w, nil

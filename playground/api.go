@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/assets"
+	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
@@ -28,12 +29,14 @@ func (e *apiError) Error() string { return e.code + ": " + e.message }
 
 // Codes of the launcher's API (docs/playground.md).
 var (
-	errBadHost     = &apiError{http.StatusForbidden, "bad_host", "the Host header is not a loopback name"}
-	errBadToken    = &apiError{http.StatusUnauthorized, "bad_token", "send the automation token as Authorization: Bearer <token>"}
-	errBadOrigin   = &apiError{http.StatusForbidden, "bad_origin", "only the launcher's own page may call the API"}
-	errBadType     = &apiError{http.StatusUnsupportedMediaType, "bad_content_type", "send Content-Type: application/json"}
-	errNotFound    = &apiError{http.StatusNotFound, "not_found", "no such route"}
-	errNoWindowAPI = &apiError{http.StatusConflict, string(CodeNoWindow), ErrNoWindow.Error()}
+	errBadHost       = &apiError{http.StatusForbidden, "bad_host", "the Host header is not a loopback name"}
+	errBadToken      = &apiError{http.StatusUnauthorized, "bad_token", "send the automation token as Authorization: Bearer <token>"}
+	errBadOrigin     = &apiError{http.StatusForbidden, "bad_origin", "only the launcher's own page may call the API"}
+	errBadType       = &apiError{http.StatusUnsupportedMediaType, "bad_content_type", "send Content-Type: application/json"}
+	errNotFound      = &apiError{http.StatusNotFound, "not_found", "no such route"}
+	errNoWindowAPI   = &apiError{http.StatusConflict, string(CodeNoWindow), ErrNoWindow.Error()}
+	errNoDevToolsAPI = &apiError{http.StatusConflict, "no_devtools", ErrNoDevTools.Error() +
+		"; the playground's desktop window has one (run without --no-window, with a display)"}
 )
 
 func invalid(msg string) *apiError {
@@ -105,6 +108,8 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("POST /api/launch", p.handleLaunch)
 	// POST /api/reset {origin, id}: reset a Miniapp's storage in the window.
 	m.HandleFunc("POST /api/reset", p.handleReset)
+	// POST /api/devtools {}: the web inspector of the Miniapp's view.
+	m.HandleFunc("POST /api/devtools", p.handleDevTools)
 	// GET /api/icon?launch=L&index=N: an icon of an accepted launch's manifest, from the Miniapp's origin.
 	m.HandleFunc("GET /api/icon", p.handleIcon)
 	// GET /api/events: the latest automation events, for a late launcher.
@@ -234,6 +239,28 @@ func (p *Playground) handleReset(w http.ResponseWriter, r *http.Request) {
 		// origin: say so, since the loopback Miniapps share one host.
 		writeJSON(w, http.StatusOK, map[string]string{"message": "The window forgot what it kept for " + in.Origin +
 			" (cookies, storage, caches). WebKit keeps them by host name: every Miniapp on the same host was reset too."})
+	}
+}
+
+func (p *Playground) handleDevTools(w http.ResponseWriter, r *http.Request) {
+	// The body is {}, or empty: there is nothing to choose, the window
+	// has one Miniapp view.
+	var in struct{}
+	if err := readJSON(r, &in); err != nil && r.ContentLength != 0 {
+		writeError(w, err)
+		return
+	}
+	err := p.ShowDevTools(r.Context(), bridge.ViewCommand{})
+	switch {
+	case errors.Is(err, ErrNoWindow):
+		writeError(w, errNoWindowAPI)
+	case errors.Is(err, ErrNoDevTools):
+		writeError(w, errNoDevToolsAPI)
+	case err != nil:
+		writeError(w, &apiError{http.StatusBadGateway, "devtools_failed", err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"message": "The web inspector of the Miniapp's view is open. " +
+			"Developer extras stay on in that view (right click, Inspect Element) until the window closes; the consent view never has them."})
 	}
 }
 

@@ -194,8 +194,9 @@ func waitFile(t *testing.T, pattern string) string {
 // API and shows its client configuration and checks; a sign-in in another
 // tab becomes a completed flow with claims, grant and durations; the
 // filter, the search, copy and the JSON export show and give exactly what
-// is asked; the Web Inspector button and the HAR link show the API's JSON
-// error while those endpoints are missing; each pane scrolls on its own
+// is asked; the Web Inspector button shows the API's JSON error (this
+// playground has no window), and the HAR link while its endpoint is
+// missing; each pane scrolls on its own
 // while the page does not, from 1280x800 down to 800x600. It writes every
 // panel in the light and the dark scheme to artifacts/playground/.
 func TestInspectorInChromium(t *testing.T) {
@@ -453,7 +454,7 @@ func TestInspectorInChromium(t *testing.T) {
 	t.Run("web inspector", func(t *testing.T) {
 		click(t, ctx, "#devtools")
 		poll(t, ctx, "the Web Inspector's answer", `!document.getElementById("devtools-status").hidden`)
-		if got := eval[string](t, ctx, `document.getElementById("devtools-status").textContent`); !strings.Contains(got, "404") || !strings.Contains(got, `"code":"not_found"`) {
+		if got := eval[string](t, ctx, `document.getElementById("devtools-status").textContent`); !strings.Contains(got, "409") || !strings.Contains(got, `"code":"no_window"`) {
 			t.Errorf("Web Inspector says %q", got)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/resolver"
@@ -18,7 +19,9 @@ import (
 // An Opener that also implements bridge.Controller receives the automation
 // channel's other commands (consent.approve, consent.deny, navigate, eval,
 // screenshot, close); the channel's open command always goes through
-// [Playground.Launch], so that every launch is reported the same way.
+// [Playground.Launch], so that every launch is reported the same way. One
+// that implements bridge.DevToolsController shows the Miniapp view's web
+// inspector for POST /api/devtools and devtools.show.
 type Opener interface {
 	// Mount mounts req.Miniapp, which the resolver accepted, and returns
 	// the id of its view, as the automation channel's open command names
@@ -158,6 +161,24 @@ func (p *Playground) ResetStorage(ctx context.Context, origin, id string) error 
 		return ErrNoWindow
 	}
 	return p.cfg.Opener.ResetStorage(ctx, origin, id)
+}
+
+// ErrNoDevTools is the error of ShowDevTools when the window's Opener has
+// no web inspector (it does not implement bridge.DevToolsController).
+var ErrNoDevTools = errors.New("playground: this window has no web inspector")
+
+// ShowDevTools asks the window to turn developer extras on in the
+// Miniapp's view and show its web inspector (POST /api/devtools). The
+// Opener must implement bridge.DevToolsController.
+func (p *Playground) ShowDevTools(ctx context.Context, cmd bridge.ViewCommand) error {
+	if p.cfg.Opener == nil {
+		return ErrNoWindow
+	}
+	dt, ok := p.cfg.Opener.(bridge.DevToolsController)
+	if !ok {
+		return ErrNoDevTools
+	}
+	return dt.ShowDevTools(ctx, cmd)
 }
 
 // publishStages puts one resolve.stage event per stage that ran on the bus,

@@ -22,8 +22,9 @@ type Window struct {
 }
 
 var (
-	_ Opener            = (*Window)(nil)
-	_ bridge.Controller = (*Window)(nil)
+	_ Opener                    = (*Window)(nil)
+	_ bridge.Controller         = (*Window)(nil)
+	_ bridge.DevToolsController = (*Window)(nil)
 )
 
 // NewWindow adapts w, made with host.Options.Launcher, to the playground.
@@ -52,6 +53,18 @@ func (pw *Window) Mount(ctx context.Context, req OpenRequest) (string, error) {
 	}
 	pw.w.ShowPage(host.PageMiniapp)
 	return host.MainView, nil
+}
+
+// ShowDevTools implements bridge.DevToolsController (devtools.show, POST
+// /api/devtools): the Miniapp's page comes to the front, its view's
+// developer extras are turned on and its web inspector shown. The
+// launcher's view and the consent view never get one.
+func (pw *Window) ShowDevTools(ctx context.Context, cmd bridge.ViewCommand) error {
+	if cmd.View != "" && cmd.View != host.MainView {
+		return bridge.Errorf(bridge.CodeInvalidParams, "no view %q; this window has one Miniapp view, %q", cmd.View, host.MainView)
+	}
+	pw.w.ShowPage(host.PageMiniapp)
+	return pw.w.ShowInspector(ctx)
 }
 
 // ResetStorage implements Opener. WebKit keeps site data by host name, so

@@ -35,8 +35,8 @@ func runOpen(ctx context.Context, e env) int {
 	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "give the Miniapp a throw-away WebKit data folder")
 	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
 	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
-	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view (right click, Inspect Element)")
-	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent) to stderr")
+	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
+	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent, the Miniapp's console messages) to stderr")
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
 		return code
@@ -70,13 +70,16 @@ func runOpen(ctx context.Context, e env) int {
 	}
 }
 
-// windowEvents prints the window's events to stderr: every one with -v, and
+// windowEvents prints the window's events to stderr: every one with -v (a
+// Miniapp's console messages as host.ConsoleMessage writes them), and
 // always those a user must know of (a stalled UI loop).
 func windowEvents(e env, verbose bool) func(host.Event) {
 	return func(ev host.Event) {
 		switch {
 		case ev.Kind == host.EventUIStalled || ev.Kind == host.EventUIRecovered:
 			fmt.Fprintf(e.stderr, "miniapp-host: window: %s\n", ev.Detail)
+		case verbose && ev.Kind == host.EventConsole && ev.Console != nil:
+			fmt.Fprintf(e.stderr, "event %s\n", ev.Console)
 		case verbose:
 			fmt.Fprintf(e.stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
 		}

@@ -43,8 +43,8 @@ func runPlayground(ctx context.Context, e env) int {
 	data := fs.String("data", "", "folder of the server's database, kept between runs (default: a fresh temporary folder, removed on exit)")
 	browser := fs.Bool("browser", false, "open the launcher in the user's browser (xdg-open)")
 	noWindow := fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)")
-	devtools := fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view (right click, Inspect Element)")
-	verbose := fs.Bool("v", false, "log internal errors and the window's events to stderr")
+	devtools := fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
+	verbose := fs.Bool("v", false, "log internal errors and the window's events (the Miniapp's console messages among them) to stderr")
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
 		return code

@@ -96,6 +96,11 @@ func goResourceLoaded(h C.uintptr_t, method, uri, reqHeaders *C.char, status C.i
 	engineOf(h).events.ResourceLoaded(r)
 }
 
+//export goConsoleMessage
+func goConsoleMessage(h C.uintptr_t, msg *C.char, n C.int) {
+	engineOf(h).events.ConsoleMessage(C.GoStringN(msg, n))
+}
+
 //export goDispatch
 func goDispatch(fn C.uintptr_t) {
 	h := cgo.Handle(fn)

@@ -354,6 +354,24 @@ static void on_script_message(WebKitUserContentManager *m, WebKitJavascriptResul
 	g_free(s);
 }
 
+// on_console_message hands a message of the console capture script to Go
+// as a string, cut to MH_CONSOLE_MAX bytes (host.ConsoleMaxRaw + 1: the
+// core drops a longer one); not a string is handed over as "", which the
+// core counts as not the script's.
+#define MH_CONSOLE_MAX (128 * 1024 + 1)
+static void on_console_message(WebKitUserContentManager *m, WebKitJavascriptResult *res, gpointer data) {
+	mh_ref *r = data;
+	JSCValue *v = webkit_javascript_result_get_js_value(res);
+	if (!jsc_value_is_string(v)) {
+		MH_TO_GO(goConsoleMessage(r->handle, "", 0));
+		return;
+	}
+	char *s = jsc_value_to_string(v);
+	size_t n = strlen(s);
+	MH_TO_GO(goConsoleMessage(r->handle, s, (int)(n > MH_CONSOLE_MAX ? MH_CONSOLE_MAX : n)));
+	g_free(s);
+}
+
 // new_view makes a view with a content manager of its own, so that no
 // script, filter or message handler of another view reaches it, and
 // connects the signals every view reports.
@@ -443,6 +461,10 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	webkit_user_content_manager_remove_all_scripts(vucm);
 	g_signal_connect(vucm, "script-message-received::miniappHost", G_CALLBACK(on_script_message), r);
 	webkit_user_content_manager_register_script_message_handler(vucm, "miniappHost");
+	// The console capture script's handler (host.ConsoleHandler): its own,
+	// so that console traffic never reaches the bridge's.
+	g_signal_connect(vucm, "script-message-received::mhConsole", G_CALLBACK(on_console_message), r);
+	webkit_user_content_manager_register_script_message_handler(vucm, "mhConsole");
 
 	// The host's view has its own content manager: nothing the Miniapp's
 	// view registers or injects reaches it, and its message handler is
@@ -607,15 +629,72 @@ void mh_eval(WebKitWebView *view, const char *js) {
 	webkit_web_view_evaluate_javascript(view, js, -1, NULL, NULL, NULL, NULL, NULL);
 }
 
-// mh_register_script makes script the view's only user script, injected at
-// document start into the top frame only (host.Window.transportScript says
-// why a subframe cannot forge a bridge message).
-void mh_register_script(WebKitWebView *view, const char *script) {
-	WebKitUserContentManager *ucm = webkit_web_view_get_user_content_manager(view);
+// The Miniapp view's two user scripts, kept on its content manager: the
+// console capture script (every frame) and the Miniapp's (top frame).
+#define MH_CONSOLE_SCRIPT "mh-console-script"
+#define MH_MINIAPP_SCRIPT "mh-miniapp-script"
+
+// apply_scripts makes the view's user scripts the console capture script,
+// then the Miniapp's: the capture is in place before the bridge's script
+// runs.
+static void apply_scripts(WebKitUserContentManager *ucm) {
 	webkit_user_content_manager_remove_all_scripts(ucm);
-	webkit_user_content_manager_add_script(
-		ucm, webkit_user_script_new(script, WEBKIT_USER_CONTENT_INJECT_TOP_FRAME,
-		                            WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, NULL, NULL));
+	const char *keys[] = {MH_CONSOLE_SCRIPT, MH_MINIAPP_SCRIPT};
+	for (int i = 0; i < 2; i++) {
+		WebKitUserScript *s = g_object_get_data(G_OBJECT(ucm), keys[i]);
+		if (s) webkit_user_content_manager_add_script(ucm, s);
+	}
+}
+
+static void keep_script(WebKitWebView *view, const char *key, WebKitUserScript *s) {
+	WebKitUserContentManager *ucm = webkit_web_view_get_user_content_manager(view);
+	g_object_set_data_full(G_OBJECT(ucm), key, s, (GDestroyNotify)webkit_user_script_unref);
+	apply_scripts(ucm);
+}
+
+// mh_register_script makes script the Miniapp's user script, injected at
+// document start into the top frame only (host.Window.transportScript says
+// why a subframe cannot forge a bridge message). The console capture
+// script stays.
+void mh_register_script(WebKitWebView *view, const char *script) {
+	keep_script(view, MH_MINIAPP_SCRIPT,
+	            webkit_user_script_new(script, WEBKIT_USER_CONTENT_INJECT_TOP_FRAME,
+	                                   WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, NULL, NULL));
+}
+
+// mh_set_console_script makes script the console capture script, injected
+// at document start into every frame (host.Engine.SetConsoleScript). Only
+// the Miniapp's view is given one: the host's views have content managers
+// of their own.
+void mh_set_console_script(WebKitWebView *view, const char *script) {
+	keep_script(view, MH_CONSOLE_SCRIPT,
+	            webkit_user_script_new(script, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES,
+	                                   WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, NULL, NULL));
+}
+
+// mh_show_inspector turns the view's developer extras on and shows its web
+// inspector (host.Engine.ShowInspector; the Go side passes the Miniapp's
+// view only).
+void mh_show_inspector(WebKitWebView *view) {
+	webkit_settings_set_enable_developer_extras(webkit_web_view_get_settings(view), TRUE);
+	webkit_web_inspector_show(webkit_web_view_get_inspector(view));
+}
+
+// mh_close_inspector closes the view's inspector and sets its developer
+// extras (the tests put the window back as it was).
+void mh_close_inspector(WebKitWebView *view, int developer_extras) {
+	webkit_web_inspector_close(webkit_web_view_get_inspector(view));
+	webkit_settings_set_enable_developer_extras(webkit_web_view_get_settings(view), developer_extras ? TRUE : FALSE);
+}
+
+// mh_developer_extras reads the view's WebKit setting.
+int mh_developer_extras(WebKitWebView *view) {
+	return webkit_settings_get_enable_developer_extras(webkit_web_view_get_settings(view)) ? 1 : 0;
+}
+
+// mh_inspector_open reports whether the view's inspector has its page.
+int mh_inspector_open(WebKitWebView *view) {
+	return webkit_web_inspector_get_web_view(webkit_web_view_get_inspector(view)) != NULL;
 }
 
 typedef struct {
