@@ -724,7 +724,12 @@
       return model.flowByFingerprint.get(d.code_fingerprint);
     }
     const cur = g.flow;
-    if (startsFlow(kind, d, cur)) return (g.flow = newFlow(g));
+    if (startsFlow(kind, d, cur)) {
+      // The network log may report the caught request before the
+      // navigation event that starts its flow: that flow is this one.
+      if (cur && cur.serverID && !cur.closed && cur.events.every((e) => e.kind === "network")) return cur;
+      return (g.flow = newFlow(g));
+    }
     if (cur && !cur.closed) return cur;
     if (cur && kind === "cookies.synced" && !cur.events.some((e) => e.kind === "cookies.synced") &&
       cur.events.some((e) => e.kind === "code.issued")) return cur;
@@ -744,7 +749,9 @@
     let status = "in-progress";
     if (has("consent.decided", (x) => x.decision === "denied")) status = "denied";
     else if (has("bridge.call", (x) => x.method === "authorize" && x.decision === "refused") ||
-      f.events.some((e) => levelOf(e.kind, e.data || {}) === "error")) status = "error";
+      // A failed request of the view is shown as an error but does not end
+      // the flow: the host itself interrupts the loads it catches.
+      f.events.some((e) => e.kind !== "network" && levelOf(e.kind, e.data || {}) === "error")) status = "error";
     else if (has("token.issued") || has("cookies.synced") || has("grant")) status = "completed";
     f.status = status;
     // A flow ends with its grant (the last step of every completion), a

@@ -150,6 +150,11 @@ func TestPlaygroundWindow(t *testing.T) {
 		// The launcher's inspector shows that flow as one group, whose
 		// HAR link names the log's id.
 		pollLauncher(t, `document.querySelectorAll('#timeline .flow[data-flow="`+flow.ID+`"] a.har[href="/api/flows/`+flow.ID+`/har"]').length === 1`)
+		if n := launcherString(t, `String(document.querySelector('#timeline .flow[data-flow="`+flow.ID+`"]').closest(".group").querySelectorAll(".flow").length)`); n != "1" {
+			t.Errorf("the confidential launch shows %s flows in the inspector, want its one sign-in: %s", n, launcherString(t,
+				`[...document.querySelector('#timeline .flow[data-flow="`+flow.ID+`"]').closest(".group").querySelectorAll(".flow")].map((f) =>
+					f.dataset.flow + ": " + [...f.querySelectorAll("li[data-kind]")].map((l) => l.dataset.kind).join(",")).join(" | ")`))
+		}
 		var h netlog.HAR
 		apiGet(t, p, "/api/flows/"+flow.ID+"/har", &h)
 		kinds := map[string]int{}
