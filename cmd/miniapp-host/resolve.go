@@ -25,6 +25,8 @@ func runResolve(ctx context.Context, e env) int {
 	fs := newFlagSet("resolve", func(w io.Writer) {
 		fmt.Fprintln(w, "usage: miniapp-host resolve --origin O --id ID [--dashboard URL] [--json] [--insecure] [--timeout D]")
 		fmt.Fprintln(w, "       miniapp-host resolve --manifest FILE [--client FILE] [--manifest-url URL] --id ID [--json] [--insecure]")
+		fmt.Fprintln(w, "       miniapp-host resolve --from FILE [--dashboard URL] [--junit FILE] [--json]   (lines \"id origin\")")
+		fmt.Fprintln(w, "       miniapp-host resolve --manifests DIR [--junit FILE] [--json]   (offline; NAME.client.json beside NAME.webmanifest)")
 		fmt.Fprintln(w, "Without --client the offline check is of the manifest alone; the output names what was not checked.")
 		fmt.Fprintln(w, "exit 0 accepted (or passed, manifest only), 1 rejected, 2 usage or unreadable input, 3 could not decide")
 	})
@@ -36,6 +38,9 @@ func runResolve(ctx context.Context, e env) int {
 		manifestFile = fs.String("manifest", "", "offline: read the manifest from FILE instead of downloading it")
 		clientFile   = fs.String("client", "", "offline: read the client configuration (the dashboard's answer for oauth.client_id) from FILE")
 		manifestURL  = fs.String("manifest-url", "", "offline: the URL the manifest will be served from (start_url and auth_url resolve against it)")
+		from         = fs.String("from", "", "batch: resolve every \"id origin\" line of FILE")
+		manifests    = fs.String("manifests", "", "batch, offline: check every manifest of DIR (with NAME.client.json when present)")
+		junit        = fs.String("junit", "", "batch: also write a JUnit XML report to FILE, one test case per Miniapp")
 	)
 	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "allow plain http on hosts that are not loopback (tests only)")
@@ -46,7 +51,25 @@ func runResolve(ctx context.Context, e env) int {
 	}
 	offline := *manifestFile != "" || *clientFile != "" || *manifestURL != ""
 	usageErr := func(msg string) int { return usageError(e, "resolve", msg) }
+	batch := *from != "" || *manifests != ""
 	switch {
+	case *from != "" && *manifests != "":
+		return usageErr("--from resolves online and --manifests checks offline: use one or the other")
+	case batch && (*id != "" || *rawOrigin != "" || offline):
+		return usageErr("a batch (--from or --manifests) takes each id and origin from its list; drop --id, --origin, --manifest, --client and --manifest-url")
+	case batch && len(args) > 0:
+		return usageErr(fmt.Sprintf("unexpected argument %q", args[0]))
+	case !batch && *junit != "":
+		return usageErr("--junit writes the report of a batch: add --from FILE or --manifests DIR")
+	case batch:
+		if *manifests != "" {
+			cfg.Dashboard = ""
+		}
+		r, err := resolver.New(cfg)
+		if err != nil {
+			return usageErr(err.Error())
+		}
+		return runBatch(ctx, e, r, *from, *manifests, *junit, *asJSON)
 	case len(args) > 0:
 		return usageErr(fmt.Sprintf("unexpected argument %q (every input is a flag: --origin, --manifest, ...)", args[0]))
 	case *id == "":
