@@ -99,7 +99,7 @@ func TestRedactURL(t *testing.T) {
 		{"https://app.example/cb#access_token=at&token_type=Bearer&id_token=it&state=s",
 			"https://app.example/cb#access_token=" + fp("at") + "&token_type=Bearer&id_token=" + fp("it") + "&state=" + fp("s")},
 		{"https://as.example/token?refresh_token=rt&client_secret=cs&code_verifier=cv",
-			"https://as.example/token?refresh_token=" + fp("rt") + "&client_secret=" + fp("cs") + "&code_verifier=" + fp("cv")},
+			"https://as.example/token?refresh_token=" + fp("rt") + "&client_secret=withheld&code_verifier=" + fp("cv")},
 		// A single-page app's fragment route.
 		{"https://app.example/#/cb?code=abc&state=s", "https://app.example/#/cb?code=" + fp("abc") + "&state=" + fp("s")},
 		// Only the values of those names; an empty value stays empty.

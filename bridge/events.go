@@ -175,6 +175,23 @@ func Fingerprint(secret string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// Withheld stands for a secret that people choose (a client secret, a
+// password): an unsalted fingerprint of a guessable value could be
+// reversed by trying candidates, so such a value is replaced whole, and
+// only values made by a random source (codes, tokens, session ids,
+// verifiers) get a Fingerprint.
+const Withheld = "withheld"
+
+// ChosenSecretParam reports whether a parameter or member named name
+// holds a secret people choose, which gets Withheld, never a Fingerprint.
+func ChosenSecretParam(name string) bool {
+	switch strings.ToLower(name) {
+	case "client_secret", "password":
+		return true
+	}
+	return false
+}
+
 // redactedParams are the URL parameters whose values are secrets, or
 // correlate with one, in OAuth 2.0 and OpenID Connect responses and
 // requests (RFC 6749 sections 4.1.2 and 4.2.2, RFC 7636, OpenID Connect
@@ -185,8 +202,9 @@ var redactedParams = map[string]bool{
 }
 
 // RedactURL returns raw with the value of every query or fragment parameter
-// named code, state, access_token, id_token, refresh_token, client_secret or
-// code_verifier replaced by its Fingerprint (of the percent-decoded value),
+// named code, state, access_token, id_token, refresh_token or code_verifier
+// replaced by its Fingerprint (of the percent-decoded value), and that of
+// client_secret by Withheld,
 // so that a URL can go on the automation channel without what an OAuth
 // redirect carries. Everything else is kept byte for byte, and a test that
 // holds the secret can still match it.
@@ -226,7 +244,11 @@ func RedactURL(raw string) string {
 			if v, err := url.QueryUnescape(value); err == nil {
 				value = v
 			}
-			b.WriteString(Fingerprint(value))
+			if n, err := url.QueryUnescape(name); err == nil && ChosenSecretParam(n) || ChosenSecretParam(name) {
+				b.WriteString(Withheld)
+			} else {
+				b.WriteString(Fingerprint(value))
+			}
 		}
 		rest = rest[end:]
 	}

@@ -22,9 +22,17 @@ import (
 //   - Header, cookie and body values that are secrets become
 //     "redacted:<fingerprint>" (bridge.Fingerprint): a reader can tell two
 //     values apart, or match a token they hold, and cannot use one.
+//   - Secrets that people choose (client_secret and password members,
+//     Basic credentials, headers named like a secret, password or key)
+//     become "redacted:withheld": a fingerprint of a guessable value could
+//     be reversed by trying candidates.
 
 // redacted is how a secret value appears in headers, cookies and bodies.
 func redacted(secret string) string { return "redacted:" + bridge.Fingerprint(secret) }
+
+// withheld is how a secret people choose appears (bridge.Withheld): no
+// fingerprint, which a guess could be checked against.
+const withheld = "redacted:" + bridge.Withheld
 
 // secretFields are the form and JSON members whose values are secrets or
 // correlate with one: RFC 6749 sections 4.1.2, 4.1.3, 5.1 and 2.3.1, RFC
@@ -40,6 +48,19 @@ func secretField(name string) bool { return secretFields[strings.ToLower(name)] 
 
 // urlHeaders carry a URL that may hold an authorization response.
 var urlHeaders = map[string]bool{"Location": true, "Referer": true, "Content-Location": true}
+
+// chosenSecretHeader reports whether a header is named like a secret that
+// people choose (X-Client-Secret, X-Api-Key, a password): withheld, not
+// fingerprinted.
+func chosenSecretHeader(canonical string) bool {
+	n := strings.ToLower(canonical)
+	for _, s := range []string{"secret", "password", "api-key", "apikey", "credential"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // secretHeader reports whether a header's whole value is a secret: the
 // credentials of RFC 9110 section 11, and any header named like one
@@ -84,6 +105,8 @@ func redactHeaders(h http.Header, response bool) ([]Header, []Cookie) {
 				v = line
 			case cn == "Authorization" || cn == "Proxy-Authorization":
 				v = redactCredentials(v)
+			case chosenSecretHeader(cn):
+				v = withheld
 			case secretHeader(cn):
 				v = redacted(v)
 			case urlHeaders[cn]:
@@ -104,7 +127,11 @@ func redactHeaders(h http.Header, response bool) ([]Header, []Cookie) {
 func redactCredentials(v string) string {
 	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
 	if !ok {
-		return redacted(v)
+		return withheld
+	}
+	if strings.EqualFold(scheme, "Basic") {
+		// A client id and secret (RFC 6749 section 2.3.1) or a password.
+		return scheme + " " + withheld
 	}
 	return scheme + " " + redacted(strings.TrimSpace(cred))
 }
@@ -215,6 +242,10 @@ func redactForm(form string) string {
 		if !secretField(dn) {
 			continue
 		}
+		if bridge.ChosenSecretParam(dn) {
+			parts[i] = name + "=" + url.QueryEscape(withheld)
+			continue
+		}
 		dv, err := url.QueryUnescape(value)
 		if err != nil {
 			dv = value
@@ -247,6 +278,10 @@ func redactValue(v any, depth int) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
+			if _, ok := e.(string); ok && bridge.ChosenSecretParam(k) {
+				x[k] = withheld
+				continue
+			}
 			if s, ok := e.(string); ok && secretField(k) {
 				x[k] = redacted(s)
 				continue
