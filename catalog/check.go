@@ -2,14 +2,11 @@ package catalog
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
 	"unicode"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/miniapp-host/miniapp-host/jsonpointer"
 	"github.com/miniapp-host/miniapp-host/strictjson"
@@ -310,13 +307,8 @@ func (c *Catalog) verdictOf(t *Type, obj map[string]any, text []byte) []Violatio
 		return vs
 	}
 	var r Result
-	if err := c.schemas[t].Validate(obj); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			schemaViolations(&r, "", t, obj, ve)
-		} else {
-			r.add("", "schema", ErrInvalidAuthorizationDetails, err.Error())
-		}
+	if errs := c.schemas[t].errors(obj); errs != nil {
+		schemaViolations(&r, "", t, obj, errs)
 	}
 	crossFieldRules(&r, "", t, obj)
 	c.verdicts.put(text, r.Violations)
