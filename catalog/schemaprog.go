@@ -173,7 +173,7 @@ func (sc *schemaCompiler) fill(p pendingNode) error {
 		return fmt.Errorf("schema %s is not an object or a boolean", n.loc)
 	}
 	bad := func(kw, format string, a ...any) error {
-		return fmt.Errorf("schema %s: %s: %s", n.loc, kw, fmt.Sprintf(format, a...))
+		return fmt.Errorf("schema %s: keyword %q: %s", n.loc, kw, fmt.Sprintf(format, a...))
 	}
 	sub := func(kw string, v any, tokens ...string) (*schemaNode, error) {
 		ptr := p.ptr + "/" + jsonpointer.Escape(kw)
@@ -518,6 +518,9 @@ func (n *schemaNode) validate(v any) []schemaError {
 	var path [8]pathTok
 	run.path = path[:0]
 	n.check(v, &run)
+	if len(run.errs) == 0 {
+		return nil // applicators may leave an empty, non-nil slice
+	}
 	return run.errs
 }
 
@@ -768,10 +771,7 @@ func smallInt(v any) (int64, bool) {
 		return 0, false
 	}
 	s := string(n)
-	digits := s
-	if strings.HasPrefix(digits, "-") {
-		digits = digits[1:]
-	}
+	digits := strings.TrimPrefix(s, "-")
 	if len(digits) == 0 || len(digits) > 18 {
 		return 0, false
 	}
