@@ -332,12 +332,11 @@ func crossFieldRules(r *Result, p string, t *Type, obj map[string]any) {
 	// An integer spelled 5.0 or 5e0 is an integer to JSON Schema, but not to
 	// every reader of the grant: ask for the plain spelling, so that the
 	// consent screen, the grant and the Resource Server read one value.
-	walkNumbers(obj, "", func(ptr string, n json.Number) {
-		if strings.ContainsAny(string(n), ".eE") {
-			if _, integral := intOf(n); integral {
-				r.add(p+ptr, "non_canonical_number", ErrInvalidAuthorizationDetails,
-					fmt.Sprintf("%s is an integer written as %s; write it without fraction or exponent", fieldName(ptr), show(string(n))))
-			}
+	var path [8]pathTok
+	walkNonCanonical(obj, path[:0], func(ptr string, n json.Number) {
+		if _, integral := intOf(n); integral {
+			r.add(p+ptr, "non_canonical_number", ErrInvalidAuthorizationDetails,
+				fmt.Sprintf("%s is an integer written as %s; write it without fraction or exponent", fieldName(ptr), show(string(n))))
 		}
 	})
 	if ab, ok := obj["account_binding"].(map[string]any); ok {
@@ -367,18 +366,23 @@ func (r *Result) capViolations() {
 	}
 }
 
-// walkNumbers calls fn with the pointer of every number below v.
-func walkNumbers(v any, ptr string, fn func(string, json.Number)) {
+// walkNonCanonical calls fn with the pointer of every number below v
+// written with a fraction or an exponent. The pointer is built only then:
+// most details have no such number, and building a pointer for every
+// member would cost an allocation each.
+func walkNonCanonical(v any, path []pathTok, fn func(string, json.Number)) {
 	switch x := v.(type) {
 	case json.Number:
-		fn(ptr, x)
+		if strings.ContainsAny(string(x), ".eE") {
+			fn(pathPointer(path), x)
+		}
 	case map[string]any:
 		for k, e := range x {
-			walkNumbers(e, ptr+"/"+jsonpointer.Escape(k), fn)
+			walkNonCanonical(e, append(path, pathTok{key: k, idx: -1}), fn)
 		}
 	case []any:
 		for i, e := range x {
-			walkNumbers(e, ptr+"/"+strconv.Itoa(i), fn)
+			walkNonCanonical(e, append(path, pathTok{idx: i}), fn)
 		}
 	}
 }

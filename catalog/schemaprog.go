@@ -500,8 +500,13 @@ type schemaRun struct {
 }
 
 func (r *schemaRun) fail(n *schemaNode, k jsonschema.ErrorKind) {
+	r.errs = append(r.errs, schemaError{inst: pathPointer(r.path), schema: n.loc, kind: k})
+}
+
+// pathPointer is the JSON pointer of a path.
+func pathPointer(path []pathTok) string {
 	var b strings.Builder
-	for _, t := range r.path {
+	for _, t := range path {
 		b.WriteByte('/')
 		if t.idx >= 0 {
 			b.WriteString(strconv.Itoa(t.idx))
@@ -509,7 +514,7 @@ func (r *schemaRun) fail(n *schemaNode, k jsonschema.ErrorKind) {
 			b.WriteString(jsonpointer.Escape(t.key))
 		}
 	}
-	r.errs = append(r.errs, schemaError{inst: b.String(), schema: n.loc, kind: k})
+	return b.String()
 }
 
 // validate returns the broken rules of v, nil when it is valid.
