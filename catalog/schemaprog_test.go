@@ -125,7 +125,7 @@ func dropMixedDuplicates(v any, fast, ref []schemaError) ([]schemaError, []schem
 	for _, e := range ref {
 		if k, ok := e.kind.(*kind.UniqueItems); ok {
 			arr, _ := jsonpointer.Lookup(v, e.inst)
-			if a, ok := arr.([]any); ok && typeOf(a[k.Duplicates[0]]) != typeOf(a[k.Duplicates[1]]) {
+			if a, ok := arr.([]any); ok && textEqual(a[k.Duplicates[0]], a[k.Duplicates[1]]) && !jsonEqual(a[k.Duplicates[0]], a[k.Duplicates[1]]) {
 				skip[e.inst] = true
 			}
 		}
@@ -143,6 +143,46 @@ func dropMixedDuplicates(v any, fast, ref []schemaError) ([]schemaError, []schem
 		return out
 	}
 	return keep(fast), keep(ref)
+}
+
+// textEqual is jsonschema/v6's equality: JSON equality, except that a
+// number and a string compare by their text ("1" equals 1).
+func textEqual(a, b any) bool {
+	na, aNum := a.(json.Number)
+	nb, bNum := b.(json.Number)
+	sa, aStr := a.(string)
+	sb, bStr := b.(string)
+	switch {
+	case aNum && bStr:
+		return jsonEqual(na, json.Number(sb))
+	case aStr && bNum:
+		return jsonEqual(json.Number(sa), nb)
+	}
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			if yv, ok := y[k]; !ok || !textEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !textEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return jsonEqual(a, b)
 }
 
 // normalize round-trips a Go value through JSON and the strict decoder, so
