@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -428,5 +430,52 @@ func TestDeclaredSchemaBeyondTheCompiler(t *testing.T) {
 	r := c.Check(Request{AuthorizationDetails: js})
 	if r.Valid() || r.Violations[0].Pointer != "/authorization_details/0" || r.Violations[0].Code != "schema" {
 		t.Fatalf("a detail with 3 members against maxProperties 2: got %v", r.Violations)
+	}
+}
+
+// TestCheckAgreesWithReference checks whole request documents (the
+// catalog examples under testdata/catalog/requests and mutated realistic
+// requests) twice: with the compiled validator, and with jsonschema/v6 in
+// its place. Users see the same violations either way.
+func TestCheckAgreesWithReference(t *testing.T) {
+	fast := newTestCatalog(t)
+	ref := newTestCatalog(t)
+	for ty, s := range ref.schemas {
+		ref.schemas[ty] = &typeSchema{ref: s.ref}
+	}
+	files, err := filepath.Glob("../testdata/catalog/requests/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no request documents: %v", err)
+	}
+	var docs [][]byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, b)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 500 {
+		ops := make([]byte, 3*(1+rng.IntN(5)))
+		for i := range ops {
+			ops[i] = byte(rng.Uint32())
+		}
+		details := mutate(t, anys(realisticDetails("50000")), ops)
+		doc, _ := json.Marshal(map[string]any{"scope": "openid profile", "resource": "https://bank.example", "authorization_details": details, "org_id": "org-1"})
+		docs = append(docs, doc)
+	}
+	for _, doc := range docs {
+		a, errA := fast.CheckDocument(doc)
+		b, errB := ref.CheckDocument(doc)
+		if (errA == nil) != (errB == nil) {
+			t.Fatalf("%s: errors differ: %v, %v", doc, errA, errB)
+		}
+		if errA != nil {
+			continue
+		}
+		if got, want := fmt.Sprint(a.Violations), fmt.Sprint(b.Violations); got != want {
+			t.Fatalf("%s:\ncompiled: %s\nv6:       %s", doc, got, want)
+		}
 	}
 }
