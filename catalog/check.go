@@ -2,14 +2,11 @@ package catalog
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
 	"unicode"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/miniapp-host/miniapp-host/jsonpointer"
 	"github.com/miniapp-host/miniapp-host/strictjson"
@@ -310,13 +307,8 @@ func (c *Catalog) verdictOf(t *Type, obj map[string]any, text []byte) []Violatio
 		return vs
 	}
 	var r Result
-	if err := c.schemas[t].Validate(obj); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			schemaViolations(&r, "", t, obj, ve)
-		} else {
-			r.add("", "schema", ErrInvalidAuthorizationDetails, err.Error())
-		}
+	if errs := c.schemas[t].errors(obj); errs != nil {
+		schemaViolations(&r, "", t, obj, errs)
 	}
 	crossFieldRules(&r, "", t, obj)
 	c.verdicts.put(text, r.Violations)
@@ -340,12 +332,11 @@ func crossFieldRules(r *Result, p string, t *Type, obj map[string]any) {
 	// An integer spelled 5.0 or 5e0 is an integer to JSON Schema, but not to
 	// every reader of the grant: ask for the plain spelling, so that the
 	// consent screen, the grant and the Resource Server read one value.
-	walkNumbers(obj, "", func(ptr string, n json.Number) {
-		if strings.ContainsAny(string(n), ".eE") {
-			if _, integral := intOf(n); integral {
-				r.add(p+ptr, "non_canonical_number", ErrInvalidAuthorizationDetails,
-					fmt.Sprintf("%s is an integer written as %s; write it without fraction or exponent", fieldName(ptr), show(string(n))))
-			}
+	var path [8]pathTok
+	walkNonCanonical(obj, path[:0], func(ptr string, n json.Number) {
+		if _, integral := intOf(n); integral {
+			r.add(p+ptr, "non_canonical_number", ErrInvalidAuthorizationDetails,
+				fmt.Sprintf("%s is an integer written as %s; write it without fraction or exponent", fieldName(ptr), show(string(n))))
 		}
 	})
 	if ab, ok := obj["account_binding"].(map[string]any); ok {
@@ -375,18 +366,23 @@ func (r *Result) capViolations() {
 	}
 }
 
-// walkNumbers calls fn with the pointer of every number below v.
-func walkNumbers(v any, ptr string, fn func(string, json.Number)) {
+// walkNonCanonical calls fn with the pointer of every number below v
+// written with a fraction or an exponent. The pointer is built only then:
+// most details have no such number, and building a pointer for every
+// member would cost an allocation each.
+func walkNonCanonical(v any, path []pathTok, fn func(string, json.Number)) {
 	switch x := v.(type) {
 	case json.Number:
-		fn(ptr, x)
+		if strings.ContainsAny(string(x), ".eE") {
+			fn(pathPointer(path), x)
+		}
 	case map[string]any:
 		for k, e := range x {
-			walkNumbers(e, ptr+"/"+jsonpointer.Escape(k), fn)
+			walkNonCanonical(e, append(path, pathTok{key: k, idx: -1}), fn)
 		}
 	case []any:
 		for i, e := range x {
-			walkNumbers(e, ptr+"/"+strconv.Itoa(i), fn)
+			walkNonCanonical(e, append(path, pathTok{idx: i}), fn)
 		}
 	}
 }

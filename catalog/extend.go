@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -183,7 +184,7 @@ func (c *Catalog) Extend(decls ...Declaration) (*Catalog, error) {
 		byScope:  make(map[string]Scope, len(c.byScope)),
 		types:    append([]*Type(nil), c.types...),
 		byName:   make(map[string]*Type, len(c.byName)),
-		schemas:  make(map[*Type]*jsonschema.Schema, len(c.schemas)),
+		schemas:  make(map[*Type]*typeSchema, len(c.schemas)),
 		verdicts: newVerdicts(),
 		fill:     c.fill,
 	}
@@ -212,11 +213,19 @@ func (c *Catalog) Extend(decls ...Declaration) (*Catalog, error) {
 			if err != nil {
 				return nil, err
 			}
+			// A declared schema runs on the compiled validator when it uses
+			// only the keywords that one implements, and on jsonschema/v6
+			// otherwise: both report the same rules.
+			ts := &typeSchema{ref: sch}
+			prog := newSchemaCompiler()
+			if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(dt.Schema)); err == nil && prog.add(declaredURL(d, dt), doc) == nil {
+				ts.node, _ = prog.compile(declaredURL(d, dt))
+			}
 			t := &Type{Name: dt.Name, Key: dt.Name, Meaning: dt.Meaning, Provider: d.Provider(), Resource: d.Resource,
 				CompanyScoped: dt.CompanyScoped, Actions: append([]Action(nil), dt.Actions...)}
 			n.types = append(n.types, t)
 			n.byName[t.Name] = t
-			n.schemas[t] = sch
+			n.schemas[t] = ts
 		}
 	}
 	return n, nil
@@ -226,7 +235,7 @@ func (c *Catalog) Extend(decls ...Declaration) (*Catalog, error) {
 // declaration can never make the server fetch a URL.
 func compileDeclared(d Declaration, t DeclaredType) (*jsonschema.Schema, error) {
 	comp := newCompiler()
-	u := schemaBase + "rs/" + url.PathEscape(d.ID) + "/" + url.PathEscape(t.Name) + ".json"
+	u := declaredURL(d, t)
 	// A declared $id would move the schema to an address of its own choosing.
 	var probe struct {
 		ID *string `json:"$id"`
@@ -234,10 +243,15 @@ func compileDeclared(d Declaration, t DeclaredType) (*jsonschema.Schema, error) 
 	if err := json.Unmarshal(t.Schema, &probe); err == nil && probe.ID != nil {
 		return nil, fmt.Errorf("catalog: declared schemas must not set $id")
 	}
-	if err := addResource(comp, u, t.Schema); err != nil {
+	if err := addResource(comp, nil, u, t.Schema); err != nil {
 		return nil, err
 	}
 	return comp.Compile(u)
+}
+
+// declaredURL is the made-up address of a declared schema.
+func declaredURL(d Declaration, t DeclaredType) string {
+	return schemaBase + "rs/" + url.PathEscape(d.ID) + "/" + url.PathEscape(t.Name) + ".json"
 }
 
 // walkObjects calls fn for every subschema that describes an object.

@@ -24,7 +24,7 @@ type Catalog struct {
 	byScope map[string]Scope
 	types   []*Type
 	byName  map[string]*Type
-	schemas map[*Type]*jsonschema.Schema
+	schemas map[*Type]*typeSchema
 	// verdicts memoises the verdicts of detail texts (verdicts.go).
 	verdicts *verdicts
 	// fill replaces the spec's placeholders with these endpoints.
@@ -51,7 +51,7 @@ func New(ep Endpoints) (*Catalog, error) {
 		ep:       ep,
 		byScope:  make(map[string]Scope, len(scopeDefs)),
 		byName:   make(map[string]*Type, len(typeDefs)),
-		schemas:  make(map[*Type]*jsonschema.Schema, len(typeDefs)),
+		schemas:  make(map[*Type]*typeSchema, len(typeDefs)),
 		verdicts: newVerdicts(),
 	}
 	for _, d := range scopeDefs {
@@ -61,11 +61,12 @@ func New(ep Endpoints) (*Catalog, error) {
 	}
 
 	comp := newCompiler()
+	prog := newSchemaCompiler()
 	common, err := fs.ReadFile(assets.FS, "schemas/catalog/common.json")
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	if err := addResource(comp, schemaBase+"common.json", common); err != nil {
+	if err := addResource(comp, prog, schemaBase+"common.json", common); err != nil {
 		return nil, fmt.Errorf("catalog: common.json: %w", err)
 	}
 	for _, d := range typeDefs {
@@ -91,16 +92,24 @@ func New(ep Endpoints) (*Catalog, error) {
 			"{invoicing_base_url}": ep.InvoicingBaseURL,
 		})
 		url := schemaBase + d.key + ".json"
-		if err := addResource(comp, url, doc); err != nil {
+		if err := addResource(comp, prog, url, doc); err != nil {
 			return nil, fmt.Errorf("catalog: schema of %s: %w", d.key, err)
 		}
-		s, err := comp.Compile(url)
+		// jsonschema/v6 checks that the schema is valid draft-07 and stays
+		// the reference the compiled validator is tested against; the
+		// compiled validator is what Check runs. A keyword it does not
+		// implement is an error here, never a rule quietly left out.
+		ref, err := comp.Compile(url)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: schema of %s: %w", d.key, err)
+		}
+		node, err := prog.compile(url)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: schema of %s: %w", d.key, err)
 		}
 		c.types = append(c.types, t)
 		c.byName[t.Name] = t
-		c.schemas[t] = s
+		c.schemas[t] = &typeSchema{node: node, ref: ref}
 	}
 	return c, nil
 }
@@ -115,13 +124,40 @@ func newCompiler() *jsonschema.Compiler {
 	return comp
 }
 
-// addResource parses a schema document and adds it under url.
-func addResource(comp *jsonschema.Compiler, url string, doc []byte) error {
+// addResource parses a schema document and adds it under url to the
+// jsonschema/v6 compiler and, when prog is not nil, to the compiled
+// validator's compiler: both read the same parsed document.
+func addResource(comp *jsonschema.Compiler, prog *schemaCompiler, url string, doc []byte) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return err
 	}
+	if prog != nil {
+		if err := prog.add(url, v); err != nil {
+			return err
+		}
+	}
 	return comp.AddResource(url, v)
+}
+
+// typeSchema is the schema of one type in its two compiled forms.
+type typeSchema struct {
+	// node is the compiled validator (schemaprog.go); nil for a declared
+	// schema that uses a keyword it does not implement.
+	node *schemaNode
+	// ref is jsonschema/v6's compilation of the same document.
+	ref *jsonschema.Schema
+}
+
+// errors returns the broken rules of v, nil when v is valid.
+func (s *typeSchema) errors(v any) []schemaError {
+	if s.node != nil {
+		return s.node.validate(v)
+	}
+	if err := s.ref.Validate(v); err != nil {
+		return refErrors(err)
+	}
+	return nil
 }
 
 // jsonFill replaces each placeholder with the JSON string escape of its value.

@@ -6,34 +6,22 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/miniapp-host/miniapp-host/jsonpointer"
 )
 
-// schemaViolations turns a schema validation error of the detail at ptr into
-// violations with stable codes, one per broken rule (the leaves of the
-// error tree).
-func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *jsonschema.ValidationError) {
-	var leaves []*jsonschema.ValidationError
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			leaves = append(leaves, e)
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
+// schemaViolations turns the broken schema rules of the detail at ptr into
+// violations with stable codes, one per broken rule. The rules come from the
+// compiled validator (schemaprog.go) or, for a declared schema it cannot
+// compile, from jsonschema/v6 (refErrors): both report the same error kinds.
+func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, errs []schemaError) {
 	const oauth = ErrInvalidAuthorizationDetails
-	for _, e := range leaves {
-		inst := jsonpointer.FromTokens(e.InstanceLocation)
+	for _, e := range errs {
+		inst := e.inst
 		field := fieldName(inst)
 		val, _ := jsonpointer.Lookup(obj, inst)
-		switch k := e.ErrorKind.(type) {
+		switch k := e.kind.(type) {
 		case *kind.Required:
 			for _, m := range k.Missing {
 				r.add(ptr+inst+"/"+jsonpointer.Escape(m), "missing_field", oauth,
@@ -62,9 +50,9 @@ func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *js
 		case *kind.Pattern:
 			code, rule := "bad_format", "must match "+strconv.Quote(k.Want)
 			switch {
-			case strings.Contains(e.SchemaURL, "definitions/amount"):
+			case strings.Contains(e.schema, "definitions/amount"):
 				code, rule = "invalid_amount", "must be an amount: a string of 1 to 15 digits with no leading zero, such as \"15000\""
-			case strings.Contains(e.SchemaURL, "definitions/uuid"):
+			case strings.Contains(e.schema, "definitions/uuid"):
 				code, rule = "invalid_uuid", "must be a UUID: 8-4-4-4-12 hex digits, version digit 1 to 8, variant digit 8, 9, a or b"
 			case strings.HasSuffix(inst, "/account_binding/key"):
 				code, rule = "invalid_key", "must start with a lower-case letter followed by up to 63 of a-z, 0-9, _ and -"
@@ -85,7 +73,7 @@ func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *js
 		case *kind.MaxLength:
 			r.add(ptr+inst, "too_long", oauth, fmt.Sprintf("%s must be at most %s long, got %d", field, plural(k.Want, "character"), k.Got))
 		default:
-			r.add(ptr+inst, "schema", oauth, fmt.Sprintf("%s: %v", field, e.ErrorKind))
+			r.add(ptr+inst, "schema", oauth, fmt.Sprintf("%s: %v", field, e.kind))
 		}
 	}
 }
