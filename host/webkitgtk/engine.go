@@ -60,6 +60,11 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 	if e.win == nil {
 		return nil, errors.New("webkitgtk: webview_go made no window")
 	}
+	if cfg.WebDriver {
+		if err := prepareWebDriver(e.win); err != nil {
+			return nil, err
+		}
+	}
 	e.handle = cgo.NewHandle(e)
 	var views [3]*C.WebKitWebView
 	if C.mh_setup(e.win, C.uintptr_t(e.handle), cbool(cfg.Launcher), cbool(cfg.DevTools), &views[0]) != 0 {

@@ -1,0 +1,32 @@
+//go:build linux && cgo
+
+package webkitgtk
+
+/*
+#include "webkit.h"
+*/
+import "C"
+
+import "errors"
+
+// API is the WebKitGTK API this build links: "4.1" (libsoup 3) or "4.0"
+// (libsoup 2). WebKitWebDriver is built on 4.1: against a 4.0 host, element
+// click, element send keys and actions answer "unsupported operation"
+// (docs/webdriver.md, "Limits").
+func API() string {
+	if C.mh_webkit_api() == 41 {
+		return "4.1"
+	}
+	return "4.0"
+}
+
+// prepareWebDriver lets a W3C WebDriver session drive the Miniapp's view
+// (webdriver.c): automation is allowed on the window's web context, and
+// the Miniapp's view is one made controlled by automation. It runs before
+// mh_setup, which then treats that view as it treats every Miniapp view.
+func prepareWebDriver(win *C.GtkWindow) error {
+	if C.mh_webdriver_prepare(win) != 0 {
+		return errors.New("webkitgtk: webdriver: the window has no WebKitWebView")
+	}
+	return nil
+}
