@@ -55,6 +55,11 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 		return nil, fmt.Errorf("webkitgtk: content filter store: %w", err)
 	}
 	e := &engine{events: events, store: store}
+	if cfg.WebDriver {
+		if err := webdriverEnv(); err != nil {
+			return nil, err
+		}
+	}
 	e.wv = webview.New(false)
 	e.win = (*C.GtkWindow)(e.wv.Window())
 	if e.win == nil {

@@ -31,6 +31,16 @@ static WebKitWebView *on_create_web_view(WebKitAutomationSession *session, gpoin
 	return wd->view; // transfer none: the window keeps it
 }
 
+// on_close is WebDriver's Close Window and Delete Session, which close the
+// session's browsing context: the host closes its window, as when the user
+// closes it, so the process ends as it does then (an ephemeral data folder
+// removed) instead of waiting for the driver to kill it.
+static void on_close(WebKitWebView *view, gpointer data) {
+	(void)data;
+	GtkWidget *top = gtk_widget_get_toplevel(GTK_WIDGET(view));
+	if (GTK_IS_WINDOW(top)) gtk_window_close(GTK_WINDOW(top));
+}
+
 // on_automation_started names the browser for the session's capabilities
 // (browserName "miniapp-host") and hands it the Miniapp's view.
 static void on_automation_started(WebKitWebContext *ctx, WebKitAutomationSession *session, gpointer data) {
@@ -67,6 +77,7 @@ int mh_webdriver_prepare(GtkWindow *win) {
 	gtk_container_remove(GTK_CONTAINER(win), old);
 	gtk_container_add(GTK_CONTAINER(win), GTK_WIDGET(view));
 	gtk_widget_show(GTK_WIDGET(view));
+	g_signal_connect(view, "close", G_CALLBACK(on_close), NULL);
 	mh_webdriver *wd = g_new0(mh_webdriver, 1);
 	wd->view = view;
 	g_signal_connect(ctx, "automation-started", G_CALLBACK(on_automation_started), wd);

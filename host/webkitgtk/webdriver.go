@@ -7,7 +7,11 @@ package webkitgtk
 */
 import "C"
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"os"
+)
 
 // API is the WebKitGTK API this build links: "4.1" (libsoup 3) or "4.0"
 // (libsoup 2). WebKitWebDriver is built on 4.1: against a 4.0 host, element
@@ -27,6 +31,20 @@ func API() string {
 func prepareWebDriver(win *C.GtkWindow) error {
 	if C.mh_webdriver_prepare(win) != 0 {
 		return errors.New("webkitgtk: webdriver: the window has no WebKitWebView")
+	}
+	return nil
+}
+
+// webdriverEnv prepares the process's environment for WebDriver, before
+// any window exists. WebDriver's Take Screenshot crashes the UI process
+// (a NULL dereference in WebKit, WebKitGTK 2.50.6) when compositing is
+// off, and the session then waits for ever for its answer: a window
+// WebDriver drives composites, whatever WEBKIT_DISABLE_COMPOSITING_MODE
+// asks. WebKit reads the variable when a view is realized and passes the
+// environment on to its web processes.
+func webdriverEnv() error {
+	if err := os.Unsetenv("WEBKIT_DISABLE_COMPOSITING_MODE"); err != nil {
+		return fmt.Errorf("webkitgtk: webdriver: %w", err)
 	}
 	return nil
 }
