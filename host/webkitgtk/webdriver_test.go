@@ -387,6 +387,31 @@ func TestWebDriver(t *testing.T) {
 			t.Errorf("status %q (%v), want signed in", txt, err)
 		}
 
+		// The view is the host's Miniapp view, controlled by automation:
+		// no service or shared workers (docs/host.md), and the host's
+		// navigation policy decides what a script of the session starts.
+		got, err := wd.ExecuteScript(`return [navigator.webdriver === true, typeof navigator.serviceWorker, typeof SharedWorker]`, nil)
+		if fmt.Sprint(got) != "[true undefined undefined]" || err != nil {
+			t.Errorf("webdriver, service worker, shared worker: %v (%v), want [true undefined undefined]", got, err)
+		}
+		if _, err := wd.ExecuteScript(`location.href = "data:text/html,not-here"`, nil); err != nil {
+			t.Fatal(err)
+		}
+		ev, err = c.WaitFor(ctx, func(e client.Event) bool {
+			var n bridge.NavigationEvent
+			return e.Kind == "navigation" && e.Decode(&n) == nil && strings.HasPrefix(n.URL, "data:")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nav bridge.NavigationEvent
+		if err := ev.Decode(&nav); err != nil || nav.Decision != bridge.NavigationBlocked {
+			t.Errorf("a data: navigation: %+v (%v), want blocked", nav, err)
+		}
+		if u, err := wd.CurrentURL(); err != nil || u != origin+"/" {
+			t.Errorf("after a blocked navigation the session is on %q (%v)", u, err)
+		}
+
 		// Cookies: WebDriver reads the session cookie the host copied
 		// from the callback (HttpOnly: the page cannot), and a cookie it
 		// adds is one the page sees.
