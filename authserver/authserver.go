@@ -450,6 +450,9 @@ type ClientSpec struct {
 	Confidential   bool
 	RedirectURIs   []string
 	AllowedOrigins []string
+	// IDTokenAlg signs the client's ID tokens: RS256 when empty, or ES256
+	// or EdDSA (store.IDTokenAlgs).
+	IDTokenAlg string
 }
 
 // RegisterClient adds or replaces an OAuth client under the demo project,
@@ -460,8 +463,12 @@ func (s *Server) RegisterClient(ctx context.Context, spec ClientSpec) (Credentia
 	if spec.ID == "" || strings.ContainsAny(spec.ID, "/?#") {
 		return Credential{}, fmt.Errorf("authserver: client id %q is empty or not URL-safe", spec.ID)
 	}
+	if spec.IDTokenAlg != "" && !slices.Contains(store.IDTokenAlgs, spec.IDTokenAlg) {
+		return Credential{}, fmt.Errorf("authserver: client %q: ID token algorithm %q is not one of %s", spec.ID, spec.IDTokenAlg,
+			strings.Join(store.IDTokenAlgs, ", "))
+	}
 	c := &store.Client{ID: spec.ID, ProjectID: "prj_demo", Name: spec.Name, Type: store.Public,
-		RedirectURIs: spec.RedirectURIs, AllowedOrigins: spec.AllowedOrigins}
+		RedirectURIs: spec.RedirectURIs, AllowedOrigins: spec.AllowedOrigins, IDTokenAlg: spec.IDTokenAlg}
 	if c.Name == "" {
 		c.Name = spec.ID
 	}

@@ -167,6 +167,7 @@ func TestProjectCredentials(t *testing.T) {
 		{"relative redirect", map[string]any{"type": "public", "redirect_uris": []string{"/cb"}}, "/redirect_uris/0"},
 		{"origin with path", map[string]any{"type": "public", "allowed_origins": []string{"https://shop.example/app"}}, "/allowed_origins/0"},
 		{"origin wildcard", map[string]any{"type": "public", "allowed_origins": []string{"https://*.shop.example"}}, "/allowed_origins/0"},
+		{"symmetric ID token algorithm", map[string]any{"type": "public", "id_token_signed_response_alg": "HS256"}, "/id_token_signed_response_alg"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, m := e.dash("POST", "/api/projects/"+prj+"/credentials", key, tc.body)
@@ -176,9 +177,13 @@ func TestProjectCredentials(t *testing.T) {
 		})
 	}
 	pub := e.mustDash(http.StatusCreated, "POST", "/api/projects/"+prj+"/credentials", key,
-		map[string]any{"type": "public", "redirect_uris": []string{"http://127.0.0.1:9/cb"}, "allowed_origins": []string{"http://127.0.0.1:9"}})
+		map[string]any{"type": "public", "redirect_uris": []string{"http://127.0.0.1:9/cb"}, "allowed_origins": []string{"http://127.0.0.1:9"},
+			"id_token_signed_response_alg": "ES256"})
 	if _, has := pub["client_secret"]; has {
 		t.Fatalf("a public credential got a secret: %v", pub)
+	}
+	if pub["id_token_signed_response_alg"] != "ES256" {
+		t.Fatalf("the credential's ID token algorithm: %v, want ES256 as registered", pub["id_token_signed_response_alg"])
 	}
 	conf := e.mustDash(http.StatusCreated, "POST", "/api/projects/"+prj+"/credentials", key,
 		map[string]any{"type": "confidential", "redirect_uris": []string{"https://shop.example/cb"}, "allowed_origins": []string{"https://shop.example"}})

@@ -30,6 +30,15 @@ type Controller interface {
 	Close(ctx context.Context, cmd ViewCommand) error
 }
 
+// DevToolsController is the optional ability of a Controller to open the
+// engine's web inspector on a Miniapp view (command devtools.show). A
+// Controller without it answers devtools.show with unknown_command.
+type DevToolsController interface {
+	// ShowDevTools turns the view's developer extras on and shows its
+	// web inspector. It never applies to the host's own views.
+	ShowDevTools(ctx context.Context, cmd ViewCommand) error
+}
+
 // Command names.
 const (
 	CommandOpen           = "open"
@@ -39,6 +48,7 @@ const (
 	CommandEval           = "eval"
 	CommandScreenshot     = "screenshot"
 	CommandClose          = "close"
+	CommandDevToolsShow   = "devtools.show"
 )
 
 // OpenCommand is the params of open.
@@ -198,6 +208,19 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 			return ctl.Screenshot(ctx, cmd)
 		}
 		return nil, ctl.Close(ctx, cmd)
+	case CommandDevToolsShow:
+		dt, ok := ctl.(DevToolsController)
+		if !ok {
+			return nil, Errorf(CodeUnknownCommand, "this host has no web inspector (command %s)", quote(c.name))
+		}
+		if err := p.only("view"); err != nil {
+			return nil, invalid(err)
+		}
+		v, err := view()
+		if err != nil {
+			return nil, invalid(err)
+		}
+		return nil, dt.ShowDevTools(ctx, ViewCommand{View: v})
 	case CommandNavigate:
 		if err := p.only("view", "url"); err != nil {
 			return nil, invalid(err)

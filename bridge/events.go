@@ -35,7 +35,7 @@ const (
 	ConsentDenied   = "denied"
 )
 
-// ResolveStageEvent reports one stage of resolving a Miniapp (issue 3):
+// ResolveStageEvent reports one stage of resolving a Miniapp (docs/resolve.md):
 // manifest download, schema, identity, client config, origin checks.
 type ResolveStageEvent struct {
 	Origin string `json:"origin"`
@@ -46,6 +46,24 @@ type ResolveStageEvent struct {
 	OK      bool   `json:"ok"`
 	Code    string `json:"code,omitempty"`
 	Pointer string `json:"pointer,omitempty"`
+	Hint    string `json:"hint,omitempty"`
+	// Reasons are every reason of a failed stage, first one included (a
+	// schema stage can fail at several JSON pointers at once); Code,
+	// Pointer and Hint repeat the first for older clients.
+	Reasons []StageReason `json:"reasons,omitempty"`
+	// Launch names the launch that resolved the Miniapp, when the
+	// publisher numbers its launches (the playground does: "launch-3"),
+	// so that a timeline can group the stages and what followed them.
+	Launch string `json:"launch,omitempty"`
+}
+
+// StageReason is one reason of a failed resolution stage, as in the
+// resolver's report (docs/resolve.md): a stable code, the JSON pointer of
+// the offending member, a message and a hint saying how to fix it.
+type StageReason struct {
+	Code    string `json:"code"`
+	Pointer string `json:"pointer,omitempty"`
+	Message string `json:"message,omitempty"`
 	Hint    string `json:"hint,omitempty"`
 }
 
@@ -250,3 +268,53 @@ type UIRecoveredEvent struct {
 
 // Kind implements Event.
 func (UIRecoveredEvent) Kind() string { return "ui.recovered" }
+
+// ConsoleEvent reports what the Miniapp's page wrote to its console, threw
+// without catching, or rejected without handling, in any of its frames
+// (docs/automation.md, "Events"; docs/host.md, "Console capture"). The
+// host caps its length and rate; a summary of the messages it dropped is
+// an event of Type "dropped" with Dropped set.
+//
+// Source and Frame go on the channel through RedactURL (MarshalJSON does
+// it): a page at its redirect_uri has the code in its URL. Message is the
+// page's own text and is not redacted.
+type ConsoleEvent struct {
+	// Type is "console" (a console.* call), "error" (an uncaught
+	// exception), "rejection" (an unhandled promise rejection) or
+	// "dropped" (the host's summary of messages it did not pass on).
+	Type string `json:"type"`
+	// Level is log, info, warn, error or debug.
+	Level   string `json:"level"`
+	Message string `json:"message"`
+	// Source is the url:line:col of the call, the throw or the rejected
+	// error's creation; "" when unknown.
+	Source    string `json:"source,omitempty"`
+	Frame     string `json:"frame,omitempty"` // the URL of the frame
+	MainFrame bool   `json:"main_frame"`
+	Dropped   int    `json:"dropped,omitempty"`
+}
+
+// Kind implements Event.
+func (ConsoleEvent) Kind() string { return "console" }
+
+// MarshalJSON writes the event with Source and Frame redacted (RedactURL).
+func (e ConsoleEvent) MarshalJSON() ([]byte, error) {
+	type plain ConsoleEvent // without this method
+	e.Source, e.Frame = RedactSource(e.Source), RedactURL(e.Frame)
+	return json.Marshal(plain(e))
+}
+
+// RedactSource is RedactURL of a url:line:col source location (a console
+// message's) that keeps its line and column: without the split, a code in
+// the URL's last parameter would take them into its fingerprint.
+func RedactSource(s string) string {
+	rest, pos := s, ""
+	for range 2 {
+		i := strings.LastIndexByte(rest, ':')
+		if i < 0 || i == len(rest)-1 || strings.Trim(rest[i+1:], "0123456789") != "" {
+			return RedactURL(s)
+		}
+		rest, pos = rest[:i], rest[i:]+pos
+	}
+	return RedactURL(rest) + pos
+}

@@ -183,7 +183,7 @@ func (c *Catalog) checkResource(req Request, r *Result) {
 	}
 	if len(needed) > 0 && len(req.Resource) == 0 {
 		r.add("/resource", "resource_missing", ErrInvalidTarget,
-			fmt.Sprintf("a scope request needs resource=%s (spec 2.1)", strings.Join(needed, " and resource=")))
+			fmt.Sprintf("the requested scopes need resource=%s: add it to the request's resource", strings.Join(needed, " and resource=")))
 		return
 	}
 	given := map[string]bool{}
@@ -291,13 +291,13 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 		if idx, ok := present[pair[0]]; ok && len(present[pair[1]]) == 0 {
 			t, _ := c.TypeByKey(pair[1])
 			r.add(ptr+"/"+strconv.Itoa(idx[0]), "company_pair_incomplete", ErrInvalidAuthorizationDetails,
-				fmt.Sprintf("%s must be requested together with %s (spec 2.5); add a detail of type %q", pair[0], pair[1], t.Name))
+				fmt.Sprintf("%s is only granted together with %s: add a detail of type %q to authorization_details", pair[0], pair[1], t.Name))
 		}
 	}
 	// spec 2.2 rule 3 and spec 5.2: a Company-scoped detail needs org_id.
 	if companyScoped >= 0 && strings.TrimSpace(req.OrgID) == "" {
 		r.add("/org_id", "org_id_missing", ErrInvalidRequest,
-			fmt.Sprintf("authorization_details/%d is Company-scoped: add org_id with the Company's id (spec 2.2 rule 3)", companyScoped))
+			fmt.Sprintf("authorization_details/%d is Company-scoped: add org_id with the id of the Company it acts for", companyScoped))
 	}
 }
 
@@ -331,10 +331,10 @@ func crossFieldRules(r *Result, p string, t *Type, obj map[string]any) {
 		switch {
 		case sel && ids:
 			r.add(p, "selection_and_identifiers", ErrInvalidAuthorizationDetails,
-				"bank_account takes exactly one of selection or identifiers, not both (spec 2.3); remove one")
+				"bank_account takes exactly one of selection or identifiers, not both: remove one")
 		case !sel && !ids:
 			r.add(p, "selection_or_identifiers_missing", ErrInvalidAuthorizationDetails,
-				"bank_account needs exactly one of selection or identifiers (spec 2.3); add one")
+				"bank_account needs exactly one of selection or identifiers: add one")
 		}
 	}
 	// An integer spelled 5.0 or 5e0 is an integer to JSON Schema, but not to
@@ -352,7 +352,7 @@ func crossFieldRules(r *Result, p string, t *Type, obj map[string]any) {
 		if name, ok := ab["name"].(map[string]any); ok {
 			if s, ok := name["suggested"].(string); ok && s != "" && !visible(s) {
 				r.add(p+"/account_binding/name/suggested", "blank", ErrInvalidAuthorizationDetails,
-					"account_binding.name.suggested must contain at least one visible character (spec 2.4); white space and invisible characters alone are blank")
+					"account_binding.name.suggested must contain at least one visible character: white space and invisible characters alone are blank")
 			}
 		}
 	}
@@ -361,7 +361,7 @@ func crossFieldRules(r *Result, p string, t *Type, obj map[string]any) {
 		hi, okHi := intOf(sel["max"])
 		if okLo && okHi && lo > hi {
 			r.add(p+"/selection/min", "selection_min_above_max", ErrInvalidAuthorizationDetails,
-				fmt.Sprintf("selection.min (%d) must not exceed selection.max (%d) (spec 2.3)", lo, hi))
+				fmt.Sprintf("selection.min (%d) must not exceed selection.max (%d): lower min or raise max", lo, hi))
 		}
 	}
 }

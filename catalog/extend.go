@@ -135,7 +135,7 @@ func checkTypeSchema(d Declaration, t DeclaredType) []Violation {
 	}
 	walkObjects(root, "", func(ptr string, obj map[string]any) {
 		if ap, ok := obj["additionalProperties"]; !ok || ap != false {
-			bad(ptr, "additional_properties_allowed", "every object schema sets additionalProperties to false (spec 2)")
+			bad(ptr, "additional_properties_allowed", "add \"additionalProperties\": false to this object schema: every object schema of a declared type refuses unknown fields")
 		}
 	})
 	if root["type"] != "object" {
@@ -167,7 +167,7 @@ func checkTypeSchema(d Declaration, t DeclaredType) []Violation {
 		lo, _ := intOf(locs["minItems"])
 		hi, _ := intOf(locs["maxItems"])
 		if items == nil || items["const"] != d.Resource || lo != 1 || hi != 1 {
-			bad("/properties/locations", "bad_schema", fmt.Sprintf(`locations must be exactly one item: {"minItems": 1, "maxItems": 1, "items": {"const": %q}} (spec 2.2 rule 2)`, d.Resource))
+			bad("/properties/locations", "bad_schema", fmt.Sprintf(`locations must be exactly one item, the declared resource: {"minItems": 1, "maxItems": 1, "items": {"const": %q}}`, d.Resource))
 		}
 	}
 	return vs

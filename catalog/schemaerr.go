@@ -42,14 +42,14 @@ func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *js
 		case *kind.AdditionalProperties:
 			for _, m := range k.Properties {
 				r.add(ptr+inst+"/"+jsonpointer.Escape(m), "unknown_field", oauth,
-					fmt.Sprintf("%s is not a field of a %s detail; remove it (unknown fields are invalid, spec 2)", joinField(field, m), t.Key))
+					fmt.Sprintf("%s is not a field of a %s detail: remove it, or fix its spelling (unknown fields are invalid)", joinField(field, m), t.Key))
 			}
 		case *kind.Type:
 			r.add(ptr+inst, "wrong_type", oauth, fmt.Sprintf("%s must be %s, got %s", field, strings.Join(k.Want, " or "), k.Got))
 		case *kind.Const:
 			if strings.HasPrefix(inst, "/locations/") {
 				r.add(ptr+inst, "location_mismatch", oauth,
-					fmt.Sprintf("locations must be [%q], the resource address of the %s provider (spec 2.2 rule 2); got %s", t.Resource, t.Provider, show(val)))
+					fmt.Sprintf("locations must be [%q], the resource address of the %s provider; got %s", t.Resource, t.Provider, show(val)))
 			} else {
 				r.add(ptr+inst, "not_allowed_value", oauth, fmt.Sprintf("%s must be %s, got %s", field, show(k.Want), show(val)))
 			}
@@ -63,11 +63,11 @@ func schemaViolations(r *Result, ptr string, t *Type, obj map[string]any, ve *js
 			code, rule := "bad_format", "must match "+strconv.Quote(k.Want)
 			switch {
 			case strings.Contains(e.SchemaURL, "definitions/amount"):
-				code, rule = "invalid_amount", "must be an amount: a string of 1 to 15 digits with no leading zero (spec 2.2 rule 5)"
+				code, rule = "invalid_amount", "must be an amount: a string of 1 to 15 digits with no leading zero, such as \"15000\""
 			case strings.Contains(e.SchemaURL, "definitions/uuid"):
-				code, rule = "invalid_uuid", "must be a UUID: 8-4-4-4-12 hex digits, version digit 1 to 8, variant digit 8, 9, a or b (spec 2.2 rule 4)"
+				code, rule = "invalid_uuid", "must be a UUID: 8-4-4-4-12 hex digits, version digit 1 to 8, variant digit 8, 9, a or b"
 			case strings.HasSuffix(inst, "/account_binding/key"):
-				code, rule = "invalid_key", "must start with a lower-case letter followed by up to 63 of a-z, 0-9, _ and - (spec 2.4)"
+				code, rule = "invalid_key", "must start with a lower-case letter followed by up to 63 of a-z, 0-9, _ and -"
 			}
 			r.add(ptr+inst, code, oauth, fmt.Sprintf("%s %s; got %s", field, rule, show(val)))
 		case *kind.MinItems:

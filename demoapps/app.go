@@ -108,6 +108,7 @@ func manifest(cfg Config, authURL string) http.HandlerFunc {
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": cfg.ID, "name": cfg.Name, "short_name": cfg.Name, "start_url": "/",
 			"display": "standalone", "theme_color": "#1f5fd1", "background_color": "#ffffff", "oauth": oauth,
+			"icons": manifestIcons(),
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"html/template"
+	"image/color"
 	"net"
 	"net/http"
 	"sync"
@@ -58,6 +59,7 @@ func ServeConfidential(cfg Config, ln net.Listener) *App {
 		mux := http.NewServeMux()
 		// GET /miniapp.webmanifest
 		mux.HandleFunc("GET /miniapp.webmanifest", manifest(cfg, origin+"/login"))
+		serveIcons(mux, "C", color.RGBA{0x6a, 0x3d, 0xb3, 0xff})
 		// GET /login: the manifest's oauth.auth_url.
 		mux.HandleFunc("GET /login", c.handleLogin)
 		// GET /callback: the client's redirect_uri.

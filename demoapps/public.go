@@ -3,6 +3,7 @@ package demoapps
 import (
 	"encoding/json"
 	"html/template"
+	"image/color"
 	"net/http"
 )
 
@@ -26,6 +27,7 @@ func StartPublic(cfg Config, addr string) (*App, error) {
 		mux := http.NewServeMux()
 		// GET /miniapp.webmanifest
 		mux.HandleFunc("GET /miniapp.webmanifest", manifest(cfg, ""))
+		serveIcons(mux, "P", color.RGBA{0x1b, 0x7f, 0x3b, 0xff})
 		// GET /{$}: the start page.
 		mux.HandleFunc("GET /{$}", page(publicHome, data))
 		// GET /callback: the redirect_uri of way 3.

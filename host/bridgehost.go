@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -145,22 +146,30 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 		if w.endFlow(f) {
 			w.Dispatch(func() { w.showHostViewUI(false) })
 		}
+		f.net.End(netlog.OutcomeAbandoned, "the page went away: "+ctx.Err().Error())
 		return bridge.AuthorizeResult{}, ctx.Err()
 	}
 	if out.err != nil {
+		f.net.End(netlog.OutcomeError, out.err.Error())
 		return bridge.AuthorizeResult{}, out.err
 	}
 	code, err := h.readResponse(out.redirect, state)
 	if err != nil {
+		outcome, detail := responseOutcome(out.redirect)
+		if outcome != netlog.OutcomeDenied {
+			outcome, detail = netlog.OutcomeError, err.Error()
+		}
+		f.net.End(outcome, detail)
 		return bridge.AuthorizeResult{}, err
 	}
-	if h.cfg.HTTP != nil {
-		ctx = context.WithValue(ctx, oauth2.HTTPClient, h.cfg.HTTP)
-	}
+	// The token request is the flow's last exchange (netlog.Into).
+	ctx = context.WithValue(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindToken), oauth2.HTTPClient, netlog.Client(h.cfg.HTTP))
 	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
 	if err != nil {
+		f.net.End(netlog.OutcomeError, "code exchange: "+err.Error())
 		return bridge.AuthorizeResult{}, fmt.Errorf("host: authorize: code exchange: %w", err)
 	}
+	f.net.End(netlog.OutcomeCompleted, "")
 	res := bridge.AuthorizeResult{AccessToken: tok.AccessToken, TokenType: tok.TokenType, ExpiresIn: tok.ExpiresIn}
 	res.Scope, _ = tok.Extra("scope").(string)
 	res.IDToken, _ = tok.Extra("id_token").(string)

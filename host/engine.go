@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"net/http"
 	"net/url"
 	"time"
 )
@@ -155,6 +156,15 @@ type Engine interface {
 	// SetMiniappScript makes js the only user script of the Miniapp's
 	// view: injected at document start into the top frame only.
 	SetMiniappScript(js string)
+	// SetConsoleScript makes js the console capture script of the
+	// Miniapp's view: injected at document start into every frame, beside
+	// the Miniapp's script (which SetMiniappScript does not remove). Its
+	// messages, posted to the ConsoleHandler message handler, are reported
+	// with EngineEvents.ConsoleMessage. The host's views never get it.
+	SetConsoleScript(js string)
+	// ShowInspector turns the developer extras of the Miniapp's view on
+	// and shows its web inspector. It never applies to the host's views.
+	ShowInspector()
 	// SetContentFilter compiles rules (WebKit content-blocker JSON, as
 	// Policy.FilterRules makes them) and makes them the Miniapp view's
 	// only content filter.
@@ -209,6 +219,11 @@ type EngineEvents interface {
 	// ScriptMessage is a message a page of v posted to the host: the
 	// Miniapp view's "miniappHost" handler, the host view's "host".
 	ScriptMessage(v View, raw string)
+	// ConsoleMessage is a message a frame of the Miniapp's view posted to
+	// the ConsoleHandler handler (the console capture script's). An
+	// engine may cut a message longer than ConsoleMaxRaw bytes to
+	// ConsoleMaxRaw+1 bytes.
+	ConsoleMessage(raw string)
 	// WebProcessTerminated reports that the Miniapp view's web process
 	// ended.
 	WebProcessTerminated(why Termination)
@@ -218,6 +233,32 @@ type EngineEvents interface {
 	// UserInput reports real native input (key, click, touch) on the
 	// Miniapp's view, not synthesised by another program.
 	UserInput(at time.Time)
+	// ResourceLoaded reports a request of the Miniapp's view (a document,
+	// a subresource, a fetch or XHR of its pages), once it finished or
+	// failed. Never for the host's view or the launcher's.
+	ResourceLoaded(r Resource)
+}
+
+// Resource is a request of the Miniapp's view as the engine saw it load
+// (WebKitGTK: resource-load-started, then the WebKitWebResource's response
+// and its finished or failed signal; WKWebView and WebView2 have the same
+// in their resource-load and WebResourceResponseReceived events).
+type Resource struct {
+	Method, URL string
+	// RequestHeaders are the headers the engine set on the request when
+	// it started; the network layer may add more (cookies) later.
+	RequestHeaders http.Header
+	// Status is the response's status; 0 when there was none.
+	Status          int
+	ResponseHeaders http.Header
+	MimeType        string
+	// Size is the response's Content-Length; -1 when unknown.
+	Size int64
+	// Started, Responded and Finished are when the request started, its
+	// response came (zero without one) and it finished or failed.
+	Started, Responded, Finished time.Time
+	// Error says why the load failed; "" when it finished.
+	Error string
 }
 
 // parseOrNil is origin.ParseURL that keeps only a URL it can carry.

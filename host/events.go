@@ -9,6 +9,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -139,6 +140,14 @@ func (w *Window) miniappLoadChanged(ev LoadEvent, uri string) {
 		}
 		w.emit(Event{Kind: EventLoadCommitted, URL: uri})
 	case LoadFinished:
+		w.mu.Lock()
+		if w.netFlow != nil && w.netFlowUntil.IsZero() && w.netFlow.Ended() {
+			// The page the flow led to has loaded: what the view starts
+			// asking for from now on is no longer the flow's. WebKit may
+			// report the page's own resources as finished after this.
+			w.netFlowUntil = time.Now()
+		}
+		w.mu.Unlock()
 		w.emit(Event{Kind: EventLoadFinished, URL: uri})
 		// The host page loads after the Miniapp's first page: its web
 		// process would compete with the Miniapp's start on a small
@@ -280,3 +289,23 @@ func (w *Window) WebProcessTerminated(why Termination) {
 
 // UserInput implements EngineEvents.
 func (w *Window) UserInput(at time.Time) { w.gestures.Input(at) }
+
+// ResourceLoaded implements EngineEvents: a request of the Miniapp's view
+// to one of its allowed origins joins the flow it belongs to in the
+// network log (docs/host.md, "Network log"). Requests elsewhere, and
+// those outside a flow, are not kept.
+func (w *Window) ResourceLoaded(r Resource) {
+	w.mu.Lock()
+	app, nf, until := w.app, w.netFlow, w.netFlowUntil
+	w.mu.Unlock()
+	if app == nil || nf == nil || !until.IsZero() && r.Started.After(until) {
+		return
+	}
+	o, err := origin.OfString(r.URL)
+	if err != nil || o.IsOpaque() || !origin.InList(o, app.Policy.Allowed) {
+		return
+	}
+	nf.Add(netlog.Exchange{Source: netlog.SourceView, Kind: netlog.KindResource, Method: r.Method, URL: r.URL,
+		RequestHeader: r.RequestHeaders, RequestSize: -1, Status: r.Status, ResponseHeader: r.ResponseHeaders, ResponseSize: r.Size,
+		Started: r.Started, FirstByte: r.Responded, Done: r.Finished, Err: r.Error})
+}

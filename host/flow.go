@@ -11,6 +11,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -31,6 +32,9 @@ type flow struct {
 	// clientID and redirectURI are read off the authorization request,
 	// for the code.issued event.
 	clientID, redirectURI string
+	// net records the flow's exchanges; nil when the Miniapp has no
+	// network log.
+	net *netlog.Flow
 }
 
 // shownEvent describes a consent screen for the automation channel: the
@@ -100,6 +104,12 @@ func (w *Window) beginFlow(f *flow, u *url.URL) error {
 	}
 	w.flow = f
 	f.clientID, f.redirectURI = u.Query().Get("client_id"), u.Query().Get("redirect_uri")
+	f.net = f.app.NetLog.BeginFlow(u)
+	if f.net != nil {
+		// The view's requests belong to this flow until it has ended and
+		// the page it led to has loaded (viewLoadFinished).
+		w.netFlow, w.netFlowUntil = f.net, time.Time{}
+	}
 	w.mu.Unlock()
 	w.emit(Event{Kind: EventConsentRequested, URL: u.String()})
 	go func() {
@@ -109,8 +119,9 @@ func (w *Window) beginFlow(f *flow, u *url.URL) error {
 		if f.app.Subject != "" {
 			subject = f.app.Subject
 		}
-		screen, err := f.app.Consent.Begin(ctx, u, subject)
+		screen, err := f.app.Consent.Begin(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindNativeConsent), u, subject)
 		if err != nil {
+			f.net.SetConsent(nil, err)
 			w.endFlow(f)
 			f.fail(err)
 			return
@@ -120,6 +131,7 @@ func (w *Window) beginFlow(f *flow, u *url.URL) error {
 			f.deliver(ctx, screen.Redirect)
 			return
 		}
+		f.net.SetConsent(screen.Model, nil)
 		shown := shownEvent(u, screen.Model)
 		w.mu.Lock()
 		current := w.flow == f
@@ -200,12 +212,13 @@ func (w *Window) decide(d consent.Decision) {
 	w.publish(decided)
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
 	defer cancel()
-	redirect, err := f.app.Consent.Decide(ctx, id, d)
+	redirect, err := f.app.Consent.Decide(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindNativeConsent), id, d)
 	w.Dispatch(func() { w.showHostViewUI(false) })
 	if err != nil {
 		f.fail(err)
 		return
 	}
+	f.net.SetCode(redirect.Query().Get("code"))
 	w.publishCode(f, redirect)
 	f.deliver(ctx, redirect)
 }
@@ -230,7 +243,8 @@ func (w *Window) complete(ctx context.Context, f *flow, redirect *url.URL) {
 			w.showFlowError(f, err)
 			return
 		}
-		res, err := callback(ctx, w.opts.HTTPClient, redirect, header, app.StartURL, time.Now())
+		res, err := callback(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindCallback), netlog.Client(w.opts.HTTPClient),
+			redirect, header, app.StartURL, time.Now())
 		if err != nil {
 			w.showFlowError(f, err)
 			return
@@ -254,13 +268,33 @@ func (w *Window) complete(ctx context.Context, f *flow, redirect *url.URL) {
 		return
 	}
 	w.emit(Event{Kind: EventCompleted, URL: next.String()})
+	f.net.End(responseOutcome(redirect))
 	w.Navigate(next.String())
+}
+
+// responseOutcome is a flow's outcome by its authorization response (RFC
+// 6749 sections 4.1.2 and 4.1.2.1).
+func responseOutcome(redirect *url.URL) (outcome, detail string) {
+	q := redirect.Query()
+	switch e := q.Get("error"); e {
+	case "":
+		return netlog.OutcomeCompleted, ""
+	case "access_denied":
+		return netlog.OutcomeDenied, "access_denied"
+	default:
+		return netlog.OutcomeError, strings.TrimSpace(e + ": " + q.Get("error_description"))
+	}
 }
 
 // showFlowError says in the host's view why a caught authorization could
 // not finish.
 func (w *Window) showFlowError(f *flow, err error) {
 	w.emit(Event{Kind: EventError, Detail: err.Error()})
+	if errors.Is(err, errFlowAbandoned) {
+		f.net.End(netlog.OutcomeAbandoned, err.Error())
+	} else {
+		f.net.End(netlog.OutcomeError, err.Error())
+	}
 	w.mu.Lock()
 	stale := f.gen != w.mountGen
 	w.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -91,11 +92,8 @@ func (n *NativeConsent) post(ctx context.Context, endpoint string, in, out any) 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.SetBasicAuth(url.QueryEscape(n.ClientID), url.QueryEscape(n.ClientSecret))
-	c := n.HTTP
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	// A flow's calls are recorded in its network log (netlog.Into).
+	resp, err := netlog.Client(n.HTTP).Do(req)
 	if err != nil {
 		return fmt.Errorf("host: native consent: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
@@ -90,16 +91,31 @@ func publishReport(pub bridge.Publisher, cfg OpenConfig, err error, app *resolve
 	if rep == nil || pub == nil {
 		return
 	}
+	for _, ev := range StageEvents(rep, cfg.Origin, cfg.ID, "") {
+		pub.Publish(ev)
+	}
+}
+
+// StageEvents are the automation channel's resolve.stage events of a
+// report: one per stage that ran, each with every reason of its stage (the
+// first also as code, pointer and hint) and the launch it belongs to ("" for
+// none).
+func StageEvents(rep *resolver.Report, origin, id, launch string) []bridge.ResolveStageEvent {
+	var out []bridge.ResolveStageEvent
 	for _, st := range rep.Stages {
 		if st.Outcome == resolver.OutcomeSkipped {
 			continue
 		}
-		ev := bridge.ResolveStageEvent{Origin: cfg.Origin, ID: cfg.ID, Stage: string(st.Stage), OK: st.Outcome == resolver.OutcomeOK}
+		ev := bridge.ResolveStageEvent{Origin: origin, ID: id, Stage: string(st.Stage), OK: st.Outcome == resolver.OutcomeOK, Launch: launch}
 		if len(st.Reasons) > 0 {
 			ev.Code, ev.Pointer, ev.Hint = st.Reasons[0].Code, st.Reasons[0].Pointer, st.Reasons[0].Hint
 		}
-		pub.Publish(ev)
+		for _, r := range st.Reasons {
+			ev.Reasons = append(ev.Reasons, bridge.StageReason{Code: r.Code, Pointer: r.Pointer, Message: r.Message, Hint: r.Hint})
+		}
+		out = append(out, ev)
 	}
+	return out
 }
 
 // dataDir returns the Miniapp's own WebKit data folder, named after its
@@ -309,6 +325,9 @@ type MountOptions struct {
 	// HTTP is the client for the native-consent API, the callback and
 	// the token request; Options.HTTPClient when nil.
 	HTTP *http.Client
+	// NetLog records the launch's consent flows (Miniapp.NetLog); nil
+	// records nothing.
+	NetLog *netlog.Launch
 }
 
 // MountResolved mounts a Miniapp the resolver accepted, signing in with the
@@ -323,7 +342,7 @@ func (w *Window) MountResolved(ctx context.Context, app *resolver.Miniapp, svc *
 	if err != nil {
 		return err
 	}
-	m.Subject = o.Subject
+	m.Subject, m.NetLog = o.Subject, o.NetLog
 	if err := w.Mount(ctx, m); err != nil {
 		if m.Bridge != nil {
 			m.Bridge.Close()

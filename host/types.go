@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 )
 
 // Options configure the window. The zero value of each field has the
@@ -32,7 +33,9 @@ type Options struct {
 	HangTimeout time.Duration
 	// FlowTimeout bounds each step of a consent flow's network calls; 30s.
 	FlowTimeout time.Duration
-	// DevTools enables the engine's web inspector in the Miniapp's view.
+	// DevTools enables the engine's web inspector in the Miniapp's view
+	// from the start (right click, Inspect Element); never in the host's
+	// own views. Off: Window.ShowInspector still turns it on when asked.
 	DevTools bool
 	// Launcher gives the window the playground's launcher page beside the
 	// Miniapp's (ShowLauncher, ShowPage).
@@ -47,6 +50,8 @@ type Options struct {
 	// function before the window reports it stalled
 	// (EventUIStalled); 5s.
 	StallAfter time.Duration
+	// Now is the clock of the console capture's rate limit; time.Now.
+	Now func() time.Time
 	// WebDriver lets a W3C WebDriver session (WebKitWebDriver) drive the
 	// Miniapp's view (docs/webdriver.md). The session sees that view
 	// only, so a rejection is also shown there, as a document the host
@@ -85,6 +90,9 @@ func (o *Options) setDefaults() error {
 		o.ConsentArm = time.Second
 	}
 	o.ConsentArm = max(o.ConsentArm, 500*time.Millisecond)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	if o.StallAfter == 0 {
 		o.StallAfter = 5 * time.Second
 	}
@@ -115,6 +123,11 @@ type Miniapp struct {
 	// Subject, when set, signs in on the consent screen instead of
 	// Options.Subject (the playground's subject switcher).
 	Subject string
+	// NetLog, when set, records this launch's consent flows: the caught
+	// request decoded, the native-consent calls, the callback, the
+	// bridge's token request and the view's requests to its allowed
+	// origins (docs/host.md, "Network log"). Nil records nothing.
+	NetLog *netlog.Launch
 }
 
 func (m *Miniapp) validate() error {
@@ -158,6 +171,8 @@ const (
 	EventLauncherLoaded       EventKind = "launcher-loaded"        // the playground's launcher finished loading (URL, without its fragment)
 	EventUIStalled            EventKind = "ui-stalled"             // the UI loop has not run a dispatched function for Options.StallAfter (Detail)
 	EventUIRecovered          EventKind = "ui-recovered"           // the UI loop runs again after a stall (Detail: how long it stalled)
+	EventConsole              EventKind = "console"                // the Miniapp wrote to its console, threw or rejected (Console; URL: the frame, Detail: the message)
+	EventDevTools             EventKind = "devtools"               // the web inspector of the Miniapp's view was shown
 )
 
 // Event is one thing that happened in the window.
@@ -168,5 +183,7 @@ type Event struct {
 	Rule       string // the policy rule that decided a navigation
 	Navigation *Navigation
 	Detail     string
-	At         time.Time
+	// Console is the message of an EventConsole.
+	Console *ConsoleMessage
+	At      time.Time
 }

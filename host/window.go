@@ -17,6 +17,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -52,6 +53,7 @@ type Window struct {
 	stop     chan struct{} // closed by Terminate
 	stopOnce sync.Once
 	live     liveness
+	console  consoleGate
 
 	filterMu    sync.Mutex // guards filterRules; held while a filter compiles
 	filterRules string     // the content-blocker rules installed in the view
@@ -63,6 +65,8 @@ type Window struct {
 	topURL       *url.URL      // topURI made canonical; nil when url.URL cannot carry it
 	seq          uint64        // committed main-frame documents, for the bridge
 	flow         *flow         // the consent flow running, if any
+	netFlow      *netlog.Flow  // the flow the view's requests are logged in, if any
+	netFlowUntil time.Time     // zero, or when the page netFlow led to had loaded: later requests are not its
 	loaded       bool          // the view's page has finished loading and is not loading another
 	unresponsive bool          // the web process stopped answering
 	hostVisible  bool          // the host's view is shown over the Miniapp
@@ -81,6 +85,10 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 	if err != nil {
 		return nil, err
 	}
+	capture, err := consoleScript()
+	if err != nil {
+		return nil, err
+	}
 	w := &Window{opts: opts, listeners: map[int]func(Event){}, stop: make(chan struct{}), hostPage: page}
 	var k [16]byte
 	if _, err := rand.Read(k[:]); err != nil {
@@ -92,6 +100,7 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.Dispatch(func() { w.eng.SetConsoleScript(capture) })
 	go w.watchdog()
 	go w.live.watch(w)
 	return w, nil
@@ -215,6 +224,7 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 	w.mountGen++
 	prev := w.app
 	w.app = &app
+	w.netFlow, w.netFlowUntil = nil, time.Time{}
 	w.mu.Unlock()
 	if prev != nil && prev.Bridge != nil {
 		prev.Bridge.Close()

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"mime"
@@ -11,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/assets"
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -26,12 +29,14 @@ func (e *apiError) Error() string { return e.code + ": " + e.message }
 
 // Codes of the launcher's API (docs/playground.md).
 var (
-	errBadHost     = &apiError{http.StatusForbidden, "bad_host", "the Host header is not a loopback name"}
-	errBadToken    = &apiError{http.StatusUnauthorized, "bad_token", "send the automation token as Authorization: Bearer <token>"}
-	errBadOrigin   = &apiError{http.StatusForbidden, "bad_origin", "only the launcher's own page may call the API"}
-	errBadType     = &apiError{http.StatusUnsupportedMediaType, "bad_content_type", "send Content-Type: application/json"}
-	errNotFound    = &apiError{http.StatusNotFound, "not_found", "no such route"}
-	errNoWindowAPI = &apiError{http.StatusConflict, string(CodeNoWindow), ErrNoWindow.Error()}
+	errBadHost       = &apiError{http.StatusForbidden, "bad_host", "the Host header is not a loopback name"}
+	errBadToken      = &apiError{http.StatusUnauthorized, "bad_token", "send the automation token as Authorization: Bearer <token>"}
+	errBadOrigin     = &apiError{http.StatusForbidden, "bad_origin", "only the launcher's own page may call the API"}
+	errBadType       = &apiError{http.StatusUnsupportedMediaType, "bad_content_type", "send Content-Type: application/json"}
+	errNotFound      = &apiError{http.StatusNotFound, "not_found", "no such route"}
+	errNoWindowAPI   = &apiError{http.StatusConflict, string(CodeNoWindow), ErrNoWindow.Error()}
+	errNoDevToolsAPI = &apiError{http.StatusConflict, "no_devtools", ErrNoDevTools.Error() +
+		"; the playground's desktop window has one (run without --no-window, with a display)"}
 )
 
 func invalid(msg string) *apiError {
@@ -103,8 +108,18 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("POST /api/launch", p.handleLaunch)
 	// POST /api/reset {origin, id}: reset a Miniapp's storage in the window.
 	m.HandleFunc("POST /api/reset", p.handleReset)
+	// POST /api/devtools {}: the web inspector of the Miniapp's view.
+	m.HandleFunc("POST /api/devtools", p.handleDevTools)
+	// GET /api/icon?launch=L&index=N: an icon of an accepted launch's manifest, from the Miniapp's origin.
+	m.HandleFunc("GET /api/icon", p.handleIcon)
 	// GET /api/events: the latest automation events, for a late launcher.
 	m.HandleFunc("GET /api/events", p.handleEvents)
+	// GET /api/flows: the network log's consent flows.
+	m.HandleFunc("GET /api/flows", p.handleFlows)
+	// GET /api/flows/{id}/json: one flow with its entries.
+	m.HandleFunc("GET /api/flows/{id}/json", p.handleFlowJSON)
+	// GET /api/flows/{id}/har: one flow as HAR 1.2.
+	m.HandleFunc("GET /api/flows/{id}/har", p.handleFlowHAR)
 	// Anything else: 404 in the API's shape.
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errNotFound) })
 	return m
@@ -227,10 +242,66 @@ func (p *Playground) handleReset(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (p *Playground) handleDevTools(w http.ResponseWriter, r *http.Request) {
+	// The body is {}, or empty: there is nothing to choose, the window
+	// has one Miniapp view.
+	var in struct{}
+	if err := readJSON(r, &in); err != nil && r.ContentLength != 0 {
+		writeError(w, err)
+		return
+	}
+	err := p.ShowDevTools(r.Context(), bridge.ViewCommand{})
+	switch {
+	case errors.Is(err, ErrNoWindow):
+		writeError(w, errNoWindowAPI)
+	case errors.Is(err, ErrNoDevTools):
+		writeError(w, errNoDevToolsAPI)
+	case err != nil:
+		writeError(w, &apiError{http.StatusBadGateway, "devtools_failed", err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"message": "The web inspector of the Miniapp's view is open. " +
+			"Developer extras stay on in that view (right click, Inspect Element) until the window closes; the consent view never has them."})
+	}
+}
+
 func (p *Playground) handleEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Events []json.RawMessage `json:"events"`
 	}{p.history.recent()})
+}
+
+func (p *Playground) handleFlows(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Flows []netlog.FlowSummary `json:"flows"`
+	}{p.netlog.Flows()})
+}
+
+// unknownFlow is the 404 of a flow id the log does not have (any more:
+// it keeps the latest flows only).
+func unknownFlow(id string) *apiError {
+	return &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("no flow %q in the network log; GET /api/flows lists the flows it keeps (the latest 100)", id)}
+}
+
+func (p *Playground) handleFlowJSON(w http.ResponseWriter, r *http.Request) {
+	x, ok := p.netlog.Flow(r.PathValue("id"))
+	if !ok {
+		writeError(w, unknownFlow(r.PathValue("id")))
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
+}
+
+func (p *Playground) handleFlowHAR(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	h, ok := p.netlog.HAR(id)
+	if !ok {
+		writeError(w, unknownFlow(id))
+		return
+	}
+	// A file a HAR viewer opens; the name is the flow's id, which the log
+	// made ([a-z0-9] only).
+	w.Header().Set("Content-Disposition", `attachment; filename="flow-`+id+`.har"`)
+	writeJSON(w, http.StatusOK, h)
 }
 
 // readJSON decodes one strict JSON object of at most 64 KiB.

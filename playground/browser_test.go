@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// Issue 8 item 4: the launcher and the demo Miniapps in a plain browser
-// tab, in Debian's headless Chromium driven from Go. Screenshots go to
+// The launcher and the demo Miniapps in a plain browser tab, in Debian's
+// headless Chromium driven from Go (docs/playground.md, "Tests"). Screenshots go to
 // artifacts/playground/ at the repository's root.
 
 // artifacts is where the browser tests write their screenshots.
@@ -185,7 +185,7 @@ func TestLauncherInChromium(t *testing.T) {
 		strings.Join(lists["broken"], " ") != strings.Join(BrokenKinds(), " ") {
 		t.Fatalf("lists %v", lists)
 	}
-	if got := eval[string](t, ctx, `document.getElementById("window-status").textContent`); got != msgNoWindow {
+	if got := eval[string](t, ctx, `document.querySelector("#window-status .notice-text").textContent`); got != msgNoWindow {
 		t.Errorf("window status %q", got)
 	}
 
@@ -329,8 +329,8 @@ func TestDemoMiniappsInPlainTab(t *testing.T) {
 			`[...document.querySelectorAll('#timeline li[data-kind="token.claims"] .ev-summary')].some((e) => e.textContent.startsWith("sub sub_benjamin")) &&
 			 [...document.querySelectorAll('#timeline li[data-kind="grant"] .ev-summary')].some((e) => e.textContent.includes("200: subject sub_benjamin, scopes openid profile")) &&
 			 document.querySelector('#timeline li[data-kind="token.issued"]') !== null`)
-		// Unfold the decoded claims for the screenshot.
-		click(t, launcher, `#timeline li[data-kind="token.claims"] details summary`)
+		// Unfold the claims' data for the screenshot.
+		click(t, launcher, `#timeline li[data-kind="token.claims"] .data-toggle`)
 		png, err := chromedp.Run(launcher, chromedp.Screenshot(chromedp.CSS("#inspector")))
 		if err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package playground
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/resolver"
@@ -92,6 +93,21 @@ func (c *controller) Screenshot(ctx context.Context, cmd bridge.ViewCommand) (br
 		return bridge.Screenshot{}, err
 	}
 	return w.Screenshot(ctx, cmd)
+}
+
+var _ bridge.DevToolsController = (*controller)(nil)
+
+// ShowDevTools implements bridge.DevToolsController: devtools.show goes to
+// the Opener when it has a web inspector.
+func (c *controller) ShowDevTools(ctx context.Context, cmd bridge.ViewCommand) error {
+	err := c.p.ShowDevTools(ctx, cmd)
+	switch {
+	case errors.Is(err, ErrNoWindow):
+		return bridge.Errorf(CodeNoWindow, "%s", err.Error())
+	case errors.Is(err, ErrNoDevTools):
+		return bridge.Errorf(bridge.CodeUnknownCommand, "%s", err.Error())
+	}
+	return err
 }
 
 // Close implements bridge.Controller.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -16,7 +19,9 @@ import (
 // An Opener that also implements bridge.Controller receives the automation
 // channel's other commands (consent.approve, consent.deny, navigate, eval,
 // screenshot, close); the channel's open command always goes through
-// [Playground.Launch], so that every launch is reported the same way.
+// [Playground.Launch], so that every launch is reported the same way. One
+// that implements bridge.DevToolsController shows the Miniapp view's web
+// inspector for POST /api/devtools and devtools.show.
 type Opener interface {
 	// Mount mounts req.Miniapp, which the resolver accepted, and returns
 	// the id of its view, as the automation channel's open command names
@@ -44,13 +49,33 @@ type OpenRequest struct {
 	// HostClientID and HostSecret are the host's credential for the
 	// native-consent API (Services.Native).
 	HostClientID, HostSecret string
+	// HTTP is the client for the host's own requests to the service (the
+	// native-consent API and, for a public client signing in through the
+	// bridge, the token request). Its transport reads the token responses
+	// for the inspector (token.claims, grant), as it does for the demo
+	// backends; nil lets the host use its own client.
+	HTTP *http.Client
+	// NetLog records the launch's consent flows in the playground's
+	// network log (GET /api/flows); the Opener hands it to the host.
+	NetLog *netlog.Launch
 }
 
 // LaunchResult is the answer of POST /api/launch: the resolver's staged
 // report and what became of the window.
 type LaunchResult struct {
+	// Launch names this launch ("launch-3"), as the resolve.stage events
+	// it published do, so that the inspector groups them.
+	Launch string           `json:"launch"`
 	Report *resolver.Report `json:"report"`
 	Window WindowStatus     `json:"window"`
+	// Manifest and Client are what the resolver read, for the launcher's
+	// manifest panel; nil when the resolver got no valid manifest or
+	// client configuration (the report says why).
+	Manifest *resolver.Manifest     `json:"manifest,omitempty"`
+	Client   *resolver.ClientConfig `json:"client,omitempty"`
+	// Icons are the manifest's icons, resolved against its URL, each with
+	// the launcher path that serves it (GET /api/icon) or why it cannot.
+	Icons []IconRef `json:"icons,omitempty"`
 }
 
 // WindowStatus says whether a launch reached a window.
@@ -94,12 +119,14 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 	var (
 		rej *resolver.Rejection
 		und *resolver.Undecided
-		res = &LaunchResult{Window: WindowStatus{Available: p.cfg.Opener != nil}}
+		res = &LaunchResult{Launch: p.launches.next(), Window: WindowStatus{Available: p.cfg.Opener != nil}}
 	)
 	switch {
 	case err == nil:
 		res.Report = app.Report
 		res.Window.TabURL = app.LoadURL.String()
+		res.Manifest, res.Client = app.Manifest, app.Client
+		res.Icons = p.launches.keep(res.Launch, app)
 	case errors.As(err, &rej):
 		res.Report, res.Window.Message = rej.Report, msgRejected
 	case errors.As(err, &und):
@@ -107,7 +134,7 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 	default:
 		return nil, fmt.Errorf("playground: %w", err)
 	}
-	p.publishStages(res.Report)
+	p.publishStages(res.Launch, res.Report)
 	if err != nil {
 		return res, nil
 	}
@@ -117,7 +144,8 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 	}
 	hostID, hostSecret := p.HostCredential()
 	view, err := p.cfg.Opener.Mount(ctx, OpenRequest{Miniapp: app, Subject: p.Subject(), Services: p.Services(),
-		HostClientID: hostID, HostSecret: hostSecret})
+		HostClientID: hostID, HostSecret: hostSecret, HTTP: p.hostHTTP,
+		NetLog: p.netlog.BeginLaunch(app.Origin.String(), app.Manifest.ID, app.Manifest.OAuth.ClientID)})
 	if err != nil {
 		res.Window.Message = "Accepted, but the window could not open it: " + err.Error()
 		return res, nil
@@ -135,19 +163,31 @@ func (p *Playground) ResetStorage(ctx context.Context, origin, id string) error 
 	return p.cfg.Opener.ResetStorage(ctx, origin, id)
 }
 
-// publishStages puts one resolve.stage event per stage that ran on the bus.
-func (p *Playground) publishStages(rep *resolver.Report) {
+// ErrNoDevTools is the error of ShowDevTools when the window's Opener has
+// no web inspector (it does not implement bridge.DevToolsController).
+var ErrNoDevTools = errors.New("playground: this window has no web inspector")
+
+// ShowDevTools asks the window to turn developer extras on in the
+// Miniapp's view and show its web inspector (POST /api/devtools). The
+// Opener must implement bridge.DevToolsController.
+func (p *Playground) ShowDevTools(ctx context.Context, cmd bridge.ViewCommand) error {
+	if p.cfg.Opener == nil {
+		return ErrNoWindow
+	}
+	dt, ok := p.cfg.Opener.(bridge.DevToolsController)
+	if !ok {
+		return ErrNoDevTools
+	}
+	return dt.ShowDevTools(ctx, cmd)
+}
+
+// publishStages puts one resolve.stage event per stage that ran on the bus,
+// each with every reason of its stage and the launch's name.
+func (p *Playground) publishStages(launch string, rep *resolver.Report) {
 	if rep == nil {
 		return
 	}
-	for _, st := range rep.Stages {
-		if st.Outcome == resolver.OutcomeSkipped {
-			continue
-		}
-		ev := bridge.ResolveStageEvent{Origin: rep.Origin, ID: rep.ID, Stage: string(st.Stage), OK: st.Outcome == resolver.OutcomeOK}
-		if len(st.Reasons) > 0 {
-			ev.Code, ev.Pointer, ev.Hint = st.Reasons[0].Code, st.Reasons[0].Pointer, st.Reasons[0].Hint
-		}
+	for _, ev := range host.StageEvents(rep, rep.Origin, rep.ID, launch) {
 		p.bus.Publish(ev)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -46,7 +47,19 @@ type GrantEvent struct {
 	Status      int             `json:"status,omitempty"`
 	Grant       json.RawMessage `json:"grant,omitempty"`
 	Error       string          `json:"error,omitempty"`
+	// Scope and AuthorizationDetails are what the token response says was
+	// granted (RFC 6749 section 5.1, RFC 9396 section 7), set when the
+	// grant endpoint could not be asked: what is known without it.
+	Scope                string          `json:"scope,omitempty"`
+	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 }
+
+// errPublicGrant says why a public client's grant is not read: the grant
+// endpoint answers the token's own client, authenticated with its secret, or
+// a Resource Server in the token's audience (docs/authserver.md).
+const errPublicGrant = "not read: GET /authorization needs a client secret, and a public client has none " +
+	"(the endpoint answers only the token's own client, authenticated, or a Resource Server in the token's audience); " +
+	"scope and authorization_details below are those of the token response"
 
 // Kind implements bridge.Event.
 func (GrantEvent) Kind() string { return "grant" }
@@ -63,6 +76,13 @@ type observer struct {
 	// token and grant are the service's endpoints, set before any demo
 	// Miniapp starts.
 	token, grant *url.URL
+	// hostIssues is set for the host's own client: the host publishes
+	// token.issued itself (docs/automation.md), so the observer adds only
+	// token.claims and grant.
+	hostIssues bool
+	// netlog receives the token exchange and the grant read, in the flow
+	// whose code was exchanged (a flow of the window's).
+	netlog *netlog.Log
 
 	wg sync.WaitGroup // grant reads in flight
 }
@@ -87,7 +107,11 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 		form, _ = url.ParseQuery(string(body))
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	resp, err := base.RoundTrip(req)
+	// The exchange joins the flow that issued its code, if the window ran
+	// one: the code is the link (netlog.Flow.SetCode).
+	flow := o.netlog.FlowByCode(form.Get("code"))
+	req = req.WithContext(netlog.Into(req.Context(), flow, netlog.SourceBackend, netlog.KindToken))
+	resp, err := (&netlog.Transport{Base: base}).RoundTrip(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
@@ -105,12 +129,12 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		clientID, secret = form.Get("client_id"), form.Get("client_secret")
 	}
-	o.publish(clientID, secret, form.Get("code"), body)
+	o.publish(flow, clientID, secret, form.Get("code"), body)
 	return resp, nil
 }
 
 // publish reports one token response.
-func (o *observer) publish(clientID, secret, code string, body []byte) {
+func (o *observer) publish(flow *netlog.Flow, clientID, secret, code string, body []byte) {
 	var tr struct {
 		AccessToken          string          `json:"access_token"`
 		TokenType            string          `json:"token_type"`
@@ -122,8 +146,10 @@ func (o *observer) publish(clientID, secret, code string, body []byte) {
 		return
 	}
 	fp := bridge.Fingerprint(tr.AccessToken)
-	o.bus.Publish(bridge.TokenIssuedEvent{ClientID: clientID, TokenType: tr.TokenType, Scope: tr.Scope, ExpiresIn: tr.ExpiresIn,
-		AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp})
+	if !o.hostIssues {
+		o.bus.Publish(bridge.TokenIssuedEvent{ClientID: clientID, TokenType: tr.TokenType, Scope: tr.Scope, ExpiresIn: tr.ExpiresIn,
+			AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp})
+	}
 	claims := TokenClaimsEvent{ClientID: clientID, Fingerprint: fp}
 	if code != "" {
 		claims.CodeFingerprint = bridge.Fingerprint(code)
@@ -135,23 +161,24 @@ func (o *observer) publish(clientID, secret, code string, body []byte) {
 	}
 	o.bus.Publish(claims)
 	if secret == "" {
-		o.bus.Publish(GrantEvent{ClientID: clientID, Fingerprint: fp,
-			Error: "not read: GET /authorization needs a client secret, and a public client has none"})
+		o.bus.Publish(GrantEvent{ClientID: clientID, Fingerprint: fp, Error: errPublicGrant,
+			Scope: tr.Scope, AuthorizationDetails: tr.AuthorizationDetails})
 		return
 	}
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
-		o.bus.Publish(o.readGrant(clientID, secret, tr.AccessToken, fp))
+		o.bus.Publish(o.readGrant(flow, clientID, secret, tr.AccessToken, fp))
 	}()
 }
 
 // readGrant asks the grant endpoint about token, as the client it was
 // issued to (docs/authserver.md, "GET {base_url}/authorization").
-func (o *observer) readGrant(clientID, secret, token, fp string) GrantEvent {
+func (o *observer) readGrant(flow *netlog.Flow, clientID, secret, token, fp string) GrantEvent {
 	ev := GrantEvent{ClientID: clientID, Fingerprint: fp}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	ctx = netlog.Into(ctx, flow, netlog.SourceBackend, netlog.KindGrant)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.grant.String(), nil)
 	if err != nil {
 		ev.Error = err.Error()
@@ -160,7 +187,7 @@ func (o *observer) readGrant(clientID, secret, token, fp string) GrantEvent {
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("X-Client-Id", clientID)
 	req.Header.Set("X-Client-Secret", secret)
-	resp, err := o.client.Do(req)
+	resp, err := netlog.Client(o.client).Do(req)
 	if err != nil {
 		o.log.Warn("playground: read grant", "err", err)
 		ev.Error = "the grant endpoint did not answer"

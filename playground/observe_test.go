@@ -123,7 +123,7 @@ func TestObserverPublicClient(t *testing.T) {
 	sub := bus.Subscribe(8)
 	defer sub.Close()
 	o := &observer{bus: bus}
-	o.publish("pub", "", "the-code", []byte(`{"access_token":"opaque","token_type":"Bearer"}`))
+	o.publish(nil, "pub", "", "the-code", []byte(`{"access_token":"opaque","token_type":"Bearer"}`))
 	want := []struct{ kind, has string }{
 		{"token.issued", `"fingerprint":"` + bridge.Fingerprint("opaque") + `"`},
 		{"token.claims", `"error":"the access token is not a JWT`},
@@ -151,6 +151,28 @@ func TestJWTClaims(t *testing.T) {
 		got, err := jwtClaims(c.token)
 		if string(got) != c.want || (err == nil) != (c.want != "") {
 			t.Errorf("%q: %s %v", c.token, got, err)
+		}
+	}
+}
+
+// TestObserverHostClient reports, for a token the host obtained itself (the
+// bridge's sign-in of a public client), the claims and what is known of the
+// grant, and leaves token.issued to the host, which publishes it.
+func TestObserverHostClient(t *testing.T) {
+	bus := bridge.NewBus(nil)
+	sub := bus.Subscribe(8)
+	defer sub.Close()
+	o := &observer{bus: bus, hostIssues: true}
+	jwt := "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzdWJfYW5hIn0.c2ln"
+	o.publish(nil, "demo-public", "", "the-code", []byte(`{"access_token":"`+jwt+`","token_type":"Bearer","scope":"openid profile"}`))
+	want := []struct{ kind, has string }{
+		{"token.claims", `"claims":{"sub":"sub_ana"}`},
+		{"grant", `"scope":"openid profile"`},
+	}
+	for _, w := range want {
+		env := string(<-sub.C())
+		if !strings.Contains(env, `"kind":"`+w.kind+`"`) || !strings.Contains(env, w.has) {
+			t.Errorf("got %s, want %s with %s", env, w.kind, w.has)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -50,8 +51,8 @@ type Config struct {
 	// window.
 	Opener Opener
 	// Published lists the Miniapps published on the dashboard, shown in
-	// the launcher beside the demos. Nil: none (the dashboard has no list
-	// API yet; this is where it plugs in).
+	// the launcher beside the demos. Nil: those approved on the
+	// playground's own dashboard (GET {dashboard_url}/api/miniapps).
 	Published func(ctx context.Context) ([]Entry, error)
 	// Bus carries the host's events to the automation channel and the
 	// inspector. Nil: Start makes one. Give the same Bus to the host's
@@ -95,7 +96,11 @@ type Playground struct {
 	ln       net.Listener
 	origin   string // the launcher's origin, e.g. http://127.0.0.1:8700
 	history  *history
-	obs      *observer
+	obs      *observer // the demo backends' token requests
+	hostObs  *observer // the host's own token requests (OpenRequest.HTTP)
+	hostHTTP *http.Client
+	launches launchLog
+	netlog   *netlog.Log
 	tempDir  string
 
 	mu      sync.Mutex // guards below
@@ -148,12 +153,21 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 	}
 	p.origin = "http://" + p.ln.Addr().String()
 
-	p.obs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger}
+	p.netlog = netlog.New(netlog.Config{Events: p.bus, Now: p.cfg.Now, Creator: "miniapp-host playground"})
+	p.obs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger, netlog: p.netlog}
 	if p.world, err = startWorld(ctx, worldConfig{
 		db: filepath.Join(dir, "authserver.db"), addrs: cfg.Addrs, now: cfg.Now, logger: p.cfg.Logger, obs: p.obs,
 		hostSecret: cfg.HostSecret,
 	}); err != nil {
 		return nil, err
+	}
+	// The host publishes token.issued for the tokens it obtains itself
+	// (the bridge's authorize): its observer adds the claims and grant.
+	p.hostObs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger,
+		token: p.obs.token, grant: p.obs.grant, hostIssues: true}
+	p.hostHTTP = &http.Client{Transport: p.hostObs, Timeout: 30 * time.Second}
+	if p.cfg.Published == nil {
+		p.cfg.Published = p.dashboardMiniapps
 	}
 	if p.broken, err = startBroken(ctx, p.world, cfg.Addrs.Broken); err != nil {
 		return nil, err
@@ -244,8 +258,10 @@ func (p *Playground) Close() error {
 	if p.world != nil {
 		errs = append(errs, p.world.close())
 	}
-	if p.obs != nil {
-		p.obs.wait()
+	for _, o := range []*observer{p.obs, p.hostObs} {
+		if o != nil {
+			o.wait()
+		}
 	}
 	if p.tempDir != "" {
 		errs = append(errs, os.RemoveAll(p.tempDir))
@@ -255,6 +271,10 @@ func (p *Playground) Close() error {
 
 // Bus is the event bus of the automation channel and the inspector.
 func (p *Playground) Bus() *bridge.Bus { return p.bus }
+
+// NetLog is the network log of the consent flows of the Miniapps launched
+// in the window (GET /api/flows).
+func (p *Playground) NetLog() *netlog.Log { return p.netlog }
 
 // LauncherURL is the launcher page, with the automation token in the
 // fragment: the page needs it for its API and its WebSocket, and a fragment

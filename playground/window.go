@@ -22,8 +22,9 @@ type Window struct {
 }
 
 var (
-	_ Opener            = (*Window)(nil)
-	_ bridge.Controller = (*Window)(nil)
+	_ Opener                    = (*Window)(nil)
+	_ bridge.Controller         = (*Window)(nil)
+	_ bridge.DevToolsController = (*Window)(nil)
 )
 
 // NewWindow adapts w, made with host.Options.Launcher, to the playground.
@@ -47,11 +48,23 @@ func (pw *Window) Mount(ctx context.Context, req OpenRequest) (string, error) {
 	s := req.Services
 	svc := &host.Service{Issuer: s.Issuer, Authorize: s.Authorization, Token: s.Token, Native: s.Native, Grant: s.Grant}
 	if err := pw.w.MountResolved(ctx, req.Miniapp, svc, host.MountOptions{HostClientID: req.HostClientID,
-		HostSecret: req.HostSecret, Subject: req.Subject, HostVersion: pw.hostVersion}); err != nil {
+		HostSecret: req.HostSecret, Subject: req.Subject, HostVersion: pw.hostVersion, HTTP: req.HTTP, NetLog: req.NetLog}); err != nil {
 		return "", fmt.Errorf("playground: %w", err)
 	}
 	pw.w.ShowPage(host.PageMiniapp)
 	return host.MainView, nil
+}
+
+// ShowDevTools implements bridge.DevToolsController (devtools.show, POST
+// /api/devtools): the Miniapp's page comes to the front, its view's
+// developer extras are turned on and its web inspector shown. The
+// launcher's view and the consent view never get one.
+func (pw *Window) ShowDevTools(ctx context.Context, cmd bridge.ViewCommand) error {
+	if cmd.View != "" && cmd.View != host.MainView {
+		return bridge.Errorf(bridge.CodeInvalidParams, "no view %q; this window has one Miniapp view, %q", cmd.View, host.MainView)
+	}
+	pw.w.ShowPage(host.PageMiniapp)
+	return pw.w.ShowInspector(ctx)
 }
 
 // ResetStorage implements Opener. WebKit keeps site data by host name, so

@@ -135,7 +135,7 @@ func (w *world) register(ctx context.Context, id, name string, confidential bool
 
 func (w *world) registerSecret(ctx context.Context, id, name string, confidential bool, origin string, extra ...string) (string, error) {
 	cred, err := w.srv.RegisterClient(ctx, authserver.ClientSpec{ID: id, Name: name, Confidential: confidential,
-		RedirectURIs: []string{origin + "/callback"}, AllowedOrigins: append([]string{origin}, extra...)})
+		RedirectURIs: []string{origin + "/callback"}, AllowedOrigins: append([]string{origin}, extra...), IDTokenAlg: "ES256"})
 	if err != nil {
 		return "", fmt.Errorf("playground: register client %s: %w", id, err)
 	}

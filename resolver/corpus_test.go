@@ -29,13 +29,15 @@ type corpusCase struct {
 	ClientRaw      *string         `json:"client_raw"`
 	Dashboard      serverSpec      `json:"dashboard"`
 	Expect         struct {
-		Outcome       string   `json:"outcome"`
-		Stage         string   `json:"stage"`
-		Codes         []string `json:"codes"`
-		Pointers      []string `json:"pointers"`
-		LoadURL       string   `json:"load_url"`
-		ManifestURL   string   `json:"manifest_url"`
-		DashboardPath string   `json:"dashboard_path"`
+		Outcome       string            `json:"outcome"`
+		Stage         string            `json:"stage"`
+		Codes         []string          `json:"codes"`
+		Pointers      []string          `json:"pointers"`
+		Later         []string          `json:"later"`
+		Stages        map[string]string `json:"stages"`
+		LoadURL       string            `json:"load_url"`
+		ManifestURL   string            `json:"manifest_url"`
+		DashboardPath string            `json:"dashboard_path"`
 	} `json:"expect"`
 }
 
@@ -178,18 +180,39 @@ func checkOutcome(t *testing.T, c corpusCase, env *corpusEnv, app *Miniapp, err 
 		}
 		return
 	}
-	var codes, pointers []string
+	// The reasons of the failing stage come first; the stages after it that
+	// still had their input add theirs, listed in later as "stage/code".
+	var codes, pointers, later []string
 	for _, r := range reasons {
-		codes = append(codes, r.Code)
-		pointers = append(pointers, r.Pointer)
-		if string(r.Stage) != want.Stage {
-			t.Errorf("reason %v has stage %s, want %s", r, r.Stage, want.Stage)
-		}
 		if r.Message == "" {
 			t.Errorf("reason %v has no message", r)
 		}
 		if want.Outcome == OutcomeRejected && r.Hint == "" {
 			t.Errorf("reason %v has no hint", r)
+		}
+		if string(r.Stage) != want.Stage {
+			later = append(later, string(r.Stage)+"/"+r.Code)
+			continue
+		}
+		if len(later) > 0 {
+			t.Errorf("reason %v of stage %s comes after reasons of later stages", r, want.Stage)
+		}
+		codes = append(codes, r.Code)
+		pointers = append(pointers, r.Pointer)
+	}
+	if strings.Join(later, " ") != strings.Join(want.Later, " ") {
+		t.Errorf("reasons of later stages %q, want %q\n%v", later, want.Later, reasons)
+	}
+	for stage, outcome := range want.Stages {
+		for _, s := range rep.Stages {
+			if string(s.Stage) == stage && s.Outcome != outcome {
+				t.Errorf("stage %s is %s, want %s (%v)", stage, s.Outcome, outcome, s.Notes)
+			}
+		}
+	}
+	for _, s := range rep.Stages {
+		if s.Outcome == OutcomeSkipped && len(s.Notes) == 0 {
+			t.Errorf("stage %s was skipped without a note saying why", s.Stage)
 		}
 	}
 	if strings.Join(codes, " ") != strings.Join(want.Codes, " ") {

@@ -2,7 +2,7 @@
 // into a report that says which stage refused it, where, and how to fix it
 // (spec sections 2.9, 2.10, 4.2, 4.3 and 7; issue 3).
 //
-// A resolve runs seven stages, in order, and stops at the first that fails:
+// A resolve runs seven stages, in order:
 //
 //	origin    the requested origin is a bare origin; https, or http on loopback unless Config.Insecure
 //	download  GET <origin>/miniapp.webmanifest within the limits of Config
@@ -12,6 +12,17 @@
 //	client    GET <dashboard>/api/oauth/clients/<client_id>, its schema, and oauth.auth_url for a confidential client
 //	origins   start_url and oauth.auth_url, resolved against the manifest URL as a browser does, have the
 //	          manifest's origin and are listed in allowed_origins
+//
+// A failed stage does not end the resolve: every later stage that still has
+// its input runs, so that one run reports everything it can establish and a
+// developer does not fix a manifest one stage at a time. Schema violations do
+// not stop identity, client and origins from checking the members the schema
+// did not refuse; a failed client stage leaves origins its same-origin rules
+// (the stage reports failed when they fail, else skipped: "ok" always means
+// every rule of a stage ran and passed).
+// Only a stage whose output the next needs ends it: no usable origin, no
+// download, no JSON. Stages that did not run are "skipped", with a note
+// saying why. CheckManifest checks a manifest without a client configuration.
 //
 // The result is a *Miniapp, a *Rejection (the Miniapp must not be opened; spec
 // 4.3 step 4), or an *Undecided error when no answer could be had (a 5xx, a

@@ -52,3 +52,46 @@ func FuzzManifest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckManifest feeds arbitrary manifests to the manifest-only check
+// (no client configuration), with and without a manifest URL: it must never
+// panic, never accept (only pass or reject), reject only with reasons, and
+// say why of every stage it skipped.
+func FuzzCheckManifest(f *testing.F) {
+	for _, c := range loadCorpus(f) {
+		if c.ManifestRaw != nil {
+			f.Add([]byte(*c.ManifestRaw), true)
+		} else {
+			f.Add([]byte(c.Manifest), false)
+		}
+	}
+	f.Add([]byte(testManifest), true)
+	r, err := New(Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, manifest []byte, withURL bool) {
+		manifestURL := ""
+		if withURL {
+			manifestURL = "https://app.example/miniapp.webmanifest"
+		}
+		rep, err := r.CheckManifest(context.Background(), "com.example.notes", manifestURL, manifest)
+		var rej *Rejection
+		switch {
+		case err != nil && !errors.As(err, &rej):
+			t.Fatalf("error %T %v is not a Rejection", err, err)
+		case err != nil && (len(rej.Reasons) == 0 || rep.Outcome != OutcomeRejected):
+			t.Fatalf("rejection without reasons: %+v", rej)
+		case err == nil && rep.Outcome != OutcomePassed:
+			t.Fatalf("outcome %s without a client configuration", rep.Outcome)
+		}
+		for _, s := range rep.Stages {
+			if s.Outcome == OutcomeSkipped && len(s.Notes) == 0 {
+				t.Fatalf("stage %s skipped without saying why", s.Stage)
+			}
+		}
+		if _, err := json.Marshal(rep); err != nil {
+			t.Fatalf("report does not marshal: %v", err)
+		}
+	})
+}

@@ -82,8 +82,10 @@ func (r Reason) String() string {
 }
 
 // Rejection is the error of a resolve whose answer is no: the Miniapp must
-// not be opened (spec 4.3 step 4, spec 7). The embedded Reason is the first
-// of Reasons; a schema stage lists every violation.
+// not be opened (spec 4.3 step 4, spec 7). Reasons are those of every failed
+// stage, in stage order: a resolve goes on past a failed stage to every later
+// stage that still has its input, so that one run reports all it can. The
+// embedded Reason is the first of Reasons, of the earliest failed stage.
 type Rejection struct {
 	Reason
 	Reasons []Reason

@@ -2,8 +2,14 @@ package resolver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -215,5 +221,105 @@ func TestErrorStrings(t *testing.T) {
 	und := &Undecided{Stage: StageClient, Code: CodeTimeout, Message: "slow"}
 	if got, want := und.Error(), "resolver: could not decide (client/timeout): slow"; got != want {
 		t.Errorf("Undecided.Error() = %q, want %q", got, want)
+	}
+}
+
+// TestCheckManifest covers the offline check without a client
+// configuration: what runs, what is skipped, and that the skipped checks are
+// named.
+func TestCheckManifest(t *testing.T) {
+	tests := []struct {
+		name, id, manifestURL, manifest string
+		wantOutcome                     string
+		wantCodes                       []string
+		wantSkipped                     []Stage
+	}{
+		// origins ran its same-origin rules only: it stays skipped, and says so.
+		{"passes", "com.example.notes", "https://app.example/miniapp.webmanifest", testManifest, OutcomePassed, nil,
+			[]Stage{StageDownload, StageClient, StageOrigins}},
+		{"passes without a manifest URL", "com.example.notes", "", testManifest, OutcomePassed, nil,
+			[]Stage{StageOrigin, StageDownload, StageClient, StageOrigins}},
+		{"schema and identity and origins together", "other", "https://app.example/m",
+			`{"id":"com.example.notes","name":"","start_url":"https://evil.example/","oauth":{"client_id":"notes"}}`,
+			OutcomeRejected, []string{codeSchemaMinLength, CodeIDMismatch, CodeStartURLCrossOrigin}, []Stage{StageDownload, StageClient}},
+		{"not JSON", "com.example.notes", "", "{", OutcomeRejected, []string{CodeJSONSyntax},
+			[]Stage{StageOrigin, StageDownload, StageSchema, StageIdentity, StageClient, StageOrigins}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := newResolver(t, Config{}).CheckManifest(context.Background(), tt.id, tt.manifestURL, []byte(tt.manifest))
+			if rep.Outcome != tt.wantOutcome {
+				t.Fatalf("outcome %s (%v), want %s", rep.Outcome, err, tt.wantOutcome)
+			}
+			var rej *Rejection
+			if (tt.wantOutcome == OutcomeRejected) != errors.As(err, &rej) {
+				t.Fatalf("err = %v", err)
+			}
+			var codes []string
+			for _, r := range rep.Reasons {
+				codes = append(codes, r.Code)
+			}
+			if strings.Join(codes, " ") != strings.Join(tt.wantCodes, " ") {
+				t.Errorf("codes %q, want %q", codes, tt.wantCodes)
+			}
+			var skipped []Stage
+			for _, s := range rep.Stages {
+				if s.Outcome == OutcomeSkipped {
+					skipped = append(skipped, s.Stage)
+					if len(s.Notes) == 0 {
+						t.Errorf("stage %s skipped without saying why", s.Stage)
+					}
+				}
+			}
+			if fmt.Sprint(skipped) != fmt.Sprint(tt.wantSkipped) {
+				t.Errorf("skipped %v, want %v", skipped, tt.wantSkipped)
+			}
+			if rep.Miniapp != nil {
+				t.Errorf("a manifest-only check summarises a Miniapp: %+v", rep.Miniapp)
+			}
+		})
+	}
+}
+
+// codeSchemaMinLength is the code of a minLength violation.
+const codeSchemaMinLength = "schema-min-length"
+
+// TestMembersAtMatchSchemas keeps the member lists of the hints in step
+// with the schemas under assets/schemas/resolver.
+func TestMembersAtMatchSchemas(t *testing.T) {
+	read := func(name string) map[string]any {
+		b, err := os.ReadFile(filepath.Join("..", "assets", "schemas", "resolver", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	names := func(schema any) []string {
+		var out []string
+		for k := range schema.(map[string]any)["properties"].(map[string]any) {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	sorted := func(s []string) []string { s = slices.Clone(s); sort.Strings(s); return s }
+	m, c := read("manifest.json"), read("client.json")
+	props := m["properties"].(map[string]any)
+	for _, tc := range []struct {
+		doc, ptr string
+		schema   any
+	}{
+		{"manifest", "", m},
+		{"manifest", "/oauth", props["oauth"]},
+		{"manifest", "/icons/0", props["icons"].(map[string]any)["items"]},
+		{"client configuration", "", c},
+	} {
+		if got, want := sorted(membersAt(tc.doc, tc.ptr)), names(tc.schema); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("membersAt(%s, %q) = %v, the schema has %v", tc.doc, tc.ptr, got, want)
+		}
 	}
 }

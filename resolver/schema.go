@@ -174,12 +174,14 @@ func leafReasons(e *jsonschema.ValidationError, stage Stage, doc string) []Reaso
 		out := make([]Reason, 0, len(names))
 		for _, name := range names {
 			r := Reason{Stage: stage, Code: code, Pointer: at + "/" + jsonpointer.Escape(name)}
+			member := memberName(r.Pointer)
 			if kw == "required" {
-				r.Message = fmt.Sprintf("the %s lacks the required member %s", doc, memberName(r.Pointer))
-				r.Hint = requiredHint(doc)
+				r.Message = fmt.Sprintf("the %s lacks the required member %s", doc, member)
+				r.Hint = requiredHint(doc, r.Pointer)
 			} else {
-				r.Message = fmt.Sprintf("the %s has the unknown member %s", doc, memberName(r.Pointer))
-				r.Hint = "remove it, or fix its spelling: only the members of spec " + specSection(doc) + " are allowed, in snake_case (start_url, short_name, client_id)"
+				r.Message = fmt.Sprintf("the %s has the unknown member %s", doc, member)
+				r.Hint = fmt.Sprintf("remove %s, or fix its spelling: %s has only the members %s (snake_case)",
+					member, containerName(doc, at), strings.Join(membersAt(doc, at), ", "))
 			}
 			out = append(out, r)
 		}
@@ -193,44 +195,79 @@ func leafReasons(e *jsonschema.ValidationError, stage Stage, doc string) []Reaso
 // english prints the validator's messages.
 var english = message.NewPrinter(language.English)
 
-func specSection(doc string) string {
-	if doc == "manifest" {
-		return "2.9"
+// membersAt lists the members the schemas allow in the object at ptr of a
+// manifest or client configuration (assets/schemas/resolver; a test keeps
+// the two in step), for hints that name what may be written.
+func membersAt(doc, ptr string) []string {
+	switch {
+	case doc != "manifest":
+		return []string{"redirect_uris", "allowed_origins", "client_type"}
+	case ptr == "/oauth":
+		return []string{"client_id", "auth_url"}
+	case strings.HasPrefix(ptr, "/icons/"):
+		return []string{"src", "sizes", "type", "purpose"}
 	}
-	return "2.10"
+	return []string{"id", "name", "short_name", "description", "icons", "start_url", "scope", "display", "theme_color", "background_color", "oauth"}
 }
 
-func requiredHint(doc string) string {
-	if doc == "manifest" {
-		return "add it: a manifest needs id, name, start_url and oauth.client_id (spec 2.9)"
+// containerName names the object at ptr for a hint: "the manifest",
+// "oauth", "icons[0]".
+func containerName(doc, ptr string) string {
+	if ptr == "" {
+		return "the " + doc
 	}
-	return "the dashboard must answer redirect_uris, allowed_origins and client_type (spec 2.10)"
+	return memberName(ptr)
+}
+
+// requiredHint says how to supply the missing member at ptr.
+func requiredHint(doc, ptr string) string {
+	member := memberName(ptr)
+	if doc != "manifest" {
+		return fmt.Sprintf("the dashboard's answer lacks %s; a client configuration has redirect_uris, allowed_origins and client_type: check --dashboard and the client's registration", member)
+	}
+	switch ptr {
+	case "/id":
+		return `add "id": the Miniapp's stable id, such as "com.example.notes"; hosts open it by this id`
+	case "/name":
+		return `add "name": the Miniapp's name, shown in the host's window and on the consent screen`
+	case "/start_url":
+		return `add "start_url": the page the host opens, on the manifest's origin, such as "/"`
+	case "/oauth":
+		return `add "oauth": {"client_id": "..."} with the client id the dashboard gave the Miniapp's OAuth credential`
+	case "/oauth/client_id":
+		return `add oauth.client_id: the client id the dashboard gave the Miniapp's OAuth credential`
+	}
+	if strings.HasPrefix(ptr, "/icons/") {
+		return fmt.Sprintf("add %s: an icon needs src, the URL of its image", member)
+	}
+	return "add " + member
 }
 
 func keywordHint(kw, at string) string {
+	m := memberName(at)
 	switch {
 	case kw == "type":
-		return "give the member the JSON type the schema asks for (strings for URLs and names, an array for icons)"
+		return fmt.Sprintf("give %s the JSON type the message names (strings for ids, names and URLs, an array for icons, an object for oauth)", m)
 	case kw == "enum" && strings.HasSuffix(at, "/display"):
-		return `use one of "fullscreen", "standalone", "minimal-ui", "browser"`
+		return fmt.Sprintf(`set %s to one of "fullscreen", "standalone", "minimal-ui", "browser"`, m)
 	case kw == "enum" && strings.HasSuffix(at, "/client_type"):
-		return `the dashboard must answer "confidential" or "public"`
+		return `the dashboard must answer client_type "confidential" or "public": check the client's registration`
 	case kw == "enum":
-		return "use one of the values the schema allows"
+		return fmt.Sprintf("set %s to one of the values the message lists", m)
 	case kw == "minLength":
-		return "give the member a non-empty value"
+		return fmt.Sprintf("give %s a non-empty value, or remove it if it is optional", m)
 	case kw == "maxLength" || kw == "maxItems":
-		return "shorten it; the host refuses larger values"
+		return fmt.Sprintf("shorten %s to the limit the message names; the host refuses larger values", m)
 	case kw == "pattern" && strings.HasSuffix(at, "/sizes"):
-		return `write sizes as space-separated WIDTHxHEIGHT tokens or "any", e.g. "192x192 512x512"`
+		return fmt.Sprintf(`write %s as space-separated WIDTHxHEIGHT tokens or "any", e.g. "192x192 512x512"`, m)
 	case kw == "pattern" && strings.HasSuffix(at, "/purpose"):
-		return `use space-separated purposes from "any", "maskable", "monochrome"`
+		return fmt.Sprintf(`write %s as space-separated purposes from "any", "maskable", "monochrome"`, m)
 	case kw == "pattern" && strings.HasSuffix(at, "/type"):
-		return `use a MIME type such as "image/png"`
+		return fmt.Sprintf(`write %s as a MIME type such as "image/png"`, m)
 	case kw == "not" && strings.HasSuffix(at, "/client_id"):
-		return `"." and ".." cannot be client ids: they would change the dashboard URL's path`
+		return fmt.Sprintf(`use the client id the dashboard gave the credential in %s; "." and ".." cannot be client ids, they would change the dashboard URL's path`, m)
 	}
-	return "see assets/schemas/resolver for what the schema allows"
+	return fmt.Sprintf("change %s to meet the rule the message names", m)
 }
 
 // memberName turns a JSON pointer into a readable member path: /oauth/client_id -> oauth.client_id.

@@ -23,13 +23,25 @@
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
-      if (v !== undefined && v !== null) e.setAttribute(k, String(v));
+      if (v !== undefined && v !== null && v !== false) e.setAttribute(k, String(v));
     }
     for (const c of children) {
       if (c === undefined || c === null || c === false) continue;
       e.append(typeof c === "string" ? document.createTextNode(c) : c);
     }
     return e;
+  }
+
+  // fill replaces node's children, skipping null and undefined (which
+  // replaceChildren would write as text).
+  function fill(node, ...children) {
+    node.replaceChildren(...children.filter((c) => c !== undefined && c !== null && c !== false));
+  }
+
+  // str turns any JSON value into text for textContent.
+  function str(v) {
+    if (v === undefined || v === null) return "";
+    return typeof v === "string" ? v : JSON.stringify(v);
   }
 
   // safeLink returns a link only for an absolute http(s) URL.
@@ -43,27 +55,74 @@
   }
 
   function fail(message) {
-    const f = $("fatal");
-    f.textContent = message;
-    f.hidden = false;
+    notice("fatal", message);
   }
 
-  async function api(method, path, body) {
+  async function apiFetch(method, path, body) {
     const init = { method, headers: { Authorization: "Bearer " + token } };
     if (body !== undefined) {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    const resp = await fetch(path, init);
+    return fetch(path, init);
+  }
+
+  // apiError reads the API's {"error":{"code","message"}} from a failed
+  // answer; anything else becomes its status line.
+  async function apiError(resp) {
     let data = null;
     try { data = await resp.json(); } catch (_) { /* not JSON */ }
-    if (!resp.ok) {
-      const err = new Error((data && data.error && data.error.message) || resp.statusText);
-      err.code = data && data.error && data.error.code;
-      err.status = resp.status;
-      throw err;
+    const err = new Error((data && data.error && data.error.message) || (resp.status + " " + resp.statusText));
+    err.code = (data && data.error && data.error.code) || "";
+    err.status = resp.status;
+    err.body = data;
+    return err;
+  }
+
+  async function api(method, path, body) {
+    const resp = await apiFetch(method, path, body);
+    if (!resp.ok) throw await apiError(resp);
+    return resp.json();
+  }
+
+  // download saves text as a file the browser offers to the user.
+  function download(name, text, type) {
+    const url = URL.createObjectURL(new Blob([text], { type }));
+    const a = el("a", { download: name });
+    a.href = url;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  }
+
+  // copyText puts text on the clipboard, or selects it for the user to
+  // copy when the page may not write the clipboard.
+  async function copyText(text) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch (_) {
+      const ta = el("textarea", { readonly: "", "aria-hidden": "true" });
+      ta.value = text;
+      ta.style.position = "fixed";
+      ta.style.opacity = "0";
+      document.body.append(ta);
+      ta.select();
+      let ok = false;
+      try { ok = document.execCommand("copy"); } catch (_) { ok = false; }
+      ta.remove();
+      return ok;
     }
-    return data;
+  }
+
+  function dl(rows) {
+    const d = el("dl", { class: "kv" });
+    for (const [k, v] of rows) {
+      if (v === undefined || v === null || v === "") continue;
+      d.append(el("dt", {}, k), typeof v === "object" && v instanceof Node ? el("dd", {}, v) : el("dd", { class: "mono" }, str(v)));
+    }
+    return d;
   }
 
   // ---- Miniapps --------------------------------------------------------
@@ -96,50 +155,166 @@
     }
     const note = $("published-note");
     if (!data.published_source) {
-      note.textContent = "Not connected yet: the dashboard has no list of published Miniapps to read. Open one by origin and id below.";
+      note.textContent = "This playground reads no list of published Miniapps. Open one by origin and id above.";
     } else if (data.published_error) {
-      note.textContent = data.published_error;
+      note.textContent = "The dashboard's list could not be read: " + data.published_error;
     } else if (!lists.published.children.length) {
-      note.textContent = "No Miniapp is published on the dashboard.";
+      note.textContent = "No Miniapp is published on the dashboard yet: submit one (miniapp-host miniapp submit) and approve it " +
+        "(miniapp-host review approve); it appears here when the page is reloaded.";
     } else {
-      note.textContent = "";
+      note.textContent = "Approved on the dashboard (GET /api/miniapps of the dashboard).";
     }
   }
 
-  // ---- Launches and reports -------------------------------------------
+  // ---- Launches, reports and manifests ----------------------------------
 
   function renderReason(r) {
     return el("div", { class: "reason", "data-code": r.code },
-      el("span", { class: "code mono" }, r.code),
-      r.pointer ? el("span", { class: "mono pointer" }, " at " + r.pointer) : null,
-      el("div", { class: "message" }, r.message),
-      r.hint ? el("div", { class: "hint" }, r.hint) : null);
+      el("span", { class: "code mono" }, str(r.code)),
+      r.pointer ? el("span", { class: "mono pointer" }, " at " + str(r.pointer)) : null,
+      r.message ? el("div", { class: "message" }, str(r.message)) : null,
+      r.hint ? el("div", { class: "hint" }, str(r.hint)) : null);
   }
 
-  function renderReport(res) {
-    const rep = res.report;
-    const entry = entries.get(rep.origin + " " + rep.id);
-    const li = el("li", { class: "launch", "data-id": rep.id, "data-outcome": rep.outcome },
-      el("div", { class: "launch-head" },
-        el("span", { class: "title" }, (rep.miniapp && rep.miniapp.name) || (entry && entry.name) || rep.id),
-        el("span", { class: "badge", "data-outcome": rep.outcome }, rep.outcome),
-        el("span", { class: "mono muted" }, rep.origin + " · " + rep.id)));
+  function stageTable(rep) {
     const table = el("table", { class: "stages" });
-    for (const s of rep.stages) {
+    for (const s of rep.stages || []) {
       const detail = el("td", { class: "stage-detail" });
       if (s.url) detail.append(el("div", { class: "note mono" }, "GET " + s.url + (s.status ? " → " + s.status : "") +
         (s.cache ? " (" + s.cache + ")" : "") + (s.redirects ? ", " + s.redirects + " redirect(s)" : "")));
-      for (const n of s.notes || []) detail.append(el("div", { class: "note" }, n));
+      for (const n of s.notes || []) detail.append(el("div", { class: "note" }, str(n)));
       for (const r of s.reasons || []) detail.append(renderReason(r));
       table.append(el("tr", { "data-stage": s.stage, "data-outcome": s.outcome },
-        el("td", { class: "stage-name" }, s.stage),
-        el("td", { class: "stage-outcome" }, el("span", { class: "badge", "data-outcome": s.outcome }, s.outcome)),
+        el("td", { class: "stage-name" }, str(s.stage)),
+        el("td", { class: "stage-outcome" }, el("span", { class: "badge", "data-outcome": s.outcome }, str(s.outcome))),
         detail));
     }
-    li.append(table);
+    return table;
+  }
+
+  // loadIcon fetches an icon through the launcher's API (the page may load
+  // images from its own origin only) and draws it as a data: URL.
+  async function loadIcon(img, path, fallback) {
+    try {
+      const resp = await apiFetch("GET", path);
+      if (!resp.ok) throw await apiError(resp);
+      const blob = await resp.blob();
+      if (!blob.type.startsWith("image/")) throw new Error("not an image: " + blob.type);
+      const url = await new Promise((resolve, reject) => {
+        const r = new FileReader();
+        r.onload = () => resolve(r.result);
+        r.onerror = () => reject(r.error);
+        r.readAsDataURL(blob);
+      });
+      img.src = url;
+      img.dataset.loaded = "true";
+    } catch (e) {
+      img.dataset.loaded = "false";
+      img.replaceWith(el("span", { class: "placeholder", role: "img", "aria-label": "icon not loaded" }));
+      fallback.textContent = "not loaded: " + e.message;
+    }
+  }
+
+  function renderIcon(ic) {
+    const err = el("span", { class: "error" }, ic.error || "");
+    const box = el("div", { class: "icon", "data-src": ic.src },
+      null,
+      el("span", { class: "mono" }, ic.src),
+      ic.sizes || ic.type || ic.purpose ? el("span", {}, [ic.sizes, ic.type, ic.purpose].filter(Boolean).join(" · ")) : null,
+      err);
+    if (ic.path) {
+      const img = el("img", { alt: "icon " + ic.src, width: 48, height: 48 });
+      box.prepend(img);
+      loadIcon(img, ic.path, err);
+    } else {
+      box.prepend(el("span", { class: "placeholder", role: "img", "aria-label": "icon not loaded" }));
+    }
+    return box;
+  }
+
+  function colour(v) {
+    if (!v) return null;
+    const sw = el("span", { class: "swatch", "aria-hidden": "true" });
+    // Through the CSSOM, and only as a colour: an invalid value is ignored.
+    sw.style.backgroundColor = v;
+    return el("span", {}, sw, el("span", { class: "mono" }, str(v)));
+  }
+
+  function list(v) { return Array.isArray(v) ? v.map(str).join(" ") : ""; }
+  function lines(v) {
+    if (!Array.isArray(v) || !v.length) return "none";
+    const d = el("div", {});
+    for (const x of v) d.append(el("div", { class: "mono" }, str(x)));
+    return d;
+  }
+
+  function renderManifestPanel(res) {
+    const rep = res.report;
+    const m = res.manifest;
+    const p = el("div", { class: "manifest-panel" });
+    if (!m) {
+      const failed = (rep.stages || []).find((s) => s.outcome === "failed" || s.outcome === "undecided");
+      p.append(el("p", { class: "note" }, "No manifest to show: the resolver did not accept one" +
+        (failed ? " (stage " + failed.stage + " " + failed.outcome + ")" : "") + ". The checks below say why."));
+    } else {
+      const icons = res.icons || [];
+      const head = el("div", { class: "app-id" });
+      const firstServed = icons.find((i) => i.path);
+      if (firstServed) {
+        const img = el("img", { alt: "", width: 40, height: 40 });
+        head.append(el("span", { class: "icon" }, img));
+        loadIcon(img, firstServed.path, el("span"));
+      }
+      head.append(el("div", {}, el("div", { class: "name" }, str(m.name)), el("div", { class: "note mono" }, rep.origin + " · " + str(m.id))));
+      p.append(head);
+      const box = el("div", { class: "icons" });
+      for (const ic of icons) box.append(renderIcon(ic));
+      p.append(el("section", { class: "icons-section" }, el("h4", {}, "Icons"), icons.length ? box :
+        el("p", { class: "note" }, "The manifest declares no icons.")));
+      p.append(el("section", {}, el("h4", {}, "Manifest"), dl([
+        ["id", m.id], ["name", m.name], ["short_name", m.short_name], ["description", m.description],
+        ["start_url", m.start_url], ["scope", m.scope], ["display", m.display],
+        ["theme_color", colour(m.theme_color)], ["background_color", colour(m.background_color)],
+        ["oauth.client_id", m.oauth && m.oauth.client_id], ["oauth.auth_url", m.oauth && m.oauth.auth_url],
+        ["manifest URL", rep.miniapp && rep.miniapp.manifest_url], ["loads first", rep.miniapp && rep.miniapp.load_url],
+      ]), el("details", {}, el("summary", {}, "JSON"), el("pre", { class: "json" }, JSON.stringify(m, null, 2)))));
+    }
+    if (res.client) {
+      const c = res.client;
+      p.append(el("section", { class: "client-section" }, el("h4", {}, "Client configuration"), dl([
+        ["client_type", c.client_type], ["redirect_uris", lines(c.redirect_uris)], ["allowed_origins", lines(c.allowed_origins)],
+      ])));
+    }
+    const checks = el("ul", { class: "checks" });
+    for (const s of rep.stages || []) {
+      const what = (s.reasons || []).map((r) => r.code + (r.pointer ? " at " + r.pointer : "")).join("; ") ||
+        (s.url ? "GET " + s.url + (s.status ? " → " + s.status : "") : (s.notes || []).join(" "));
+      checks.append(el("li", { "data-stage": s.stage, "data-outcome": s.outcome },
+        el("span", { class: "stage-name" }, str(s.stage)),
+        el("span", { class: "badge", "data-outcome": s.outcome }, str(s.outcome)),
+        el("span", { class: "note" }, what)));
+    }
+    p.append(el("section", {}, el("h4", {}, "Checks"), checks));
+    return p;
+  }
+
+  // renderReport draws one launch: its head with the Report and Manifest
+  // tabs, the stages with every reason, and what became of the window.
+  function renderReport(res, tag) {
+    const rep = res.report;
+    const entry = entries.get(rep.origin + " " + rep.id);
+    const tabReport = el("button", { type: "button", role: "tab", "aria-selected": "true", class: "tab-report" }, "Report");
+    const tabManifest = el("button", { type: "button", role: "tab", "aria-selected": "false", class: "tab-manifest" }, "Manifest");
+    const li = el(tag || "li", { class: "launch", "data-id": rep.id, "data-outcome": rep.outcome, "data-launch": res.launch },
+      el("div", { class: "launch-head" },
+        el("span", { class: "title" }, str((rep.miniapp && rep.miniapp.name) || (entry && entry.name) || rep.id)),
+        el("span", { class: "badge", "data-outcome": rep.outcome }, str(rep.outcome)),
+        el("span", { class: "mono muted" }, rep.origin + " · " + rep.id + (res.launch ? " · " + res.launch : "")),
+        el("span", { class: "tabs", role: "tablist" }, tabReport, tabManifest)));
+    const reportPanel = el("div", { class: "report-panel", role: "tabpanel" }, stageTable(rep));
     const w = res.window;
     const win = el("div", { class: "window", "data-opened": String(!!w.opened), "data-available": String(!!w.available) },
-      el("span", { class: "window-message" }, w.message));
+      el("span", { class: "window-message" }, str(w.message)));
     if (w.tab_url) {
       const a = safeLink("Open in a browser tab", w.tab_url);
       if (a) {
@@ -147,22 +322,49 @@
         win.append(" ", a);
       }
     }
-    li.append(win);
+    reportPanel.append(win);
+    let manifestPanel = null;
+    li.append(reportPanel);
+    const show = (manifest) => {
+      tabReport.setAttribute("aria-selected", String(!manifest));
+      tabManifest.setAttribute("aria-selected", String(manifest));
+      if (manifest && !manifestPanel) {
+        manifestPanel = renderManifestPanel(res);
+        manifestPanel.setAttribute("role", "tabpanel");
+        li.append(manifestPanel);
+      }
+      reportPanel.hidden = manifest;
+      if (manifestPanel) manifestPanel.hidden = !manifest;
+    };
+    tabReport.addEventListener("click", () => show(false));
+    tabManifest.addEventListener("click", () => show(true));
     return li;
   }
 
-  async function launchMiniapp(origin, id) {
+  function renderLaunchError(id, e) {
+    return el("li", { class: "launch", "data-outcome": "error" },
+      el("div", { class: "launch-head" }, el("span", { class: "title" }, id),
+        el("span", { class: "badge", "data-outcome": "failed" }, "error")),
+      el("div", { class: "window" }, e.message));
+  }
+
+  // launchMiniapp launches and shows the report in the Launches pane and,
+  // for a launch from the form, next to the form too.
+  async function launchMiniapp(origin, id, fromForm) {
+    const fb = $("open-feedback");
+    if (fromForm) fb.replaceChildren(el("p", { class: "muted" }, "Resolving " + id + " at " + origin + "…"));
     try {
       const res = await api("POST", "/api/launch", { origin, id });
       $("launches-empty").hidden = true;
       $("launches").prepend(renderReport(res));
+      if (fromForm) fb.replaceChildren(renderReport(res, "div"));
     } catch (e) {
-      const li = el("li", { class: "launch", "data-outcome": "error" },
-        el("div", { class: "launch-head" }, el("span", { class: "title" }, id),
-          el("span", { class: "badge", "data-outcome": "failed" }, "error")),
-        el("div", { class: "window" }, e.message));
       $("launches-empty").hidden = true;
-      $("launches").prepend(li);
+      $("launches").prepend(renderLaunchError(id, e));
+      if (fromForm) {
+        fb.replaceChildren(el("div", { class: "launch-error", role: "alert" },
+          el("strong", {}, "Not launched: "), (e.code ? e.code + ": " : "") + e.message));
+      }
     }
   }
 
@@ -183,18 +385,32 @@
     out.textContent = text;
   }
 
-  // ---- Session, subjects ----------------------------------------------
+  // Each notice under the header can be put away, so that it does not
+  // keep the panes' room at small window sizes.
+  for (const n of document.querySelectorAll("#notices .notice")) {
+    const text = el("span", { class: "notice-text" });
+    const close = el("button", { type: "button", class: "notice-close", "aria-label": "Dismiss", title: "Dismiss" }, "×");
+    close.addEventListener("click", () => { n.hidden = true; });
+    n.append(text, close);
+  }
+  // notice writes text into the notice id and shows it.
+  function notice(id, text) {
+    const n = $(id);
+    n.querySelector(".notice-text").textContent = text;
+    n.hidden = false;
+  }
+
+  // ---- Session, subjects, Web Inspector --------------------------------
 
   async function loadSession() {
     const s = await api("GET", "/api/session");
-    const ws = $("window-status");
-    ws.textContent = s.window.message;
-    ws.hidden = s.window.available;
-    const dl = $("services");
-    dl.replaceChildren();
+    if (s.window.available) $("window-status").hidden = true;
+    else notice("window-status", s.window.message);
+    const d = $("services");
+    d.replaceChildren();
     const rows = [["launcher", s.launcher_origin], ["automation channel", s.automation_url]];
     for (const [k, v] of Object.entries(s.services)) rows.push([k, v]);
-    for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", { class: "mono" }, v));
+    for (const [k, v] of rows) d.append(el("dt", {}, k), el("dd", { class: "mono" }, str(v)));
     return s;
   }
 
@@ -221,84 +437,568 @@
   $("open-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const f = ev.target;
-    launchMiniapp(f.elements.origin.value.trim(), f.elements.id.value.trim());
+    launchMiniapp(f.elements.origin.value.trim(), f.elements.id.value.trim(), true);
+  });
+
+  // The Web Inspector opens in the window, on the Miniapp's view; the
+  // answer (or the API's JSON error) is shown under the header.
+  $("devtools").addEventListener("click", async () => {
+    const out = $("devtools-status");
+    out.classList.remove("error");
+    let text;
+    try {
+      const resp = await apiFetch("POST", "/api/devtools", {});
+      if (resp.ok) {
+        const data = await resp.json().catch(() => ({}));
+        text = "Web Inspector: " + (data.message || "opened in the window.");
+      } else {
+        const err = await apiError(resp);
+        out.classList.add("error");
+        text = "Web Inspector: " + resp.status + " " + JSON.stringify(err.body || { error: { code: err.code, message: err.message } });
+      }
+    } catch (e) {
+      out.classList.add("error");
+      text = "Web Inspector: " + e.message;
+    }
+    notice("devtools-status", text);
   });
 
   // ---- Flow inspector ---------------------------------------------------
+  //
+  // The timeline groups events by launch (resolve.stage events name their
+  // launch; what follows belongs to it until the next launch) and, within a
+  // launch, by authorization flow: a flow starts at a caught authorization
+  // (navigation "consent"), the bridge's authorize, a consent screen, or a
+  // token exchange seen on its own (a plain browser tab), and takes what
+  // follows until the next starts. Token claims and grants join the flow
+  // whose code or token they name by fingerprint, whenever they arrive.
+  // Events that carry a flow id of their own ("flow") are grouped by it.
 
-  const seen = new Set();
-
-  function list(v) { return Array.isArray(v) ? v.join(" ") : ""; }
   function types(details) {
-    return Array.isArray(details) ? details.map((d) => d && d.type).filter(Boolean).join(", ") : "";
+    return Array.isArray(details) ? details.map((d) => d && d.type).filter(Boolean).map(str).join(", ") : "";
   }
 
   // summary is one line per event kind (docs/automation.md, docs/playground.md).
   function summary(kind, d) {
     switch (kind) {
-      case "resolve.stage":
-        return d.id + " @ " + d.origin + ": " + d.stage + (d.ok ? " passed" : " failed" +
-          (d.code ? " — " + d.code : "") + (d.pointer ? " at " + d.pointer : "") + (d.hint ? ". Hint: " + d.hint : ""));
+      case "resolve.stage": {
+        const n = Array.isArray(d.reasons) ? d.reasons.length : 0;
+        return str(d.id) + " @ " + str(d.origin) + ": " + str(d.stage) + (d.ok ? " passed" : " failed" +
+          (d.code ? " — " + str(d.code) : "") + (d.pointer ? " at " + str(d.pointer) : "") + (d.hint ? ". Hint: " + str(d.hint) : "") +
+          (n > 1 ? " (and " + (n - 1) + " more reason" + (n > 2 ? "s" : "") + ")" : ""));
+      }
       case "navigation":
-        return d.decision + " " + d.url + " — rule " + d.rule;
+        return str(d.decision) + " " + str(d.url) + " — rule " + str(d.rule);
       case "consent.shown":
-        return "client " + d.client_id + " asks" + (d.scopes ? " scopes " + list(d.scopes) : "") +
+        return "client " + str(d.client_id) + " asks" + (d.scopes ? " scopes " + list(d.scopes) : "") +
           (d.authorization_details ? " details " + types(d.authorization_details) : "") +
-          (d.org_id ? " for " + d.org_id : "") + (d.accounts ? "; accounts " + list(d.accounts) : "");
+          (d.org_id ? " for " + str(d.org_id) : "") + (d.accounts ? "; accounts " + list(d.accounts) : "");
       case "consent.decided":
-        return d.decision + (d.account ? " with account " + d.account : "");
+        return str(d.decision) + (d.account ? " with account " + str(d.account) : "");
       case "code.issued":
-        return "code for " + d.client_id + " → " + d.redirect_uri + " (fingerprint " + d.fingerprint + ")";
+        return "code for " + str(d.client_id) + " → " + str(d.redirect_uri) + " (fingerprint " + str(d.fingerprint) + ")";
       case "token.issued":
-        return d.token_type + " token for " + d.client_id + (d.scope ? " scope " + d.scope : "") +
-          (d.expires_in ? ", expires in " + d.expires_in + " s" : "") + " (fingerprint " + d.fingerprint + ")";
+        return str(d.token_type) + " token for " + str(d.client_id) + (d.scope ? " scope " + str(d.scope) : "") +
+          (d.expires_in ? ", expires in " + str(d.expires_in) + " s" : "") + " (fingerprint " + str(d.fingerprint) + ")";
       case "token.claims": {
-        if (d.error) return d.error;
+        if (d.error) return str(d.error);
         const c = d.claims || {};
-        return "sub " + c.sub + ", aud " + list([].concat(c.aud || [])) + (c.scope ? ", scope " + c.scope : "") +
-          (c.org_id ? ", org " + c.org_id : "") + (c.exp ? ", exp " + new Date(c.exp * 1000).toISOString() : "");
+        return "sub " + str(c.sub) + ", aud " + list([].concat(c.aud || [])) + (c.scope ? ", scope " + str(c.scope) : "") +
+          (c.org_id ? ", org " + str(c.org_id) : "") + (typeof c.exp === "number" ? ", exp " + new Date(c.exp * 1000).toISOString() : "");
       }
       case "grant": {
-        if (d.error) return "grant of " + d.fingerprint + ": " + d.error;
+        if (d.error) return "grant of " + str(d.fingerprint) + ": " + str(d.error);
         const g = d.grant || {};
-        if (d.status !== 200) return "GET /authorization → " + d.status + " " + (g.code || "");
-        return "GET /authorization → 200: subject " + g.subject + ", scopes " + list(g.scopes) +
-          (g.orgId ? ", org " + g.orgId : "") + (g.authorizationDetails && g.authorizationDetails.length ? ", details " + types(g.authorizationDetails) : "");
+        if (d.status !== 200) return "GET /authorization → " + str(d.status) + " " + str(g.code || "");
+        return "GET /authorization → 200: subject " + str(g.subject) + ", scopes " + list(g.scopes) +
+          (g.orgId ? ", org " + str(g.orgId) : "") + (g.authorizationDetails && g.authorizationDetails.length ? ", details " + types(g.authorizationDetails) : "");
       }
       case "cookies.synced":
-        return d.origin + ": " + list(d.names);
+        return str(d.origin) + ": " + list(d.names);
       case "bridge.call":
-        return d.method + " " + d.decision + (d.code ? " (" + d.code + ")" : "");
+        return str(d.method) + " " + str(d.decision) + (d.code ? " (" + str(d.code) + ")" : "");
+      case "bridge.refused":
+        return str(d.count) + " message(s) refused: " + Object.entries(d.reasons || {}).map(([k, v]) => k + " " + str(v)).join(", ");
+      case "ui.stalled":
+        return "the window's UI loop has not run for " + str(d.seconds) + " s";
+      case "ui.recovered":
+        return "the window's UI loop runs again, after " + str(d.seconds) + " s";
+      case "console":
+        return str(d.message);
+      case "network":
+        return str(d.method) + " " + str(d.url) + (d.status !== undefined ? " → " + str(d.status) : "") +
+          (typeof d.duration_ms === "number" ? " in " + d.duration_ms + " ms" : "");
       default:
         return "";
     }
   }
 
-  function addEvent(env) {
-    if (!env || env.type !== "event" || seen.has(env.seq)) return;
-    seen.add(env.seq);
+  // levelOf sorts events for the level filter: console events carry their
+  // own; a failure, refusal or denial is an error; a thing worth a look
+  // (a grant not read, a refused message, a stall) a warning.
+  function levelOf(kind, d) {
+    if (kind === "console") {
+      const l = String(d.level || "").toLowerCase();
+      if (l === "error") return "error";
+      if (l === "warn" || l === "warning") return "warn";
+      return l === "debug" ? "debug" : "info";
+    }
+    if (kind === "network") {
+      if (d.error || (typeof d.status === "number" && (d.status >= 400 || d.status === 0))) return "error";
+      return "info";
+    }
+    if (kind === "grant" || kind === "token.claims") {
+      if (typeof d.status === "number" && d.status !== 200) return "error";
+      return d.error ? "warn" : "info";
+    }
+    if (d.ok === false || d.decision === "blocked" || d.decision === "denied" || d.decision === "refused" || d.error) return "error";
+    if (kind === "bridge.refused" || kind === "ui.stalled" || d.decision === "withheld") return "warn";
+    return "info";
+  }
+  const levelRank = { debug: 0, info: 1, warn: 2, error: 3 };
+
+  function claimsTable(c) {
+    if (!c || typeof c !== "object") return null;
+    const rows = [];
+    for (const [k, v] of Object.entries(c)) {
+      let text = str(v);
+      if ((k === "exp" || k === "iat" || k === "nbf" || k === "auth_time") && typeof v === "number") {
+        text += " (" + new Date(v * 1000).toISOString() + ")";
+      }
+      rows.push([k, text]);
+    }
+    return dl(rows);
+  }
+
+  // extra is what an event shows under its summary beyond one line.
+  function extra(kind, d) {
+    const box = el("div", { class: "ev-extra" });
+    switch (kind) {
+      case "resolve.stage":
+        if (d.ok) return null;
+        for (const r of Array.isArray(d.reasons) && d.reasons.length ? d.reasons : [{ code: d.code, pointer: d.pointer, hint: d.hint }]) {
+          if (r && r.code) box.append(renderReason(r));
+        }
+        break;
+      case "token.claims":
+        if (d.claims) box.append(claimsTable(d.claims));
+        if (d.code_fingerprint) box.append(el("div", { class: "note" }, "exchanged for the code " + str(d.code_fingerprint)));
+        break;
+      case "grant":
+        if (d.grant && typeof d.grant === "object") {
+          const g = d.grant;
+          box.append(dl([["subject", g.subject], ["scopes", list(g.scopes)], ["orgId", g.orgId],
+            ["consumerInstallationId", g.consumerInstallationId],
+            ["authorizationDetails", g.authorizationDetails && g.authorizationDetails.length ? JSON.stringify(g.authorizationDetails, null, 1) : ""],
+            ["code", g.code], ["message", g.message]]));
+        }
+        if (d.error) {
+          box.append(el("div", { class: "ev-why" }, "The grant endpoint was not asked: it answers only the token's own client, " +
+            "authenticated with its secret, or a Resource Server in the token's audience. A public client (the bridge's " +
+            "sign-in, or a page's own PKCE) has no secret. What is known comes from the token response."));
+          if (d.scope || d.authorization_details) {
+            box.append(dl([["scope (token response)", d.scope],
+              ["authorization_details (token response)", d.authorization_details ? JSON.stringify(d.authorization_details, null, 1) : ""]]));
+          }
+        }
+        break;
+      case "console":
+        box.append(el("div", {},
+          el("span", { class: "level" }, str(d.level || "log")),
+          d.source ? el("span", { class: "source mono" }, "  " + str(d.source)) : null,
+          d.frame ? el("span", { class: "source mono" }, "  frame " + str(d.frame)) : null));
+        break;
+      case "network":
+        box.append(dl([["method", d.method], ["url", d.url], ["status", d.status],
+          ["duration", typeof d.duration_ms === "number" ? d.duration_ms + " ms" : d.duration], ["error", d.error]]));
+        break;
+      default:
+        return null;
+    }
+    return box.childNodes.length ? box : null;
+  }
+
+  function fmtDuration(ms) {
+    if (!isFinite(ms)) return "";
+    if (ms < 1000) return Math.round(ms) + " ms";
+    if (ms < 60000) return (ms / 1000).toFixed(2) + " s";
+    return Math.floor(ms / 60000) + " min " + Math.round((ms % 60000) / 1000) + " s";
+  }
+
+  const model = {
+    events: [],       // every envelope, by seq
+    seen: new Set(),
+    groups: [],       // launch groups, oldest first
+    groupByKey: new Map(),
+    flowById: new Map(),
+    flowByFingerprint: new Map(),
+    flowCount: 0,
+    kinds: new Set(),
+  };
+
+  function newGroup(key, title, sub) {
+    const g = { key, title, sub, events: [], flows: [], flow: null, node: null, body: null, head: null };
+    model.groups.push(g);
+    model.groupByKey.set(key, g);
+    const head = el("div", { class: "group-head" });
+    const body = el("div", { class: "group-body" });
+    g.node = el("section", { class: "group", "data-launch": key }, head, body);
+    g.head = head;
+    g.body = body;
+    $("timeline").prepend(g.node);
+    return g;
+  }
+
+  function currentGroup() {
+    if (model.groups.length) return model.groups[model.groups.length - 1];
+    return newGroup("before-launch", "Before any launch", "events of the window and the channel");
+  }
+
+  function groupFor(env) {
     const d = env.data || {};
-    const attrs = { "data-kind": env.kind, "data-seq": env.seq };
+    if (env.kind === "resolve.stage") {
+      let key = typeof d.launch === "string" && d.launch ? d.launch : "";
+      if (!key) {
+        // A launch that does not name itself (the host's own open): one
+        // group per run of stages of the same Miniapp.
+        const cur = model.groups[model.groups.length - 1];
+        key = cur && cur.auto && cur.origin === d.origin && cur.id === d.id && cur.flows.length === 0 &&
+          cur.events.every((e) => e.kind === "resolve.stage") ? cur.key : "resolve-" + env.seq;
+      }
+      let g = model.groupByKey.get(key);
+      if (!g) {
+        g = newGroup(key, str(d.id), str(d.origin));
+        g.auto = !d.launch;
+        g.origin = d.origin;
+        g.id = d.id;
+      }
+      return g;
+    }
+    return currentGroup();
+  }
+
+  function newFlow(g, serverID) {
+    model.flowCount++;
+    const f = { id: serverID || "flow-" + model.flowCount, serverID: serverID || "", n: model.flowCount, group: g, events: [],
+      clientID: "", decided: false, status: "in-progress" };
+    const head = el("div", { class: "flow-head" });
+    const evs = el("ol", { class: "events" });
+    f.node = el("div", { class: "flow", "data-flow": f.id, "data-status": f.status }, head, evs);
+    f.head = head;
+    f.list = evs;
+    g.flows.push(f);
+    g.body.append(f.node);
+    if (serverID) model.flowById.set(serverID, f);
+    return f;
+  }
+
+  const startsFlow = (kind, d, cur) =>
+    (kind === "navigation" && d.decision === "consent") ||
+    (kind === "bridge.call" && d.method === "authorize" && d.decision === "allowed") ||
+    (kind === "consent.shown" && (!cur || cur.decided || cur.events.some((e) => e.kind === "consent.shown")));
+  const tokenKinds = new Set(["code.issued", "token.issued", "token.claims", "grant"]);
+
+  function flowFor(g, env) {
+    const d = env.data || {};
+    const kind = env.kind;
+    if (kind === "resolve.stage") return null;
+    if (typeof d.flow === "string" && d.flow) {
+      const known = model.flowById.get(d.flow);
+      if (known) return known;
+      // The network log names the flow the page started on its own (from
+      // the caught navigation): the flow takes the log's id, which the
+      // HAR export needs.
+      const cur = g.flow;
+      if (cur && !cur.serverID && !cur.closed) {
+        cur.id = cur.serverID = d.flow;
+        cur.node.dataset.flow = d.flow;
+        model.flowById.set(d.flow, cur);
+        return cur;
+      }
+      return (g.flow = newFlow(g, d.flow));
+    }
+    if ((kind === "token.claims" || kind === "grant") && model.flowByFingerprint.has(d.fingerprint)) {
+      return model.flowByFingerprint.get(d.fingerprint);
+    }
+    if (kind === "token.claims" && d.code_fingerprint && model.flowByFingerprint.has(d.code_fingerprint)) {
+      return model.flowByFingerprint.get(d.code_fingerprint);
+    }
+    const cur = g.flow;
+    if (startsFlow(kind, d, cur)) {
+      // The network log may report the caught request before the
+      // navigation event that starts its flow: that flow is this one.
+      if (cur && cur.serverID && !cur.closed && cur.events.every((e) => e.kind === "network")) return cur;
+      return (g.flow = newFlow(g));
+    }
+    if (cur && !cur.closed) return cur;
+    if (cur && kind === "cookies.synced" && !cur.events.some((e) => e.kind === "cookies.synced") &&
+      cur.events.some((e) => e.kind === "code.issued")) return cur;
+    if (tokenKinds.has(kind)) return (g.flow = newFlow(g));
+    return null;
+  }
+
+  // updateFlow recomputes a flow's status and head after an event.
+  function updateFlow(f, env) {
+    const d = env.data || {};
+    if (d.client_id && !f.clientID) f.clientID = str(d.client_id);
+    if (d.fingerprint && (env.kind === "code.issued" || env.kind === "token.issued" || env.kind === "token.claims")) {
+      model.flowByFingerprint.set(d.fingerprint, f);
+    }
+    if (env.kind === "consent.decided") f.decided = true;
+    const has = (k, pred) => f.events.some((e) => e.kind === k && (!pred || pred(e.data || {})));
+    let status = "in-progress";
+    if (has("consent.decided", (x) => x.decision === "denied")) status = "denied";
+    else if (has("bridge.call", (x) => x.method === "authorize" && x.decision === "refused") ||
+      // A failed request of the view is shown as an error but does not end
+      // the flow: the host itself interrupts the loads it catches.
+      f.events.some((e) => e.kind !== "network" && levelOf(e.kind, e.data || {}) === "error")) status = "error";
+    else if (has("token.issued") || has("cookies.synced") || has("grant")) status = "completed";
+    f.status = status;
+    // A flow ends with its grant (the last step of every completion), a
+    // denial or an error; later claims and grants still join by fingerprint.
+    f.closed = status === "denied" || status === "error" || has("grant");
+    f.node.dataset.status = status;
+    const first = f.events[0], last = f.events[f.events.length - 1];
+    const dur = new Date(last.time) - new Date(first.time);
+    const har = el("a", { class: "har", href: "/api/flows/" + encodeURIComponent(f.id) + "/har" }, "Export HAR");
+    har.addEventListener("click", (ev) => { ev.preventDefault(); exportHAR(f); });
+    fill(f.head, 
+      el("span", { class: "title" }, "Flow " + f.n + (f.clientID ? " · " + f.clientID : "")),
+      el("span", { class: "badge", "data-outcome": status }, status.replace("-", " ")),
+      el("span", { class: "duration" }, f.events.length + " event" + (f.events.length > 1 ? "s" : "") + ", " + fmtDuration(dur)),
+      har,
+      f.harResult || null);
+  }
+
+  // exportHAR downloads the flow's HAR from the playground's API; without
+  // a network log (404) it shows the API's JSON error next to the link.
+  async function exportHAR(f) {
+    let msg = "";
+    try {
+      const resp = await apiFetch("GET", "/api/flows/" + encodeURIComponent(f.id) + "/har");
+      if (resp.ok) {
+        download("miniapp-" + f.id + ".har", await resp.text(), "application/json");
+      } else {
+        const err = await apiError(resp);
+        msg = "HAR: " + resp.status + " " + JSON.stringify(err.body || { error: { code: err.code, message: err.message } });
+      }
+    } catch (e) {
+      msg = "HAR: " + e.message;
+    }
+    f.harResult = msg ? el("span", { class: "har-result" }, msg) : null;
+    const old = f.head.querySelector(".har-result");
+    if (old) old.remove();
+    if (f.harResult) f.head.append(f.harResult);
+  }
+
+  function updateGroup(g) {
+    const first = g.events[0], last = g.events[g.events.length - 1];
+    const failed = g.events.some((e) => e.kind === "resolve.stage" && e.data && e.data.ok === false);
+    const stages = g.events.some((e) => e.kind === "resolve.stage");
+    fill(g.head, 
+      el("span", { class: "title" }, g.title),
+      stages ? el("span", { class: "badge", "data-outcome": failed ? "rejected" : "accepted" }, failed ? "rejected" : "resolved") : null,
+      el("span", { class: "mono muted" }, g.sub + (g.key.startsWith("launch-") ? " · " + g.key : "")),
+      el("span", { class: "duration" }, g.events.length + " event" + (g.events.length > 1 ? "s" : "") +
+        (g.flows.length ? ", " + g.flows.length + " flow" + (g.flows.length > 1 ? "s" : "") : "") +
+        ", " + fmtDuration(new Date(last.time) - new Date(first.time))));
+  }
+
+  // plain is an event as the channel sent it, without the page's links
+  // to its drawing (which are circular).
+  const plain = (env) => ({ type: "event", seq: env.seq, time: env.time, kind: env.kind, data: env.data });
+
+  function renderEvent(env, prev) {
+    const d = env.data || {};
+    const level = levelOf(env.kind, d);
+    const attrs = { "data-kind": env.kind, "data-seq": env.seq, "data-level": level };
     if (typeof d.ok === "boolean") attrs["data-ok"] = String(d.ok);
     if (typeof d.decision === "string") attrs["data-decision"] = d.decision;
     const t = new Date(env.time);
+    const delta = prev ? new Date(env.time) - new Date(prev.time) : NaN;
+    const copy = el("button", { type: "button", class: "secondary small copy", title: "Copy this event as JSON" }, "Copy");
+    const toggle = el("button", { type: "button", class: "secondary small data-toggle", "aria-expanded": "false",
+      title: "Show the event's data as JSON" }, "data");
+    const pre = el("pre", { class: "json ev-data", hidden: "" }, JSON.stringify(d, null, 2));
+    toggle.addEventListener("click", () => {
+      pre.hidden = !pre.hidden;
+      toggle.setAttribute("aria-expanded", String(!pre.hidden));
+    });
     const li = el("li", attrs,
       el("div", { class: "ev-head" },
         el("span", { class: "ev-seq" }, "#" + env.seq),
         el("span", { class: "ev-time mono" }, isNaN(t) ? "" : t.toISOString().slice(11, 23)),
-        el("span", { class: "ev-kind" }, env.kind)),
+        el("span", { class: "duration", title: "since the previous step" }, isNaN(delta) ? "" : "+" + fmtDuration(delta)),
+        el("span", { class: "ev-kind" }, str(env.kind)),
+        el("span", { class: "ev-actions" }, toggle, copy)),
       el("div", { class: "ev-summary" }, summary(env.kind, d)),
-      el("details", { class: "ev-detail" }, el("summary", {}, "data"), el("pre", {}, JSON.stringify(d, null, 2))));
-    // Newest first; events of a backfill may arrive out of order.
-    const tl = $("timeline");
-    let before = null;
-    for (const c of tl.children) {
-      if (Number(c.getAttribute("data-seq")) < env.seq) { before = c; break; }
-    }
-    tl.insertBefore(li, before);
+      extra(env.kind, d),
+      pre);
+    copy.addEventListener("click", async () => {
+      const ok = await copyText(JSON.stringify(plain(env), null, 2));
+      const old = li.querySelector(".copied");
+      if (old) old.remove();
+      copy.before(el("span", { class: "copied", role: "status", "data-ok": String(ok) }, ok ? "copied" : "copy failed: open “data” and select it"));
+    });
+    return li;
   }
 
-  $("clear-timeline").addEventListener("click", () => $("timeline").replaceChildren());
+  // addEvent files one envelope into its launch and flow. Events of the
+  // backfill may arrive after live ones: then the timeline is rebuilt in
+  // seq order, so that grouping never depends on arrival order.
+  function addEvent(env, rebuilding) {
+    if (!env || env.type !== "event" || (!rebuilding && model.seen.has(env.seq))) return;
+    if (!env.data || typeof env.data !== "object") env.data = {};
+    if (!rebuilding) {
+      model.seen.add(env.seq);
+      const last = model.events[model.events.length - 1];
+      model.events.push(env);
+      if (last && last.seq > env.seq) {
+        model.events.sort((a, b) => a.seq - b.seq);
+        rebuild();
+        return;
+      }
+    }
+    if (!model.kinds.has(env.kind)) {
+      model.kinds.add(env.kind);
+      const sel = $("filter-kind");
+      const opts = [...sel.options].slice(1).map((o) => o.value).concat(env.kind).sort();
+      const cur = sel.value;
+      sel.replaceChildren(el("option", { value: "" }, "every kind"), ...opts.map((k) => el("option", { value: k }, k)));
+      sel.value = cur;
+    }
+    const g = groupFor(env);
+    const f = flowFor(g, env);
+    // A step's duration is counted from the previous step of its flow, or
+    // of its launch for an event outside any flow.
+    const prev = f ? f.events[f.events.length - 1] : g.events[g.events.length - 1];
+    if (f) f.events.push(env);
+    g.events.push(env);
+    const li = renderEvent(env, prev);
+    env._li = li;
+    env._group = g;
+    env._flow = f;
+    if (f) {
+      f.list.append(li);
+      updateFlow(f, env);
+    } else {
+      let run = g.body.lastElementChild;
+      if (!run || run.tagName !== "OL") {
+        run = el("ol", { class: "events" });
+        g.body.append(run);
+      }
+      run.append(li);
+    }
+    updateGroup(g);
+    applyFilterTo(env);
+    if (!rebuilding) scheduleCount();
+  }
+
+  function rebuild() {
+    $("timeline").replaceChildren();
+    model.groups = [];
+    model.groupByKey.clear();
+    model.flowById.clear();
+    model.flowByFingerprint.clear();
+    model.flowCount = 0;
+    for (const env of model.events) addEvent(env, true);
+    refreshFilter();
+  }
+
+  // ---- Filter, search, export -----------------------------------------
+
+  function filterState() {
+    return { kind: $("filter-kind").value, level: $("filter-level").value, text: $("filter-text").value.trim().toLowerCase() };
+  }
+
+  function visible(env, fs) {
+    if (fs.kind && env.kind !== fs.kind) return false;
+    if (fs.level && levelRank[levelOf(env.kind, env.data)] < levelRank[fs.level]) return false;
+    if (fs.text) {
+      if (env._text === undefined) env._text = (env.kind + " " + summary(env.kind, env.data) + " " + JSON.stringify(env.data)).toLowerCase();
+      if (!env._text.includes(fs.text)) return false;
+    }
+    return true;
+  }
+
+  let fsCache = null;
+  function applyFilterTo(env) {
+    const fs = fsCache || filterState();
+    env._li.hidden = !visible(env, fs);
+    if (!env._li.hidden) {
+      if (env._flow) env._flow.node.hidden = false;
+      env._group.node.hidden = false;
+      $("timeline-empty").hidden = true;
+    } else {
+      if (env._flow) env._flow.node.hidden = !env._flow.events.some((e) => e._li && !e._li.hidden);
+      env._group.node.hidden = !env._group.events.some((e) => e._li && !e._li.hidden);
+    }
+  }
+
+  function refreshFilter() {
+    fsCache = filterState();
+    for (const env of model.events) if (env._li) env._li.hidden = !visible(env, fsCache);
+    for (const g of model.groups) {
+      for (const f of g.flows) f.node.hidden = !f.events.some((e) => !e._li.hidden);
+      for (const run of g.body.querySelectorAll(":scope > ol.events")) run.hidden = ![...run.children].some((li) => !li.hidden);
+      g.node.hidden = !g.events.some((e) => !e._li.hidden);
+    }
+    fsCache = null;
+    updateCount();
+  }
+
+  function updateCount() {
+    const fs = filterState();
+    const shown = model.events.filter((e) => e._li && !e._li.hidden).length;
+    const total = model.events.length;
+    $("timeline-empty").hidden = total > 0;
+    $("timeline-count").textContent = total === 0 ? "" :
+      (fs.kind || fs.level || fs.text ? shown + " of " + total + " events shown" : total + " events") +
+      ", " + model.groups.length + " group" + (model.groups.length > 1 ? "s" : "");
+  }
+  let countPending = false;
+  function scheduleCount() {
+    if (countPending) return;
+    countPending = true;
+    requestAnimationFrame(() => { countPending = false; updateCount(); });
+  }
+
+  for (const id of ["filter-kind", "filter-level"]) $(id).addEventListener("change", refreshFilter);
+  $("filter-text").addEventListener("input", refreshFilter);
+
+  // exportTimeline downloads what the timeline shows: the groups and flows
+  // as they are drawn, with only the events the filter lets through.
+  function exportTimeline() {
+    const fs = filterState();
+    const shown = (e) => e._li && !e._li.hidden;
+    const out = {
+      exported_at: new Date().toISOString(),
+      filter: { kind: fs.kind || null, level: fs.level || null, search: fs.text || null },
+      groups: [],
+    };
+    for (const g of model.groups.slice().reverse()) {
+      const evs = g.events.filter(shown);
+      if (!evs.length) continue;
+      out.groups.push({
+        launch: g.key, title: g.title, origin: g.sub,
+        events: evs.filter((e) => !e._flow).map(plain),
+        flows: g.flows.map((f) => ({ f, evs: f.events.filter(shown) })).filter((x) => x.evs.length).map(({ f, evs: fe }) => ({
+          id: f.id, client_id: f.clientID || null, status: f.status,
+          started: f.events[0].time, ended: f.events[f.events.length - 1].time,
+          duration_ms: new Date(f.events[f.events.length - 1].time) - new Date(f.events[0].time),
+          events: fe.map(plain),
+        })),
+      });
+    }
+    download("miniapp-timeline-" + out.exported_at.replace(/[:.]/g, "-") + ".json", JSON.stringify(out, null, 2), "application/json");
+    return out;
+  }
+  $("export-timeline").addEventListener("click", exportTimeline);
+
+  $("clear-timeline").addEventListener("click", () => {
+    model.events = [];
+    rebuild();
+  });
 
   let retry = 500;
   function connect(url) {

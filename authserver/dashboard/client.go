@@ -25,10 +25,12 @@ type Client struct {
 	HTTP *http.Client
 }
 
-// APIError is a refusal by the dashboard API: its status and error object.
+// APIError is a refusal by the dashboard API: its status and error object,
+// and the answer as it came, for callers that pass it on unchanged.
 type APIError struct {
 	Status int
 	Err    Error
+	Body   json.RawMessage
 }
 
 func (e *APIError) Error() string {
@@ -83,7 +85,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body any) (json.Ra
 		return nil, fmt.Errorf("dashboard: reading the answer: %w", err)
 	}
 	if resp.StatusCode >= 400 {
-		ae := &APIError{Status: resp.StatusCode}
+		ae := &APIError{Status: resp.StatusCode, Body: raw}
 		if json.Unmarshal(raw, &ae.Err) != nil || ae.Err.Code == "" {
 			return nil, fmt.Errorf("dashboard: %s without an error object", resp.Status)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -74,12 +75,19 @@ type credential struct {
 	RedirectURIs   []string `json:"redirect_uris"`
 	AllowedOrigins []string `json:"allowed_origins"`
 	Roles          []string `json:"roles,omitempty"`
+	// IDTokenAlg signs the credential's ID tokens (OpenID Connect Dynamic
+	// Client Registration 1.0 §2).
+	IDTokenAlg string `json:"id_token_signed_response_alg"`
 }
 
 func credentialOf(c *store.Client) credential {
 	cfg := clientConfigOf(c)
+	alg := c.IDTokenAlg
+	if alg == "" {
+		alg = store.DefaultIDTokenAlg
+	}
 	return credential{ClientID: c.ID, ClientType: cfg.ClientType, Name: c.Name, RedirectURIs: cfg.RedirectURIs,
-		AllowedOrigins: cfg.AllowedOrigins, Roles: c.Roles}
+		AllowedOrigins: cfg.AllowedOrigins, Roles: c.Roles, IDTokenAlg: alg}
 }
 
 // projectView is the answer to GET /api/projects/{project_id}.
@@ -108,6 +116,13 @@ func (s *Server) handleGetProject(w http.ResponseWriter, r *http.Request, p stor
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	// Empty lists are [], never null, for every reader of the answer.
+	if pol.Scopes == nil {
+		pol.Scopes = []string{}
+	}
+	if pol.Types == nil {
+		pol.Types = []string{}
 	}
 	writeJSON(w, http.StatusOK, projectView{ID: p.ID, Name: p.Name, Credentials: creds, Policy: pol, Submissions: subs})
 }
@@ -143,6 +158,9 @@ type newCredential struct {
 	Name           string   `json:"name"`
 	RedirectURIs   []string `json:"redirect_uris"`
 	AllowedOrigins []string `json:"allowed_origins"`
+	// IDTokenAlg is id_token_signed_response_alg (OpenID Connect Dynamic
+	// Client Registration 1.0 §2): RS256 when omitted, or ES256 or EdDSA.
+	IDTokenAlg string `json:"id_token_signed_response_alg"`
 }
 
 // handleAddCredential adds an OAuth credential to a project.
@@ -162,7 +180,7 @@ func (s *Server) handleAddCredential(w http.ResponseWriter, r *http.Request, p s
 		return
 	}
 	c := &store.Client{ID: id, ProjectID: p.ID, Name: body.Name, Type: store.ClientType(body.Type),
-		RedirectURIs: body.RedirectURIs, AllowedOrigins: body.AllowedOrigins}
+		RedirectURIs: body.RedirectURIs, AllowedOrigins: body.AllowedOrigins, IDTokenAlg: body.IDTokenAlg}
 	if c.Name == "" {
 		c.Name = p.Name
 	}
@@ -209,6 +227,10 @@ func checkCredential(c *newCredential) error {
 		if err := checkName("/name", c.Name); err != nil {
 			return err
 		}
+	}
+	if c.IDTokenAlg != "" && !slices.Contains(store.IDTokenAlgs, c.IDTokenAlg) {
+		return invalid("/id_token_signed_response_alg", fmt.Sprintf("id_token_signed_response_alg %q is not one of %s; omit it for %s",
+			c.IDTokenAlg, strings.Join(store.IDTokenAlgs, ", "), store.DefaultIDTokenAlg))
 	}
 	// No redirect URI is fine: a Resource Server's credential only reads
 	// grants and never asks for an authorization.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -66,7 +67,7 @@ func (s *Server) handleDeclareRS(w http.ResponseWriter, r *http.Request, p store
 		return
 	}
 	if d.ID != "" {
-		s.writeError(w, r, invalid("/id", "leave id out: the operator assigns it on approval (spec 5.8 c)"))
+		s.writeError(w, r, invalid("/id", "remove id from the declaration: the operator assigns the Resource Server's id (rs_...) on approval"))
 		return
 	}
 	d.ID = pendingID
@@ -162,7 +163,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p store.Project,
 		s.writeError(w, r, err)
 		return
 	}
-	sub := &store.Submission{ID: id, ProjectID: p.ID, Kind: kind, Body: js, Status: store.StatusPending, CreatedAt: s.cfg.Now().UTC()}
+	// Whole seconds, as the store keeps them: the answer and later reads
+	// show the same created_at (RFC 3339, UTC, seconds).
+	sub := &store.Submission{ID: id, ProjectID: p.ID, Kind: kind, Body: js, Status: store.StatusPending, CreatedAt: s.cfg.Now().UTC().Truncate(time.Second)}
 	if err := s.st.AddSubmission(r.Context(), sub); err != nil {
 		s.writeError(w, r, err)
 		return

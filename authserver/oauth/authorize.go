@@ -373,12 +373,12 @@ func (s *Server) decide(ctx context.Context, p *pending, d consent.Decision) (st
 	}
 	c := &store.Code{Hash: store.Hash(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
 		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(s.cfg.CodeTTL)}
-	if err := s.cfg.Store.CreateGrant(ctx, g, c); err != nil {
+	remember, err := s.consentToRemember(ctx, p, d.AccountID)
+	if err != nil {
 		return "", err
 	}
-	// Remembered after the grant exists, so that a consent is never kept
-	// for an approval that failed.
-	if err := s.rememberConsent(ctx, p, d.AccountID); err != nil {
+	// One transaction: a consent is never kept for an approval that failed.
+	if err := s.cfg.Store.CreateGrantRemembering(ctx, g, c, remember); err != nil {
 		return "", err
 	}
 	q := url.Values{"code": {code}, "iss": {s.cfg.Issuer}}

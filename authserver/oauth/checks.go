@@ -126,17 +126,17 @@ func (s *Server) resourceChecks(ctx context.Context, p *pending, subjectID strin
 	return out, nil
 }
 
-// rememberConsent records an approval as the subject's consent for the
-// client: added to what was consented before for the same Company, or
-// replacing it for another.
-func (s *Server) rememberConsent(ctx context.Context, p *pending, accountID string) error {
+// consentToRemember is what an approval leaves as the subject's consent
+// for the client: added to what was consented before for the same
+// Company, or replacing it for another.
+func (s *Server) consentToRemember(ctx context.Context, p *pending, accountID string) (*store.Consent, error) {
 	keys := consent.Keys(p.v.result)
 	c := &store.Consent{SubjectID: p.subject, ClientID: p.v.client.ID, OrgID: p.v.req.OrgID, AccountID: accountID, UpdatedAt: s.cfg.Now()}
 	prev, err := s.cfg.Store.Consent(ctx, p.subject, p.v.client.ID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return err
+		return nil, err
 	case prev.OrgID == c.OrgID:
 		for _, k := range prev.Permissions {
 			if !slices.Contains(keys, k) {
@@ -148,7 +148,7 @@ func (s *Server) rememberConsent(ctx context.Context, p *pending, accountID stri
 		}
 	}
 	c.Permissions = keys
-	return s.cfg.Store.PutConsent(ctx, c)
+	return c, nil
 }
 
 func strs(v any) []string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) buildMetadata(c *catalog.Catalog) ([]byte, error) {
 		"response_modes_supported":                      []string{"query"},
 		"grant_types_supported":                         []string{"authorization_code", "refresh_token"},
 		"subject_types_supported":                       []string{"public"},
-		"id_token_signing_alg_values_supported":         []string{"RS256"},
+		"id_token_signing_alg_values_supported":         store.IDTokenAlgs,
 		"code_challenge_methods_supported":              []string{"S256"},
 		"token_endpoint_auth_methods_supported":         []string{"client_secret_basic", "client_secret_post", "none"},
 		"introspection_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},

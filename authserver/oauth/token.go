@@ -282,7 +282,7 @@ func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce st
 		resp.AuthorizationDetails = g.Details
 	}
 	if withID && slices.Contains(scopes, "openid") {
-		resp.IDToken, err = sign(s.keys.id, idClaims{
+		resp.IDToken, err = sign(s.keys.idSigner(c), idClaims{
 			Iss: s.cfg.Issuer, Sub: g.SubjectID, Aud: c.ID, Azp: c.ID, Exp: now.Add(s.cfg.IDTokenTTL).Unix(),
 			Iat: now.Unix(), AuthTime: g.AuthTime.Unix(), Nonce: nonce,
 		})

@@ -36,6 +36,8 @@ type World struct {
 		AllowedOrigins []string `json:"allowed_origins"`
 		Roles          []string `json:"roles"`
 		Resource       string   `json:"resource"`
+		// IDTokenAlg is id_token_signed_response_alg; "" is RS256.
+		IDTokenAlg string `json:"id_token_signed_response_alg"`
 	} `json:"clients"`
 	Subjects []struct {
 		ID      string        `json:"id"`
@@ -125,7 +127,8 @@ func (w *World) Load(ctx context.Context, st *store.Store) error {
 	}
 	for _, c := range w.Clients {
 		if err := st.PutClient(ctx, &store.Client{ID: c.ID, ProjectID: c.ProjectID, Name: c.Name, Type: store.ClientType(c.Type),
-			RedirectURIs: c.RedirectURIs, AllowedOrigins: c.AllowedOrigins, Roles: c.Roles, Resource: c.Resource}); err != nil {
+			RedirectURIs: c.RedirectURIs, AllowedOrigins: c.AllowedOrigins, Roles: c.Roles, Resource: c.Resource,
+			IDTokenAlg: c.IDTokenAlg}); err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
 	}

@@ -148,17 +148,37 @@ func (s *Store) Client(ctx context.Context, id string) (*Client, error) {
 // CreateGrant stores a new grant and the authorization code that will
 // redeem it, in one transaction.
 func (s *Store) CreateGrant(ctx context.Context, g *Grant, c *Code) error {
+	return s.CreateGrantRemembering(ctx, g, c, nil)
+}
+
+// CreateGrantRemembering stores a new grant, the authorization code that
+// will redeem it and, when remember is not nil, the subject's consent for
+// the client (replacing the previous one, as PutConsent does), in one
+// transaction: an approval is one write, and a consent is never kept for
+// a grant that was not stored.
+func (s *Store) CreateGrantRemembering(ctx context.Context, g *Grant, c *Code, remember *Consent) error {
 	aud, _ := json.Marshal(nonNil(g.Audience))
 	if len(g.Details) == 0 {
 		g.Details = json.RawMessage("[]")
+	}
+	var perms []byte
+	if remember != nil {
+		perms, _ = json.Marshal(nonNil(remember.Permissions))
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Stmt(s.stmts.insertGrant).Exec(g.ID, g.ClientID, g.SubjectID, g.OrgID,
 			strings.Join(g.Scopes, " "), string(g.Details), string(aud), g.InstallationID, g.AuthTime.Unix(), g.CreatedAt.Unix()); err != nil {
 			return wrap("create grant", err)
 		}
-		_, err := tx.Stmt(s.stmts.insertCode).Exec(c.Hash, g.ID, c.ClientID, c.RedirectURI, c.Challenge, c.Nonce, c.ExpiresAt.Unix())
-		return wrap("create code", err)
+		if _, err := tx.Stmt(s.stmts.insertCode).Exec(c.Hash, g.ID, c.ClientID, c.RedirectURI, c.Challenge, c.Nonce, c.ExpiresAt.Unix()); err != nil {
+			return wrap("create code", err)
+		}
+		if remember == nil {
+			return nil
+		}
+		_, err := tx.Stmt(s.stmts.putConsent).Exec(remember.SubjectID, remember.ClientID, remember.OrgID, string(perms),
+			remember.AccountID, remember.UpdatedAt.Unix())
+		return wrap("put consent", err)
 	})
 	if err != nil {
 		return err

@@ -75,9 +75,9 @@ func (s *Store) AddClient(ctx context.Context, c *Client) error {
 	ro, _ := json.Marshal(nonNil(c.Roles))
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`INSERT INTO clients(id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource)
-			VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
-			c.ID, c.ProjectID, c.Name, string(c.Type), c.SecretHash, string(ru), string(ao), string(ro), c.Resource)
+		res, err := tx.Exec(`INSERT INTO clients(id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource, id_token_alg)
+			VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+			c.ID, c.ProjectID, c.Name, string(c.Type), c.SecretHash, string(ru), string(ao), string(ro), c.Resource, c.idTokenAlg())
 		if err != nil {
 			return wrap("add client", err)
 		}
@@ -90,9 +90,10 @@ func (s *Store) AddClient(ctx context.Context, c *Client) error {
 	return err
 }
 
-// ProjectClients returns a project's clients, ordered by id.
+// ProjectClients returns a project's clients in the order they were
+// added (rowid), so that listings read as the project built them.
 func (s *Store) ProjectClients(ctx context.Context, projectID string) ([]*Client, error) {
-	rows, err := s.r.QueryContext(ctx, clientSelect+` WHERE project_id = ? AND removed_at IS NULL ORDER BY id`, projectID)
+	rows, err := s.r.QueryContext(ctx, clientSelect+` WHERE project_id = ? AND removed_at IS NULL ORDER BY rowid`, projectID)
 	if err != nil {
 		return nil, wrap("project clients", err)
 	}
@@ -202,7 +203,8 @@ type SubmissionFilter struct {
 
 const submissionSelect = `SELECT id, project_id, kind, body, status, reason, assigned_id, created_at, IFNULL(decided_at, 0) FROM submissions`
 
-// Submissions returns the submissions matching f, oldest first.
+// Submissions returns the submissions matching f, oldest first (in the
+// order they were submitted within one second).
 func (s *Store) Submissions(ctx context.Context, f SubmissionFilter) ([]*Submission, error) {
 	var where []string
 	var args []any
@@ -216,7 +218,7 @@ func (s *Store) Submissions(ctx context.Context, f SubmissionFilter) ([]*Submiss
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	rows, err := s.r.QueryContext(ctx, q+" ORDER BY created_at, id", args...)
+	rows, err := s.r.QueryContext(ctx, q+" ORDER BY created_at, rowid", args...)
 	if err != nil {
 		return nil, wrap("submissions", err)
 	}

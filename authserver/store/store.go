@@ -341,6 +341,11 @@ CREATE TABLE consents (
 	PRIMARY KEY (subject_id, client_id)
 ) WITHOUT ROWID;
 `,
+	// 3: the algorithm of each client's ID tokens (OpenID Connect Dynamic
+	// Client Registration 1.0 §2, id_token_signed_response_alg).
+	`
+ALTER TABLE clients ADD COLUMN id_token_alg TEXT NOT NULL DEFAULT 'RS256' CHECK (id_token_alg IN ('RS256', 'ES256', 'EdDSA'));
+`,
 }
 
 // migrate applies the migrations the database has not seen, each in its own

@@ -48,6 +48,24 @@ type Client struct {
 	Roles          []string
 	// Resource is the resource address of a Resource Server client.
 	Resource string
+	// IDTokenAlg signs the client's ID tokens (OpenID Connect Dynamic
+	// Client Registration 1.0 §2, id_token_signed_response_alg): one of
+	// IDTokenAlgs; "" is RS256, the default OpenID Connect Core §15.1
+	// requires every relying party to accept.
+	IDTokenAlg string
+}
+
+// IDTokenAlgs are the ID token algorithms a client may register.
+var IDTokenAlgs = []string{"RS256", "ES256", "EdDSA"}
+
+// DefaultIDTokenAlg is the ID token algorithm of a client that chose none.
+const DefaultIDTokenAlg = "RS256"
+
+func (c *Client) idTokenAlg() string {
+	if c.IDTokenAlg == "" {
+		return DefaultIDTokenAlg
+	}
+	return c.IDTokenAlg
 }
 
 // HasRole reports whether the client has the role.
@@ -117,13 +135,13 @@ func (s *Store) PutClient(ctx context.Context, c *Client) error {
 	ru, _ := json.Marshal(nonNil(c.RedirectURIs))
 	ao, _ := json.Marshal(nonNil(c.AllowedOrigins))
 	ro, _ := json.Marshal(nonNil(c.Roles))
-	return s.exec(ctx, "put client", `INSERT INTO clients(id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource)
-		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
+	return s.exec(ctx, "put client", `INSERT INTO clients(id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource, id_token_alg)
+		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET project_id = excluded.project_id, name = excluded.name, type = excluded.type,
 			secret_hash = excluded.secret_hash, redirect_uris = excluded.redirect_uris,
 			allowed_origins = excluded.allowed_origins, roles = excluded.roles, resource = excluded.resource,
-			removed_at = NULL`,
-		c.ID, c.ProjectID, c.Name, string(c.Type), c.SecretHash, string(ru), string(ao), string(ro), c.Resource)
+			id_token_alg = excluded.id_token_alg, removed_at = NULL`,
+		c.ID, c.ProjectID, c.Name, string(c.Type), c.SecretHash, string(ru), string(ao), string(ro), c.Resource, c.idTokenAlg())
 }
 
 // SetClientSecret replaces a confidential client's secret hash.
@@ -155,7 +173,7 @@ func (s *Store) Clients(ctx context.Context) ([]*Client, error) {
 	return scanClients(rows)
 }
 
-const clientSelect = `SELECT id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource FROM clients`
+const clientSelect = `SELECT id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource, id_token_alg FROM clients`
 
 func scanClients(rows *sql.Rows) ([]*Client, error) {
 	defer rows.Close()
@@ -163,7 +181,7 @@ func scanClients(rows *sql.Rows) ([]*Client, error) {
 	for rows.Next() {
 		var c Client
 		var typ, ru, ao, ro string
-		if err := rows.Scan(&c.ID, &c.ProjectID, &c.Name, &typ, &c.SecretHash, &ru, &ao, &ro, &c.Resource); err != nil {
+		if err := rows.Scan(&c.ID, &c.ProjectID, &c.Name, &typ, &c.SecretHash, &ru, &ao, &ro, &c.Resource, &c.IDTokenAlg); err != nil {
 			return nil, wrap("client", err)
 		}
 		c.Type = ClientType(typ)

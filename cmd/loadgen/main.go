@@ -79,7 +79,7 @@ func run() error {
 		return err
 	}
 	defer srv.Close()
-	cred, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "loadgen", Confidential: true, RedirectURIs: []string{redirect}})
+	cred, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "loadgen", Confidential: true, RedirectURIs: []string{redirect}, IDTokenAlg: "ES256"})
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,26 +28,25 @@ func runCatalog(_ context.Context, e env) int {
 	if check {
 		name, e.args = "catalog check", e.args[1:]
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet(name, func(w io.Writer) {
+		if check {
+			fmt.Fprintln(w, "usage: miniapp-host catalog check [--json] [--base-url U] [--signing-base-url U] [--invoicing-base-url U] [FILE|-]")
+			fmt.Fprintln(w, `reads {"scope": "...", "resource": "...", "authorization_details": [...], "org_id": "..."} (every member optional)`)
+			fmt.Fprintln(w, "from FILE, or standard input for - or no FILE")
+			fmt.Fprintln(w, "exit 0 valid, 1 invalid, 2 unreadable input or usage")
+		} else {
+			fmt.Fprintln(w, "usage: miniapp-host catalog [--json] [--base-url U] [--signing-base-url U] [--invoicing-base-url U]")
+			fmt.Fprintln(w, "       miniapp-host catalog check [--json] [FILE|-]")
+		}
+	})
 	var ep catalog.Endpoints
 	fs.StringVar(&ep.BaseURL, "base-url", defaultBaseURL, "the service's resource address ({base_url})")
 	fs.StringVar(&ep.SigningBaseURL, "signing-base-url", defaultSigningBaseURL, "the signing provider's resource address")
 	fs.StringVar(&ep.InvoicingBaseURL, "invoicing-base-url", defaultInvoicingBaseURL, "the invoicing provider's resource address")
 	asJSON := fs.Bool("json", false, "print a JSON document")
-	fs.Usage = func() {
-		if check {
-			fmt.Fprintln(e.stderr, "usage: miniapp-host catalog check [--json] [--base-url U] [--signing-base-url U] [--invoicing-base-url U] [FILE|-]")
-			fmt.Fprintln(e.stderr, `reads {"scope": "...", "resource": "...", "authorization_details": [...], "org_id": "..."} (every member optional)`)
-			fmt.Fprintln(e.stderr, "exit 0 valid, 1 invalid, 2 unreadable input or usage")
-		} else {
-			fmt.Fprintln(e.stderr, "usage: miniapp-host catalog [--json] [--base-url U] [--signing-base-url U] [--invoicing-base-url U]")
-			fmt.Fprintln(e.stderr, "       miniapp-host catalog check [FILE|-]")
-		}
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(e.args); err != nil {
-		return flagExit(err)
+	args, code, ok := parseFlags(e, fs, e.args)
+	if !ok {
+		return code
 	}
 	cat, err := catalog.New(ep)
 	if err != nil {
@@ -56,17 +54,19 @@ func runCatalog(_ context.Context, e env) int {
 		return exitUsage
 	}
 	if !check {
-		if fs.NArg() > 0 {
-			fmt.Fprintf(e.stderr, "miniapp-host: catalog takes no arguments (did you mean 'catalog check %s'?)\n", fs.Arg(0))
-			return exitUsage
+		if len(args) > 0 {
+			return usageError(e, "catalog", fmt.Sprintf("takes no arguments (did you mean 'catalog check %s'?)", args[0]))
 		}
 		return printCatalog(e.stdout, cat, *asJSON)
 	}
-	if fs.NArg() > 1 {
-		fmt.Fprintln(e.stderr, "miniapp-host: catalog check reads one FILE (or - for standard input)")
-		return exitUsage
+	if len(args) > 1 {
+		return usageError(e, "catalog check", fmt.Sprintf("reads one FILE (or - for standard input), got %d", len(args)))
 	}
-	data, err := readInput(e, fs.Arg(0), catalog.MaxRequestBytes)
+	file := ""
+	if len(args) == 1 {
+		file = args[0]
+	}
+	data, err := readInput(e, file, catalog.MaxRequestBytes)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		return exitUsage

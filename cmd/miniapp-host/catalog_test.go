@@ -48,7 +48,8 @@ func TestCatalogCheck(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr %s", code, wantCode, stderr)
 			}
 			golden(t, "catalog/out/"+name+".txt", out)
-			code, out, _ = runCLI(t, "", "catalog", "check", "--json", f)
+			// Flags may follow the file, as users type them.
+			code, out, _ = runCLI(t, "", "catalog", "check", f, "--json")
 			if code != wantCode {
 				t.Fatalf("--json: exit %d, want %d", code, wantCode)
 			}

@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,18 +38,23 @@ type command struct {
 }
 
 // commands is the table of subcommands; each lives in a file of its own.
-var commands = map[string]command{
-	"catalog":    {"print the permission catalog, or check an authorization request", runCatalog},
-	"resolve":    {"resolve a Miniapp by origin and id, or check a manifest offline", runResolve},
-	"open":       {"open a Miniapp in a desktop window", runOpen},
-	"serve":      {"run the reference authorization server and dashboard", runServe},
-	"project":    {"create a project on the dashboard, or show one (docs/dashboard.md)", dashboardCommand("project")},
-	"credential": {"add, list, rotate or remove a project's OAuth credentials", dashboardCommand("credential")},
-	"policy":     {"request the scopes and types a project may ask for, for review", dashboardCommand("policy")},
-	"rs":         {"declare a Resource Server for review, or list the approved ones", dashboardCommand("rs")},
-	"miniapp":    {"submit a published Miniapp's manifest for review, or list the approved ones", dashboardCommand("miniapp")},
-	"review":     {"operator: list, approve or reject submissions", dashboardCommand("review")},
-	"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
+// It is a function because `help` and the usage text read the table.
+func commands() map[string]command {
+	return map[string]command{
+		"catalog":    {"print the permission catalog, or check an authorization request", runCatalog},
+		"resolve":    {"resolve a Miniapp by origin and id, or check a manifest offline", runResolve},
+		"open":       {"open a Miniapp in a desktop window", runOpen},
+		"serve":      {"run the reference authorization server and dashboard", runServe},
+		"project":    {"create a project on the dashboard, or show one (docs/dashboard.md)", dashboardCommand("project")},
+		"credential": {"add, list, rotate or remove a project's OAuth credentials", dashboardCommand("credential")},
+		"policy":     {"request the scopes and types a project may ask for, for review", dashboardCommand("policy")},
+		"rs":         {"declare a Resource Server for review, or list the approved ones", dashboardCommand("rs")},
+		"miniapp":    {"submit a published Miniapp's manifest for review, or list the approved ones", dashboardCommand("miniapp")},
+		"review":     {"operator: list, approve or reject submissions", dashboardCommand("review")},
+		"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
+		"version":    {"print the version the binary was built from", runVersion},
+		"help":       {"print this help, or a command's: help COMMAND", runHelp},
+	}
 }
 
 func main() {
@@ -61,16 +64,23 @@ func main() {
 	os.Exit(code)
 }
 
-// run dispatches to a subcommand.
+// run dispatches to a subcommand. Help asked for (-h, --help, help) goes
+// to standard output with exit 0; a usage error (no command, an unknown
+// one) goes to standard error with exit 2.
 func run(ctx context.Context, e env) int {
-	if len(e.args) == 0 || e.args[0] == "-h" || e.args[0] == "--help" || e.args[0] == "help" {
+	if len(e.args) == 0 {
 		usage(e.stderr)
-		if len(e.args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+		return exitUsage
 	}
-	c, ok := commands[e.args[0]]
+	switch e.args[0] {
+	case "-h", "-help", "--help":
+		usage(e.stdout)
+		return exitOK
+	case "-version", "--version":
+		e.args = nil
+		return runVersion(ctx, e)
+	}
+	c, ok := commands()[e.args[0]]
 	if !ok {
 		fmt.Fprintf(e.stderr, "miniapp-host: unknown command %q\n\n", e.args[0])
 		usage(e.stderr)
@@ -80,26 +90,40 @@ func run(ctx context.Context, e env) int {
 	return c.run(ctx, e)
 }
 
-// flagExit is a subcommand's exit after its flags failed to parse: exitOK
-// when the user asked for -h (the usage is printed), exitUsage otherwise
-// (the flag package has said which flag is wrong).
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
+// runHelp is `miniapp-host help [COMMAND]`.
+func runHelp(ctx context.Context, e env) int {
+	switch len(e.args) {
+	case 0:
+		usage(e.stdout)
 		return exitOK
+	case 1:
+		c, ok := commands()[e.args[0]]
+		if !ok || e.args[0] == "help" {
+			fmt.Fprintf(e.stderr, "miniapp-host: help: unknown command %q\n\n", e.args[0])
+			usage(e.stderr)
+			return exitUsage
+		}
+		e.args = []string{"-h"}
+		return c.run(ctx, e)
 	}
+	fmt.Fprintln(e.stderr, "miniapp-host: help takes at most one command")
+	usage(e.stderr)
 	return exitUsage
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: miniapp-host <command> [flags]")
+	fmt.Fprintln(w, "usage: miniapp-host <command> [flags] [arguments]")
+	fmt.Fprintln(w, "       miniapp-host --version")
 	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-12s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'miniapp-host <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'miniapp-host <command> -h' for a command's flags; flags may come before or after arguments.")
+	fmt.Fprintln(w, "Exit codes: 0 done or accepted, 1 rejected or refused, 2 usage error, 3 could not decide (a server down).")
 }

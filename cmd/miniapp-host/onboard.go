@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"sort"
@@ -17,8 +19,11 @@ import (
 
 // The onboarding and review commands (docs/dashboard.md) are thin calls of
 // the dashboard API: each action turns its flags and arguments into one
-// request, and prints the JSON answer. Exit codes: 0 done, 1 refused by the
-// dashboard, 2 usage or unreadable input, 3 dashboard unreachable or failing.
+// request. A read prints the answer; a change prints one line saying what
+// was done; with --json both print the dashboard's answer as it came. A
+// refusal prints the dashboard's error with every violation. Exit codes: 0
+// done, 1 refused by the dashboard, 2 usage or unreadable input, 3 dashboard
+// unreachable or failing.
 
 // keyEnv is the environment variable read when --key is not given.
 const keyEnv = "MINIAPP_HOST_KEY"
@@ -30,11 +35,48 @@ type request struct {
 }
 
 // action is one subcommand of a group: its usage line, the number of
-// positional arguments, its own flags, and how it builds the request.
+// positional arguments, its own flags, how it builds the request, and, for
+// an action that changes something, the line that confirms what was done.
 type action struct {
-	usage string
-	nargs int
-	flags func(fs *flag.FlagSet) func(args []string) (request, error)
+	usage   string
+	nargs   int
+	flags   func(fs *flag.FlagSet) func(args []string) (request, error)
+	confirm func(fs *flag.FlagSet, args []string, ans answer) string
+}
+
+// answer is a decoded JSON answer of the dashboard, for confirmations.
+type answer map[string]any
+
+// str is the string member k, or "" when it is absent or not a string.
+func (a answer) str(k string) string {
+	s, _ := a[k].(string)
+	return s
+}
+
+// flagValue is the value of fs's flag name.
+func flagValue(fs *flag.FlagSet, name string) string {
+	if f := fs.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// submitted confirms a submission for review.
+func submitted(_ *flag.FlagSet, _ []string, a answer) string {
+	return fmt.Sprintf("submitted %s %s of project %s for review: %s; the operator decides with 'miniapp-host review approve|reject %s'",
+		strings.ReplaceAll(a.str("kind"), "_", " "), a.str("id"), a.str("project_id"), a.str("status"), a.str("id"))
+}
+
+// decided confirms a review decision.
+func decided(_ *flag.FlagSet, _ []string, a answer) string {
+	line := fmt.Sprintf("%s %s submission %s of project %s", a.str("status"), strings.ReplaceAll(a.str("kind"), "_", " "), a.str("id"), a.str("project_id"))
+	if id := a.str("assigned_id"); id != "" {
+		line += ", assigned id " + id
+	}
+	if r := a.str("reason"); r != "" {
+		line += fmt.Sprintf(": %q", r)
+	}
+	return line
 }
 
 // repeated collects a repeatable string flag.
@@ -83,6 +125,9 @@ func groups(e env) map[string]map[string]action {
 				return func(a []string) (request, error) {
 					return request{"POST", "/api/projects", map[string]string{"name": a[0]}}, nil
 				}
+			}, func(_ *flag.FlagSet, _ []string, a answer) string {
+				return fmt.Sprintf("created project %s %q; its key, shown only this once: %s (pass it with --key, or export %s)",
+					a.str("id"), a.str("name"), a.str("key"), keyEnv)
 			}},
 			"show": {"--project ID", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
@@ -90,7 +135,7 @@ func groups(e env) map[string]map[string]action {
 					path, err := needProject(*p)
 					return request{"GET", path, nil}, err
 				}
-			}},
+			}, nil},
 		},
 		"credential": {
 			"add": {"--project ID --type public|confidential [--name N] [--redirect-uri U]... [--origin O]...", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
@@ -105,6 +150,12 @@ func groups(e env) map[string]map[string]action {
 					return request{"POST", path + "/credentials", map[string]any{"type": *typ, "name": *name,
 						"redirect_uris": nonNil(redirects), "allowed_origins": nonNil(origins)}}, err
 				}
+			}, func(fs *flag.FlagSet, _ []string, a answer) string {
+				line := fmt.Sprintf("added %s credential %s (%q) to project %s", a.str("client_type"), a.str("client_id"), a.str("name"), flagValue(fs, "project"))
+				if sec := a.str("client_secret"); sec != "" {
+					line += "; its client_secret, shown only this once: " + sec
+				}
+				return line
 			}},
 			"list": {"--project ID", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
@@ -112,13 +163,16 @@ func groups(e env) map[string]map[string]action {
 					path, err := needProject(*p)
 					return request{"GET", path + "/credentials", nil}, err
 				}
-			}},
+			}, nil},
 			"rotate": {"--project ID CLIENT_ID", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
 				return func(a []string) (request, error) {
 					path, err := needProject(*p)
 					return request{"POST", path + "/credentials/" + url.PathEscape(a[0]) + "/rotate", nil}, err
 				}
+			}, func(fs *flag.FlagSet, _ []string, a answer) string {
+				return fmt.Sprintf("rotated the secret of credential %s of project %s; the old one no longer works; the new client_secret, shown only this once: %s",
+					a.str("client_id"), flagValue(fs, "project"), a.str("client_secret"))
 			}},
 			"remove": {"--project ID CLIENT_ID", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
@@ -126,6 +180,8 @@ func groups(e env) map[string]map[string]action {
 					path, err := needProject(*p)
 					return request{"DELETE", path + "/credentials/" + url.PathEscape(a[0]), nil}, err
 				}
+			}, func(fs *flag.FlagSet, args []string, _ answer) string {
+				return fmt.Sprintf("removed credential %s from project %s; its grants are revoked and its tokens no longer work", args[0], flagValue(fs, "project"))
 			}},
 		},
 		"policy": {
@@ -138,7 +194,7 @@ func groups(e env) map[string]map[string]action {
 					path, err := needProject(*p)
 					return request{"POST", path + "/policy", map[string]any{"scopes": nonNil(scopes), "types": nonNil(types)}}, err
 				}
-			}},
+			}, submitted},
 		},
 		"rs": {
 			"declare": {"--project ID FILE (a Resource Server declaration without id; - for stdin)", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
@@ -151,10 +207,10 @@ func groups(e env) map[string]map[string]action {
 					decl, err := readJSONFile(e, a[0])
 					return request{"POST", path + "/resource-servers", decl}, err
 				}
-			}},
+			}, submitted},
 			"list": {"", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
 				return func([]string) (request, error) { return request{"GET", "/api/resource-servers", nil}, nil }
-			}},
+			}, nil},
 		},
 		"miniapp": {
 			"submit": {"--project ID --origin O FILE (the published manifest; - for stdin)", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
@@ -168,10 +224,10 @@ func groups(e env) map[string]map[string]action {
 					m, err := readJSONFile(e, a[0])
 					return request{"POST", path + "/miniapps", map[string]any{"origin": *o, "manifest": m}}, err
 				}
-			}},
+			}, submitted},
 			"list": {"", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
 				return func([]string) (request, error) { return request{"GET", "/api/miniapps", nil}, nil }
-			}},
+			}, nil},
 		},
 		"review": {
 			"list": {"[--status pending|approved|rejected] [--kind policy|resource_server|miniapp]", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
@@ -187,19 +243,19 @@ func groups(e env) map[string]map[string]action {
 					}
 					return request{"GET", "/api/review?" + q.Encode(), nil}, nil
 				}
-			}},
+			}, nil},
 			"approve": {"SUBMISSION_ID [--reason R]", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				reason := fs.String("reason", "", "why (optional)")
 				return func(a []string) (request, error) {
 					return request{"POST", "/api/review/" + url.PathEscape(a[0]) + "/approve", map[string]string{"reason": *reason}}, nil
 				}
-			}},
+			}, decided},
 			"reject": {"SUBMISSION_ID --reason R", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				reason := fs.String("reason", "", "why, so that the project knows what to change (required)")
 				return func(a []string) (request, error) {
 					return request{"POST", "/api/review/" + url.PathEscape(a[0]) + "/reject", map[string]string{"reason": *reason}}, nil
 				}
-			}},
+			}, decided},
 		},
 	}
 }
@@ -223,46 +279,47 @@ func runDashboard(ctx context.Context, e env, group string) int {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	groupUsage := func() {
+	groupUsage := func(w io.Writer) {
 		for _, n := range names {
-			fmt.Fprintf(e.stderr, "usage: miniapp-host %s %s %s [--dashboard URL] [--key KEY]\n", group, n, acts[n].usage)
+			fmt.Fprintf(w, "usage: miniapp-host %s %s %s [--dashboard URL] [--key KEY] [--json]\n", group, n, acts[n].usage)
 		}
+		fmt.Fprintf(w, "\nRun 'miniapp-host %s ACTION -h' for an action's flags (docs/dashboard.md).\n", group)
 	}
-	if len(e.args) == 0 || e.args[0] == "-h" || e.args[0] == "--help" {
-		groupUsage()
-		if len(e.args) == 0 {
-			return exitUsage
-		}
+	if len(e.args) == 0 {
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: an action is required\n", group)
+		groupUsage(e.stderr)
+		return exitUsage
+	}
+	switch e.args[0] {
+	case "-h", "-help", "--help", "help":
+		groupUsage(e.stdout)
 		return exitOK
 	}
-	act, ok := acts[e.args[0]]
+	name := e.args[0]
+	act, ok := acts[name]
 	if !ok {
-		fmt.Fprintf(e.stderr, "miniapp-host: %s: unknown action %q\n", group, e.args[0])
-		groupUsage()
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: unknown action %q\n", group, name)
+		groupUsage(e.stderr)
 		return exitUsage
 	}
-	fs := flag.NewFlagSet(group+" "+e.args[0], flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	cmd := group + " " + name
+	fs := newFlagSet(cmd, func(w io.Writer) {
+		fmt.Fprintf(w, "usage: miniapp-host %s %s [--dashboard URL] [--key KEY] [--json]\n", cmd, act.usage)
+	})
 	dash := fs.String("dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
-	key := fs.String("key", "", "the project's key, or the operator credential for review (default $"+keyEnv+")")
+	key := fs.String("key", "", "the project's key, or the operator key for review (default $"+keyEnv+")")
+	asJSON := fs.Bool("json", false, "print the dashboard's answer as it came (also its error, on a refusal)")
 	build := act.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: miniapp-host %s %s %s [--dashboard URL] [--key KEY]\n", group, e.args[0], act.usage)
-		fs.PrintDefaults()
-	}
-	args, err := parseInterspersed(fs, e.args[1:])
-	if err != nil {
-		return flagExit(err)
+	args, code, ok := parseFlags(e, fs, e.args[1:])
+	if !ok {
+		return code
 	}
 	if len(args) != act.nargs {
-		fmt.Fprintf(e.stderr, "miniapp-host: %s %s: want %d argument(s), got %d\n", group, e.args[0], act.nargs, len(args))
-		fs.Usage()
-		return exitUsage
+		return usageError(e, cmd, fmt.Sprintf("want %d argument(s), got %d: miniapp-host %s %s", act.nargs, len(args), cmd, act.usage))
 	}
 	req, err := build(args)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "miniapp-host: %s %s: %v\n", group, e.args[0], err)
-		return exitUsage
+		return usageError(e, cmd, err.Error())
 	}
 	if *key == "" {
 		*key = os.Getenv(keyEnv)
@@ -271,34 +328,87 @@ func runDashboard(ctx context.Context, e env, group string) int {
 	out, err := c.Do(ctx, req.method, req.path, req.body)
 	var ae *dashboard.APIError
 	switch {
-	case errors.As(err, &ae) && ae.Status < 500:
-		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+	case errors.As(err, &ae):
+		if *asJSON {
+			fmt.Fprintln(e.stdout, string(ae.Body))
+		}
+		printRefusal(e.stderr, cmd, group, *key != "", ae)
+		if ae.Status >= 500 {
+			return exitUndecided
+		}
 		return exitRejected
 	case err != nil:
-		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", cmd, err)
+		fmt.Fprintf(e.stderr, "miniapp-host: is the server running? 'miniapp-host serve' prints its dashboard_url; pass it with --dashboard (now %s)\n", *dash)
 		return exitUndecided
 	}
-	if out != nil {
+	switch {
+	case *asJSON:
+		if out != nil {
+			fmt.Fprintln(e.stdout, string(out))
+		}
+	case act.confirm != nil:
+		var ans answer
+		if out != nil {
+			if err := json.Unmarshal(out, &ans); err != nil {
+				fmt.Fprintf(e.stderr, "miniapp-host: %s: the answer is not a JSON object: %v\n", cmd, err)
+				return exitUndecided
+			}
+		}
+		fmt.Fprintln(e.stdout, act.confirm(fs, args, ans))
+	case out != nil:
 		var b bytes.Buffer
-		json.Indent(&b, out, "", "  ")
+		if err := json.Indent(&b, out, "", "  "); err != nil {
+			fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", cmd, err)
+			return exitUndecided
+		}
 		fmt.Fprintln(e.stdout, b.String())
 	}
 	return exitOK
 }
 
-// parseInterspersed parses flags placed before, between or after the
-// positional arguments ("review approve ID --reason R"), which the flag
-// package alone stops at.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+// printRefusal prints the dashboard's error: its status, code, field and
+// message, every violation it lists (field, rule, fix), and for a missing
+// or refused key how to authenticate.
+func printRefusal(w io.Writer, cmd, group string, keySent bool, ae *dashboard.APIError) {
+	line := fmt.Sprintf("miniapp-host: %s: the dashboard refused it (%d %s)", cmd, ae.Status, ae.Err.Code)
+	if ae.Err.Field != "" {
+		line += " at " + ae.Err.Field
 	}
+	if ae.Err.Message != "" {
+		line += ": " + ae.Err.Message
+	}
+	fmt.Fprintln(w, line)
+	vs, _ := ae.Err.Violations.([]any)
+	if len(vs) > 0 {
+		fmt.Fprintf(w, "  %d violation(s):\n", len(vs))
+	}
+	for _, v := range vs {
+		m, _ := v.(map[string]any)
+		str := func(k string) string { s, _ := m[k].(string); return s }
+		rule := str("code")
+		if st := str("stage"); st != "" {
+			rule = st + "/" + rule
+		}
+		field := str("pointer")
+		if field == "" {
+			field = "(the document)"
+		}
+		fmt.Fprintf(w, "  - %s: %s: %s\n", field, rule, str("message"))
+		if h := str("hint"); h != "" {
+			fmt.Fprintf(w, "    fix: %s\n", h)
+		}
+	}
+	if ae.Status != http.StatusUnauthorized && ae.Err.Code != "operator_only" {
+		return
+	}
+	which := "the project's key (printed once by 'miniapp-host project create')"
+	if group == "review" {
+		which = "the operator key ('operator key' in the output of 'miniapp-host serve', or its --operator-key)"
+	}
+	how := "authenticate"
+	if keySent {
+		how = "the key sent is not the right one; authenticate"
+	}
+	fmt.Fprintf(w, "  %s with --key KEY or the %s environment variable: %s\n", how, keyEnv, which)
 }

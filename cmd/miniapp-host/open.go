@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/miniapp-host/miniapp-host/host"
@@ -22,8 +22,10 @@ const defaultServiceURL = "http://127.0.0.1:8600"
 // window), 2 usage, 3 the resolver or the service could not be reached.
 // With --webdriver, WebKitWebDriver starts it (docs/webdriver.md).
 func runOpen(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("open", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet("open", func(w io.Writer) {
+		fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [-v]")
+		fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it)")
+	})
 	cfg := host.OpenConfig{Log: e.stderr, HostVersion: "dev"}
 	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://127.0.0.1:8702")
 	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
@@ -34,36 +36,28 @@ func runOpen(ctx context.Context, e env) int {
 	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "give the Miniapp a throw-away WebKit data folder")
 	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
 	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
-	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view (right click, Inspect Element)")
+	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
 	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let the W3C WebDriver session of the WebKitWebDriver that started this process drive the Miniapp's view; implies --automation, for the consent (docs/webdriver.md)")
 	fs.StringVar(&cfg.AutomationFile, "automation-file", "", "write the automation channel's URL and token to this file as JSON (mode 0600) before the window opens")
-	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent) to stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [-v]")
-		fmt.Fprintln(e.stderr, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(e.args); err != nil {
-		return flagExit(err)
+	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent, the Miniapp's console messages) to stderr")
+	args, code, ok := parseFlags(e, fs, e.args)
+	if !ok {
+		return code
 	}
 	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(e.stderr, "miniapp-host: open: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	case len(args) > 0:
+		return usageError(e, "open", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
 	case cfg.Origin == "" || cfg.ID == "":
-		fmt.Fprintln(e.stderr, "miniapp-host: open: --origin and --id are required")
-		return exitUsage
+		return usageError(e, "open", "--origin and --id are required, e.g. --origin http://127.0.0.1:8702 --id demo-public")
 	case !webkitgtk.Available:
 		fmt.Fprintln(e.stderr, "miniapp-host: open:", host.ErrNoWebview)
 		return exitUsage
 	case cfg.WebDriver && os.Getenv("WEBKIT_INSPECTOR_SERVER") == "":
-		fmt.Fprintln(e.stderr, "miniapp-host: open: --webdriver: WEBKIT_INSPECTOR_SERVER is not set, so no WebDriver will connect;"+
+		return usageError(e, "open", "--webdriver: WEBKIT_INSPECTOR_SERVER is not set, so no WebDriver will connect;"+
 			" WebKitWebDriver starts `open --webdriver` itself from a session's webkitgtk:browserOptions (docs/webdriver.md)")
-		return exitUsage
 	case cfg.AutomationFile != "" && !cfg.Automation && !cfg.WebDriver:
-		fmt.Fprintln(e.stderr, "miniapp-host: open: --automation-file needs --automation (or --webdriver)")
-		return exitUsage
+		return usageError(e, "open", "--automation-file needs --automation (or --webdriver)")
 	}
 	// A WebDriver session cannot reach the consent screen (the host's own
 	// view): the automation channel answers it (docs/webdriver.md).
@@ -87,13 +81,16 @@ func runOpen(ctx context.Context, e env) int {
 	}
 }
 
-// windowEvents prints the window's events to stderr: every one with -v, and
+// windowEvents prints the window's events to stderr: every one with -v (a
+// Miniapp's console messages as host.ConsoleMessage writes them), and
 // always those a user must know of (a stalled UI loop).
 func windowEvents(e env, verbose bool) func(host.Event) {
 	return func(ev host.Event) {
 		switch {
 		case ev.Kind == host.EventUIStalled || ev.Kind == host.EventUIRecovered:
 			fmt.Fprintf(e.stderr, "miniapp-host: window: %s\n", ev.Detail)
+		case verbose && ev.Kind == host.EventConsole && ev.Console != nil:
+			fmt.Fprintf(e.stderr, "event %s\n", ev.Console)
 		case verbose:
 			fmt.Fprintf(e.stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
 )
 
@@ -112,4 +113,40 @@ func TestNoDisplayChild(t *testing.T) {
 	var stdout strings.Builder
 	code := run(context.Background(), env{args: strings.Split(raw, "\n"), stdout: &stdout, stderr: os.Stderr})
 	os.Exit(code)
+}
+
+// TestVerboseConsole is what `open -v` and `playground -v` print of a
+// Miniapp's console: one line per message with its level, text, the
+// caller's location and, for a subframe, the frame, a stack indented
+// below; nothing without -v.
+func TestVerboseConsole(t *testing.T) {
+	events := []host.Event{
+		{Kind: host.EventConsole, Console: &host.ConsoleMessage{Type: host.ConsoleCall, Level: host.ConsoleError, Message: "main says 42",
+			Source: "http://127.0.0.1:8701/app.js:2:16", Frame: "http://127.0.0.1:8701/", MainFrame: true}},
+		{Kind: host.EventConsole, Console: &host.ConsoleMessage{Type: host.ConsoleCall, Level: host.ConsoleLog, Message: "frame says",
+			Source: "http://127.0.0.1:8702/frame:2:9", Frame: "http://127.0.0.1:8702/frame"}},
+		{Kind: host.EventConsole, Console: &host.ConsoleMessage{Type: host.ConsoleUncaught, Level: host.ConsoleError,
+			Message: "TypeError: thrown\nglobal code@http://127.0.0.1:8701/app.js:7:40", Source: "http://127.0.0.1:8701/app.js:7:40", MainFrame: true}},
+		{Kind: host.EventConsole, Console: &host.ConsoleMessage{Type: host.ConsoleDropped, Level: host.ConsoleWarn, MainFrame: true,
+			Message: "4900 console messages dropped (4900 over the limit of 100 a second)", Dropped: 4900}},
+	}
+	want := `event console error: main says 42 (http://127.0.0.1:8701/app.js:2:16)
+event console log: frame says (http://127.0.0.1:8702/frame:2:9) [frame http://127.0.0.1:8702/frame]
+event console error uncaught: TypeError: thrown (http://127.0.0.1:8701/app.js:7:40)
+    global code@http://127.0.0.1:8701/app.js:7:40
+event console warn: 4900 console messages dropped (4900 over the limit of 100 a second)
+`
+	for _, verbose := range []bool{true, false} {
+		var stderr strings.Builder
+		show := windowEvents(env{stderr: &stderr}, verbose)
+		for _, ev := range events {
+			show(ev)
+		}
+		switch {
+		case verbose && stderr.String() != want:
+			t.Errorf("-v printed\n%s\nwant\n%s", stderr.String(), want)
+		case !verbose && stderr.String() != "":
+			t.Errorf("without -v printed %q", stderr.String())
+		}
+	}
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -34,25 +34,23 @@ const stopGrace = 3 * time.Second
 // reference server, the demo and broken Miniapps, the automation channel
 // and the launcher page, until interrupted.
 func runPlayground(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("playground", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet("playground", func(w io.Writer) {
+		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--browser] [--no-window] [--devtools] [-v]")
+		fmt.Fprintln(w, "prints every address (the ports actually bound, also with port 0), then serves until the window is closed or Ctrl-C")
+	})
 	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address; the dashboard, signing and invoicing roles take the next three ports (port 0: free ports for all)")
 	launcher := fs.String("launcher-addr", defaultLauncherAddr, "launcher address; the demo Miniapps take the next two ports, the broken ones the four after, the automation channel port+9 (port 0: free ports for all)")
 	data := fs.String("data", "", "folder of the server's database, kept between runs (default: a fresh temporary folder, removed on exit)")
 	browser := fs.Bool("browser", false, "open the launcher in the user's browser (xdg-open)")
 	noWindow := fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)")
-	devtools := fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view (right click, Inspect Element)")
-	verbose := fs.Bool("v", false, "log internal errors and the window's events to stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--browser] [--no-window] [--devtools] [-v]")
-		fs.PrintDefaults()
+	devtools := fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
+	verbose := fs.Bool("v", false, "log internal errors and the window's events (the Miniapp's console messages among them) to stderr")
+	args, code, ok := parseFlags(e, fs, e.args)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(e.args); err != nil {
-		return flagExit(err)
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return exitUsage
+	if len(args) > 0 {
+		return usageError(e, "playground", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
 	}
 	cfg := playground.Config{DataDir: *data, Addrs: playground.Addrs{
 		Service: *addr, Dashboard: nextPort(*addr, 1), Signing: nextPort(*addr, 2), Invoicing: nextPort(*addr, 3),

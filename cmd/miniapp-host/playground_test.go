@@ -33,24 +33,29 @@ func TestPlayground(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	text := out.String()
-	launcher := regexp.MustCompile(`(?m)^launcher\s+(http://127\.0\.0\.1:\d+)/#token=(\S+)$`).FindStringSubmatch(text)
+	launcher := regexp.MustCompile(`(?m)^launcher\s+(http://127\.0\.0\.1:[1-9]\d*)/#token=(\S+)$`).FindStringSubmatch(text)
 	if launcher == nil {
 		t.Fatalf("no launcher URL with its token:\n%s", text)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^automation channel\s+ws://127\.0\.0\.1:\d+/automation$`),
+		regexp.MustCompile(`(?m)^automation channel\s+ws://127\.0\.0\.1:[1-9]\d*/automation$`),
 		regexp.MustCompile(`(?m)^automation token\s+` + regexp.QuoteMeta(launcher[2]) + `$`),
-		regexp.MustCompile(`(?m)^issuer\s+http://127\.0\.0\.1:\d+$`),
-		regexp.MustCompile(`(?m)^dashboard_url\s+http://127\.0\.0\.1:\d+$`),
+		regexp.MustCompile(`(?m)^issuer\s+http://127\.0\.0\.1:[1-9]\d*$`),
+		regexp.MustCompile(`(?m)^dashboard_url\s+http://127\.0\.0\.1:[1-9]\d*$`),
 		regexp.MustCompile(`(?m)^screenshots\s+\S`),
 		regexp.MustCompile(`(?m)^host credential\s+miniapp-host shared-with-open$`),
-		regexp.MustCompile(`(?m)^\s+\(MINIAPP_HOST_SECRET=shared-with-open miniapp-host open --dashboard http://127\.0\.0\.1:\d+ \.\.\. completes`),
-		regexp.MustCompile(`(?m)^demo Miniapp\s+http://127\.0\.0\.1:\d+  --id demo-confidential`),
-		regexp.MustCompile(`(?m)^broken Miniapp\s+http://127\.0\.0\.1:\d+  --id broken-no-auth-url  \(broken, rejected at client with auth-url-required\)$`),
+		regexp.MustCompile(`(?m)^\s+\(MINIAPP_HOST_SECRET=shared-with-open miniapp-host open --dashboard http://127\.0\.0\.1:[1-9]\d* \.\.\. completes`),
+		regexp.MustCompile(`(?m)^demo Miniapp\s+http://127\.0\.0\.1:[1-9]\d*  --id demo-confidential`),
+		regexp.MustCompile(`(?m)^broken Miniapp\s+http://127\.0\.0\.1:[1-9]\d*  --id broken-no-auth-url  \(broken, rejected at client with auth-url-required\)$`),
 	} {
 		if !want.MatchString(text) {
 			t.Errorf("output lacks %s:\n%s", want, text)
 		}
+	}
+	// --addr and --launcher-addr 127.0.0.1:0: every printed address is the
+	// port actually bound.
+	if bad := regexp.MustCompile(`127\.0\.0\.1:0\b`).FindString(text); bad != "" {
+		t.Errorf("playground printed an unbound address %s:\n%s", bad, text)
 	}
 	req, _ := http.NewRequest(http.MethodGet, launcher[1]+"/api/miniapps", nil)
 	req.Header.Set("Authorization", "Bearer "+launcher[2])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,51 +17,71 @@ import (
 const defaultDashboardURL = "http://127.0.0.1:8601"
 
 // runResolve is `miniapp-host resolve`: resolve a Miniapp by origin and id
-// (spec 4.3), or check a manifest and a client configuration offline. Exit
-// codes: 0 accepted, 1 rejected, 2 usage or unreadable input, 3 could not
-// decide. The --json document is described in docs/resolve.md.
+// (spec 4.3), or check a manifest (and a client configuration) offline. Exit
+// codes: 0 accepted (or passed, manifest only), 1 rejected, 2 usage or
+// unreadable input, 3 could not decide. The --json document is described in
+// docs/resolve.md.
 func runResolve(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet("resolve", func(w io.Writer) {
+		fmt.Fprintln(w, "usage: miniapp-host resolve --origin O --id ID [--dashboard URL] [--json] [--insecure] [--timeout D]")
+		fmt.Fprintln(w, "       miniapp-host resolve --manifest FILE [--client FILE] [--manifest-url URL] --id ID [--json] [--insecure]")
+		fmt.Fprintln(w, "       miniapp-host resolve --from FILE [--dashboard URL] [--junit FILE] [--json]   (lines \"id origin\")")
+		fmt.Fprintln(w, "       miniapp-host resolve --manifests DIR [--junit FILE] [--json]   (offline; NAME.client.json beside NAME.webmanifest)")
+		fmt.Fprintln(w, "Without --client the offline check is of the manifest alone; the output names what was not checked.")
+		fmt.Fprintln(w, "exit 0 accepted (or passed, manifest only), 1 rejected, 2 usage or unreadable input, 3 could not decide")
+	})
 	var (
 		cfg          resolver.Config
 		rawOrigin    = fs.String("origin", "", "the Miniapp's origin, e.g. https://app.example")
 		id           = fs.String("id", "", "the Miniapp's id; must equal the manifest's id")
 		asJSON       = fs.Bool("json", false, "print the report as a JSON document (docs/resolve.md)")
 		manifestFile = fs.String("manifest", "", "offline: read the manifest from FILE instead of downloading it")
-		clientFile   = fs.String("client", "", "offline: read the client configuration from FILE")
-		manifestURL  = fs.String("manifest-url", "", "offline: the URL the manifest will be served from")
+		clientFile   = fs.String("client", "", "offline: read the client configuration (the dashboard's answer for oauth.client_id) from FILE")
+		manifestURL  = fs.String("manifest-url", "", "offline: the URL the manifest will be served from (start_url and auth_url resolve against it)")
+		from         = fs.String("from", "", "batch: resolve every \"id origin\" line of FILE")
+		manifests    = fs.String("manifests", "", "batch, offline: check every manifest of DIR (with NAME.client.json when present)")
+		junit        = fs.String("junit", "", "batch: also write a JUnit XML report to FILE, one test case per Miniapp")
 	)
 	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "allow plain http on hosts that are not loopback (tests only)")
 	fs.DurationVar(&cfg.Timeout, "timeout", resolver.DefaultTimeout, "time limit of each download")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: miniapp-host resolve --origin O --id ID [--dashboard URL] [--json] [--insecure] [--timeout D]")
-		fmt.Fprintln(e.stderr, "       miniapp-host resolve --manifest FILE --client FILE --manifest-url URL --id ID [--json] [--insecure]")
-		fmt.Fprintln(e.stderr, "exit 0 accepted, 1 rejected, 2 usage or unreadable input, 3 could not decide")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(e.args); err != nil {
-		return flagExit(err)
+	args, code, ok := parseFlags(e, fs, e.args)
+	if !ok {
+		return code
 	}
 	offline := *manifestFile != "" || *clientFile != "" || *manifestURL != ""
-	usageErr := func(msg string) int {
-		fmt.Fprintln(e.stderr, "miniapp-host: resolve:", msg)
-		return exitUsage
-	}
+	usageErr := func(msg string) int { return usageError(e, "resolve", msg) }
+	batch := *from != "" || *manifests != ""
 	switch {
-	case fs.NArg() > 0:
-		return usageErr(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	case *from != "" && *manifests != "":
+		return usageErr("--from resolves online and --manifests checks offline: use one or the other")
+	case batch && (*id != "" || *rawOrigin != "" || offline):
+		return usageErr("a batch (--from or --manifests) takes each id and origin from its list; drop --id, --origin, --manifest, --client and --manifest-url")
+	case batch && len(args) > 0:
+		return usageErr(fmt.Sprintf("unexpected argument %q", args[0]))
+	case !batch && *junit != "":
+		return usageErr("--junit writes the report of a batch: add --from FILE or --manifests DIR")
+	case batch:
+		if *manifests != "" {
+			cfg.Dashboard = ""
+		}
+		r, err := resolver.New(cfg)
+		if err != nil {
+			return usageErr(err.Error())
+		}
+		return runBatch(ctx, e, r, *from, *manifests, *junit, *asJSON)
+	case len(args) > 0:
+		return usageErr(fmt.Sprintf("unexpected argument %q (every input is a flag: --origin, --manifest, ...)", args[0]))
 	case *id == "":
-		return usageErr("--id is required")
+		return usageErr("--id is required: the id the manifest declares, e.g. --id com.example.notes")
 	case cfg.Timeout <= 0:
-		return usageErr("--timeout must be positive")
+		return usageErr("--timeout must be positive, e.g. --timeout 10s")
 	case offline && *rawOrigin != "":
 		return usageErr("--origin resolves online; --manifest, --client and --manifest-url check offline: use one or the other")
-	case offline && (*manifestFile == "" || *clientFile == "" || *manifestURL == ""):
-		return usageErr("offline mode needs --manifest, --client and --manifest-url")
+	case offline && *manifestFile == "":
+		return usageErr("an offline check needs --manifest FILE (--client and --manifest-url add to it)")
 	case !offline && *rawOrigin == "":
-		return usageErr("--origin is required (or --manifest, --client and --manifest-url for offline mode)")
+		return usageErr("--origin is required (or --manifest FILE for an offline check)")
 	}
 	if offline {
 		cfg.Dashboard = ""
@@ -71,21 +90,28 @@ func runResolve(ctx context.Context, e env) int {
 	if err != nil {
 		return usageErr(err.Error())
 	}
-
-	var app *resolver.Miniapp
-	if offline {
-		manifest, err := readLimited(*manifestFile, resolver.DefaultMaxBytes)
-		if err != nil {
-			return usageErr(err.Error())
-		}
-		client, err := readLimited(*clientFile, resolver.DefaultMaxBytes)
-		if err != nil {
-			return usageErr(err.Error())
-		}
-		app, err = r.Check(ctx, *id, *manifestURL, manifest, client)
+	if !offline {
+		app, err := r.Resolve(ctx, *id, *rawOrigin)
 		return printResolve(e.stdout, e.stderr, app, err, *asJSON)
 	}
-	app, err = r.Resolve(ctx, *id, *rawOrigin)
+	manifest, err := readLimited(*manifestFile, resolver.DefaultMaxBytes)
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	if *clientFile == "" {
+		rep, err := r.CheckManifest(ctx, *id, *manifestURL, manifest)
+		var rej *resolver.Rejection
+		if err != nil && !errors.As(err, &rej) {
+			fmt.Fprintln(e.stderr, "miniapp-host: resolve:", err)
+			return exitUsage
+		}
+		return printReport(e.stdout, e.stderr, rep, *asJSON)
+	}
+	client, err := readLimited(*clientFile, resolver.DefaultMaxBytes)
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	app, err := r.Check(ctx, *id, *manifestURL, manifest, client)
 	return printResolve(e.stdout, e.stderr, app, err, *asJSON)
 }
 
@@ -106,24 +132,34 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// printResolve prints the outcome and returns the exit code.
+// printResolve prints the outcome of Resolve or Check and returns the exit
+// code.
 func printResolve(stdout, stderr io.Writer, app *resolver.Miniapp, err error, asJSON bool) int {
 	var (
-		rej    *resolver.Rejection
-		und    *resolver.Undecided
-		report *resolver.Report
-		code   int
+		rej *resolver.Rejection
+		und *resolver.Undecided
 	)
 	switch {
 	case err == nil:
-		report, code = app.Report, exitOK
+		return printReport(stdout, stderr, app.Report, asJSON)
 	case errors.As(err, &rej):
-		report, code = rej.Report, exitRejected
+		return printReport(stdout, stderr, rej.Report, asJSON)
 	case errors.As(err, &und):
-		report, code = und.Report, exitUndecided
-	default:
-		fmt.Fprintln(stderr, "miniapp-host:", err)
-		return exitUsage
+		return printReport(stdout, stderr, und.Report, asJSON)
+	}
+	fmt.Fprintln(stderr, "miniapp-host:", err)
+	return exitUsage
+}
+
+// printReport prints a resolve's report, as text or as the --json document,
+// and returns the exit code of its outcome.
+func printReport(stdout, stderr io.Writer, report *resolver.Report, asJSON bool) int {
+	code := exitOK
+	switch report.Outcome {
+	case resolver.OutcomeRejected:
+		code = exitRejected
+	case resolver.OutcomeUndecided:
+		code = exitUndecided
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -135,8 +171,8 @@ func printResolve(stdout, stderr io.Writer, app *resolver.Miniapp, err error, as
 		}
 		return code
 	}
-	switch code {
-	case exitOK:
+	switch report.Outcome {
+	case resolver.OutcomeAccepted:
 		s := report.Miniapp
 		fmt.Fprintf(stdout, "accepted: %s (%s)\n", s.Name, report.ID)
 		row := func(k, v string) { fmt.Fprintf(stdout, "  %-16s %s\n", k, v) }
@@ -149,18 +185,50 @@ func printResolve(stdout, stderr io.Writer, app *resolver.Miniapp, err error, as
 		row("loads", s.LoadURL)
 		row("client", fmt.Sprintf("%s (%s)", s.ClientID, s.ClientType))
 		row("allowed origins", strings.Join(s.AllowedOrigins, " "))
-	case exitRejected:
-		fmt.Fprintf(stdout, "rejected at stage %s: %d reason(s)\n", rej.Stage, len(rej.Reasons))
-		for _, r := range rej.Reasons {
+	case resolver.OutcomePassed:
+		fmt.Fprintf(stdout, "passed: the manifest of %s passes every check that ran; the client was not checked (add --client FILE)\n", report.ID)
+	case resolver.OutcomeRejected:
+		var failed []string
+		for _, st := range report.Stages {
+			if st.Outcome == resolver.OutcomeFailed {
+				failed = append(failed, string(st.Stage))
+			}
+		}
+		fmt.Fprintf(stdout, "rejected: %d reason(s), in stage(s) %s\n", len(report.Reasons), strings.Join(failed, ", "))
+		for _, r := range report.Reasons {
 			printReason(stdout, r)
 		}
-	case exitUndecided:
-		fmt.Fprintf(stdout, "could not decide at stage %s (%s): %s\n", und.Stage, und.Code, und.Message)
+	case resolver.OutcomeUndecided:
+		r := report.Reasons[0]
+		fmt.Fprintf(stdout, "could not decide at stage %s (%s): %s\n", r.Stage, r.Code, r.Message)
 		fmt.Fprintln(stdout, "  nothing was rejected; try again when the server answers")
+	}
+	// Stages not run, grouped by why: "not checked: parse, schema: ...".
+	var whys []string
+	notRun := map[string][]string{}
+	for _, st := range report.Stages {
+		if st.Outcome != resolver.OutcomeSkipped || report.Offline && st.Stage == resolver.StageDownload {
+			continue
+		}
+		why := strings.Join(st.Notes, "; ")
+		if _, seen := notRun[why]; !seen {
+			whys = append(whys, why)
+		}
+		notRun[why] = append(notRun[why], string(st.Stage))
+	}
+	for _, st := range report.Stages {
+		if st.Outcome == resolver.OutcomeUndecided && report.Outcome != resolver.OutcomeUndecided {
+			for _, r := range st.Reasons {
+				fmt.Fprintf(stdout, "  could not check %s (%s): %s\n", st.Stage, r.Code, r.Message)
+			}
+		}
+	}
+	for _, why := range whys {
+		fmt.Fprintf(stdout, "  not checked: %s: %s\n", strings.Join(notRun[why], ", "), why)
 	}
 	for _, st := range report.Stages {
 		for _, n := range st.Notes {
-			if strings.Contains(n, "matches nothing") {
+			if st.Outcome != resolver.OutcomeSkipped && (strings.Contains(n, "matches nothing") || strings.Contains(n, "not checked")) {
 				fmt.Fprintf(stdout, "  note (%s): %s\n", st.Stage, n)
 			}
 		}

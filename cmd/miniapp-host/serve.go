@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -45,8 +45,10 @@ func (o *originFlags) Set(v string) error {
 // runServe is `miniapp-host serve`: the reference authorization server,
 // its dashboard and the example providers, until interrupted.
 func runServe(ctx context.Context, e env) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet("serve", func(w io.Writer) {
+		fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [-v]")
+		fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
+	})
 	db := fs.String("db", "", "SQLite database file (default: the user's data directory, miniapp-host/authserver.db)")
 	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address (authorization server and {base_url}); the dashboard, signing and invoicing roles take the next three ports unless set")
 	dash := fs.String("dashboard-addr", "", "dashboard address")
@@ -58,16 +60,12 @@ func runServe(ctx context.Context, e env) int {
 	fs.Var(&dashOrigins, "dashboard-origin", "an origin, beside the dashboard's own, whose web pages may change state through the dashboard API (repeatable; docs/dashboard.md)")
 	opKey := fs.String("operator-key", "", "fix the operator credential of the dashboard's review API (default: a new random key at each start)")
 	verbose := fs.Bool("v", false, "log internal errors to stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--secret CLIENT_ID=SECRET]...")
-		fs.PrintDefaults()
+	args, code, ok := parseFlags(e, fs, e.args)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(e.args); err != nil {
-		return flagExit(err)
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return exitUsage
+	if len(args) > 0 {
+		return usageError(e, "serve", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
 	}
 	if *db == "" {
 		p, err := authserver.DefaultDB()

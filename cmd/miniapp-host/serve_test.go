@@ -55,6 +55,18 @@ func TestServe(t *testing.T) {
 		t.Fatalf("discovery: %v %v", err, resp)
 	}
 	resp.Body.Close()
+	// With --addr 127.0.0.1:0 every role prints the port it is bound to,
+	// never port 0, and the dashboard printed is the one that answers.
+	if bad := regexp.MustCompile(`127\.0\.0\.1:0\b`).FindString(out.String()); bad != "" {
+		t.Errorf("serve printed an unbound address %s:\n%s", bad, out.String())
+	}
+	dash := regexp.MustCompile(`(?m)^dashboard_url\s+(http://127\.0\.0\.1:[1-9]\d*)$`).FindStringSubmatch(out.String())
+	if dash == nil {
+		t.Fatalf("no dashboard_url with a bound port:\n%s", out.String())
+	}
+	if code, lines, errs := runCLI(t, "", "rs", "list", "--dashboard", dash[1], "--json"); code != exitOK || !strings.Contains(lines, `"resource_servers"`) {
+		t.Errorf("rs list at the printed dashboard_url: exit %d %s %s", code, lines, errs)
+	}
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs.String())

@@ -42,6 +42,8 @@ type Engine struct {
 	loads     []Load
 	evals     []Load
 	script    string
+	console   string
+	inspector int
 	filter    string
 	hostShown bool
 	page      host.Page
@@ -192,6 +194,14 @@ func (e *Engine) Eval(v host.View, js string, done func(string, error)) {
 // SetMiniappScript implements host.Engine.
 func (e *Engine) SetMiniappScript(js string) { e.mu.Lock(); e.script = js; e.mu.Unlock() }
 
+// SetConsoleScript implements host.Engine.
+func (e *Engine) SetConsoleScript(js string) { e.mu.Lock(); e.console = js; e.mu.Unlock() }
+
+// ShowInspector implements host.Engine: it counts the inspectors shown.
+// The fake has no settings of its own: whether the inspector may show in
+// the host's views is the WebKitGTK engine's to prove, on real settings.
+func (e *Engine) ShowInspector() { e.mu.Lock(); e.inspector++; e.mu.Unlock() }
+
 // SetContentFilter implements host.Engine.
 func (e *Engine) SetContentFilter(rules string, done func(error)) {
 	var v any
@@ -323,8 +333,26 @@ func (e *Engine) Post(v host.View, raw string) {
 	e.onUI(func() { e.events.ScriptMessage(v, raw) })
 }
 
+// Console plays a message of the console capture script, from any frame
+// of the Miniapp's view.
+func (e *Engine) Console(raw string) { e.onUI(func() { e.events.ConsoleMessage(raw) }) }
+
+// ConsoleBurst plays raws posted one after another, within one turn of
+// the UI loop (a page logging in a loop).
+func (e *Engine) ConsoleBurst(raws []string) {
+	e.onUI(func() {
+		for _, r := range raws {
+			e.events.ConsoleMessage(r)
+		}
+	})
+}
+
 // Input plays a real click on the Miniapp's view.
 func (e *Engine) Input() { e.onUI(func() { e.events.UserInput(time.Now()) }) }
+
+// Resource plays the Miniapp's view reporting a request it loaded, as
+// WebKit's resource-load-started and the resource's finished signal do.
+func (e *Engine) Resource(r host.Resource) { e.onUI(func() { e.events.ResourceLoaded(r) }) }
 
 // Crash plays the Miniapp view's web process crashing.
 func (e *Engine) Crash() { e.onUI(func() { e.events.WebProcessTerminated(host.TerminationCrashed) }) }
@@ -372,6 +400,12 @@ func (e *Engine) Evals(v host.View) []string {
 
 // Script is the Miniapp view's user script.
 func (e *Engine) Script() string { e.mu.Lock(); defer e.mu.Unlock(); return e.script }
+
+// ConsoleScript is the Miniapp view's console capture script.
+func (e *Engine) ConsoleScript() string { e.mu.Lock(); defer e.mu.Unlock(); return e.console }
+
+// Inspectors is how many times the core showed the web inspector.
+func (e *Engine) Inspectors() int { e.mu.Lock(); defer e.mu.Unlock(); return e.inspector }
 
 // Filter is the Miniapp view's content filter.
 func (e *Engine) Filter() string { e.mu.Lock(); defer e.mu.Unlock(); return e.filter }

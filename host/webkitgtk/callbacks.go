@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/netlog"
 )
 
 func engineOf(h C.uintptr_t) *engine { return cgo.Handle(h).Value().(*engine) }
@@ -80,6 +81,24 @@ func goUserInput(h C.uintptr_t) { engineOf(h).events.UserInput(time.Now()) }
 //export goScriptMessage
 func goScriptMessage(h C.uintptr_t, view C.int, msg *C.char) {
 	engineOf(h).events.ScriptMessage(host.View(view), C.GoString(msg))
+}
+
+//export goResourceLoaded
+func goResourceLoaded(h C.uintptr_t, method, uri, reqHeaders *C.char, status C.int, respHeaders, mime *C.char, size C.longlong,
+	started, responded, finished C.longlong, errMsg *C.char) {
+	r := host.Resource{Method: strings.ToUpper(C.GoString(method)), URL: C.GoString(uri),
+		RequestHeaders: netlog.ParseHeaderLines(C.GoString(reqHeaders)), Status: int(status),
+		ResponseHeaders: netlog.ParseHeaderLines(C.GoString(respHeaders)), MimeType: C.GoString(mime), Size: int64(size),
+		Started: time.UnixMicro(int64(started)), Finished: time.UnixMicro(int64(finished)), Error: C.GoString(errMsg)}
+	if responded != 0 {
+		r.Responded = time.UnixMicro(int64(responded))
+	}
+	engineOf(h).events.ResourceLoaded(r)
+}
+
+//export goConsoleMessage
+func goConsoleMessage(h C.uintptr_t, msg *C.char, n C.int) {
+	engineOf(h).events.ConsoleMessage(C.GoStringN(msg, n))
 }
 
 //export goDispatch

@@ -4,6 +4,7 @@ package webkitgtk
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/demoapps"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -108,7 +110,11 @@ func TestConfidentialApprove(t *testing.T) {
 	busFrom := testBus.len()
 	rec := record(t)
 	forgetConsents(t) // a fresh subject: the consent view shows
-	if err := testWin.Mount(context.Background(), confidentialApp(t, e)); err != nil {
+	netEvents := &netWatch{notify: make(chan netlog.NetworkEvent, 64)}
+	netLog := netlog.New(netlog.Config{Events: netEvents})
+	app := confidentialApp(t, e)
+	app.NetLog = netLog.BeginLaunch(e.Confidential.Origin, "demo-confidential", "demo-confidential")
+	if err := testWin.Mount(context.Background(), app); err != nil {
 		t.Fatal(err)
 	}
 	rec.Wait(t, "consent requested", kind(host.EventConsentRequested))
@@ -200,6 +206,90 @@ func TestConfidentialApprove(t *testing.T) {
 	}
 	if c, ok := kinds["cookies.synced"].(bridge.CookiesSyncedEvent); !ok || !slices.Contains(c.Names, demoapps.SessionCookie) {
 		t.Errorf("cookies.synced: %+v", kinds["cookies.synced"])
+	}
+	// WebKit may report the start page's request as finished after the
+	// page's load: wait for it.
+	netEvents.wait(t, "the start page in the network log", func(ev netlog.NetworkEvent) bool {
+		return ev.Source == netlog.SourceView && ev.URL == e.Confidential.Origin+"/"
+	})
+	checkNetLog(t, netLog, e, header)
+}
+
+// netWatch is a network log's event publisher a test waits on.
+type netWatch struct{ notify chan netlog.NetworkEvent }
+
+func (n *netWatch) Publish(ev bridge.Event) {
+	if ne, ok := ev.(netlog.NetworkEvent); ok {
+		select {
+		case n.notify <- ne:
+		default:
+		}
+	}
+}
+
+// wait returns once an event matches; the minute is for a bug to be
+// reported, not a pace the host must keep.
+func (n *netWatch) wait(t *testing.T, what string, match func(netlog.NetworkEvent) bool) {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		select {
+		case ev := <-n.notify:
+			if match(ev) {
+				return
+			}
+		case <-deadline.C:
+			t.Fatalf("waiting for %s, which never came", what)
+		}
+	}
+}
+
+// checkNetLog checks the network log of a confidential flow in the real
+// view: WebKit reported the view's own requests (auth_url, which led to
+// the consent, and the signed-in start page with its status and timing)
+// beside the host's exchanges, and no cookie value is in the export.
+func checkNetLog(t *testing.T, log *netlog.Log, e *hosttest.World, cookieHeader string) {
+	t.Helper()
+	flows := log.Flows()
+	if len(flows) != 1 || flows[0].Outcome != netlog.OutcomeCompleted {
+		t.Fatalf("network log flows %+v, want one completed", flows)
+	}
+	x, _ := log.Flow(flows[0].ID)
+	var login, start *netlog.Entry
+	kinds := map[string]int{}
+	for i, en := range x.Entries {
+		kinds[en.Kind]++
+		if en.Source != netlog.SourceView || en.Kind != netlog.KindResource {
+			continue
+		}
+		if !strings.HasPrefix(en.Request.URL, e.Confidential.Origin+"/") {
+			t.Errorf("the log has a view request outside the Miniapp's allowed origins: %s", en.Request.URL)
+		}
+		switch en.Request.URL {
+		case e.Confidential.Origin + "/login":
+			login = &x.Entries[i]
+		case e.Confidential.Origin + "/":
+			start = &x.Entries[i]
+		}
+	}
+	if kinds[netlog.KindAuthorize] != 1 || kinds[netlog.KindNativeConsent] != 2 || kinds[netlog.KindCallback] != 1 {
+		t.Errorf("entries by kind %v, want the authorize, two native-consent calls and the callback", kinds)
+	}
+	// WebKit gives no response for a redirect its policy refused: the
+	// load of auth_url ends interrupted.
+	if login == nil || (login.Response == nil) == (login.Error == "") {
+		t.Errorf("the view's request of auth_url: %+v, want its response or why it ended", login)
+	}
+	if start == nil || start.Response == nil || start.Response.Status != 200 || start.DurationMS < 0 ||
+		start.Timings.Wait < 0 || start.Timings.Receive < 0 || start.Request.Method != "GET" {
+		t.Errorf("the view's request of the start page: %+v, want GET 200 with its timing", start)
+	}
+	js, _ := json.Marshal(x)
+	for _, c := range strings.Split(cookieHeader, ";") {
+		if _, v, ok := strings.Cut(strings.TrimSpace(c), "="); ok && len(v) > 8 && strings.Contains(string(js), v) {
+			t.Errorf("the log's export holds a cookie value of the view: %q", v)
+		}
 	}
 }
 

@@ -178,6 +178,32 @@ func (e *engine) SetMiniappScript(js string) {
 	withString(js, func(s *C.char) { C.mh_register_script(e.views[host.ViewMiniapp], s) })
 }
 
+// SetConsoleScript implements host.Engine.
+func (e *engine) SetConsoleScript(js string) {
+	withString(js, func(s *C.char) { C.mh_set_console_script(e.views[host.ViewMiniapp], s) })
+}
+
+// ShowInspector implements host.Engine: the Miniapp's view only.
+func (e *engine) ShowInspector() { C.mh_show_inspector(e.views[host.ViewMiniapp]) }
+
+// developerExtras reads the developer-extras setting of v's WebKit
+// settings, for the tests: what WebKit has, not what Go asked. UI thread
+// only.
+func (e *engine) developerExtras(v host.View) bool {
+	view := e.view(v)
+	return view != nil && C.mh_developer_extras(view) != 0
+}
+
+// inspectorOpen reports whether the Miniapp view's inspector has its
+// page. UI thread only.
+func (e *engine) inspectorOpen() bool { return C.mh_inspector_open(e.views[host.ViewMiniapp]) != 0 }
+
+// closeInspector closes the Miniapp view's inspector and sets its
+// developer extras, for the tests. UI thread only.
+func (e *engine) closeInspector(extras bool) {
+	C.mh_close_inspector(e.views[host.ViewMiniapp], cbool(extras))
+}
+
 // SetContentFilter implements host.Engine.
 func (e *engine) SetContentFilter(rules string, done func(error)) {
 	cs, cr := C.CString(e.store), C.CString(rules)

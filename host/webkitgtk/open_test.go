@@ -34,6 +34,10 @@ const openChildEnv = "MINIAPP_HOST_OPEN_CONFIG"
 type childConfig struct {
 	Origin, ID, Dashboard, Service, Subject, HostClientID, HostSecret string
 	Ephemeral                                                         bool
+	// DevTools is --devtools; the child then prints, once the Miniapp's
+	// first page has loaded, what WebKit's settings say of developer
+	// extras in each view: "devtools miniapp=<bool> host=<bool>".
+	DevTools bool
 }
 
 func runOpenChild(raw string) int {
@@ -43,10 +47,25 @@ func runOpenChild(raw string) int {
 		return 2
 	}
 	cfg := host.OpenConfig{Origin: c.Origin, ID: c.ID, Dashboard: c.Dashboard, Service: c.Service, Subject: c.Subject,
-		HostClientID: c.HostClientID, HostSecret: c.HostSecret, Ephemeral: c.Ephemeral}
+		HostClientID: c.HostClientID, HostSecret: c.HostSecret, Ephemeral: c.Ephemeral, DevTools: c.DevTools}
 	cfg.Log = os.Stderr
+	var eng *engine
+	newEngine := func(cfg host.EngineConfig, ev host.EngineEvents) (host.Engine, error) {
+		e, err := New(cfg, ev)
+		if err == nil {
+			eng = e.(*engine)
+		}
+		return e, err
+	}
+	reported := false
 	cfg.OnEvent = func(ev host.Event) {
 		fmt.Fprintf(os.Stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
+		if c.DevTools && !reported && ev.Kind == host.EventLoadFinished {
+			// On the UI thread: load events come from the engine's
+			// callbacks.
+			reported = true
+			fmt.Fprintf(os.Stderr, "devtools miniapp=%t host=%t\n", eng.developerExtras(host.ViewMiniapp), eng.developerExtras(host.ViewHost))
+		}
 	}
 	cfg.OnResolved = func(app *resolver.Miniapp, err error) {
 		var rej *resolver.Rejection
@@ -61,7 +80,7 @@ func runOpenChild(raw string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	if err := host.Open(ctx, New, cfg); err != nil && !errors.Is(err, context.Canceled) {
+	if err := host.Open(ctx, newEngine, cfg); err != nil && !errors.Is(err, context.Canceled) {
 		return 1
 	}
 	return 0
@@ -148,4 +167,38 @@ func TestOpenCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDevToolsFlag runs Open with DevTools (what `miniapp-host open
+// --devtools` passes) in a process of its own: WebKit's settings of the
+// Miniapp's view have developer extras on, those of the consent view off.
+// Without the flag every view has them off (TestInspector, in this
+// process's window).
+func TestDevToolsFlag(t *testing.T) {
+	srv, app := hosttest.StartServer(t)
+	u := srv.URLs()
+	cmd := openChild(t, childConfig{Origin: app.Origin, ID: "demo-public", Dashboard: u.Dashboard, Service: u.Issuer,
+		Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret, Ephemeral: true, DevTools: true})
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Signal(syscall.SIGTERM)
+	sc := bufio.NewScanner(stderr)
+	var seen []string
+	for sc.Scan() {
+		l := sc.Text()
+		seen = append(seen, l)
+		if got, ok := strings.CutPrefix(l, "devtools "); ok {
+			if got != "miniapp=true host=false" {
+				t.Errorf("with --devtools: %s; want miniapp=true host=false", got)
+			}
+			return
+		}
+	}
+	t.Fatalf("open exited without reporting its settings:\n%s", strings.Join(seen, "\n"))
 }

@@ -5,6 +5,7 @@ package webkitgtk
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/host"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/playground"
 )
 
@@ -122,6 +124,63 @@ func TestPlaygroundWindow(t *testing.T) {
 		snapWindow(t, filepath.Join(dir, "window-inspector-full.png"))
 	})
 
+	t.Run("network log", func(t *testing.T) {
+		// The flow in the window, read back through the launcher's API:
+		// WebKit's view requests beside the host's and the backend's.
+		o := entryOrigin(t, p, playground.DemoConfidentialID)
+		var flow netlog.FlowSummary
+		pollFor(t, "the signed-in page in the network log", func() bool {
+			for _, f := range p.NetLog().Flows() {
+				x, _ := p.NetLog().Flow(f.ID)
+				for _, e := range x.Entries {
+					if f.Outcome == netlog.OutcomeCompleted && e.Kind == netlog.KindResource && e.Request.URL == o+"/" &&
+						e.Response != nil && e.Response.Status == 200 {
+						flow = f
+						return true
+					}
+				}
+			}
+			return false
+		})
+		var list struct{ Flows []netlog.FlowSummary }
+		apiGet(t, p, "/api/flows", &list)
+		if len(list.Flows) == 0 || list.Flows[len(list.Flows)-1].ID != flow.ID || flow.ClientID != playground.DemoConfidentialID {
+			t.Errorf("GET /api/flows: %+v, want the completed flow %s of demo-confidential last", list.Flows, flow.ID)
+		}
+		// The launcher's inspector shows that flow as one group, whose
+		// HAR link names the log's id.
+		pollLauncher(t, `document.querySelectorAll('#timeline .flow[data-flow="`+flow.ID+`"] a.har[href="/api/flows/`+flow.ID+`/har"]').length === 1`)
+		if n := launcherString(t, `String(document.querySelector('#timeline .flow[data-flow="`+flow.ID+`"]').closest(".group").querySelectorAll(".flow").length)`); n != "1" {
+			t.Errorf("the confidential launch shows %s flows in the inspector, want its one sign-in: %s", n, launcherString(t,
+				`[...document.querySelector('#timeline .flow[data-flow="`+flow.ID+`"]').closest(".group").querySelectorAll(".flow")].map((f) =>
+					f.dataset.flow + ": " + [...f.querySelectorAll("li[data-kind]")].map((l) => l.dataset.kind).join(",")).join(" | ")`))
+		}
+		var h netlog.HAR
+		apiGet(t, p, "/api/flows/"+flow.ID+"/har", &h)
+		kinds := map[string]int{}
+		for _, e := range h.Log.Entries {
+			kinds[e.Kind]++
+			if _, err := time.Parse(time.RFC3339Nano, e.StartedDateTime); err != nil || e.Time < 0 || e.Timings.Send < 0 ||
+				e.Timings.Wait < 0 || e.Timings.Receive < 0 {
+				t.Errorf("HAR entry %s %s: started %q, time %v, timings %+v", e.Kind, e.Request.URL, e.StartedDateTime, e.Time, e.Timings)
+			}
+		}
+		if h.Log.Version != "1.2" || kinds[netlog.KindAuthorize] != 1 || kinds[netlog.KindNativeConsent] != 2 ||
+			kinds[netlog.KindCallback] != 1 || kinds[netlog.KindToken] != 1 || kinds[netlog.KindResource] < 2 {
+			t.Errorf("HAR %s of flow %s: entries by kind %v", h.Log.Version, flow.ID, kinds)
+		}
+		cookies, err := testWin.Cookies(t.Context(), o+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(h)
+		for _, c := range strings.Split(cookies, ";") {
+			if _, v, ok := strings.Cut(strings.TrimSpace(c), "="); ok && len(v) > 8 && strings.Contains(string(raw), v) {
+				t.Errorf("the HAR holds a cookie value of the view: %q", v)
+			}
+		}
+	})
+
 	t.Run("reset storage", func(t *testing.T) {
 		o := entryOrigin(t, p, playground.DemoConfidentialID)
 		if h, err := testWin.Cookies(t.Context(), o+"/"); err != nil || !strings.Contains(h, "demo_session=") {
@@ -134,6 +193,27 @@ func TestPlaygroundWindow(t *testing.T) {
 			t.Errorf("after the reset the view sends %q (%v), want no cookie", h, err)
 		}
 	})
+}
+
+// apiGet reads a route of the launcher's API, as its page does, into v;
+// the HAR is decoded with unknown members refused.
+func apiGet(t *testing.T, p *playground.Playground, path string, v any) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", p.LauncherOrigin()+path, nil)
+	req.Header.Set("Authorization", "Bearer "+p.AutomationToken())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", path, resp.StatusCode)
+	}
+	dec := json.NewDecoder(resp.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
 }
 
 // entryOrigin is the origin the playground serves the Miniapp id at.

@@ -224,12 +224,151 @@ static gboolean on_input(GtkWidget *w, GdkEvent *ev, gpointer data) {
 	return FALSE;
 }
 
+// Resource loads of the Miniapp's view, for the network log (docs/host.md,
+// "Network log"). resource-load-started gives a WebKitWebResource and its
+// request; the resource's sent-request signal gives the request as sent
+// (and each redirect's response), notify::response the time its response
+// came, failed the error, and finished (emitted after failed too) the
+// end. Everything reaches Go once per request, as plain strings and
+// integers, through MH_TO_GO.
+
+// Bounds of the header text handed to Go: the log keeps no more.
+#define MH_MAX_HEADERS 64
+#define MH_MAX_HEADER_VALUE 4096
+
+typedef struct {
+	mh_ref *ref;
+	char *method;
+	char *uri;
+	char *req_headers;
+	char *error;
+	gint64 started, responded; // g_get_real_time(), microseconds
+} mh_res;
+
+static void mh_res_free(gpointer data) {
+	mh_res *r = data;
+	g_free(r->method);
+	g_free(r->uri);
+	g_free(r->req_headers);
+	g_free(r->error);
+	g_free(r);
+}
+
+// headers_text writes headers as "Name: value" lines, at most
+// MH_MAX_HEADERS of them, each value cut at MH_MAX_HEADER_VALUE bytes.
+static char *headers_text(SoupMessageHeaders *h) {
+	GString *s = g_string_new(NULL);
+	if (h) {
+		SoupMessageHeadersIter it;
+		const char *name, *value;
+		int n = 0;
+		soup_message_headers_iter_init(&it, h);
+		while (n < MH_MAX_HEADERS && soup_message_headers_iter_next(&it, &name, &value)) {
+			size_t len = strnlen(value, MH_MAX_HEADER_VALUE);
+			g_string_append_printf(s, "%s: %.*s\n", name, (int)len, value);
+			n++;
+		}
+	}
+	return g_string_free(s, FALSE);
+}
+
+static void mh_res_request(mh_res *r, WebKitURIRequest *req) {
+	const char *m = webkit_uri_request_get_http_method(req);
+	const char *u = webkit_uri_request_get_uri(req);
+	g_free(r->method);
+	g_free(r->uri);
+	g_free(r->req_headers);
+	r->method = g_strdup(m ? m : "GET");
+	r->uri = g_strdup(u ? u : "");
+	r->req_headers = headers_text(webkit_uri_request_get_http_headers(req));
+}
+
+// mh_res_report hands one request and its response (NULL: none) to Go.
+static void mh_res_report(mh_res *r, WebKitURIResponse *resp, const char *err) {
+	int status = 0;
+	long long size = -1;
+	char *resp_headers = NULL;
+	const char *mime = NULL;
+	if (resp) {
+		status = (int)webkit_uri_response_get_status_code(resp);
+		guint64 cl = webkit_uri_response_get_content_length(resp);
+		if (cl > 0) size = (long long)cl;
+		mime = webkit_uri_response_get_mime_type(resp);
+		resp_headers = headers_text(webkit_uri_response_get_http_headers(resp));
+	}
+	MH_TO_GO(goResourceLoaded(r->ref->handle, r->method, r->uri, r->req_headers, status,
+	                          resp_headers ? resp_headers : "", (char *)(mime ? mime : ""), size, r->started,
+	                          r->responded, g_get_real_time(), (char *)(err ? err : "")));
+	g_free(resp_headers);
+}
+
+static void on_resource_sent(WebKitWebResource *res, WebKitURIRequest *req, WebKitURIResponse *redirected,
+                             gpointer data) {
+	mh_res *r = data;
+	if (redirected) {
+		// A redirect: its hop is a request of its own, as HAR lists it.
+		if (!r->responded) r->responded = g_get_real_time();
+		mh_res_report(r, redirected, NULL);
+		r->started = g_get_real_time();
+		r->responded = 0;
+	}
+	// The request as sent has more headers than at its start.
+	mh_res_request(r, req);
+}
+
+static void on_resource_response(GObject *obj, GParamSpec *p, gpointer data) {
+	mh_res *r = data;
+	if (!r->responded) r->responded = g_get_real_time();
+}
+
+static void on_resource_failed(WebKitWebResource *res, GError *err, gpointer data) {
+	mh_res *r = data;
+	g_free(r->error);
+	r->error = g_strdup(err && err->message ? err->message : "the load failed");
+}
+
+static void on_resource_finished(WebKitWebResource *res, gpointer data) {
+	mh_res *r = data;
+	mh_res_report(r, webkit_web_resource_get_response(res), r->error);
+}
+
+static void on_resource_started(WebKitWebView *view, WebKitWebResource *res, WebKitURIRequest *req, gpointer data) {
+	mh_res *r = g_new0(mh_res, 1);
+	r->ref = data;
+	r->started = g_get_real_time();
+	mh_res_request(r, req);
+	// The record lives as long as the resource.
+	g_object_set_data_full(G_OBJECT(res), "miniapp-host-resource", r, mh_res_free);
+	g_signal_connect(res, "sent-request", G_CALLBACK(on_resource_sent), r);
+	g_signal_connect(res, "notify::response", G_CALLBACK(on_resource_response), r);
+	g_signal_connect(res, "failed", G_CALLBACK(on_resource_failed), r);
+	g_signal_connect(res, "finished", G_CALLBACK(on_resource_finished), r);
+}
+
 // on_script_message hands a page's message to Go as a string: no JSCValue
 // ever reaches Go code.
 static void on_script_message(WebKitUserContentManager *m, WebKitJavascriptResult *res, gpointer data) {
 	mh_ref *r = data;
 	char *s = jsc_value_to_string(webkit_javascript_result_get_js_value(res));
 	MH_TO_GO(goScriptMessage(r->handle, r->view, s));
+	g_free(s);
+}
+
+// on_console_message hands a message of the console capture script to Go
+// as a string, cut to MH_CONSOLE_MAX bytes (host.ConsoleMaxRaw + 1: the
+// core drops a longer one); not a string is handed over as "", which the
+// core counts as not the script's.
+#define MH_CONSOLE_MAX (128 * 1024 + 1)
+static void on_console_message(WebKitUserContentManager *m, WebKitJavascriptResult *res, gpointer data) {
+	mh_ref *r = data;
+	JSCValue *v = webkit_javascript_result_get_js_value(res);
+	if (!jsc_value_is_string(v)) {
+		MH_TO_GO(goConsoleMessage(r->handle, "", 0));
+		return;
+	}
+	char *s = jsc_value_to_string(v);
+	size_t n = strlen(s);
+	MH_TO_GO(goConsoleMessage(r->handle, s, (int)(n > MH_CONSOLE_MAX ? MH_CONSOLE_MAX : n)));
 	g_free(s);
 }
 
@@ -273,7 +412,8 @@ static WebKitWebView *main_view(GtkWindow *win) {
 }
 
 // mh_setup builds the window's views into views[] (host.View order): the
-// Miniapp's view (the one webview_go made) in an overlay whose top layer is
+// Miniapp's view (the one webview_go made, or with WebDriver the one
+// mh_webdriver_prepare put in its place) in an overlay whose top layer is
 // the host's view, and, with launcher, a notebook whose first page is the
 // launcher. It returns 0, or -1 when the window has no WebKitWebView.
 int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKitWebView **views) {
@@ -312,6 +452,9 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	g_signal_connect(view, "key-press-event", G_CALLBACK(on_input), r);
 	g_signal_connect(view, "button-press-event", G_CALLBACK(on_input), r);
 	g_signal_connect(view, "touch-event", G_CALLBACK(on_input), r);
+	// The network log's view requests: the Miniapp's view only, never the
+	// host's consent view or the launcher.
+	g_signal_connect(view, "resource-load-started", G_CALLBACK(on_resource_started), r);
 	WebKitUserContentManager *vucm = webkit_web_view_get_user_content_manager(view);
 	// webview_go's own "external" handler feeds page input to its C++
 	// JSON reader; the host binds nothing through it, so it goes.
@@ -319,6 +462,10 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	webkit_user_content_manager_remove_all_scripts(vucm);
 	g_signal_connect(vucm, "script-message-received::miniappHost", G_CALLBACK(on_script_message), r);
 	webkit_user_content_manager_register_script_message_handler(vucm, "miniappHost");
+	// The console capture script's handler (host.ConsoleHandler): its own,
+	// so that console traffic never reaches the bridge's.
+	g_signal_connect(vucm, "script-message-received::mhConsole", G_CALLBACK(on_console_message), r);
+	webkit_user_content_manager_register_script_message_handler(vucm, "mhConsole");
 
 	// The host's view has its own content manager: nothing the Miniapp's
 	// view registers or injects reaches it, and its message handler is
@@ -483,15 +630,72 @@ void mh_eval(WebKitWebView *view, const char *js) {
 	webkit_web_view_evaluate_javascript(view, js, -1, NULL, NULL, NULL, NULL, NULL);
 }
 
-// mh_register_script makes script the view's only user script, injected at
-// document start into the top frame only (host.Window.transportScript says
-// why a subframe cannot forge a bridge message).
-void mh_register_script(WebKitWebView *view, const char *script) {
-	WebKitUserContentManager *ucm = webkit_web_view_get_user_content_manager(view);
+// The Miniapp view's two user scripts, kept on its content manager: the
+// console capture script (every frame) and the Miniapp's (top frame).
+#define MH_CONSOLE_SCRIPT "mh-console-script"
+#define MH_MINIAPP_SCRIPT "mh-miniapp-script"
+
+// apply_scripts makes the view's user scripts the console capture script,
+// then the Miniapp's: the capture is in place before the bridge's script
+// runs.
+static void apply_scripts(WebKitUserContentManager *ucm) {
 	webkit_user_content_manager_remove_all_scripts(ucm);
-	webkit_user_content_manager_add_script(
-		ucm, webkit_user_script_new(script, WEBKIT_USER_CONTENT_INJECT_TOP_FRAME,
-		                            WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, NULL, NULL));
+	const char *keys[] = {MH_CONSOLE_SCRIPT, MH_MINIAPP_SCRIPT};
+	for (int i = 0; i < 2; i++) {
+		WebKitUserScript *s = g_object_get_data(G_OBJECT(ucm), keys[i]);
+		if (s) webkit_user_content_manager_add_script(ucm, s);
+	}
+}
+
+static void keep_script(WebKitWebView *view, const char *key, WebKitUserScript *s) {
+	WebKitUserContentManager *ucm = webkit_web_view_get_user_content_manager(view);
+	g_object_set_data_full(G_OBJECT(ucm), key, s, (GDestroyNotify)webkit_user_script_unref);
+	apply_scripts(ucm);
+}
+
+// mh_register_script makes script the Miniapp's user script, injected at
+// document start into the top frame only (host.Window.transportScript says
+// why a subframe cannot forge a bridge message). The console capture
+// script stays.
+void mh_register_script(WebKitWebView *view, const char *script) {
+	keep_script(view, MH_MINIAPP_SCRIPT,
+	            webkit_user_script_new(script, WEBKIT_USER_CONTENT_INJECT_TOP_FRAME,
+	                                   WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, NULL, NULL));
+}
+
+// mh_set_console_script makes script the console capture script, injected
+// at document start into every frame (host.Engine.SetConsoleScript). Only
+// the Miniapp's view is given one: the host's views have content managers
+// of their own.
+void mh_set_console_script(WebKitWebView *view, const char *script) {
+	keep_script(view, MH_CONSOLE_SCRIPT,
+	            webkit_user_script_new(script, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES,
+	                                   WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START, NULL, NULL));
+}
+
+// mh_show_inspector turns the view's developer extras on and shows its web
+// inspector (host.Engine.ShowInspector; the Go side passes the Miniapp's
+// view only).
+void mh_show_inspector(WebKitWebView *view) {
+	webkit_settings_set_enable_developer_extras(webkit_web_view_get_settings(view), TRUE);
+	webkit_web_inspector_show(webkit_web_view_get_inspector(view));
+}
+
+// mh_close_inspector closes the view's inspector and sets its developer
+// extras (the tests put the window back as it was).
+void mh_close_inspector(WebKitWebView *view, int developer_extras) {
+	webkit_web_inspector_close(webkit_web_view_get_inspector(view));
+	webkit_settings_set_enable_developer_extras(webkit_web_view_get_settings(view), developer_extras ? TRUE : FALSE);
+}
+
+// mh_developer_extras reads the view's WebKit setting.
+int mh_developer_extras(WebKitWebView *view) {
+	return webkit_settings_get_enable_developer_extras(webkit_web_view_get_settings(view)) ? 1 : 0;
+}
+
+// mh_inspector_open reports whether the view's inspector has its page.
+int mh_inspector_open(WebKitWebView *view) {
+	return webkit_web_inspector_get_web_view(webkit_web_view_get_inspector(view)) != NULL;
 }
 
 typedef struct {

@@ -33,6 +33,11 @@ void mh_eval(WebKitWebView *view, const char *js);
 void mh_eval_result(WebKitWebView *view, const char *js, uintptr_t req);
 void mh_install_filter(WebKitWebView *view, const char *store_path, const char *json, uintptr_t req);
 void mh_register_script(WebKitWebView *view, const char *script);
+void mh_set_console_script(WebKitWebView *view, const char *script);
+void mh_show_inspector(WebKitWebView *view);
+void mh_close_inspector(WebKitWebView *view, int developer_extras);
+int mh_developer_extras(WebKitWebView *view);
+int mh_inspector_open(WebKitWebView *view);
 void mh_add_cookie(WebKitWebView *view, const char *name, const char *value, const char *domain,
                    const char *path, int max_age, int http_only, int secure, int same_site, uintptr_t req);
 void mh_get_cookies(WebKitWebView *view, const char *uri, uintptr_t req);

@@ -1,0 +1,34 @@
+package host
+
+import (
+	"context"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+)
+
+// ShowInspector turns the developer extras of the Miniapp's view on, now,
+// and shows its web inspector (docs/host.md, "Web Inspector"), whether or
+// not the window was made with Options.DevTools. The host's own views
+// (consent, launcher) never get one. It returns once the engine has done
+// it; the window then reports EventDevTools.
+func (w *Window) ShowInspector(ctx context.Context) error {
+	err := awaitErr(ctx, w, "show the web inspector", func(done func(error)) {
+		w.eng.ShowInspector()
+		done(nil)
+	})
+	if err == nil {
+		w.emit(Event{Kind: EventDevTools, Detail: "the web inspector of the Miniapp's view is shown"})
+	}
+	return err
+}
+
+var _ bridge.DevToolsController = (*controller)(nil)
+
+// ShowDevTools implements bridge.DevToolsController: the automation
+// channel's devtools.show.
+func (c *controller) ShowDevTools(ctx context.Context, cmd bridge.ViewCommand) error {
+	if err := checkView(cmd.View); err != nil {
+		return err
+	}
+	return c.w.ShowInspector(ctx)
+}

@@ -1,0 +1,346 @@
+package netlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+)
+
+// Config configures a Log. The zero value of each field has the default
+// its comment names.
+type Config struct {
+	// MaxFlows is how many flows the log keeps, the oldest dropped first;
+	// 100.
+	MaxFlows int
+	// MaxEntries is how many entries a flow keeps, the oldest dropped
+	// first (Flow.Dropped counts them); 500.
+	MaxEntries int
+	// MaxLaunches is how many launches the log remembers; 100.
+	MaxLaunches int
+	// Events receives a NetworkEvent per entry recorded (the automation
+	// bus); nil: none.
+	Events bridge.Publisher
+	// Now is the clock; time.Now.
+	Now func() time.Time
+	// Creator names the program in HAR exports; "miniapp-host".
+	Creator, Version string
+}
+
+// Outcomes of a flow.
+const (
+	OutcomeRunning   = "running"   // not ended yet
+	OutcomeCompleted = "completed" // the authorization response was delivered with a code (or tokens)
+	OutcomeDenied    = "denied"    // the subject denied: error=access_denied
+	OutcomeError     = "error"     // the flow failed; Detail says why
+	OutcomeAbandoned = "abandoned" // the consent was closed, or another Miniapp was mounted
+)
+
+// Log is the network log: launches, their flows, the flows' entries.
+// Safe for concurrent use.
+type Log struct {
+	cfg Config
+
+	mu         sync.Mutex // guards below
+	launches   []*Launch
+	flows      []*Flow
+	nextLaunch int
+	nextFlow   int
+	nextEntry  int
+}
+
+// New returns an empty log.
+func New(cfg Config) *Log {
+	if cfg.MaxFlows <= 0 {
+		cfg.MaxFlows = 100
+	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = 500
+	}
+	if cfg.MaxLaunches <= 0 {
+		cfg.MaxLaunches = 100
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Creator == "" {
+		cfg.Creator = "miniapp-host"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	return &Log{cfg: cfg}
+}
+
+// Launch is one Miniapp mounted in the window: its flows belong to it.
+type Launch struct {
+	log                         *Log
+	ID                          string
+	Origin, MiniappID, ClientID string
+	Started                     time.Time
+}
+
+// BeginLaunch records a launch of the Miniapp id at origin, signing in as
+// clientID.
+func (l *Log) BeginLaunch(origin, id, clientID string) *Launch {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.nextLaunch++
+	la := &Launch{log: l, ID: fmt.Sprintf("l%d", l.nextLaunch), Origin: origin, MiniappID: id, ClientID: clientID, Started: l.cfg.Now()}
+	l.launches = append(l.launches, la)
+	if len(l.launches) > l.cfg.MaxLaunches {
+		l.launches = slices.Delete(l.launches, 0, len(l.launches)-l.cfg.MaxLaunches)
+	}
+	return la
+}
+
+// Flow is one consent flow: from a caught authorization request (or a
+// bridge authorize) to its completion, denial or error.
+type Flow struct {
+	log    *Log
+	id     string
+	launch *Launch
+
+	// Guarded by log.mu.
+	clientID    string
+	started     time.Time
+	ended       time.Time
+	outcome     string
+	detail      string
+	entries     []Entry
+	dropped     int
+	codes       []string // fingerprints of the codes issued in the flow
+	authorizeID int      // the authorize entry, for the consent model
+}
+
+// BeginFlow records the start of a flow with the caught authorization
+// request u: its first entry is u decoded.
+func (la *Launch) BeginFlow(u *url.URL) *Flow {
+	if la == nil {
+		return nil
+	}
+	l := la.log
+	now := l.cfg.Now()
+	l.mu.Lock()
+	l.nextFlow++
+	f := &Flow{log: l, id: fmt.Sprintf("f%d", l.nextFlow), launch: la, clientID: u.Query().Get("client_id"),
+		started: now, outcome: OutcomeRunning}
+	l.flows = append(l.flows, f)
+	if len(l.flows) > l.cfg.MaxFlows {
+		l.flows = slices.Delete(l.flows, 0, len(l.flows)-l.cfg.MaxFlows)
+	}
+	e := l.addLocked(f, authorizeEntry(u, now))
+	f.authorizeID = e.ID
+	l.mu.Unlock()
+	l.publish(e)
+	return f
+}
+
+// ID is the flow's id in the log.
+func (f *Flow) ID() string {
+	if f == nil {
+		return ""
+	}
+	return f.id
+}
+
+// Add records an exchange of the flow.
+func (f *Flow) Add(x Exchange) {
+	if f == nil {
+		return
+	}
+	e := record(x)
+	f.log.mu.Lock()
+	e = f.log.addLocked(f, e)
+	f.log.mu.Unlock()
+	f.log.publish(e)
+}
+
+// addLocked numbers e and appends it to f, dropping f's oldest entry
+// beyond the cap (never the authorize entry, the flow's first).
+func (l *Log) addLocked(f *Flow, e Entry) Entry {
+	l.nextEntry++
+	e.ID, e.Flow, e.Launch = l.nextEntry, f.id, f.launch.ID
+	f.entries = append(f.entries, e)
+	if len(f.entries) > l.cfg.MaxEntries {
+		f.entries = slices.Delete(f.entries, 1, 2)
+		f.dropped++
+	}
+	return e
+}
+
+// SetConsent records the service's reading of the caught request: the
+// consent model of the native-consent API's answer, or its refusal.
+func (f *Flow) SetConsent(model json.RawMessage, err error) {
+	if f == nil {
+		return
+	}
+	f.log.mu.Lock()
+	defer f.log.mu.Unlock()
+	for i := range f.entries {
+		if f.entries[i].ID != f.authorizeID || f.entries[i].Authorize == nil {
+			continue
+		}
+		a := *f.entries[i].Authorize
+		if err != nil {
+			a.ConsentError = err.Error()
+		} else if text, ok := redactJSON(model); ok && len(text) <= 4*maxBody {
+			a.Consent = json.RawMessage(text)
+		}
+		f.entries[i].Authorize = &a
+	}
+}
+
+// SetCode records the code the flow's authorization response carries, by
+// fingerprint, so that the backend's token request for it (FlowByCode)
+// joins the flow.
+func (f *Flow) SetCode(code string) {
+	if f == nil || code == "" {
+		return
+	}
+	f.log.mu.Lock()
+	f.codes = append(f.codes, bridge.Fingerprint(code))
+	f.log.mu.Unlock()
+}
+
+// End records the flow's outcome; only the first End counts.
+func (f *Flow) End(outcome, detail string) {
+	if f == nil {
+		return
+	}
+	f.log.mu.Lock()
+	defer f.log.mu.Unlock()
+	if !f.ended.IsZero() {
+		return
+	}
+	f.ended, f.outcome, f.detail = f.log.cfg.Now(), outcome, detail
+}
+
+// Ended reports whether the flow has an outcome.
+func (f *Flow) Ended() bool {
+	if f == nil {
+		return false
+	}
+	f.log.mu.Lock()
+	defer f.log.mu.Unlock()
+	return !f.ended.IsZero()
+}
+
+// FlowByCode returns the flow whose authorization response carried code,
+// or nil.
+func (l *Log) FlowByCode(code string) *Flow {
+	if l == nil || code == "" {
+		return nil
+	}
+	fp := bridge.Fingerprint(code)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.flows) - 1; i >= 0; i-- {
+		if slices.Contains(l.flows[i].codes, fp) {
+			return l.flows[i]
+		}
+	}
+	return nil
+}
+
+// FlowSummary is a flow in GET /api/flows (docs/playground.md).
+type FlowSummary struct {
+	ID        string     `json:"id"`
+	Launch    string     `json:"launch"`
+	Origin    string     `json:"origin"`
+	MiniappID string     `json:"miniapp_id"`
+	ClientID  string     `json:"client_id"`
+	Started   time.Time  `json:"started"`
+	Ended     *time.Time `json:"ended"`
+	Outcome   string     `json:"outcome"`
+	Detail    string     `json:"detail,omitempty"`
+	Entries   int        `json:"entries"`
+	// Dropped counts the entries dropped beyond Config.MaxEntries.
+	Dropped int `json:"dropped,omitempty"`
+}
+
+// FlowExport is one flow with its entries, oldest first
+// (GET /api/flows/{id}/json).
+type FlowExport struct {
+	FlowSummary
+	Entries []Entry `json:"entries"`
+}
+
+func (f *Flow) summaryLocked() FlowSummary {
+	s := FlowSummary{ID: f.id, Launch: f.launch.ID, Origin: f.launch.Origin, MiniappID: f.launch.MiniappID,
+		ClientID: f.clientID, Started: f.started, Outcome: f.outcome, Detail: f.detail, Entries: len(f.entries), Dropped: f.dropped}
+	if !f.ended.IsZero() {
+		e := f.ended
+		s.Ended = &e
+	}
+	return s
+}
+
+// Flows lists the flows kept, oldest first.
+func (l *Log) Flows() []FlowSummary {
+	if l == nil {
+		return []FlowSummary{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]FlowSummary, 0, len(l.flows))
+	for _, f := range l.flows {
+		out = append(out, f.summaryLocked())
+	}
+	return out
+}
+
+// Flow exports the flow id, its entries in the order they started.
+func (l *Log) Flow(id string) (FlowExport, bool) {
+	if l == nil {
+		return FlowExport{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.flows {
+		if f.id != id {
+			continue
+		}
+		x := FlowExport{FlowSummary: f.summaryLocked(), Entries: slices.Clone(f.entries)}
+		slices.SortStableFunc(x.Entries, func(a, b Entry) int { return a.Started.Compare(b.Started) })
+		return x, true
+	}
+	return FlowExport{}, false
+}
+
+// NetworkEvent is an entry on the automation channel (kind "network"): a
+// summary; GET /api/flows/{flow}/json has the whole entry.
+type NetworkEvent struct {
+	Flow       string  `json:"flow"`
+	Launch     string  `json:"launch"`
+	Entry      int     `json:"entry"`
+	Source     string  `json:"source"`
+	EntryKind  string  `json:"kind"`
+	Method     string  `json:"method"`
+	URL        string  `json:"url"`
+	Status     int     `json:"status"`
+	DurationMS float64 `json:"duration_ms"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// Kind implements bridge.Event.
+func (NetworkEvent) Kind() string { return "network" }
+
+func (l *Log) publish(e Entry) {
+	if l.cfg.Events == nil {
+		return
+	}
+	ev := NetworkEvent{Flow: e.Flow, Launch: e.Launch, Entry: e.ID, Source: e.Source, EntryKind: e.Kind, Method: e.Request.Method,
+		URL: e.Request.URL, DurationMS: e.DurationMS, Error: e.Error}
+	if e.Response != nil {
+		ev.Status = e.Response.Status
+	}
+	l.cfg.Events.Publish(ev)
+}

@@ -1,0 +1,48 @@
+package playground
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// dashboardMiniapps reads the Miniapps approved on the playground's own
+// dashboard (GET {dashboard_url}/api/miniapps, docs/dashboard.md): the
+// default Config.Published.
+func (p *Playground) dashboardMiniapps(ctx context.Context) ([]Entry, error) {
+	u := strings.TrimSuffix(p.world.urls.Dashboard, "/") + "/api/miniapps"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.cfg.HTTP.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the dashboard did not answer GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the dashboard answered GET %s with %s", u, resp.Status)
+	}
+	var out struct {
+		Miniapps []struct {
+			ID         string `json:"id"`
+			Name       string `json:"name"`
+			Origin     string `json:"origin"`
+			ClientID   string `json:"client_id"`
+			ProjectID  string `json:"project_id"`
+			ApprovedAt string `json:"approved_at"`
+		} `json:"miniapps"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&out); err != nil {
+		return nil, fmt.Errorf("the dashboard's GET %s is not the expected JSON: %w", u, err)
+	}
+	list := make([]Entry, 0, len(out.Miniapps))
+	for _, m := range out.Miniapps {
+		list = append(list, Entry{ID: m.ID, Name: m.Name, Origin: m.Origin, Kind: KindPublished,
+			Description: fmt.Sprintf("Published by project %s (client %s), approved %s.", m.ProjectID, m.ClientID, m.ApprovedAt)})
+	}
+	return list, nil
+}
