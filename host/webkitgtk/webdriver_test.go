@@ -411,6 +411,20 @@ func TestWebDriver(t *testing.T) {
 		if u, err := wd.CurrentURL(); err != nil || u != origin+"/" {
 			t.Errorf("after a blocked navigation the session is on %q (%v)", u, err)
 		}
+		// The content filter stands between the session's page and the
+		// authorization endpoint (docs/host.md, "What the view may not do").
+		got, err = wd.ExecuteScriptAsync(`const done = arguments[arguments.length - 1];
+			fetch(arguments[0], {mode: "no-cors"}).then(() => done("loaded"), (e) => done("blocked: " + e));`, []any{svc.Authorization})
+		if s, _ := got.(string); err != nil || !strings.HasPrefix(s, "blocked") {
+			t.Errorf("a fetch of the authorization endpoint from the session's page: %v (%v), want blocked", got, err)
+		}
+		// Navigate To inside the allowed origins loads as in a browser.
+		if err := wd.Get(origin + "/?via=webdriver"); err != nil {
+			t.Fatal(err)
+		}
+		if u, err := wd.CurrentURL(); err != nil || u != origin+"/?via=webdriver" {
+			t.Errorf("after Navigate To the session is on %q (%v)", u, err)
+		}
 
 		// Cookies: WebDriver reads the session cookie the host copied
 		// from the callback (HttpOnly: the page cannot), and a cookie it
