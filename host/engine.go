@@ -119,6 +119,10 @@ type EngineConfig struct {
 	// DevTools enables the engine's web inspector in the Miniapp's view
 	// (never in the host's view).
 	DevTools bool
+	// WebDriver lets a W3C WebDriver session drive the Miniapp's view
+	// (docs/webdriver.md): the engine allows automation and hands the
+	// Miniapp's view, and no other, to the session that asks for one.
+	WebDriver bool
 }
 
 // NewEngine makes a platform engine that reports to events. The WebKitGTK

@@ -43,6 +43,12 @@ func (w *Window) decideMiniapp(n Navigation) bool {
 	app := w.app
 	w.mu.Unlock()
 	if app == nil {
+		// With WebDriver, a rejection is also loaded into this view
+		// (ShowRejection): the host's own document, as in its view.
+		if w.opts.WebDriver && decideHostView(n) {
+			w.emit(Event{Kind: EventNavigation, URL: n.URL, Action: Allow, Rule: "host-document", Navigation: &n})
+			return true
+		}
 		w.emit(Event{Kind: EventNavigation, URL: n.URL, Action: Block, Navigation: &n})
 		return false
 	}

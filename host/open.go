@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,8 +56,17 @@ type OpenConfig struct {
 	// and token to Log.
 	Automation     bool
 	AutomationAddr string
+	// AutomationFile, when set, receives the channel's URL and token as
+	// JSON ({"url": ..., "token": ...}, mode 0600) once it listens, before
+	// the window's loop runs: a WebDriver session (which needs the loop)
+	// is never ready before the file is written.
+	AutomationFile string
 	// DevTools enables the web inspector in the Miniapp's view.
 	DevTools bool
+	// WebDriver lets the W3C WebDriver session of the WebKitWebDriver
+	// that started this process drive the Miniapp's view
+	// (Options.WebDriver, docs/webdriver.md).
+	WebDriver bool
 	// StopGrace bounds how long the UI loop may take to stop once ctx
 	// ends; 3s. Stuck is called when it does not (the loop is stalled), after
 	// the data folder of an ephemeral Miniapp is removed: it must end the
@@ -199,7 +209,7 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	}
 	bus := bridge.NewBus(nil)
 	w, err := NewWindow(newEngine, Options{Title: "Miniapp Host", DataDir: dir, Ephemeral: cfg.Ephemeral, Subject: cfg.Subject,
-		HTTPClient: cfg.HTTP, Events: bus, DevTools: cfg.DevTools})
+		HTTPClient: cfg.HTTP, Events: bus, DevTools: cfg.DevTools, WebDriver: cfg.WebDriver})
 	if err != nil {
 		return err
 	}
@@ -221,6 +231,11 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 		}
 		defer a.Close()
 		fmt.Fprintf(cfg.Log, "open: automation channel %s token %s\n", a.URL(), a.Token())
+		if cfg.AutomationFile != "" {
+			if err := writeAutomationFile(cfg.AutomationFile, a.URL(), a.Token()); err != nil {
+				return err
+			}
+		}
 	}
 	if cfg.OnEvent != nil {
 		w.OnEvent(cfg.OnEvent)
@@ -369,4 +384,37 @@ func (w *Window) miniappOf(app *resolver.Miniapp, svc *Service, cfg MountOptions
 		m.Bridge = d
 	}
 	return m, nil
+}
+
+// AutomationInfo is what OpenConfig.AutomationFile holds.
+type AutomationInfo struct {
+	URL   string `json:"url"`
+	Token string `json:"token"`
+}
+
+// writeAutomationFile writes the channel's address and token for a
+// program that started the host without reading its stderr (a WebDriver
+// client: docs/webdriver.md). The token approves consent: the file is
+// the user's only.
+func writeAutomationFile(path, url, token string) error {
+	b, err := json.Marshal(AutomationInfo{URL: url, Token: token})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("host: automation file: %w", err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("host: automation file: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("host: automation file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("host: automation file: %w", err)
+	}
+	return nil
 }

@@ -63,3 +63,46 @@ func TestOpenOrchestration(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenWebDriverRejection: with WebDriver, whose session sees the
+// Miniapp's view only, a rejection is also loaded there as the host's own
+// document, with the stage and code, escaped; the Miniapp never loads.
+func TestOpenWebDriverRejection(t *testing.T) {
+	srv, app := hosttest.StartServer(t)
+	u := srv.URLs()
+	var eng *hosttest.Engine
+	rec := hosttest.NewRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- host.Open(ctx, hosttest.Factory(&eng), host.OpenConfig{Origin: app.Origin, ID: "not-this-id", Dashboard: u.Dashboard,
+			Service: u.Issuer, Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret,
+			Ephemeral: true, WebDriver: true, OnEvent: rec.Add})
+	}()
+	rec.Wait(t, "the rejection in the Miniapp's view", func(e host.Event) bool {
+		return e.Kind == host.EventLoadFinished && e.URL == "about:blank"
+	})
+	rec.Wait(t, "the rejection in the host's view", shown("rejection"))
+	cancel()
+	err := <-done
+	var rej *resolver.Rejection
+	if !errors.As(err, &rej) {
+		t.Fatalf("Open returned %v, want the rejection", err)
+	}
+	if !eng.Config().WebDriver {
+		t.Error("the engine was not asked for WebDriver")
+	}
+	if loads := eng.Loads(host.ViewMiniapp); len(loads) != 1 || loads[0] != "about:blank" {
+		t.Errorf("the Miniapp's view loaded %v, want only the rejection document", loads)
+	}
+	docs := eng.Documents(host.ViewMiniapp)
+	if len(docs) != 1 {
+		t.Fatalf("documents %d, want 1", len(docs))
+	}
+	want := string(rej.Stage) + "/" + rej.Reasons[0].Code
+	for _, s := range []string{`data-screen="rejection"`, "This Miniapp was rejected", want, "default-src 'none'"} {
+		if !strings.Contains(docs[0], s) {
+			t.Errorf("the rejection document lacks %q:\n%s", s, docs[0])
+		}
+	}
+}

@@ -52,6 +52,12 @@ type Options struct {
 	StallAfter time.Duration
 	// Now is the clock of the console capture's rate limit; time.Now.
 	Now func() time.Time
+	// WebDriver lets a W3C WebDriver session (WebKitWebDriver) drive the
+	// Miniapp's view (docs/webdriver.md). The session sees that view
+	// only, so a rejection is also shown there, as a document the host
+	// loads; the consent screen stays in the host's view, answered
+	// through the automation channel.
+	WebDriver bool
 	// Events receives the automation channel's events (navigation
 	// decisions, consent, codes and tokens by fingerprint, cookie sync);
 	// a *bridge.Bus. Nil: none.

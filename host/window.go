@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -95,7 +96,7 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 	}
 	w.key = hex.EncodeToString(k[:])
 	w.eng, err = newEngine(EngineConfig{Title: opts.Title, Width: opts.Width, Height: opts.Height, DataDir: opts.DataDir,
-		Ephemeral: opts.Ephemeral, Launcher: opts.Launcher, DevTools: opts.DevTools}, w)
+		Ephemeral: opts.Ephemeral, Launcher: opts.Launcher, DevTools: opts.DevTools, WebDriver: opts.WebDriver}, w)
 	if err != nil {
 		return nil, err
 	}
@@ -317,6 +318,13 @@ func (w *Window) ShowRejection(title, text string) {
 	w.app = nil
 	w.mu.Unlock()
 	w.showHost(map[string]any{"screen": "rejection", "title": title, "text": text})
+	if w.opts.WebDriver {
+		page, err := webdriverRejectionPage(title, text)
+		if err != nil {
+			page = "<!doctype html><title>" + template.HTMLEscapeString(title) + "</title>"
+		}
+		w.Dispatch(func() { w.eng.LoadHTML(ViewMiniapp, page) })
+	}
 }
 
 // Navigate loads u in the Miniapp's view. The policy decides it like any

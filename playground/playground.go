@@ -72,6 +72,12 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives internal errors of every part; nil discards them.
 	Logger *slog.Logger
+	// HostSecret fixes the secret of the host's own credential
+	// (miniapp-host) for the native-consent API, so that a separate
+	// `miniapp-host open --dashboard <this dashboard>`, given the same
+	// secret in MINIAPP_HOST_SECRET, can complete consents. "": a fresh
+	// random secret at each start, read it from HostCredential.
+	HostSecret string
 	// History is how many recent events GET /api/events keeps for a
 	// launcher that connects late; 0 means 500.
 	History int
@@ -151,6 +157,7 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 	p.obs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger, netlog: p.netlog}
 	if p.world, err = startWorld(ctx, worldConfig{
 		db: filepath.Join(dir, "authserver.db"), addrs: cfg.Addrs, now: cfg.Now, logger: p.cfg.Logger, obs: p.obs,
+		hostSecret: cfg.HostSecret,
 	}); err != nil {
 		return nil, err
 	}

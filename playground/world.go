@@ -30,6 +30,10 @@ type Subject struct {
 	Email string `json:"email,omitempty"`
 }
 
+// HostClientID is the host's own client id in the seed world: its
+// credential for the native-consent API.
+const HostClientID = "miniapp-host"
+
 // Demo Miniapps: ids, which are also their client ids.
 const (
 	DemoPublicID       = "demo-public"
@@ -55,6 +59,8 @@ type worldConfig struct {
 	// obs observes the demos' token requests; startWorld tells it the
 	// service's endpoints before any demo starts.
 	obs *observer
+	// hostSecret fixes the host credential's secret; "" a random one.
+	hostSecret string
 }
 
 // startWorld starts the reference server, then the demo Miniapps, and
@@ -68,7 +74,7 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 	}()
 	if w.srv, err = authserver.Start(ctx, authserver.Config{DB: cfg.db, ServiceAddr: cfg.addrs.Service,
 		DashboardAddr: cfg.addrs.Dashboard, SigningAddr: cfg.addrs.Signing, InvoicingAddr: cfg.addrs.Invoicing,
-		Now: cfg.now, Logger: cfg.logger}); err != nil {
+		Now: cfg.now, Logger: cfg.logger, Secrets: hostSecrets(cfg.hostSecret)}); err != nil {
 		return nil, fmt.Errorf("playground: %w", err)
 	}
 	u := w.srv.URLs()
@@ -80,7 +86,7 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 		return nil, fmt.Errorf("playground: grant endpoint: %w", err)
 	}
 	demoHTTP := &http.Client{Transport: cfg.obs, Timeout: 30 * time.Second}
-	if host, ok := w.srv.Credential("miniapp-host"); ok {
+	if host, ok := w.srv.Credential(HostClientID); ok {
 		w.hostID, w.hostSecret = host.ClientID, host.ClientSecret
 	}
 	sw, err := seed.Read()
@@ -168,4 +174,12 @@ func freePort() (string, error) {
 	}
 	addr := ln.Addr().String()
 	return addr, ln.Close()
+}
+
+// hostSecrets fixes the host credential's secret when one is given.
+func hostSecrets(secret string) map[string]string {
+	if secret == "" {
+		return nil
+	}
+	return map[string]string{HostClientID: secret}
 }

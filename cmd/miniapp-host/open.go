@@ -20,9 +20,10 @@ const defaultServiceURL = "http://127.0.0.1:8600"
 // desktop window (package host). Exit codes: 0 the window was closed, 1
 // the Miniapp was rejected (the reason is printed and shown in the
 // window), 2 usage, 3 the resolver or the service could not be reached.
+// With --webdriver, WebKitWebDriver starts it (docs/webdriver.md).
 func runOpen(ctx context.Context, e env) int {
 	fs := newFlagSet("open", func(w io.Writer) {
-		fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--devtools] [-v]")
+		fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [-v]")
 		fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it)")
 	})
 	cfg := host.OpenConfig{Log: e.stderr, HostVersion: "dev"}
@@ -36,6 +37,8 @@ func runOpen(ctx context.Context, e env) int {
 	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
 	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
 	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
+	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let the W3C WebDriver session of the WebKitWebDriver that started this process drive the Miniapp's view; implies --automation, for the consent (docs/webdriver.md)")
+	fs.StringVar(&cfg.AutomationFile, "automation-file", "", "write the automation channel's URL and token to this file as JSON (mode 0600) before the window opens")
 	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent, the Miniapp's console messages) to stderr")
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
@@ -50,7 +53,15 @@ func runOpen(ctx context.Context, e env) int {
 	case !webkitgtk.Available:
 		fmt.Fprintln(e.stderr, "miniapp-host: open:", host.ErrNoWebview)
 		return exitUsage
+	case cfg.WebDriver && os.Getenv("WEBKIT_INSPECTOR_SERVER") == "":
+		return usageError(e, "open", "--webdriver: WEBKIT_INSPECTOR_SERVER is not set, so no WebDriver will connect;"+
+			" WebKitWebDriver starts `open --webdriver` itself from a session's webkitgtk:browserOptions (docs/webdriver.md)")
+	case cfg.AutomationFile != "" && !cfg.Automation && !cfg.WebDriver:
+		return usageError(e, "open", "--automation-file needs --automation (or --webdriver)")
 	}
+	// A WebDriver session cannot reach the consent screen (the host's own
+	// view): the automation channel answers it (docs/webdriver.md).
+	cfg.Automation = cfg.Automation || cfg.WebDriver
 	cfg.OnEvent = windowEvents(e, *verbose)
 	cfg.OnResolved = func(app *resolver.Miniapp, err error) { printResolve(e.stdout, e.stderr, app, err, false) }
 	cfg.Stuck = stuckExit(e, "open")

@@ -39,6 +39,26 @@ func TestOpenUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, "this build has no webview") {
 			t.Errorf("no-webview build: exit %d, stderr %q", code, stderr)
 		}
+		return
+	}
+	// --webdriver outside WebKitWebDriver would open a window no session
+	// ever drives: refused, naming what starts it (docs/webdriver.md).
+	t.Setenv("WEBKIT_INSPECTOR_SERVER", "")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"webdriver without a driver", []string{"--webdriver"}, "WEBKIT_INSPECTOR_SERVER is not set"},
+		{"automation file without the channel", []string{"--automation-file", "f.json"}, "--automation-file needs --automation (or --webdriver)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"open", "--origin", "http://127.0.0.1:8701", "--id", "x"}, c.args...)
+			code, _, stderr := runCLI(t, "", args...)
+			if code != exitUsage || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitUsage, c.want)
+			}
+		})
 	}
 }
 

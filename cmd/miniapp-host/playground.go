@@ -57,6 +57,9 @@ func runPlayground(ctx context.Context, e env) int {
 		Launcher: *launcher, Public: nextPort(*launcher, 1), Confidential: nextPort(*launcher, 2),
 		Automation: nextPort(*launcher, 9),
 	}}
+	// `open` reads the same variable: with it, `open --dashboard <this
+	// playground's dashboard>` completes consents against this server.
+	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
 	for i := range playground.BrokenKinds() {
 		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(*launcher, 3+i))
 	}
@@ -199,6 +202,10 @@ func printPlayground(e env, p *playground.Playground, data string, window bool) 
 	row("automation channel", p.AutomationURL())
 	row("automation token", p.AutomationToken())
 	row("", `subprotocols "miniapp-automation.v1, token.<token>" (docs/automation.md)`)
+	hostID, hostSecret := p.HostCredential()
+	row("host credential", hostID+" "+hostSecret)
+	row("", "(MINIAPP_HOST_SECRET="+hostSecret+" miniapp-host open --dashboard "+p.Services().Dashboard+" ... completes consents here;")
+	row("", " set MINIAPP_HOST_SECRET before starting the playground to keep the same secret across runs)")
 	row("screenshots", "the automation channel's screenshot command returns a PNG; the end-to-end tests write theirs to artifacts/playground/")
 	fmt.Fprintln(w)
 	s := p.Services()

@@ -55,6 +55,7 @@ type Engine struct {
 type Load struct {
 	View host.View
 	URL  string
+	HTML string // the document of a LoadHTML
 }
 
 // Factory returns a host.NewEngine that makes an Engine and stores it in
@@ -136,7 +137,7 @@ func (e *Engine) Stall() (release func()) {
 // WebKit asks decide-policy for the host's own loads.
 func (e *Engine) Load(v host.View, u string) {
 	e.mu.Lock()
-	e.loads = append(e.loads, Load{v, u})
+	e.loads = append(e.loads, Load{View: v, URL: u})
 	e.mu.Unlock()
 	e.navigate(v, host.Navigation{URL: u, Method: "GET", Trigger: host.TriggerOther})
 }
@@ -155,7 +156,7 @@ func (e *Engine) navigate(v host.View, n host.Navigation) bool {
 // about:blank.
 func (e *Engine) LoadHTML(v host.View, html string) {
 	e.mu.Lock()
-	e.loads = append(e.loads, Load{v, "about:blank"})
+	e.loads = append(e.loads, Load{View: v, URL: "about:blank", HTML: html})
 	e.mu.Unlock()
 	e.navigate(v, host.Navigation{URL: "about:blank", Method: "GET", Trigger: host.TriggerOther})
 }
@@ -165,7 +166,7 @@ func (e *Engine) LoadHTML(v host.View, html string) {
 // assets/host/consent.js posts it.
 func (e *Engine) Eval(v host.View, js string, done func(string, error)) {
 	e.mu.Lock()
-	e.evals = append(e.evals, Load{v, js})
+	e.evals = append(e.evals, Load{View: v, URL: js})
 	e.mu.Unlock()
 	out, err := "null", error(nil)
 	e.mu.Lock()
@@ -366,6 +367,19 @@ func (e *Engine) Loads(v host.View) []string {
 	for _, l := range e.loads {
 		if l.View == v {
 			out = append(out, l.URL)
+		}
+	}
+	return out
+}
+
+// Documents returns the documents v was given with LoadHTML so far.
+func (e *Engine) Documents(v host.View) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, l := range e.loads {
+		if l.View == v && l.HTML != "" {
+			out = append(out, l.HTML)
 		}
 	}
 	return out

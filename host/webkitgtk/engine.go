@@ -55,10 +55,20 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 		return nil, fmt.Errorf("webkitgtk: content filter store: %w", err)
 	}
 	e := &engine{events: events, store: store}
+	if cfg.WebDriver {
+		if err := webdriverEnv(); err != nil {
+			return nil, err
+		}
+	}
 	e.wv = webview.New(false)
 	e.win = (*C.GtkWindow)(e.wv.Window())
 	if e.win == nil {
 		return nil, errors.New("webkitgtk: webview_go made no window")
+	}
+	if cfg.WebDriver {
+		if err := prepareWebDriver(e.win); err != nil {
+			return nil, err
+		}
 	}
 	e.handle = cgo.NewHandle(e)
 	var views [3]*C.WebKitWebView

@@ -11,3 +11,6 @@ const Available = false
 func New(host.EngineConfig, host.EngineEvents) (host.Engine, error) { return nil, host.ErrNoWebview }
 
 var _ host.NewEngine = New
+
+// API is "" in this build: it links no WebKitGTK.
+func API() string { return "" }

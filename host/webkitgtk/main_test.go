@@ -51,6 +51,9 @@ func TestMain(m *testing.M) {
 	if u := os.Getenv(bareWindowEnv); u != "" {
 		os.Exit(runBareWindow(u))
 	}
+	if os.Getenv(webdriverChildEnv) != "" {
+		os.Exit(runWebDriverChild(os.Args[1:]))
+	}
 	if c := os.Getenv(openChildEnv); c != "" {
 		os.Exit(runOpenChild(c))
 	}

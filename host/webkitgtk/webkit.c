@@ -412,7 +412,8 @@ static WebKitWebView *main_view(GtkWindow *win) {
 }
 
 // mh_setup builds the window's views into views[] (host.View order): the
-// Miniapp's view (the one webview_go made) in an overlay whose top layer is
+// Miniapp's view (the one webview_go made, or with WebDriver the one
+// mh_webdriver_prepare put in its place) in an overlay whose top layer is
 // the host's view, and, with launcher, a notebook whose first page is the
 // launcher. It returns 0, or -1 when the window has no WebKitWebView.
 int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKitWebView **views) {

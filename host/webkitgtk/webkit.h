@@ -51,4 +51,8 @@ void mh_probe(WebKitWebView *view, uintptr_t req);
 void mh_screen_centre(GtkWidget *widget, int *x, int *y);
 void mh_screen_origin(GtkWidget *widget, int *x, int *y);
 
+// webdriver.c
+int mh_webdriver_prepare(GtkWindow *win);
+int mh_webkit_api(void);
+
 #endif

@@ -1,0 +1,50 @@
+//go:build linux && cgo
+
+package webkitgtk
+
+/*
+#include "webkit.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// API is the WebKitGTK API this build links: "4.1" (libsoup 3) or "4.0"
+// (libsoup 2). WebKitWebDriver is built on 4.1: against a 4.0 host, element
+// click, element send keys and actions answer "unsupported operation"
+// (docs/webdriver.md, "Limits").
+func API() string {
+	if C.mh_webkit_api() == 41 {
+		return "4.1"
+	}
+	return "4.0"
+}
+
+// prepareWebDriver lets a W3C WebDriver session drive the Miniapp's view
+// (webdriver.c): automation is allowed on the window's web context, and
+// the Miniapp's view is one made controlled by automation. It runs before
+// mh_setup, which then treats that view as it treats every Miniapp view.
+func prepareWebDriver(win *C.GtkWindow) error {
+	if C.mh_webdriver_prepare(win) != 0 {
+		return errors.New("webkitgtk: webdriver: the window has no WebKitWebView")
+	}
+	return nil
+}
+
+// webdriverEnv prepares the process's environment for WebDriver, before
+// any window exists. WebDriver's Take Screenshot crashes the UI process
+// (a NULL dereference in WebKit, WebKitGTK 2.50.6) when compositing is
+// off, and the session then waits for ever for its answer: a window
+// WebDriver drives composites, whatever WEBKIT_DISABLE_COMPOSITING_MODE
+// asks. WebKit reads the variable when a view is realized and passes the
+// environment on to its web processes.
+func webdriverEnv() error {
+	if err := os.Unsetenv("WEBKIT_DISABLE_COMPOSITING_MODE"); err != nil {
+		return fmt.Errorf("webkitgtk: webdriver: %w", err)
+	}
+	return nil
+}
