@@ -400,6 +400,14 @@ func (a *Automation) write(ctx context.Context, conn *websocket.Conn, sub *Subsc
 		conn.SetWriteDeadline(time.Now().Add(a.writeTimeout))
 		return conn.WriteMessage(websocket.TextMessage, msg) == nil
 	}
+	// The consent screen on screen, if any, before anything else: the
+	// subscription was made first, so a decision taken meanwhile follows
+	// it in sub.
+	if cr, ok := a.ctl.(ConsentReporter); ok {
+		if ev, on := cr.ConsentOnScreen(); on && !put(a.bus.Replayed(ev)) {
+			return
+		}
+	}
 	for {
 		select {
 		case msg, ok := <-sub.C():

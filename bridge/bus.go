@@ -79,6 +79,31 @@ func (b *Bus) Subscribers() int {
 	return len(b.subs)
 }
 
+// Replayed encodes e as an envelope for one subscriber, marked
+// "replayed": an event of the host's state published before the
+// subscriber came. It carries the last sequence number published, so it
+// sorts before every event the subscriber receives after it.
+func (b *Bus) Replayed(e Event) []byte {
+	data, err := json.Marshal(e)
+	if err != nil {
+		data = []byte("null")
+	}
+	b.mu.Lock()
+	seq := b.seq
+	b.mu.Unlock()
+	env := make([]byte, 0, len(data)+112)
+	env = append(env, `{"type":"event","seq":`...)
+	env = strconv.AppendUint(env, seq, 10)
+	env = append(env, `,"replayed":true,"time":`...)
+	env = strconv.AppendQuote(env, b.now().UTC().Format(time.RFC3339Nano))
+	env = append(env, `,"kind":`...)
+	env = strconv.AppendQuote(env, e.Kind())
+	env = append(env, `,"data":`...)
+	env = append(env, data...)
+	env = append(env, '}')
+	return env
+}
+
 // Publish sends e to every subscriber. It never blocks: a subscriber with
 // a full buffer is dropped. Events get increasing sequence numbers, and
 // numbering and sending happen under one lock, so every subscriber sees

@@ -39,6 +39,17 @@ type DevToolsController interface {
 	ShowDevTools(ctx context.Context, cmd ViewCommand) error
 }
 
+// ConsentReporter is the optional ability of a Controller to say which
+// consent screen is on screen now. A client that connects while one is
+// shown gets its consent.shown event first, marked "replayed": the event
+// was published before the client connected, and without it the client
+// could not know a screen waits for consent.approve or consent.deny.
+type ConsentReporter interface {
+	// ConsentOnScreen returns the consent.shown event of the screen on
+	// screen, if one is.
+	ConsentOnScreen() (ConsentShownEvent, bool)
+}
+
 // Command names.
 const (
 	CommandOpen           = "open"

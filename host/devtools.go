@@ -22,7 +22,26 @@ func (w *Window) ShowInspector(ctx context.Context) error {
 	return err
 }
 
-var _ bridge.DevToolsController = (*controller)(nil)
+var (
+	_ bridge.DevToolsController = (*controller)(nil)
+	_ bridge.ConsentReporter    = (*controller)(nil)
+)
+
+// ConsentOnScreen implements bridge.ConsentReporter: the consent.shown
+// event of the screen on screen, for a client that connects after it was
+// published.
+func (c *controller) ConsentOnScreen() (bridge.ConsentShownEvent, bool) { return c.w.ConsentOnScreen() }
+
+// ConsentOnScreen returns the consent.shown event of the consent screen on
+// screen, if one is: painted and not yet decided.
+func (w *Window) ConsentOnScreen() (bridge.ConsentShownEvent, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if f := w.flow; f != nil && f.onScreen && f.requestID != "" && f.shown != nil {
+		return *f.shown, true
+	}
+	return bridge.ConsentShownEvent{}, false
+}
 
 // ShowDevTools implements bridge.DevToolsController: the automation
 // channel's devtools.show.

@@ -231,6 +231,7 @@ func (w *Window) hostMessage(raw string) {
 			var shown *bridge.ConsentShownEvent
 			if w.flow != nil {
 				shown = w.flow.shown
+				w.flow.onScreen = shown != nil
 			}
 			w.mu.Unlock()
 			if shown != nil {

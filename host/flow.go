@@ -29,6 +29,8 @@ type flow struct {
 	// automation event; both guarded by Window.mu.
 	requestID string
 	shown     *bridge.ConsentShownEvent
+	// onScreen is set once the screen is painted and shown published.
+	onScreen bool
 	// clientID and redirectURI are read off the authorization request,
 	// for the code.issued event.
 	clientID, redirectURI string

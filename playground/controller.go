@@ -95,7 +95,19 @@ func (c *controller) Screenshot(ctx context.Context, cmd bridge.ViewCommand) (br
 	return w.Screenshot(ctx, cmd)
 }
 
-var _ bridge.DevToolsController = (*controller)(nil)
+var (
+	_ bridge.DevToolsController = (*controller)(nil)
+	_ bridge.ConsentReporter    = (*controller)(nil)
+)
+
+// ConsentOnScreen implements bridge.ConsentReporter through the Opener,
+// when it can tell.
+func (c *controller) ConsentOnScreen() (bridge.ConsentShownEvent, bool) {
+	if cr, ok := c.p.cfg.Opener.(bridge.ConsentReporter); ok {
+		return cr.ConsentOnScreen()
+	}
+	return bridge.ConsentShownEvent{}, false
+}
 
 // ShowDevTools implements bridge.DevToolsController: devtools.show goes to
 // the Opener when it has a web inspector.

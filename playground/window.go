@@ -55,6 +55,9 @@ func (pw *Window) Mount(ctx context.Context, req OpenRequest) (string, error) {
 	return host.MainView, nil
 }
 
+// ConsentOnScreen implements bridge.ConsentReporter.
+func (pw *Window) ConsentOnScreen() (bridge.ConsentShownEvent, bool) { return pw.w.ConsentOnScreen() }
+
 // ShowDevTools implements bridge.DevToolsController (devtools.show, POST
 // /api/devtools): the Miniapp's page comes to the front, its view's
 // developer extras are turned on and its web inspector shown. The

@@ -36,6 +36,9 @@ type Event struct {
 	Time time.Time       `json:"time"`
 	Kind string          `json:"kind"`
 	Data json.RawMessage `json:"data"`
+	// Replayed marks the host's state sent on connection: the consent
+	// screen on screen, published before this client connected.
+	Replayed bool `json:"replayed"`
 }
 
 // Decode unmarshals the event's data into v.

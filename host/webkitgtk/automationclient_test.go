@@ -56,6 +56,16 @@ func TestAutomationClientSignsIn(t *testing.T) {
 	if err := ev.Decode(&shown); err != nil || shown.ClientID != playground.DemoConfidentialID {
 		t.Fatalf("consent.shown %+v %v", shown, err)
 	}
+	// A client that connects while the screen is shown learns of it.
+	late, err := client.Dial(ctx, p.AutomationURL(), p.AutomationToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	ev, err = late.WaitFor(ctx, client.Kind("consent.shown"))
+	if err != nil || !ev.Replayed {
+		t.Fatalf("a client connected during the consent: %+v %v, want the replayed consent.shown", ev, err)
+	}
 	if err := c.Approve(ctx, view, ""); err != nil {
 		t.Fatal(err)
 	}
