@@ -81,6 +81,16 @@ type sessionTable struct {
 	queue []queued // from head on: oldest first
 	head  int
 	used  map[sourceKey]int32
+	// bySource orders each source's sessions, oldest first, when the
+	// table evicts a source's oldest session for its newest (evictOldest).
+	// Its queues hold keys of removed sessions too, skipped when met.
+	bySource map[sourceKey]*keyQueue
+}
+
+// keyQueue is a FIFO of session keys (no pointer inside its array).
+type keyQueue struct {
+	keys []sessionKey
+	head int
 }
 
 type queued struct {
@@ -90,6 +100,32 @@ type queued struct {
 
 func newSessionTable() *sessionTable {
 	return &sessionTable{byKey: map[sessionKey]sessionRec{}, used: map[sourceKey]int32{}}
+}
+
+// newEvictingTable is a table that keeps, per source, the order of its
+// sessions, for evictOldest.
+func newEvictingTable() *sessionTable {
+	t := newSessionTable()
+	t.bySource = map[sourceKey]*keyQueue{}
+	return t
+}
+
+// evictOldest removes src's oldest live session, if it has one. Keys of
+// sessions gone meanwhile are skipped, so the cost is amortized O(1).
+func (t *sessionTable) evictOldest(src sourceKey) {
+	q := t.bySource[src]
+	for q != nil && q.head < len(q.keys) {
+		k := q.keys[q.head]
+		q.head++
+		if rec, ok := t.byKey[k]; ok && rec.source == src {
+			t.drop(k, rec)
+			break
+		}
+	}
+	if q != nil && q.head > 64 && q.head > len(q.keys)/2 {
+		n := copy(q.keys, q.keys[q.head:])
+		q.keys, q.head = q.keys[:n], 0
+	}
 }
 
 // expire removes the sessions whose deadline has passed.
@@ -127,6 +163,14 @@ func (t *sessionTable) add(k sessionKey, rec sessionRec) {
 	t.byKey[k] = rec
 	t.used[rec.source]++
 	t.queue = append(t.queue, queued{key: k, expires: rec.expires})
+	if t.bySource != nil {
+		q := t.bySource[rec.source]
+		if q == nil {
+			q = &keyQueue{}
+			t.bySource[rec.source] = q
+		}
+		q.keys = append(q.keys, k)
+	}
 }
 
 // remove deletes k, if present.
@@ -143,6 +187,7 @@ func (t *sessionTable) drop(k sessionKey, rec sessionRec) {
 	delete(t.byKey, k)
 	if t.used[rec.source]--; t.used[rec.source] <= 0 {
 		delete(t.used, rec.source)
+		delete(t.bySource, rec.source) // its queue holds only gone keys
 	}
 }
 
@@ -173,7 +218,7 @@ type sessionSet struct {
 }
 
 func newSessionSet(perSource, total int) *sessionSet {
-	return &sessionSet{perSource: perSource, total: total, anon: newSessionTable(), signed: newSessionTable(),
+	return &sessionSet{perSource: perSource, total: total, anon: newSessionTable(), signed: newEvictingTable(),
 		subjIdx: map[string]uint32{}}
 }
 
@@ -211,9 +256,18 @@ func (ss *sessionSet) from(r *http.Request, now time.Time) *session {
 	return rec.view(k, subj)
 }
 
-// admitLocked adds a session to t under the per-source and total caps.
+// admitLocked adds a session to t under the per-source and total caps. A
+// source at its cap in the signed-in table loses its oldest session to its
+// newest: signed-in sessions last 12 hours, and a test runner or load tool
+// that signs in with a fresh browser profile each time would otherwise be
+// locked out for that long; evicting only its own sessions bounds memory
+// without touching anyone else's. Sessions not signed in are refused
+// instead (they last ConsentTTL).
 func (ss *sessionSet) admitLocked(t *sessionTable, k sessionKey, rec sessionRec, now time.Time) error {
 	t.expire(now.UnixNano())
+	if t.bySource != nil && int(t.used[rec.source]) >= ss.perSource {
+		t.evictOldest(rec.source)
+	}
 	if int(t.used[rec.source]) >= ss.perSource {
 		return oauthErr(codeTemporarilyUnavailable, fmt.Sprintf(
 			"too many browser sessions from this source address: the quota is %d; retry later", ss.perSource))

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,4 +79,47 @@ func hasPointers(t reflect.Type) bool {
 		return false
 	}
 	return true
+}
+
+// TestSignedInSessionsEvictTheSourcesOldest: a source at its cap of
+// signed-in sessions (a test runner signing in with a fresh browser profile
+// each time) loses its own oldest session to its newest, instead of being
+// locked out for the sessions' 12 hours; another source's sessions are
+// untouched, and the total cap still refuses.
+func TestSignedInSessionsEvictTheSourcesOldest(t *testing.T) {
+	ss := newSessionSet(3, 5)
+	now := time.Unix(1_000_000, 0)
+	a, b := sourceKeyOf("192.0.2.1"), sourceKeyOf("192.0.2.2")
+	key := func(i int) sessionKey { return sessionKey{byte(i), 7} }
+	admit := func(i int, src sourceKey) error {
+		return ss.admitLocked(ss.signed, key(i), sessionRec{source: src, expires: now.Add(12 * time.Hour).UnixNano()}, now)
+	}
+	if err := admit(100, b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := admit(i, a); err != nil {
+			t.Fatalf("sign-in %d from a source at its cap: %v, want its oldest session evicted", i, err)
+		}
+	}
+	ns := now.UnixNano()
+	for i := range 10 {
+		_, live := ss.signed.get(key(i), ns)
+		if want := i >= 7; live != want {
+			t.Errorf("session %d of source a live %v, want %v (the newest 3 kept)", i, live, want)
+		}
+	}
+	if _, ok := ss.signed.get(key(100), ns); !ok || ss.signed.used[a] != 3 || ss.signed.used[b] != 1 {
+		t.Fatalf("source b's session lost, or counts a=%d b=%d", ss.signed.used[a], ss.signed.used[b])
+	}
+	// The total cap (5) refuses a new source once full.
+	if err := admit(200, sourceKeyOf("192.0.2.3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := admit(201, sourceKeyOf("192.0.2.4")); err == nil || !strings.Contains(err.Error(), "in all") {
+		t.Fatalf("over the total cap: %v, want a refusal", err)
+	}
+	if q := ss.signed.bySource[a]; q == nil || len(q.keys)-q.head > 2*3+64 {
+		t.Errorf("source a's order queue holds gone keys without bound: %+v", q)
+	}
 }
