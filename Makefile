@@ -28,7 +28,7 @@ export WEBKIT_REAL_PKG_CONFIG := $(REAL_PKG_CONFIG)
 export PKG_CONFIG = $(call webkit_pkg_config,$(webkit_api))
 export CGO_CPPFLAGS = $(call webkit_cppflags,$(webkit_api))
 
-.PHONY: all deps webkit build run test vet lint bench soak clean
+.PHONY: all deps webkit build run test vet lint bench bench-sbs soak clean
 
 all: build
 
@@ -87,6 +87,12 @@ test: lint
 bench: webkit
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./cmd/loadgen
+	bash bench/side-by-side/bench.sh .
+
+# The reference server beside panva's oidc-provider 9.13.3, interleaved rounds on this machine
+# (bench/side-by-side/README.md; needs node and npm; about 6 minutes, bounded to 15).
+bench-sbs:
+	bash bench/side-by-side/bench.sh .
 
 # A soak run of the playground through its automation channel (scripts/soak.sh, package soak):
 # every command must be answered within 30 s, and SIGTERM must stop it within 10 s.
