@@ -30,6 +30,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 start_timeout=${QA_START_TIMEOUT:-120}
 suite_timeout=${QA_SUITE_TIMEOUT:-600}
 secret=${MINIAPP_HOST_SECRET:-qa-example-host-secret}
+# Where the logs go when the suite fails.
+logs=${QA_LOGS:-$root/artifacts/qa/$suite}
 
 [ -n "${DISPLAY:-}" ] || die "no DISPLAY: WebKitWebDriver starts the host's window; run under a display (xvfb-run -a examples/qa/run.sh $suite)"
 command -v WebKitWebDriver >/dev/null || die "WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it)"
@@ -52,6 +54,8 @@ cleanup() {
 	if [ "$rc" -ne 0 ] && [ -s "$work/driver.log" ]; then
 		say "the driver's output (and the hosts' it started), last 40 lines:"
 		tail -n 40 "$work/driver.log" >&2
+		mkdir -p "$logs" && cp "$work"/*.log "$work"/*.err "$logs"/ 2>/dev/null &&
+			say "the playground's and the driver's whole output are in $logs"
 	fi
 	rm -rf "$work"
 	exit "$rc"
@@ -74,7 +78,7 @@ if [ -z "$bin" ]; then
 fi
 [ -x "$bin" ] || die "BIN=$bin is not an executable"
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-if ! ldd "$bin" | grep -q 'libwebkit2gtk-4\.1'; then
+if [[ $(ldd "$bin") != *libwebkit2gtk-4.1* ]]; then
 	die "$bin does not link WebKitGTK 4.1 (ldd finds no libwebkit2gtk-4.1): WebKitWebDriver drives no input into a 4.0 host; build it with PKG_CONFIG=\$PWD/scripts/pkg-config CGO_CPPFLAGS=-DMINIAPP_WEBKIT_API=41 go build ./cmd/miniapp-host"
 fi
 
