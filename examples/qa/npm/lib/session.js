@@ -66,6 +66,9 @@ async function openSession(s, origin, id) {
         }, NEW_SESSION_TIMEOUT_MS)
       }),
     ])
+  } catch (err) {
+    agent.destroy()
+    throw err
   } finally {
     clearTimeout(timer)
   }
