@@ -148,13 +148,22 @@ export QA_WEBDRIVER_URL=$driver_url QA_HOST_BINARY=$bin QA_DASHBOARD_URL=$dashbo
 	QA_BROKEN_ORIGIN=$broken QA_BROKEN_ID=broken-unregistered QA_BROKEN_STAGE=$broken_stage QA_BROKEN_CODE=$broken_code
 say "playground dashboard $dashboard, service $service; WebKitWebDriver $driver_url; host $bin"
 
+# The suite runs in the background and is waited for, so that a signal to
+# this script runs the trap at once, which stops the suite first.
 case $suite in
 go)
-	(cd "$root" && timeout --kill-after=10 "$suite_timeout" go test -tags qa -count=1 -v ./examples/qa/go/)
+	cd "$root"
+	timeout --kill-after=10 "$suite_timeout" go test -tags qa -count=1 -v ./examples/qa/go/ &
 	;;
 npm)
 	cd "$root/examples/qa/npm"
 	timeout --kill-after=10 "$start_timeout" npm ci --no-audit --no-fund
-	timeout --kill-after=10 "$suite_timeout" npm test
+	timeout --kill-after=10 "$suite_timeout" npm test &
 	;;
 esac
+suite_pid=$!
+pids+=("$suite_pid")
+rc=0
+wait "$suite_pid" || rc=$?
+unset 'pids[-1]' # reaped: never signal its PID again
+exit "$rc"
