@@ -125,20 +125,19 @@ for attempt in 1 2 3 4 5; do
 	env DISPLAY="$DISPLAY" MINIAPP_HOST_SECRET="$secret" WebKitWebDriver --host=127.0.0.1 --port="$port" \
 		>>"$work/driver.log" 2>&1 &
 	driver=$!
+	pids+=("$driver")
 	deadline=$((SECONDS + start_timeout))
 	while kill -0 "$driver" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
-		if curl -fsS --max-time 5 "http://127.0.0.1:$port/status" 2>/dev/null | grep -q '"ready"'; then
+		if [[ $(curl -fsS --max-time 5 "http://127.0.0.1:$port/status" 2>/dev/null) == *'"ready"'* ]]; then
 			driver_url=http://127.0.0.1:$port
 			break
 		fi
 		sleep 0.05
 	done
-	if [ -n "$driver_url" ]; then
-		pids+=("$driver")
-		break
-	fi
+	[ -z "$driver_url" ] || break
 	kill -TERM "$driver" 2>/dev/null || true
 	wait "$driver" 2>/dev/null || true
+	unset 'pids[-1]'
 	[ "$SECONDS" -lt "$deadline" ] || die "WebKitWebDriver did not answer on port $port within ${start_timeout}s"
 done
 [ -n "$driver_url" ] || die "WebKitWebDriver could not listen on a free port (5 tries)"
