@@ -5,6 +5,9 @@
 #   xvfb-run -a examples/qa/run.sh go     # examples/qa/go, tebeka/selenium + automation/client
 #   xvfb-run -a examples/qa/run.sh npm    # examples/qa/npm, selenium-webdriver + ws under node:test
 #
+# Arguments after the suite's name go to `go test` (-run TestX) or to
+# `node --test` (--test-name-pattern=X).
+#
 # It builds the WebKitGTK 4.1 host (or takes BIN=path/to/miniapp-host, which
 # must link WebKitGTK 4.1), starts `miniapp-host playground --no-window` on
 # free loopback ports with a fixed MINIAPP_HOST_SECRET, starts WebKitWebDriver
@@ -22,8 +25,8 @@ die() { say "$*"; exit 1; }
 
 suite=${1:-}
 case $suite in
-go | npm) ;;
-*) echo "usage: examples/qa/run.sh go|npm   (under a display: xvfb-run -a examples/qa/run.sh go)" >&2; exit 2 ;;
+go | npm) shift ;;
+*) echo "usage: examples/qa/run.sh go|npm [ARGS of go test or node --test]   (under a display: xvfb-run -a examples/qa/run.sh go)" >&2; exit 2 ;;
 esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -152,12 +155,12 @@ say "playground dashboard $dashboard, service $service; WebKitWebDriver $driver_
 case $suite in
 go)
 	cd "$root"
-	timeout --kill-after=10 "$suite_timeout" go test -tags qa -count=1 -v ./examples/qa/go/ &
+	timeout --kill-after=10 "$suite_timeout" go test -tags qa -count=1 -v ./examples/qa/go/ "$@" &
 	;;
 npm)
 	cd "$root/examples/qa/npm"
 	timeout --kill-after=10 "$start_timeout" npm ci --no-audit --no-fund
-	timeout --kill-after=10 "$suite_timeout" npm test &
+	timeout --kill-after=10 "$suite_timeout" npm test -- "$@" &
 	;;
 esac
 suite_pid=$!
