@@ -93,6 +93,21 @@ async function openSession(s, origin, id) {
 }
 
 /**
+ * Waits for the consent screen and resolves with its model. A flow that
+ * goes on without one fails at once: the service answers a consent it
+ * remembers without asking (an approval is kept per subject and client),
+ * so each run needs a fresh playground.
+ */
+async function consentShown(automation) {
+  const kinds = ['consent.shown', 'consent.decided', 'code.issued', 'token.issued']
+  const ev = await automation.waitFor((e) => kinds.includes(e.kind), { timeoutMs: PAGE_TIMEOUT_MS })
+  if (ev.kind !== 'consent.shown') {
+    throw new Error(`no consent screen: ${ev.kind} came first (the service remembered a consent: run each suite against a fresh playground, as examples/qa/run.sh does)`)
+  }
+  return ev.data
+}
+
+/**
  * Answers the consent screen (approve or deny) and resolves with the
  * consent.decided event's data. A screen shown before the client connected
  * sent a consent.shown it could not see: the command goes first, and only
@@ -105,7 +120,7 @@ async function decide(automation, approve) {
     await answer()
   } catch (err) {
     if (!(err instanceof AutomationError) || err.code !== 'no_consent') throw err
-    await automation.waitFor('consent.shown', { timeoutMs: PAGE_TIMEOUT_MS })
+    await consentShown(automation)
     await answer()
   }
   const ev = await automation.waitFor('consent.decided', { timeoutMs: PAGE_TIMEOUT_MS })
@@ -135,4 +150,4 @@ async function waitScript(driver, what, script, want) {
   }
 }
 
-module.exports = { setup, openSession, decide, waitScript, PAGE_TIMEOUT_MS }
+module.exports = { setup, openSession, consentShown, decide, waitScript, PAGE_TIMEOUT_MS }

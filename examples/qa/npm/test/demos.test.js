@@ -5,7 +5,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const { By } = require('selenium-webdriver')
-const { setup, openSession, decide, waitScript } = require('../lib/session')
+const { setup, openSession, consentShown, decide, waitScript } = require('../lib/session')
 
 const s = setup()
 const TEST_TIMEOUT_MS = 180000
@@ -17,9 +17,9 @@ test('the public demo signs in through the host', { timeout: TEST_TIMEOUT_MS }, 
   assert.equal(await driver.findElement(By.css('#status')).getText(), 'Not signed in.')
 
   await driver.findElement(By.css('#bridge-signin')).click()
-  const shown = await automation.waitFor('consent.shown')
-  assert.equal(shown.data.client_id, 'demo-public')
-  assert.ok(shown.data.scopes.includes('openid'), `scopes ${shown.data.scopes}`)
+  const shown = await consentShown(automation)
+  assert.equal(shown.client_id, 'demo-public')
+  assert.ok(shown.scopes.includes('openid'), `scopes ${shown.scopes}`)
   assert.equal((await decide(automation, true)).decision, 'approved')
   await automation.waitFor('token.issued')
 
@@ -41,8 +41,7 @@ test('the confidential demo: denied, then signed in', { timeout: TEST_TIMEOUT_MS
   assert.equal(await driver.executeScript('return document.body.dataset.signedIn'), 'false')
 
   await driver.findElement(By.css('#signin')).click()
-  const shown = await automation.waitFor('consent.shown')
-  assert.equal(shown.data.client_id, 'demo-confidential')
+  assert.equal((await consentShown(automation)).client_id, 'demo-confidential')
   assert.equal((await decide(automation, true)).decision, 'approved')
   const synced = await automation.waitFor('cookies.synced')
   assert.equal(synced.data.origin, s.confidential)
