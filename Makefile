@@ -67,9 +67,12 @@ lint: vet $(STATICCHECK)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need formatting:"; echo "$$unformatted"; exit 1; fi
 	$(STATICCHECK) ./...
+	$(GO) vet -tags qa ./examples/qa/go/
+	$(STATICCHECK) -tags qa ./examples/qa/go/
 
 # Every test, with the race detector, under a virtual display (the host's tests open real windows);
-# then the engine's GUI tests (ENGINE_PKGS) again against the other WebKitGTK API, when installed.
+# then the engine's GUI tests (ENGINE_PKGS) again against the other WebKitGTK API, when installed;
+# then the example WebDriver suites (examples/qa/run.sh), which need WebKitGTK 4.1 and fail without it.
 XVFB := xvfb-run -a -s "-screen 0 1280x900x24"
 ENGINE_PKGS ?= ./host/webkitgtk/
 test: DEPS_FLAGS = --all-webkit-apis
@@ -82,6 +85,9 @@ test: lint
 		echo "test: the engine tests again, against WebKitGTK $$other: $(call webkit_env,$(other_webkit_api)) go test $(ENGINE_PKGS)"; \
 		$(call webkit_env,$(other_webkit_api)) $(XVFB) $(GO) test -race -count=1 $(ENGINE_PKGS); \
 	fi
+	@echo "test: the example QA suites (examples/qa, docs/webdriver.md \"Example suites\"): WebDriver on the WebKitGTK 4.1 host"
+	$(XVFB) ./examples/qa/run.sh go
+	$(XVFB) ./examples/qa/run.sh npm
 
 # Go benchmarks, then the load runs; BENCHMARKS.md records their latest figures.
 bench: webkit

@@ -1,0 +1,369 @@
+//go:build qa
+
+package qa
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tebeka/selenium"
+
+	"github.com/miniapp-host/miniapp-host/automation/client"
+	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/demoapps"
+	"github.com/miniapp-host/miniapp-host/host"
+)
+
+// Bounds of every wait: a suite on a loaded machine is slow, never stuck.
+const (
+	// suiteTimeout bounds one test, its session and its waits.
+	suiteTimeout = 3 * time.Minute
+	// commandTimeout bounds every WebDriver request, New Session
+	// included: a host that exits before it connects leaves New Session
+	// waiting for ever (docs/webdriver.md, "Limits").
+	commandTimeout = 90 * time.Second
+	// pageTimeout bounds a wait for a page's state.
+	pageTimeout = 60 * time.Second
+)
+
+// setup is what examples/qa/run.sh hands the suite.
+type setup struct {
+	driver       string // QA_WEBDRIVER_URL: WebKitWebDriver
+	binary       string // QA_HOST_BINARY: the WebKitGTK 4.1 miniapp-host
+	dashboard    string // QA_DASHBOARD_URL: the playground's {dashboard_url}
+	service      string // QA_SERVICE_URL: the playground's issuer
+	public       string // QA_PUBLIC_ORIGIN: demo-public
+	confidential string // QA_CONFIDENTIAL_ORIGIN: demo-confidential
+	broken       string // QA_BROKEN_ORIGIN: a Miniapp the resolver rejects
+	brokenID     string // QA_BROKEN_ID
+	brokenStage  string // QA_BROKEN_STAGE: the stage that rejects it
+	brokenCode   string // QA_BROKEN_CODE: the code it rejects it with
+}
+
+func loadSetup(t *testing.T) setup {
+	t.Helper()
+	var missing []string
+	get := func(name string) string {
+		v := os.Getenv(name)
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	}
+	s := setup{
+		driver: get("QA_WEBDRIVER_URL"), binary: get("QA_HOST_BINARY"),
+		dashboard: get("QA_DASHBOARD_URL"), service: get("QA_SERVICE_URL"),
+		public: get("QA_PUBLIC_ORIGIN"), confidential: get("QA_CONFIDENTIAL_ORIGIN"),
+		broken: get("QA_BROKEN_ORIGIN"), brokenID: get("QA_BROKEN_ID"),
+		brokenStage: get("QA_BROKEN_STAGE"), brokenCode: get("QA_BROKEN_CODE"),
+	}
+	if len(missing) > 0 {
+		t.Fatalf("%s not set: run this suite with examples/qa/run.sh go, which starts the playground and WebKitWebDriver", strings.Join(missing, ", "))
+	}
+	return s
+}
+
+// session is one WebDriver session on `miniapp-host open --webdriver`,
+// with the automation channel of the host it started.
+type session struct {
+	wd    selenium.WebDriver
+	auto  *client.Client
+	ready time.Duration // New Session until the session was ready
+}
+
+// newSession starts the host on the Miniapp at origin with id through the
+// driver (docs/webdriver.md, "A complete session") and connects to its
+// automation channel. Both end with the test.
+func newSession(t *testing.T, ctx context.Context, s setup, origin, id string) *session {
+	t.Helper()
+	autoFile := filepath.Join(t.TempDir(), "automation.json")
+	caps := selenium.Capabilities{
+		"webkitgtk:browserOptions": map[string]any{
+			"binary": s.binary,
+			"args": []string{"open", "--webdriver", "--origin", origin, "--id", id,
+				"--dashboard", s.dashboard, "--service", s.service, "--ephemeral",
+				"--automation-file", autoFile},
+		},
+		// A navigation the host refuses never loads: bound it.
+		"timeouts": map[string]any{"pageLoad": pageTimeout.Milliseconds(), "script": pageTimeout.Milliseconds()},
+	}
+	start := time.Now()
+	wd, err := selenium.NewRemote(caps, s.driver)
+	ready := time.Since(start)
+	if err != nil {
+		t.Fatalf("new session on %s (%s): %v (the host's reason, if any, is in the driver's output)", id, origin, err)
+	}
+	t.Cleanup(func() {
+		if err := wd.Quit(); err != nil {
+			t.Errorf("delete session: %v", err)
+		}
+	})
+	// The host wrote the file before its window ran, and the session is
+	// ready only once it runs.
+	raw, err := os.ReadFile(autoFile)
+	if err != nil {
+		t.Fatalf("the host wrote no --automation-file: %v", err)
+	}
+	var info host.AutomationInfo
+	if err := json.Unmarshal(raw, &info); err != nil || info.URL == "" || info.Token == "" {
+		t.Fatalf("automation file %s: %v", raw, err)
+	}
+	auto, err := client.Dial(ctx, info.URL, info.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { auto.Close() })
+	return &session{wd: wd, auto: auto, ready: ready}
+}
+
+// event waits (bounded) for the next event of kind on the channel.
+func (ss *session) event(t *testing.T, ctx context.Context, kind string) client.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
+	defer cancel()
+	ev, err := ss.auto.WaitFor(ctx, client.Kind(kind))
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", kind, err)
+	}
+	return ev
+}
+
+// consentShown waits (bounded) for the consent screen and returns its
+// model. A flow that goes on without one fails at once: the service
+// answers a consent it remembers without asking (an approval is kept per
+// subject and client), so each run needs a fresh playground.
+func (ss *session) consentShown(t *testing.T, ctx context.Context) bridge.ConsentShownEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
+	defer cancel()
+	ev, err := ss.auto.WaitFor(ctx, func(e client.Event) bool {
+		return slices.Contains([]string{"consent.shown", "consent.decided", "code.issued", "token.issued"}, e.Kind)
+	})
+	if err != nil {
+		t.Fatalf("waiting for the consent screen: %v", err)
+	}
+	if ev.Kind != "consent.shown" {
+		t.Fatalf("no consent screen: %s came first (the service remembered a consent: run each suite against a fresh playground, as examples/qa/run.sh does)", ev.Kind)
+	}
+	var shown bridge.ConsentShownEvent
+	if err := ev.Decode(&shown); err != nil {
+		t.Fatal(err)
+	}
+	return shown
+}
+
+// decide answers the consent screen through the channel, approving or
+// denying, and returns the consent.decided event. A screen shown before
+// the client connected got no consent.shown it could see: the command is
+// sent first, and only when no screen is shown yet ("no_consent") does
+// it wait for the screen's event, which then comes after the connection.
+func (ss *session) decide(t *testing.T, ctx context.Context, approve bool) bridge.ConsentDecidedEvent {
+	t.Helper()
+	answer := func() error {
+		if approve {
+			return ss.auto.Approve(ctx, "", "")
+		}
+		return ss.auto.Deny(ctx, "")
+	}
+	err := answer()
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Code == host.CodeNoConsent {
+		ss.consentShown(t, ctx)
+		err = answer()
+	}
+	if err != nil {
+		t.Fatalf("answering the consent screen: %v", err)
+	}
+	ev := ss.event(t, ctx, "consent.decided")
+	var d bridge.ConsentDecidedEvent
+	if err := ev.Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// waitScript waits until script returns want in the session's page: the
+// page a host-started navigation loads, or a page's script finishing.
+func (ss *session) waitScript(t *testing.T, what, script string, want any) {
+	t.Helper()
+	var last any
+	var lastErr error
+	err := ss.wd.WaitWithTimeoutAndInterval(func(wd selenium.WebDriver) (bool, error) {
+		last, lastErr = wd.ExecuteScript(script, nil)
+		// A page replaced while the script ran answers an error: ask again.
+		return lastErr == nil && fmt.Sprint(last) == fmt.Sprint(want), nil
+	}, pageTimeout, 50*time.Millisecond)
+	if err != nil {
+		u, _ := ss.wd.CurrentURL()
+		t.Fatalf("waiting for %s: %v; the page (%s) last answered %v (%v)", what, err, u, last, lastErr)
+	}
+}
+
+func (ss *session) text(t *testing.T, css string) string {
+	t.Helper()
+	el, err := ss.wd.FindElement(selenium.ByCSSSelector, css)
+	if err != nil {
+		t.Fatalf("find %s: %v", css, err)
+	}
+	txt, err := el.Text()
+	if err != nil {
+		t.Fatalf("text of %s: %v", css, err)
+	}
+	return txt
+}
+
+func (ss *session) click(t *testing.T, css string) {
+	t.Helper()
+	el, err := ss.wd.FindElement(selenium.ByCSSSelector, css)
+	if err != nil {
+		t.Fatalf("find %s: %v", css, err)
+	}
+	if err := el.Click(); err != nil {
+		t.Fatalf("click %s: %v", css, err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	// Every WebDriver request, New Session included, is bounded.
+	selenium.HTTPClient = &http.Client{Timeout: commandTimeout}
+	os.Exit(m.Run())
+}
+
+// TestPublicDemoSignsIn signs in to the public demo through the host's
+// bridge: the consent screen is approved through the channel and the page
+// says it is signed in with a token.
+func TestPublicDemoSignsIn(t *testing.T) {
+	s := loadSetup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout)
+	defer cancel()
+	ss := newSession(t, ctx, s, s.public, "demo-public")
+	ss.waitScript(t, "the start page", `return document.readyState === "complete" && !!document.getElementById("bridge-signin")`, true)
+	if got := ss.text(t, "#status"); got != "Not signed in." {
+		t.Fatalf("a fresh session's status is %q, want Not signed in.", got)
+	}
+	ss.click(t, "#bridge-signin")
+	shown := ss.consentShown(t, ctx)
+	if shown.ClientID != "demo-public" || !slices.Contains(shown.Scopes, "openid") {
+		t.Fatalf("the consent screen asks for %+v, want demo-public and openid", shown)
+	}
+	if d := ss.decide(t, ctx, true); d.Decision != bridge.ConsentApproved {
+		t.Fatalf("consent.decided %+v, want approved", d)
+	}
+	ss.event(t, ctx, "token.issued")
+	ss.waitScript(t, "the signed-in page", `return document.body.dataset.state`, "signed-in")
+	if got := ss.text(t, "#status"); got != "Signed in through the host." {
+		t.Errorf("status %q, want Signed in through the host.", got)
+	}
+	var result struct {
+		TokenType      string `json:"token_type"`
+		HasAccessToken bool   `json:"has_access_token"`
+	}
+	if raw := ss.text(t, "#result"); json.Unmarshal([]byte(raw), &result) != nil || !result.HasAccessToken || result.TokenType != "Bearer" {
+		t.Errorf("the page's result %q, want a Bearer access token", raw)
+	}
+}
+
+// TestConfidentialDemoDeniesThenSignsIn opens the confidential demo, whose
+// first load asks for consent at once: denied, the demo says
+// access_denied; its Sign in then asks again, approved, and the demo's
+// signed-in page shows. It also measures the figures BENCHMARKS.md keeps.
+func TestConfidentialDemoDeniesThenSignsIn(t *testing.T) {
+	s := loadSetup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout)
+	defer cancel()
+	ss := newSession(t, ctx, s, s.confidential, "demo-confidential")
+
+	if d := ss.decide(t, ctx, false); d.Decision != bridge.ConsentDenied {
+		t.Fatalf("consent.decided %+v, want denied", d)
+	}
+	denied := s.confidential + "/?error=access_denied"
+	ss.waitScript(t, "the denied page", `return location.href + " " + document.readyState`, denied+" complete")
+	if got := ss.text(t, "#status"); got != "Not signed in (access_denied)." {
+		t.Errorf("status %q on the denied page, want Not signed in (access_denied).", got)
+	}
+	if signedIn, err := ss.wd.ExecuteScript(`return document.body.dataset.signedIn`, nil); err != nil || signedIn != "false" {
+		t.Errorf("the denied page's data-signed-in is %v (%v), want false", signedIn, err)
+	}
+
+	ss.click(t, "#signin")
+	if shown := ss.consentShown(t, ctx); shown.ClientID != "demo-confidential" {
+		t.Fatalf("the consent screen asks for %+v, want demo-confidential", shown)
+	}
+	if d := ss.decide(t, ctx, true); d.Decision != bridge.ConsentApproved {
+		t.Fatalf("consent.decided %+v, want approved", d)
+	}
+	ev := ss.event(t, ctx, "cookies.synced")
+	var synced bridge.CookiesSyncedEvent
+	if err := ev.Decode(&synced); err != nil || synced.Origin != s.confidential || !slices.Contains(synced.Names, demoapps.SessionCookie) {
+		t.Errorf("cookies.synced %+v (%v), want the demo's session cookie %s", synced, err, demoapps.SessionCookie)
+	}
+	ss.waitScript(t, "the signed-in page", `return location.href + " " + document.body.dataset.signedIn`, s.confidential+"/ true")
+	if got := ss.text(t, "#status"); !strings.HasPrefix(got, "Signed in. Scope: ") || !strings.Contains(got, "openid") {
+		t.Errorf("status %q, want Signed in. Scope: ... openid", got)
+	}
+	// The session cookie is HttpOnly: WebDriver reads it, the page not.
+	cookies, err := ss.wd.GetCookies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cookies {
+		names = append(names, c.Name)
+	}
+	if !slices.Contains(names, demoapps.SessionCookie) {
+		t.Errorf("WebDriver reads cookies %q, want the session cookie %s the host synced", names, demoapps.SessionCookie)
+	}
+
+	// The figures BENCHMARKS.md keeps: New Session to a ready session,
+	// and the round trip of Execute Script (20 times).
+	var trips []time.Duration
+	for range 20 {
+		start := time.Now()
+		if _, err := ss.wd.ExecuteScript(`return 1`, nil); err != nil {
+			t.Fatal(err)
+		}
+		trips = append(trips, time.Since(start))
+	}
+	sort.Slice(trips, func(i, j int) bool { return trips[i] < trips[j] })
+	t.Logf("new session -> ready: %s; execute script round trip: median %s, min %s, max %s (20)",
+		ss.ready.Round(time.Millisecond), trips[len(trips)/2].Round(10*time.Microsecond),
+		trips[0].Round(10*time.Microsecond), trips[len(trips)-1].Round(10*time.Microsecond))
+}
+
+// TestBrokenMiniappIsRejected opens a Miniapp the resolver rejects: the
+// session opens on the host's rejection screen, which names the stage and
+// the code, and the Miniapp is never loaded.
+func TestBrokenMiniappIsRejected(t *testing.T) {
+	s := loadSetup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout)
+	defer cancel()
+	ss := newSession(t, ctx, s, s.broken, s.brokenID)
+	ss.waitScript(t, "the rejection screen", `return document.body ? document.body.dataset.screen || "" : ""`, "rejection")
+	text, err := ss.wd.ExecuteScript(`return document.body.innerText`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := text.(string)
+	for _, want := range []string{
+		"This Miniapp was rejected",
+		"Stage " + s.brokenStage + " refused it; it was not loaded.",
+		s.brokenStage + "/" + s.brokenCode + " at ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the rejection screen says %q, want %q in it", got, want)
+		}
+	}
+	if u, err := ss.wd.CurrentURL(); err != nil || u != "about:blank" {
+		t.Errorf("the session is on %q (%v), want the host's own about:blank document", u, err)
+	}
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Runs one example QA suite (docs/webdriver.md, "Example suites") against a
+# fresh playground and WebKitWebDriver:
+#
+#   xvfb-run -a examples/qa/run.sh go     # examples/qa/go, tebeka/selenium + automation/client
+#   xvfb-run -a examples/qa/run.sh npm    # examples/qa/npm, selenium-webdriver + ws under node:test
+#
+# Arguments after the suite's name go to `go test` (-run TestX) or to
+# `node --test` (--test-name-pattern=X).
+#
+# It builds the WebKitGTK 4.1 host (or takes BIN=path/to/miniapp-host, which
+# must link WebKitGTK 4.1), starts `miniapp-host playground --no-window` on
+# free loopback ports with a fixed MINIAPP_HOST_SECRET, starts WebKitWebDriver
+# on a free loopback port with DISPLAY and that secret in its environment,
+# hands the suite what it needs in QA_* variables, and always stops what it
+# started (by PID) and removes its temporary folder.
+#
+# Every wait is bounded: QA_START_TIMEOUT (seconds, default 120) for the
+# playground and the driver to come up, QA_SUITE_TIMEOUT (default 600) for
+# the suite itself.
+set -euo pipefail
+
+say() { echo "qa: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+suite=${1:-}
+case $suite in
+go | npm) shift ;;
+*) echo "usage: examples/qa/run.sh go|npm [ARGS of go test or node --test]   (under a display: xvfb-run -a examples/qa/run.sh go)" >&2; exit 2 ;;
+esac
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+start_timeout=${QA_START_TIMEOUT:-120}
+suite_timeout=${QA_SUITE_TIMEOUT:-600}
+secret=${MINIAPP_HOST_SECRET:-qa-example-host-secret}
+# Where the logs go when the suite fails.
+logs=${QA_LOGS:-$root/artifacts/qa/$suite}
+
+[ -n "${DISPLAY:-}" ] || die "no DISPLAY: WebKitWebDriver starts the host's window; run under a display (xvfb-run -a examples/qa/run.sh $suite)"
+command -v WebKitWebDriver >/dev/null || die "WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it)"
+if [ "$suite" = npm ]; then
+	command -v npm >/dev/null || die "npm is not installed: the npm suite needs Node.js 20 or later and npm"
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/miniapp-qa.XXXXXX")
+pids=()
+cleanup() {
+	local rc=$? pid
+	# Last started, first stopped: the driver ends the hosts it started.
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		pid=${pids[i]}
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	if [ "$rc" -ne 0 ] && [ -s "$work/driver.log" ]; then
+		say "the driver's output (and the hosts' it started), last 40 lines:"
+		tail -n 40 "$work/driver.log" >&2
+		mkdir -p "$logs" && cp "$work"/*.log "$work"/*.err "$logs"/ 2>/dev/null &&
+			say "the playground's and the driver's whole output are in $logs"
+	fi
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The host: WebKitWebDriver is built on WebKitGTK 4.1 and drives no input
+# into a 4.0 host (docs/webdriver.md, "Limits"), so the suites need 4.1.
+real_pkg_config=${WEBKIT_REAL_PKG_CONFIG:-pkg-config}
+bin=${BIN:-}
+if [ -z "$bin" ]; then
+	"$real_pkg_config" --exists webkit2gtk-4.1 ||
+		die "WebKitGTK 4.1 is not installed (Debian package libwebkit2gtk-4.1-dev): WebKitWebDriver drives no input into a 4.0 host (docs/webdriver.md, \"Limits\"), so these suites need the 4.1 build"
+	bin=$work/miniapp-host
+	say "building the WebKitGTK 4.1 host"
+	(cd "$root" && PKG_CONFIG="$root/scripts/pkg-config" WEBKIT_REAL_PKG_CONFIG="$real_pkg_config" \
+		CGO_CPPFLAGS=-DMINIAPP_WEBKIT_API=41 go build -o "$bin" ./cmd/miniapp-host)
+fi
+[ -x "$bin" ] || die "BIN=$bin is not an executable"
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+if [[ $(ldd "$bin") != *libwebkit2gtk-4.1* ]]; then
+	die "$bin does not link WebKitGTK 4.1 (ldd finds no libwebkit2gtk-4.1): WebKitWebDriver drives no input into a 4.0 host; build it with PKG_CONFIG=\$PWD/scripts/pkg-config CGO_CPPFLAGS=-DMINIAPP_WEBKIT_API=41 go build ./cmd/miniapp-host"
+fi
+
+# The playground, every part on a free port; its stdout is read line by
+# line until the last address it prints, then drained into a log.
+mkfifo "$work/playground.fifo"
+MINIAPP_HOST_SECRET=$secret "$bin" playground --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
+	>"$work/playground.fifo" 2>"$work/playground.err" &
+pids+=($!)
+exec 3<"$work/playground.fifo"
+deadline=$((SECONDS + start_timeout))
+dashboard='' service='' public='' confidential='' broken='' broken_stage='' broken_code=''
+while :; do
+	left=$((deadline - SECONDS))
+	[ "$left" -gt 0 ] || die "the playground printed no addresses within ${start_timeout}s: $(cat "$work/playground.err")"
+	IFS= read -r -t "$left" line <&3 || die "the playground stopped before printing its addresses: $(cat "$work/playground.err")"
+	echo "$line" >>"$work/playground.log"
+	read -r -a f <<<"$line"
+	case $line in
+	"dashboard_url "*) dashboard=${f[1]} ;;
+	"issuer "*) service=${f[1]} ;;
+	"demo Miniapp "*"--id demo-public "*) public=${f[2]} ;;
+	"demo Miniapp "*"--id demo-confidential "*) confidential=${f[2]} ;;
+	# "broken Miniapp  ORIGIN  --id broken-unregistered  (broken, rejected at STAGE with CODE)"
+	"broken Miniapp "*"--id broken-unregistered "*)
+		broken=${f[2]} broken_stage=${f[8]} broken_code=${f[10]%)} ;;
+	"subjects "*) break ;;
+	esac
+done
+cat <&3 >>"$work/playground.log" &
+pids+=($!)
+exec 3<&-
+for v in dashboard service public confidential broken broken_stage broken_code; do
+	[ -n "${!v}" ] || die "the playground's output has no $v:"$'\n'"$(cat "$work/playground.log")"
+done
+
+# WebKitWebDriver on a free loopback port. It says nothing when it listens:
+# its /status answers once it does. A port taken meanwhile makes it exit:
+# another port is tried.
+driver_url=''
+for attempt in 1 2 3 4 5; do
+	port=$((20000 + RANDOM % 40000))
+	if (exec 4<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
+	env DISPLAY="$DISPLAY" MINIAPP_HOST_SECRET="$secret" WebKitWebDriver --host=127.0.0.1 --port="$port" \
+		>>"$work/driver.log" 2>&1 &
+	driver=$!
+	pids+=("$driver")
+	deadline=$((SECONDS + start_timeout))
+	while kill -0 "$driver" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+		if [[ $(curl -fsS --max-time 5 "http://127.0.0.1:$port/status" 2>/dev/null) == *'"ready"'* ]]; then
+			driver_url=http://127.0.0.1:$port
+			break
+		fi
+		sleep 0.05
+	done
+	[ -z "$driver_url" ] || break
+	kill -TERM "$driver" 2>/dev/null || true
+	wait "$driver" 2>/dev/null || true
+	unset 'pids[-1]'
+	[ "$SECONDS" -lt "$deadline" ] || die "WebKitWebDriver did not answer on port $port within ${start_timeout}s"
+done
+[ -n "$driver_url" ] || die "WebKitWebDriver could not listen on a free port (5 tries)"
+
+export QA_WEBDRIVER_URL=$driver_url QA_HOST_BINARY=$bin QA_DASHBOARD_URL=$dashboard QA_SERVICE_URL=$service \
+	QA_PUBLIC_ORIGIN=$public QA_CONFIDENTIAL_ORIGIN=$confidential \
+	QA_BROKEN_ORIGIN=$broken QA_BROKEN_ID=broken-unregistered QA_BROKEN_STAGE=$broken_stage QA_BROKEN_CODE=$broken_code
+say "playground dashboard $dashboard, service $service; WebKitWebDriver $driver_url; host $bin"
+
+# The suite runs in the background and is waited for, so that a signal to
+# this script runs the trap at once, which stops the suite first.
+case $suite in
+go)
+	cd "$root"
+	timeout --kill-after=10 "$suite_timeout" go test -tags qa -count=1 -v ./examples/qa/go/ "$@" &
+	;;
+npm)
+	cd "$root/examples/qa/npm"
+	timeout --kill-after=10 "$start_timeout" npm ci --no-audit --no-fund
+	timeout --kill-after=10 "$suite_timeout" npm test -- "$@" &
+	;;
+esac
+suite_pid=$!
+pids+=("$suite_pid")
+rc=0
+wait "$suite_pid" || rc=$?
+unset 'pids[-1]' # reaped: never signal its PID again
+exit "$rc"
