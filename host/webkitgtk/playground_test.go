@@ -181,6 +181,32 @@ func TestPlaygroundWindow(t *testing.T) {
 		}
 	})
 
+	t.Run("public demo through the bridge", func(t *testing.T) {
+		// The host obtains this token itself (window.miniapp.authorize):
+		// the inspector still shows its claims and what is known of the
+		// grant, in the flow of the sign-in.
+		launcherClick(t, `#miniapps-pane li[data-id="demo-public"] button.launch`)
+		loaded := rec.Wait(t, "the public demo loaded", func(e host.Event) bool {
+			return e.Kind == host.EventLoadFinished && strings.Contains(e.URL, strings.TrimPrefix(entryOrigin(t, p, playground.DemoPublicID), "http://"))
+		})
+		testWin.Eval(`document.getElementById("bridge-signin").click()`)
+		rec.WaitAfter(t, loaded, "the consent screen", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+		actx, acancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := pw.ApproveConsent(actx, bridge.ApproveCommand{})
+		acancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pollJS(t, `document.body.dataset.state`, "signed-in")
+		testWin.ShowPage(host.PageLauncher)
+		pollLauncher(t, `(() => {
+			// The bridge's flow: its call, the token's claims and the grant.
+			const f = [...document.querySelectorAll('#timeline .flow')].find((f) =>
+				f.querySelector('li[data-kind="bridge.call"]') && f.querySelector('li[data-kind="token.claims"]') && f.querySelector('li[data-kind="grant"]'));
+			return f !== undefined && f.dataset.status === "completed";
+		})()`)
+	})
+
 	t.Run("reset storage", func(t *testing.T) {
 		o := entryOrigin(t, p, playground.DemoConfidentialID)
 		if h, err := testWin.Cookies(t.Context(), o+"/"); err != nil || !strings.Contains(h, "demo_session=") {
