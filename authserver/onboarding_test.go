@@ -132,7 +132,7 @@ func (p *payslips) detail() string {
 	return `[{"type":"` + p.typ + `","actions":["read"],"locations":["` + p.resource + `"]}]`
 }
 
-// TestOnboardingEndToEnd is the whole onboarding of issue 5 over real HTTP:
+// TestOnboardingEndToEnd is the whole onboarding (spec 5) over real HTTP:
 // a third party becomes a Resource Server under review, another project is
 // approved for its type, a subject consents through the native API, and
 // the token (obtained with golang.org/x/oauth2) works at the Resource

@@ -56,7 +56,7 @@ type Host interface {
 	Close(ctx context.Context) error
 	// Context describes the Miniapp and the host for getContext.
 	Context(ctx context.Context) (ContextInfo, error)
-	// Authorize runs an authorization for a public client (issue 7: PKCE
+	// Authorize runs an authorization for a public client (docs/bridge.md: PKCE
 	// with golang.org/x/oauth2, consent, code exchange). A denial is
 	// Errorf(CodeAccessDenied, ...).
 	Authorize(ctx context.Context, req AuthorizeRequest) (AuthorizeResult, error)

@@ -84,8 +84,8 @@ func BenchmarkCheckDistinct(b *testing.B) {
 // BenchmarkCheckRealistic checks a realistic request: four scopes and three
 // details (a bank account, an automatic charge with budget and binding, and
 // a signing detail), the same request every time as a Miniapp sends it on
-// every sign-in: the details' verdicts come from the memo. Issue 2's target:
-// 50,000 requests/s per core.
+// every sign-in: the details' verdicts come from the memo. The target:
+// 50,000 requests/s per core (BENCHMARKS.md, "Catalog").
 func BenchmarkCheckRealistic(b *testing.B) {
 	c := newTestCatalog(b)
 	js, _ := json.Marshal(realisticDetails("50000"))

@@ -191,7 +191,7 @@ func (o Origin) IsLoopback() bool {
 }
 
 // IsPotentiallyTrustworthy reports whether o may be loaded without the
-// insecure option (issue 3): https (or wss), or http (or ws) on a loopback
+// insecure option (resolver.Config.Insecure): https (or wss), or http (or ws) on a loopback
 // host.
 func (o Origin) IsPotentiallyTrustworthy() bool {
 	switch o.Scheme {

@@ -37,7 +37,7 @@ type Expectation struct {
 	Pointer string         `json:"pointer,omitempty"`
 }
 
-// The broken demo Miniapps (issue 8, item 2), by id; their client ids are
+// The broken demo Miniapps (docs/playground.md), by id; their client ids are
 // the same.
 const (
 	BrokenCrossOrigin   = "broken-cross-origin"   // start_url on another origin

@@ -13,7 +13,7 @@ import (
 // loopback servers with keep-alive and no HTTP caching (Cache-Control:
 // no-store), so that each resolve makes both requests over warm
 // connections. It reports the median (p50) and p99 of one resolve in ns.
-// Issue 3 target: p50 under 1 ms.
+// The target: p50 under 1 ms (BENCHMARKS.md, "Resolver").
 func BenchmarkResolveWarm(b *testing.B) {
 	var appURL string
 	serve := func(body func() string) *httptest.Server {

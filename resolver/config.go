@@ -9,7 +9,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
-// Defaults of Config (issue 3).
+// Defaults of Config (docs/resolve.md).
 const (
 	DefaultTimeout      = 10 * time.Second
 	DefaultMaxBytes     = 256 << 10

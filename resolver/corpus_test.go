@@ -109,7 +109,7 @@ func startCorpusEnv(t *testing.T, c corpusCase) *corpusEnv {
 func TestCorpus(t *testing.T) {
 	cases := loadCorpus(t)
 	if len(cases) < 60 {
-		t.Fatalf("the corpus has %d cases; issue 3 asks for at least 60", len(cases))
+		t.Fatalf("the corpus has %d cases; it must hold at least 60", len(cases))
 	}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package resolver turns a Miniapp id and origin into a trusted Miniapp, or
 // into a report that says which stage refused it, where, and how to fix it
-// (spec sections 2.9, 2.10, 4.2, 4.3 and 7; issue 3).
+// (spec sections 2.9, 2.10, 4.2, 4.3 and 7).
 //
 // A resolve runs seven stages, in order:
 //

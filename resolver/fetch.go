@@ -39,8 +39,8 @@ type stageError struct {
 	status    int
 }
 
-// cacheEntry is a cached 200 response (RFC 9111, the subset issue 3 asks
-// for: ETag and Cache-Control max-age / no-cache / no-store).
+// cacheEntry is a cached 200 response (RFC 9111, the subset a manifest
+// fetch needs: ETag and Cache-Control max-age / no-cache / no-store).
 type cacheEntry struct {
 	body    []byte
 	url     *url.URL

@@ -304,7 +304,7 @@ CREATE TABLE refresh_tokens (
 ) WITHOUT ROWID;
 CREATE INDEX refresh_tokens_grant ON refresh_tokens(grant_id);
 `,
-	// 2: onboarding and review (issue 5): project keys, the operator
+	// 2: onboarding and review (spec 5): project keys, the operator
 	// credential, submissions under review, remembered consent, and
 	// removable credentials. A removed client keeps its row (its grants
 	// reference it) and its id, which is never reused.
