@@ -224,7 +224,7 @@ func (d *driver) load(ctx context.Context, origin, which string) error {
 // approved without one (the subject consented before), "" when neither
 // came (a check). The last subject always denies, so that screens keep
 // coming all run long; the others deny a few times, then approve.
-func (d *driver) consent(ctx context.Context, mark int, subject, client string) (string, error) {
+func (d *driver) consent(ctx context.Context, mark int64, subject, client string) (string, error) {
 	ev, next, ok := d.c.waitEvent(ctx, mark, d.cfg.CommandTimeout, func(e Event) bool {
 		return e.Kind == "consent.shown" || e.Kind == "consent.decided"
 	})

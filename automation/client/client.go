@@ -65,6 +65,21 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("automation: %s: %s: %s", e.Command, e.Code, e.Message)
 }
 
+// NoReplyError is a command whose context ended before its reply came:
+// ID is the command's id on the wire, to find it in the host's log. It
+// unwraps to the context's error.
+type NoReplyError struct {
+	Command string
+	ID      int64
+	Err     error
+}
+
+func (e *NoReplyError) Error() string {
+	return fmt.Sprintf("automation: %s (id %d): no reply: %v", e.Command, e.ID, e.Err)
+}
+
+func (e *NoReplyError) Unwrap() error { return e.Err }
+
 // ErrClosed is returned once the connection has ended; Err says why.
 var ErrClosed = errors.New("automation: the connection is closed")
 
@@ -254,7 +269,7 @@ func (c *Client) Do(ctx context.Context, command string, params, result any) err
 		return nil
 	case <-ctx.Done():
 		forget()
-		return fmt.Errorf("automation: %s: %w", command, ctx.Err())
+		return &NoReplyError{Command: command, ID: id, Err: ctx.Err()}
 	}
 }
 
@@ -308,11 +323,42 @@ func (c *Client) CloseView(ctx context.Context, view string) error {
 // (or since the connection was made) that match accepts, waiting for it
 // until ctx ends or the connection does.
 func (c *Client) WaitFor(ctx context.Context, match func(Event) bool) (Event, error) {
+	return c.wait(ctx, -1, match)
+}
+
+// Last is the seq of the last event received (0 before any): WaitAfter
+// from it sees only what comes next.
+func (c *Client) Last() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.events) == 0 {
+		return 0
+	}
+	return c.events[len(c.events)-1].Seq
+}
+
+// WaitAfter returns the first event with a seq above after that match
+// accepts, waiting for it until ctx ends or the connection does. Unlike
+// WaitFor it keeps no cursor: callers that follow several threads of
+// events each keep their own position (the returned event's Seq).
+func (c *Client) WaitAfter(ctx context.Context, after int64, match func(Event) bool) (Event, error) {
+	return c.wait(ctx, after, match)
+}
+
+// wait finds the first matching event after seq after, or after the
+// cursor (which it then moves) when after is negative.
+func (c *Client) wait(ctx context.Context, after int64, match func(Event) bool) (Event, error) {
 	for {
 		c.mu.Lock()
+		from := after
+		if from < 0 {
+			from = c.cursor
+		}
 		for _, e := range c.events {
-			if e.Seq > c.cursor && match(e) {
-				c.cursor = e.Seq
+			if e.Seq > from && match(e) {
+				if after < 0 {
+					c.cursor = e.Seq
+				}
 				c.mu.Unlock()
 				return e, nil
 			}
