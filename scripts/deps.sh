@@ -31,7 +31,8 @@ esac
 # The playground's plain-browser-tab tests drive Debian's headless Chromium.
 # The host's tests click with xdotool (XTest): real input, as a user gives it.
 # WebKitWebDriver (webkit2gtk-driver) drives a WebKitGTK browser over WebDriver.
-pkgs=(pkg-config gcc libgtk-3-dev xvfb xauth chromium xdotool webkit2gtk-driver)
+# The store's tests run a temporary PostgreSQL server from Debian's postgresql (authserver/store/pgtest).
+pkgs=(pkg-config gcc libgtk-3-dev xvfb xauth chromium xdotool webkit2gtk-driver postgresql)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 

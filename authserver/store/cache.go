@@ -187,3 +187,16 @@ func (c *cache) revokedToken(hash []byte) {
 		c.tokens[string(hash)] = t
 	}
 }
+
+// clear drops everything, for when changes may have been missed; a read
+// under way does not fill the cache with what it read before (the epoch).
+func (c *cache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch++
+	clear(c.tokens)
+	clear(c.grants)
+	clear(c.codes)
+	c.tokenOrder = newFIFO(len(c.tokenOrder.keys))
+	c.grantOrder = newFIFO(len(c.grantOrder.keys))
+}

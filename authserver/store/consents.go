@@ -77,8 +77,10 @@ func scanConsents(rows *sql.Rows) ([]*Consent, error) {
 func (s *Store) PutConsent(ctx context.Context, c *Consent) error {
 	perms, _ := json.Marshal(nonNil(c.Permissions))
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Stmt(s.stmts.putConsent).Exec(c.SubjectID, c.ClientID, c.OrgID, string(perms), c.AccountID, c.UpdatedAt.Unix())
-		return wrap("put consent", err)
+		if _, err := tx.Stmt(s.stmts.putConsent).Exec(c.SubjectID, c.ClientID, c.OrgID, string(perms), c.AccountID, c.UpdatedAt.Unix()); err != nil {
+			return wrap("put consent", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(c.SubjectID, c.ClientID)})
 	})
 }
 
@@ -110,7 +112,10 @@ func (s *Store) RevokeConsent(ctx context.Context, subjectID, clientID string, n
 			}
 			revoked = append(revoked, g)
 		}
-		return wrap("revoke consent", rows.Err())
+		if err := rows.Err(); err != nil {
+			return wrap("revoke consent", err)
+		}
+		return s.announceRevoked(tx, revoked, now, Change{Kind: ChangedConsent, Key: ConsentKey(subjectID, clientID)})
 	})
 	if err != nil {
 		return err

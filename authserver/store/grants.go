@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,7 +83,7 @@ type statements struct {
 	putConsent                                  *sql.Stmt // writer
 }
 
-const grantCols = `g.id, g.client_id, g.subject_id, g.org_id, g.scopes, g.details, g.audience, g.installation_id, g.auth_time, g.created_at, IFNULL(g.revoked_at, 0)`
+const grantCols = `g.id, g.client_id, g.subject_id, g.org_id, g.scopes, g.details, g.audience, g.installation_id, g.auth_time, g.created_at, COALESCE(g.revoked_at, 0)`
 
 func (st *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 	var errs []error
@@ -176,9 +177,11 @@ func (s *Store) CreateGrantRemembering(ctx context.Context, g *Grant, c *Code, r
 		if remember == nil {
 			return nil
 		}
-		_, err := tx.Stmt(s.stmts.putConsent).Exec(remember.SubjectID, remember.ClientID, remember.OrgID, string(perms),
-			remember.AccountID, remember.UpdatedAt.Unix())
-		return wrap("put consent", err)
+		if _, err := tx.Stmt(s.stmts.putConsent).Exec(remember.SubjectID, remember.ClientID, remember.OrgID, string(perms),
+			remember.AccountID, remember.UpdatedAt.Unix()); err != nil {
+			return wrap("put consent", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(remember.SubjectID, remember.ClientID)})
 	})
 	if err != nil {
 		return err
@@ -216,7 +219,7 @@ func (s *Store) RedeemCode(ctx context.Context, hash []byte, now time.Time) (*Co
 		if !errors.Is(err, sql.ErrNoRows) {
 			return wrap("redeem code", err)
 		}
-		replayed, err = revokeSpent(tx, s.stmts.codeGrant, s.stmts.revokeGrant, hash, now)
+		replayed, err = s.revokeSpent(tx, s.stmts.codeGrant, hash, now)
 		return err
 	})
 	switch {
@@ -236,7 +239,7 @@ func (s *Store) RedeemCode(ctx context.Context, hash []byte, now time.Time) (*Co
 // check it and sign the tokens before the one write that spends the code
 // and stores the tokens (RedeemCodeFor). used reports a spent code.
 func (s *Store) PeekCode(ctx context.Context, hash []byte) (c *Code, used bool, err error) {
-	if cc, ok := s.cache.code(hash); ok {
+	if cc, ok := s.cache.code(hash); ok && s.cacheable() {
 		return &cc, false, nil
 	}
 	c = &Code{Hash: hash}
@@ -262,7 +265,7 @@ func (s *Store) RedeemCodeFor(ctx context.Context, hash []byte, now time.Time, a
 		var exp int64
 		err := tx.Stmt(s.stmts.useCode).QueryRow(hash).Scan(&grantID, &c.ClientID, &c.RedirectURI, &c.Challenge, &c.Nonce, &exp)
 		if errors.Is(err, sql.ErrNoRows) {
-			replayed, err = revokeSpent(tx, s.stmts.codeGrant, s.stmts.revokeGrant, hash, now)
+			replayed, err = s.revokeSpent(tx, s.stmts.codeGrant, hash, now)
 			return err
 		} else if err != nil {
 			return wrap("redeem code", err)
@@ -288,7 +291,7 @@ func (s *Store) RedeemCodeFor(ctx context.Context, hash []byte, now time.Time, a
 // revokeSpent looks up the grant of a spent single-use credential and
 // revokes it, in the transaction that found it spent; it returns "" when
 // the credential never existed.
-func revokeSpent(tx *sql.Tx, lookup, revoke *sql.Stmt, hash []byte, now time.Time) (string, error) {
+func (s *Store) revokeSpent(tx *sql.Tx, lookup *sql.Stmt, hash []byte, now time.Time) (string, error) {
 	var grantID string
 	err := tx.Stmt(lookup).QueryRow(hash).Scan(&grantID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -296,10 +299,10 @@ func revokeSpent(tx *sql.Tx, lookup, revoke *sql.Stmt, hash []byte, now time.Tim
 	} else if err != nil {
 		return "", wrap("redeem", err)
 	}
-	if _, err := tx.Stmt(revoke).Exec(now.Unix(), grantID); err != nil {
+	if _, err := tx.Stmt(s.stmts.revokeGrant).Exec(now.Unix(), grantID); err != nil {
 		return "", wrap("revoke grant", err)
 	}
-	return grantID, nil
+	return grantID, s.announce(tx, Change{Kind: ChangedGrant, Key: grantID, At: now})
 }
 
 // UseRefreshToken marks a refresh token used (rotation, RFC 9700 §4.14.2) and
@@ -318,7 +321,7 @@ func (s *Store) UseRefreshToken(ctx context.Context, hash []byte, now time.Time)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return wrap("use refresh token", err)
 		}
-		replayed, err = revokeSpent(tx, s.stmts.rtGrant, s.stmts.revokeGrant, hash, now)
+		replayed, err = s.revokeSpent(tx, s.stmts.rtGrant, hash, now)
 		return err
 	})
 	switch {
@@ -368,8 +371,10 @@ func cachedToken(at *AccessToken) *AccessToken {
 // token lookups read the grant's state, so no token outlives it.
 func (s *Store) RevokeGrant(ctx context.Context, id string, now time.Time) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Stmt(s.stmts.revokeGrant).Exec(now.Unix(), id)
-		return wrap("revoke grant", err)
+		if _, err := tx.Stmt(s.stmts.revokeGrant).Exec(now.Unix(), id); err != nil {
+			return wrap("revoke grant", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedGrant, Key: id, At: now})
 	})
 	if err != nil {
 		return err
@@ -381,8 +386,10 @@ func (s *Store) RevokeGrant(ctx context.Context, id string, now time.Time) error
 // RevokeAccessToken revokes one access token.
 func (s *Store) RevokeAccessToken(ctx context.Context, hash []byte) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE access_tokens SET revoked = 1 WHERE hash = ?`, hash)
-		return wrap("revoke access token", err)
+		if _, err := tx.Exec(`UPDATE access_tokens SET revoked = 1 WHERE hash = ?`, hash); err != nil {
+			return wrap("revoke access token", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedToken, Key: hex.EncodeToString(hash)})
 	})
 	if err != nil {
 		return err
@@ -394,7 +401,7 @@ func (s *Store) RevokeAccessToken(ctx context.Context, hash []byte) error {
 // Grant returns a grant by id, or ErrNotFound.
 func (s *Store) Grant(ctx context.Context, id string) (*Grant, error) {
 	g, epoch := s.cache.grant(id)
-	if g != nil {
+	if g != nil && s.cacheable() {
 		return g, nil
 	}
 	g = &Grant{}
@@ -412,7 +419,7 @@ func (s *Store) Grant(ctx context.Context, id string) (*Grant, error) {
 // ErrNotFound.
 func (s *Store) LookupAccessToken(ctx context.Context, hash []byte) (*AccessToken, *Grant, error) {
 	t, g, epoch := s.cache.lookup(hash)
-	if t != nil {
+	if t != nil && s.cacheable() {
 		return t, g, nil
 	}
 	t, g = &AccessToken{Hash: hash}, &Grant{}

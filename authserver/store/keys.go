@@ -38,7 +38,9 @@ func (s *Store) Keys(ctx context.Context) ([]Key, error) {
 // AddKey stores a key.
 func (s *Store) AddKey(ctx context.Context, k Key) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO keys(kid, alg, der, created_at) VALUES(?, ?, ?, ?)`, k.KID, k.Alg, k.DER, k.CreatedAt.Unix())
-		return wrap("add key", err)
+		if _, err := tx.Exec(`INSERT INTO keys(kid, alg, der, created_at) VALUES(?, ?, ?, ?)`, k.KID, k.Alg, k.DER, k.CreatedAt.Unix()); err != nil {
+			return wrap("add key", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedKeys, Key: k.KID})
 	})
 }

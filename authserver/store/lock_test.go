@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 )
 
 // TestSecondOpenRefused: while a Store has the database open, a second
@@ -82,7 +84,7 @@ func TestMain(m *testing.M) {
 		os.Stdin.Read(b[:])
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(storetest.Main(m))
 }
 
 // TestKilledOwnerReleases: a server killed with SIGKILL (no Close, no

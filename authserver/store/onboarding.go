@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,8 +35,10 @@ func (s *Store) CreateProject(ctx context.Context, p Project, keyHash []byte) er
 		if err != nil {
 			return wrap("create project", err)
 		}
-		n, err = res.RowsAffected()
-		return wrap("create project", err)
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return wrap("create project", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedWorld})
 	})
 	s.forgetWorld()
 	if err == nil && n == 0 {
@@ -105,10 +108,36 @@ func (s *Store) ProjectClients(ctx context.Context, projectID string) ([]*Client
 // tokens issued for that resource (GET {base_url}/authorization).
 func (s *Store) SetResourceServer(ctx context.Context, projectID, resource string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE clients SET resource = ?,
-			roles = CASE WHEN EXISTS (SELECT 1 FROM json_each(roles) WHERE value = ?) THEN roles ELSE json_insert(roles, '$[#]', ?) END
-			WHERE project_id = ? AND type = 'confidential' AND removed_at IS NULL`, resource, RoleResourceServer, RoleResourceServer, projectID)
-		return wrap("set resource server", err)
+		rows, err := tx.Query(`SELECT id, roles FROM clients WHERE project_id = ? AND type = 'confidential' AND removed_at IS NULL`, projectID)
+		if err != nil {
+			return wrap("set resource server", err)
+		}
+		roles := map[string]string{}
+		for rows.Next() {
+			var id, ro string
+			if err := rows.Scan(&id, &ro); err != nil {
+				rows.Close()
+				return wrap("set resource server", err)
+			}
+			roles[id] = ro
+		}
+		if err := rows.Err(); err != nil {
+			return wrap("set resource server", err)
+		}
+		for id, ro := range roles {
+			var rs []string
+			if err := json.Unmarshal([]byte(ro), &rs); err != nil {
+				return fmt.Errorf("store: client %q roles: %w", id, err)
+			}
+			if !slices.Contains(rs, RoleResourceServer) {
+				rs = append(rs, RoleResourceServer)
+			}
+			b, _ := json.Marshal(rs)
+			if _, err := tx.Exec(`UPDATE clients SET resource = ?, roles = ? WHERE id = ?`, resource, string(b), id); err != nil {
+				return wrap("set resource server", err)
+			}
+		}
+		return s.announce(tx, Change{Kind: ChangedClient})
 	})
 }
 
@@ -142,8 +171,10 @@ func (s *Store) RemoveClient(ctx context.Context, id string, now time.Time) erro
 		if err := rows.Err(); err != nil {
 			return wrap("remove client", err)
 		}
-		_, err = tx.Exec(`DELETE FROM consents WHERE client_id = ?`, id)
-		return wrap("remove client", err)
+		if _, err = tx.Exec(`DELETE FROM consents WHERE client_id = ?`, id); err != nil {
+			return wrap("remove client", err)
+		}
+		return s.announceRevoked(tx, revoked, now, Change{Kind: ChangedClient, Key: id}, Change{Kind: ChangedConsent})
 	})
 	if err != nil {
 		return err
@@ -201,7 +232,7 @@ type SubmissionFilter struct {
 	ID, ProjectID, Kind, Status string
 }
 
-const submissionSelect = `SELECT id, project_id, kind, body, status, reason, assigned_id, created_at, IFNULL(decided_at, 0) FROM submissions`
+const submissionSelect = `SELECT id, project_id, kind, body, status, reason, assigned_id, created_at, COALESCE(decided_at, 0) FROM submissions`
 
 // Submissions returns the submissions matching f, oldest first (in the
 // order they were submitted within one second).
@@ -262,8 +293,10 @@ func (s *Store) DecideSubmission(ctx context.Context, id, status, reason, assign
 		if err != nil {
 			return wrap("decide submission", err)
 		}
-		n, err = res.RowsAffected()
-		return wrap("decide submission", err)
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return wrap("decide submission", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedReview, Key: id})
 	})
 	if n > 0 {
 		// After the commit: a reader that started before it labelled its
@@ -307,7 +340,7 @@ type policyEntry struct {
 // caller may keep but not change the slices.
 func (s *Store) ApprovedPolicy(ctx context.Context, projectID string) (Policy, error) {
 	gen := s.policies.gen.Load()
-	if e, ok := s.policies.m.Load(projectID); ok && e.(policyEntry).gen == gen {
+	if e, ok := s.policies.m.Load(projectID); ok && e.(policyEntry).gen == gen && s.cacheable() {
 		return e.(policyEntry).p, nil
 	}
 	p, err := s.readApprovedPolicy(ctx, projectID)

@@ -50,6 +50,9 @@ type Store struct {
 	closeOnce  sync.Once
 
 	lock *dbLock // held from Open to Close; nil where the platform has no file locks
+
+	pg  *pgState  // nil on SQLite (postgres.go)
+	coh coherence // notifications between processes (coherence.go)
 }
 
 // Options tune OpenWith.
@@ -59,14 +62,16 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Open opens (creating if needed) the database file at path and brings its
-// schema up to date. It is OpenWith without options.
-func Open(ctx context.Context, path string) (*Store, error) {
-	return OpenWith(ctx, path, Options{})
+// Open opens a database and brings its schema up to date. It is OpenWith
+// without options.
+func Open(ctx context.Context, db string) (*Store, error) {
+	return OpenWith(ctx, db, Options{})
 }
 
-// OpenWith opens (creating if needed) the database file at path and brings
-// its schema up to date. The Store owns the file until Close: a second
+// OpenWith opens a database and brings its schema up to date: a
+// PostgreSQL database when db is a postgres:// or postgresql:// URL
+// (postgres.go), which several processes may share, else the SQLite
+// file at path db, created if needed. The Store owns a SQLite file until Close: a second
 // Open of it, in this process or another, fails with a *LockedError naming
 // the owner (lock.go). The database, its WAL and shared-memory files and
 // the lock file are readable by their owner only (0600); an existing file
@@ -74,6 +79,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error) {
 	if path == "" {
 		return nil, errors.New("store: empty database path")
+	}
+	if IsPostgres(path) {
+		return openPostgres(ctx, path, o)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -161,6 +169,16 @@ func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error)
 // Close waits for queued writes, then closes the database.
 func (s *Store) Close() error {
 	var err error
+	if s.pg != nil {
+		s.closeOnce.Do(func() {
+			close(s.quit)
+			s.pg.cancel()
+			<-s.pg.listenerDone
+			s.stmts.close()
+			err = s.w.Close()
+		})
+		return err
+	}
 	s.closeOnce.Do(func() {
 		// The writer finishes its batch and stops; later writes see quit.
 		close(s.quit)

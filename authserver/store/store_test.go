@@ -4,18 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 )
 
-// open returns a store on a temporary file with one client and subject.
+// open returns a store on a new database (storetest.DB: SQLite, or
+// PostgreSQL with MINIAPP_HOST_TEST_STORE=postgres) with one client.
 func open(t testing.TB) *Store {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	s, err := Open(ctx, storetest.DB(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func (s *Store) PutClient(ctx context.Context, c *Client) error {
 	ru, _ := json.Marshal(nonNil(c.RedirectURIs))
 	ao, _ := json.Marshal(nonNil(c.AllowedOrigins))
 	ro, _ := json.Marshal(nonNil(c.Roles))
-	return s.exec(ctx, "put client", `INSERT INTO clients(id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource, id_token_alg)
+	return s.execChange(ctx, Change{Kind: ChangedClient, Key: c.ID}, "put client", `INSERT INTO clients(id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource, id_token_alg)
 		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET project_id = excluded.project_id, name = excluded.name, type = excluded.type,
 			secret_hash = excluded.secret_hash, redirect_uris = excluded.redirect_uris,
@@ -152,8 +152,10 @@ func (s *Store) SetClientSecret(ctx context.Context, id string, hash []byte) err
 		if err != nil {
 			return wrap("set client secret", err)
 		}
-		n, err = res.RowsAffected()
-		return wrap("set client secret", err)
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return wrap("set client secret", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedClient, Key: id})
 	})
 	if err != nil {
 		return err
@@ -226,11 +228,18 @@ func (s *Store) PutAccount(ctx context.Context, a Account) error {
 }
 
 // exec runs one statement through the writer and forgets the cached world,
-// which the next read loads again.
+// which the next read loads again; so do the other processes on a shared
+// database, told by c (ChangedWorld when c is empty).
 func (s *Store) exec(ctx context.Context, op, query string, args ...any) error {
+	return s.execChange(ctx, Change{Kind: ChangedWorld}, op, query, args...)
+}
+
+func (s *Store) execChange(ctx context.Context, c Change, op, query string, args ...any) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(query, args...)
-		return wrap(op, err)
+		if _, err := tx.Exec(query, args...); err != nil {
+			return wrap(op, err)
+		}
+		return s.announce(tx, c)
 	})
 	s.forgetWorld()
 	return err

@@ -39,7 +39,7 @@ func (s *Store) loadWorld(ctx context.Context) (*world, error) {
 	s.wc.mu.Lock()
 	snap, gen := s.wc.snap, s.wc.gen
 	s.wc.mu.Unlock()
-	if snap != nil {
+	if snap != nil && s.cacheable() {
 		return snap, nil
 	}
 	w, err := s.readWorld(ctx)
@@ -121,7 +121,7 @@ func (s *Store) readWorld(ctx context.Context) (*world, error) {
 		w.members[k] = true
 	}
 	rows.Close()
-	if rows, err = tx.QueryContext(ctx, `SELECT id, IFNULL(subject_id, ''), IFNULL(company_id, ''), name, number, currency FROM accounts ORDER BY id`); err != nil {
+	if rows, err = tx.QueryContext(ctx, `SELECT id, COALESCE(subject_id, ''), COALESCE(company_id, ''), name, number, currency FROM accounts ORDER BY id`); err != nil {
 		return nil, wrap("accounts", err)
 	}
 	defer rows.Close()

@@ -24,6 +24,9 @@ type writeOp struct {
 // (group commit): SQLite has one writer, and its commit is the expensive
 // part, so sharing it is what lets the token endpoint scale with clients.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.pg != nil {
+		return s.writePG(ctx, fn)
+	}
 	op := &writeOp{fn: fn, done: make(chan error, 1)}
 	select {
 	case s.ops <- op:

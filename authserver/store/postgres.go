@@ -1,0 +1,271 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// PostgreSQL. The Store runs the same queries and the same migrations on
+// PostgreSQL as on SQLite (through jackc/pgx v5 and database/sql), so that
+// several server instances can share one database. What differs is below:
+//
+//   - Placeholders: the queries are written with "?" and rewritten to
+//     PostgreSQL's "$1", "$2", ... once, where the driver receives them
+//     (rebindConn).
+//   - Types in migrations: SQLite's INTEGER (64-bit) is BIGINT, BLOB is
+//     BYTEA, and a table's implicit rowid, which some listings order by, is
+//     an explicit BIGSERIAL column (pgSchema).
+//   - Writes: PostgreSQL runs concurrent write transactions itself, so there
+//     is no single writer goroutine; each write is its own transaction.
+//   - Schema version: a table, since PRAGMA user_version is SQLite's.
+//   - Several processes: migrations and the first start's seeding run under
+//     an advisory lock (Exclusive), and every write that another process may
+//     hold in a cache announces itself with NOTIFY (coherence.go).
+
+// IsPostgres reports whether a database name is a PostgreSQL connection URL
+// (postgres:// or postgresql://) rather than a SQLite file path.
+func IsPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// lockKey is the advisory lock key of Exclusive and of migrations: any
+// 64-bit number of our own; this one spells "mhstore" in ASCII.
+const lockKey = 0x6d6873746f7265
+
+// openPostgres connects to the database at dsn and brings its schema up to
+// date.
+func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message repeats the URL, password included; name the rule.
+		return nil, fmt.Errorf("store: the PostgreSQL URL is not valid (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=...]): %v", redact(err))
+	}
+	db := sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
+	n := max(8, 4*runtime.GOMAXPROCS(0))
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	if err := db.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("store: connect to PostgreSQL at %s: %w", cfg.Host, err)
+	}
+	if err := migratePostgres(ctx, db); err != nil {
+		return nil, err
+	}
+	s := &Store{w: db, r: db, pg: &pgState{cfg: cfg}, cache: newCache(cachedRecords), quit: make(chan struct{})}
+	if err := s.stmts.prepare(ctx, db, db); err != nil {
+		return nil, err
+	}
+	if err := s.startListener(ctx, o); err != nil {
+		s.stmts.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// redact drops a URL's password from a driver's error.
+func redact(err error) string {
+	return regexp.MustCompile(`(://[^:/@]*:)[^@]*@`).ReplaceAllString(err.Error(), "${1}xxxxx@")
+}
+
+// pgState is what a Store on PostgreSQL has beside its pool.
+type pgState struct {
+	cfg *pgx.ConnConfig
+
+	listenerDone chan struct{} // closed when the listener goroutine returns
+	cancel       context.CancelFunc
+}
+
+// writePG runs fn in a transaction of its own. The transaction does not
+// follow ctx once begun, for the same reason as on SQLite: the caller must
+// learn whether a code was spent.
+func (s *Store) writePG(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	select {
+	case <-s.quit:
+		return errClosed
+	default:
+	}
+	tx, err := s.w.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// Exclusive runs fn while no other process on the same database runs an
+// Exclusive fn: on PostgreSQL under a session advisory lock, on SQLite
+// directly (the Store owns the file). Servers starting at once on one
+// database seed it, create keys and set credentials inside it, so that one
+// of them does it and the others find it done.
+func (s *Store) Exclusive(ctx context.Context, fn func() error) error {
+	if s.pg == nil {
+		return fn()
+	}
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return wrap("exclusive", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, int64(lockKey)); err != nil {
+		return wrap("exclusive", err)
+	}
+	ferr := fn()
+	_, err = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, int64(lockKey))
+	if err != nil {
+		// A lock that could not be released would hold every other
+		// instance's start; dropping the connection releases it.
+		conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return errors.Join(ferr, wrap("exclusive", err))
+}
+
+// migratePostgres applies the migrations the database has not seen, under
+// the advisory lock, so that instances starting at once migrate once.
+func migratePostgres(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(lockKey)); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	var v int
+	switch err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version(version) VALUES(0)`); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("store: read schema version: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("store: database schema version %d is newer than this program (%d)", v, len(migrations))
+	}
+	// PostgreSQL's DDL is transactional: every migration and the version
+	// bump commit together or not at all.
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, pgSchema(migrations[i])); err != nil {
+			return fmt.Errorf("store: migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	return tx.Commit()
+}
+
+var (
+	createTable = regexp.MustCompile(`(?s)CREATE TABLE (\w+) \((.*?)\n\)( WITHOUT ROWID)?;`)
+	integerType = regexp.MustCompile(`\bINTEGER\b`)
+	blobType    = regexp.MustCompile(`\bBLOB\b`)
+)
+
+// pgSchema translates a migration written for SQLite into PostgreSQL's
+// dialect: INTEGER is SQLite's 64-bit integer (BIGINT), BLOB is BYTEA, and
+// a table with a rowid gets it as a column, so that "ORDER BY rowid" keeps
+// meaning insertion order.
+func pgSchema(m string) string {
+	m = createTable.ReplaceAllStringFunc(m, func(t string) string {
+		p := createTable.FindStringSubmatch(t)
+		if p[3] != "" {
+			return "CREATE TABLE " + p[1] + " (" + p[2] + "\n);"
+		}
+		return "CREATE TABLE " + p[1] + " (\n\trowid BIGSERIAL," + p[2] + "\n);"
+	})
+	return blobType.ReplaceAllString(integerType.ReplaceAllString(m, "BIGINT"), "BYTEA")
+}
+
+// rebindConnector makes pgx's connections take "?" placeholders.
+type rebindConnector struct{ driver.Connector }
+
+func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rebindConn{conn.(*stdlib.Conn)}, nil
+}
+
+// rebindConn is pgx's connection with every query's placeholders rewritten;
+// its other methods (transactions, named values, resets) are pgx's.
+type rebindConn struct{ *stdlib.Conn }
+
+func (c *rebindConn) Prepare(q string) (driver.Stmt, error) { return c.Conn.Prepare(rebind(q)) }
+
+func (c *rebindConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
+	return c.Conn.PrepareContext(ctx, rebind(q))
+}
+
+func (c *rebindConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
+	return c.Conn.ExecContext(ctx, rebind(q), args)
+}
+
+func (c *rebindConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.QueryContext(ctx, rebind(q), args)
+}
+
+// rebound caches rewritten queries: the Store's queries are a fixed set of
+// constant strings.
+var rebound sync.Map // string -> string
+
+// rebind rewrites "?" placeholders to "$1", "$2", ... outside string
+// literals, quoted identifiers and comments.
+func rebind(q string) string {
+	if r, ok := rebound.Load(q); ok {
+		return r.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		switch c := q[i]; {
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(q[i+1:], c)
+			if j < 0 { // unterminated: the server will say so
+				b.WriteString(q[i:])
+				i = len(q)
+				continue
+			}
+			b.WriteString(q[i : i+j+2])
+			i += j + 1
+		case c == '-' && strings.HasPrefix(q[i:], "--"):
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				j = len(q) - i
+			}
+			b.WriteString(q[i : i+j])
+			i += j - 1
+		case c == '?':
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	r := b.String()
+	rebound.Store(q, r)
+	return r
+}
