@@ -71,13 +71,17 @@ lint: vet $(STATICCHECK)
 	$(STATICCHECK) -tags qa ./examples/qa/go/
 
 # Every test, with the race detector, under a virtual display (the host's tests open real windows);
-# then the engine's GUI tests (ENGINE_PKGS) again against the other WebKitGTK API, when installed;
+# then the reference server's tests on PostgreSQL (STORE_PKGS); then the engine's GUI tests (ENGINE_PKGS) again against the other WebKitGTK API, when installed;
 # then the example WebDriver suites (examples/qa/run.sh), which need WebKitGTK 4.1 and fail without it.
 XVFB := xvfb-run -a -s "-screen 0 1280x900x24"
 ENGINE_PKGS ?= ./host/webkitgtk/
+# The packages whose tests take their database from storetest (SQLite, then PostgreSQL).
+STORE_PKGS ?= ./authserver/...
 test: DEPS_FLAGS = --all-webkit-apis
 test: lint
 	$(XVFB) $(GO) test -race -count=1 ./...
+	@echo "test: the reference server's tests again, on PostgreSQL (a temporary server; authserver/store/storetest)"
+	MINIAPP_HOST_TEST_STORE=postgres $(GO) test -race -count=1 $(STORE_PKGS)
 	@other=$(other_webkit_api); \
 	if ! $(REAL_PKG_CONFIG) --exists webkit2gtk-$$other; then \
 		echo "test: engine tests against WebKitGTK $$other skipped: libwebkit2gtk-$$other-dev is not installed"; \

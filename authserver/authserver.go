@@ -168,6 +168,7 @@ type Server struct {
 	stopPurge chan struct{} // closed by Close, once (stopOnce)
 	purgeDone chan struct{} // closed when the purge loop has returned
 	stopOnce  sync.Once
+	catMu     sync.Mutex // serialises refreshCatalog
 }
 
 // role is one listener and what it serves.
@@ -243,6 +244,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.extendCatalog(ctx, cfg.Logger); err != nil {
 		return nil, err
 	}
+	// On a shared database another instance may approve a Resource Server:
+	// the catalog in force follows (store.OnChange).
+	s.st.OnChange(func(c store.Change) {
+		if c.Kind == store.ChangedReview || c.Kind == store.ChangedAll {
+			go s.refreshCatalog(cfg.Logger)
+		}
+	})
 	s.urls.Discovery = s.urls.Issuer + "/.well-known/openid-configuration"
 	s.urls.Authorization, s.urls.Token = s.oauth.AuthorizationEndpoint(), s.urls.Issuer+"/oauth/token"
 	s.urls.Grant, s.urls.Native = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint()
@@ -321,6 +329,16 @@ func (s *Server) purgeLoop(cfg Config) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// refreshCatalog rebuilds the catalog in force after a review decision of
+// another instance.
+func (s *Server) refreshCatalog(log *slog.Logger) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if err := s.extendCatalog(context.Background(), log); err != nil && log != nil {
+		log.Error("authserver: rebuilding the catalog after a review decision", "err", err)
 	}
 }
 

@@ -64,5 +64,5 @@ func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	w.Header().Set("Content-Type", "application/jwk-set+json")
 	w.Header().Set("Cache-Control", "max-age=300")
-	w.Write(s.keys.jwks)
+	w.Write(s.keys.Load().jwks)
 }

@@ -98,7 +98,8 @@ func (c Config) baseURL() string { return strings.TrimSuffix(c.Catalog.Endpoints
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
-	keys     *keySet
+	keys     atomic.Pointer[keySet]
+	keysMu   sync.Mutex // serialises reloadKeys
 	pending  *pendingSet
 	sessions *sessionSet
 	clients  *clientCache
@@ -170,10 +171,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		issuerURL: iu,
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
 	}
-	s.keys, err = loadKeys(ctx, cfg.Store, cfg.Now)
+	ks, err := loadKeys(ctx, cfg.Store, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
+	s.keys.Store(ks)
+	cfg.Store.OnChange(s.changed)
 	if err := s.SetCatalog(cfg.Catalog); err != nil {
 		return nil, err
 	}
@@ -309,9 +312,10 @@ func (s *Server) fill(v string) string { return s.cfg.Catalog.Fill(v) }
 // clientCache keeps clients in memory: the token and grant endpoints read a
 // client on every request, and clients change only through Invalidate.
 type clientCache struct {
-	st *store.Store
-	mu sync.RWMutex // guards m
-	m  map[string]*store.Client
+	st  *store.Store
+	mu  sync.RWMutex // guards m and gen
+	m   map[string]*store.Client
+	gen uint64 // incremented by every invalidation
 }
 
 func newClientCache(st *store.Store) *clientCache {
@@ -322,6 +326,7 @@ func newClientCache(st *store.Store) *clientCache {
 func (c *clientCache) get(ctx context.Context, id string) (*store.Client, error) {
 	c.mu.RLock()
 	cl, ok := c.m[id]
+	gen := c.gen
 	c.mu.RUnlock()
 	if ok {
 		return cl, nil
@@ -331,15 +336,65 @@ func (c *clientCache) get(ctx context.Context, id string) (*store.Client, error)
 		return nil, err
 	}
 	c.mu.Lock()
-	c.m[id] = cl
+	// A client invalidated while it was read may be the old one: keep it
+	// for this request only.
+	if c.gen == gen {
+		c.m[id] = cl
+	}
 	c.mu.Unlock()
 	return cl, nil
+}
+
+// changed brings the caches of this package in line with a change that
+// another process made to a shared database (store.OnChange): a client
+// changed, a key was added (every instance then signs with the newest key
+// of each algorithm and publishes all of them), or anything may have.
+func (s *Server) changed(c store.Change) {
+	switch c.Kind {
+	case store.ChangedClient:
+		if c.Key != "" {
+			s.InvalidateClient(c.Key)
+			return
+		}
+		s.invalidateClients()
+	case store.ChangedAll:
+		s.invalidateClients()
+		go s.reloadKeys()
+	case store.ChangedKeys:
+		// Off the listener's goroutine: reading the keys is a query.
+		go s.reloadKeys()
+	}
+}
+
+// reloadKeys reads the keys again after another process added one.
+func (s *Server) reloadKeys() {
+	// Keys are only ever added, so reloads racing each other all end with
+	// every key; only creating the missing ones is left to loadKeys' caller
+	// at start, and is a no-op here where all exist.
+	s.keysMu.Lock()
+	defer s.keysMu.Unlock()
+	ks, err := loadKeys(context.Background(), s.cfg.Store, s.cfg.Now)
+	if err != nil {
+		if s.log != nil {
+			s.log.Error("oauth: reloading the signing keys", "err", err)
+		}
+		return
+	}
+	s.keys.Store(ks)
+}
+
+func (s *Server) invalidateClients() {
+	s.clients.mu.Lock()
+	s.clients.gen++
+	clear(s.clients.m)
+	s.clients.mu.Unlock()
 }
 
 // InvalidateClient drops a cached client; call it after changing the
 // client in the store.
 func (s *Server) InvalidateClient(id string) {
 	s.clients.mu.Lock()
+	s.clients.gen++
 	delete(s.clients.m, id)
 	s.clients.mu.Unlock()
 }

@@ -270,7 +270,7 @@ func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce st
 		return nil, err
 	}
 	scope := strings.Join(scopes, " ")
-	at, err := sign(s.keys.access, accessClaims{
+	at, err := sign(s.keys.Load().access, accessClaims{
 		Iss: s.cfg.Issuer, Sub: g.SubjectID, Aud: audClaim(g.Audience), Exp: now.Add(s.cfg.AccessTokenTTL).Unix(),
 		Iat: now.Unix(), Jti: jti, ClientID: c.ID, Scope: scope, OrgID: g.OrgID,
 	})
@@ -282,7 +282,7 @@ func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce st
 		resp.AuthorizationDetails = g.Details
 	}
 	if withID && slices.Contains(scopes, "openid") {
-		resp.IDToken, err = sign(s.keys.idSigner(c), idClaims{
+		resp.IDToken, err = sign(s.keys.Load().idSigner(c), idClaims{
 			Iss: s.cfg.Issuer, Sub: g.SubjectID, Aud: c.ID, Azp: c.ID, Exp: now.Add(s.cfg.IDTokenTTL).Unix(),
 			Iat: now.Unix(), AuthTime: g.AuthTime.Unix(), Nonce: nonce,
 		})
