@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/store/pgtest"
 )
 
 const (
@@ -65,6 +66,7 @@ func run() error {
 	driftWindow := flag.Int64("drift-window", 1_000, "flows at the start and the end of the drift phase whose CPU is compared")
 	driftProfile := flag.String("drift-profile-prefix", "", "write CPU profiles of the drift phase's start and end to PREFIX-start.pprof and PREFIX-end.pprof, and its live heap at the end to PREFIX-end.heap")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of each timed phase to FILE-1, FILE-2...")
+	dbURL := flag.String("db", "", "the database: a PostgreSQL URL (postgres://...) of an empty database, or \"postgres\" for a temporary PostgreSQL server with default durability (pgtest); default a new SQLite file")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "loadgen-")
@@ -73,7 +75,21 @@ func run() error {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	srv, err := authserver.Start(ctx, authserver.Config{DB: filepath.Join(dir, "load.db"),
+	db := filepath.Join(dir, "load.db")
+	switch {
+	case *dbURL == "postgres":
+		c, err := pgtest.StartWith(ctx, pgtest.Options{Durable: true})
+		if err != nil {
+			return err
+		}
+		defer c.Stop()
+		if db, err = c.NewDatabase(ctx); err != nil {
+			return err
+		}
+	case *dbURL != "":
+		db = *dbURL
+	}
+	srv, err := authserver.Start(ctx, authserver.Config{DB: db,
 		Secrets: map[string]string{"miniapp-host": hostSecret}})
 	if err != nil {
 		return err
@@ -87,7 +103,6 @@ func run() error {
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc * 2, MaxConnsPerHost: *conc * 2}}}
 	fmt.Printf("loadgen: GOMAXPROCS=%d NumCPU=%d, %d concurrent clients, %s per phase (max %d), server and client in one process on loopback%s\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), *conc, *dur, *max, loadavg())
-	db := filepath.Join(dir, "load.db")
 	defer func() {
 		var wal int64
 		if fi, err := os.Stat(db + "-wal"); err == nil {

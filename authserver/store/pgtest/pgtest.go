@@ -85,9 +85,20 @@ func version(binDir string) int {
 	return v
 }
 
+// Options tune StartWith.
+type Options struct {
+	// Durable keeps PostgreSQL's default durability (fsync, synchronous
+	// commit, full-page writes), for benchmarks whose figures should be
+	// those of a real deployment; tests leave it off.
+	Durable bool
+}
+
 // Start creates a cluster in a new temporary directory and starts its
 // server; it returns once the server accepts connections.
-func Start(ctx context.Context) (_ *Cluster, err error) {
+func Start(ctx context.Context) (*Cluster, error) { return StartWith(ctx, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, o Options) (_ *Cluster, err error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -117,9 +128,11 @@ func Start(ctx context.Context) (_ *Cluster, err error) {
 	// The settings of a disposable server: no TCP, no durability (the
 	// process under test may be killed, the server is not), and enough
 	// connections for several server instances at once.
-	args := []string{"-D", data, "-k", dir, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=64MB", "-c", "log_min_messages=warning"}
+	args := []string{"-D", data, "-k", dir, "-p", strconv.Itoa(port), "-c", "listen_addresses=",
+		"-c", "max_connections=300", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning"}
+	if !o.Durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
 	ready := make(chan error, 1)
 	go c.run(filepath.Join(bin, "postgres"), args, cred, ready)
 	select {
