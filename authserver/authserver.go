@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -86,6 +87,24 @@ type Config struct {
 	// listen addresses of the roles; "" means "127.0.0.1:0", a free
 	// loopback port.
 	ServiceAddr, DashboardAddr, SigningAddr, InvoicingAddr string
+	// Issuer is the service's public address, the issuer identifier (RFC
+	// 8414 §2): an absolute http(s) URL without query or fragment, written
+	// canonically, possibly with a path (Validate). Discovery, every
+	// endpoint, the iss of tokens and {base_url} (Issuer + BankPath) follow
+	// from it; with a path, the service serves its routes below that path,
+	// so a reverse proxy forwards them unchanged. Empty means
+	// "http://" + the service's listen address, as on a developer's
+	// machine.
+	Issuer string
+	// DashboardURL, SigningURL and InvoicingURL are the public origins of
+	// the dashboard ({dashboard_url}) and of the example providers, whose
+	// resource addresses are the origin + ProviderPath: each
+	// scheme://host[:port] without path. Empty means "http://" + the
+	// role's listen address.
+	DashboardURL, SigningURL, InvoicingURL string
+	// ReadyTimeout bounds the database query of GET /readyz; zero means
+	// DefaultReadyTimeout.
+	ReadyTimeout time.Duration
 	// Listen opens the listeners; nil means net.Listen.
 	Listen func(network, address string) (net.Listener, error)
 	// Now is the clock; nil means time.Now.
@@ -128,7 +147,8 @@ type Config struct {
 	PurgeKeep time.Duration
 }
 
-// URLs are the addresses of a running server.
+// URLs are the public addresses of a running server: Config's public
+// addresses, or those derived from the listeners.
 type URLs struct {
 	Issuer           string `json:"issuer"`
 	BaseURL          string `json:"base_url"`
@@ -140,6 +160,15 @@ type URLs struct {
 	Token            string `json:"token_endpoint"`
 	Grant            string `json:"grant_endpoint"`
 	Native           string `json:"native_consent_endpoint"`
+}
+
+// ListenAddrs are the addresses a running server's roles listen on
+// (host:port, the ports actually bound), whatever their public addresses.
+type ListenAddrs struct {
+	Service   string `json:"service"`
+	Dashboard string `json:"dashboard"`
+	Signing   string `json:"signing"`
+	Invoicing string `json:"invoicing"`
 }
 
 // Credential is a client with its secret for this run (empty for a public
@@ -161,14 +190,18 @@ type Server struct {
 	oauth   *oauth.Server
 	servers []*http.Server
 	urls    URLs
+	listen  ListenAddrs
+	health  *health
 	creds   []Credential
 	rand    io.Reader
 	opKey   string
 
-	stopPurge chan struct{} // closed by Close, once (stopOnce)
+	stopPurge chan struct{} // closed by Shutdown
 	purgeDone chan struct{} // closed when the purge loop has returned
-	stopOnce  sync.Once
-	catMu     sync.Mutex // serialises refreshCatalog
+	catMu     sync.Mutex    // serialises refreshCatalog
+
+	shutdownOnce sync.Once
+	shutdownErr  error // Shutdown's result, for every later call
 }
 
 // role is one listener and what it serves.
@@ -183,6 +216,9 @@ type role struct {
 func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.DB == "" {
 		return nil, errors.New("authserver: Config.DB is required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Listen == nil {
 		cfg.Listen = net.Listen
@@ -220,11 +256,26 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		roles = append(roles, &role{name: a.name, ln: ln})
 	}
-	origin := func(r *role) string { return "http://" + r.ln.Addr().String() }
 	s := &Server{rand: cfg.Rand, st: st}
+	s.listen = ListenAddrs{Service: roles[0].ln.Addr().String(), Dashboard: roles[1].ln.Addr().String(),
+		Signing: roles[2].ln.Addr().String(), Invoicing: roles[3].ln.Addr().String()}
+	// Every advertised address derives from these four: the public ones
+	// when configured, else the listeners' (a developer's machine).
+	public := func(configured, listen string) string {
+		if configured == "" {
+			return "http://" + listen
+		}
+		o, _ := canonicalOrigin(configured) // Validate accepted it
+		return o
+	}
+	issuer := cfg.Issuer
+	if issuer == "" {
+		issuer = "http://" + s.listen.Service
+	}
 	s.urls = URLs{
-		Issuer: origin(roles[0]), BaseURL: origin(roles[0]) + BankPath, Dashboard: origin(roles[1]),
-		SigningBaseURL: origin(roles[2]) + ProviderPath, InvoicingBaseURL: origin(roles[3]) + ProviderPath,
+		Issuer: issuer, BaseURL: issuer + BankPath, Dashboard: public(cfg.DashboardURL, s.listen.Dashboard),
+		SigningBaseURL:   public(cfg.SigningURL, s.listen.Signing) + ProviderPath,
+		InvoicingBaseURL: public(cfg.InvoicingURL, s.listen.Invoicing) + ProviderPath,
 	}
 	s.cat, err = catalog.New(catalog.Endpoints{BaseURL: s.urls.BaseURL, SigningBaseURL: s.urls.SigningBaseURL,
 		InvoicingBaseURL: s.urls.InvoicingBaseURL})
@@ -251,8 +302,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			go s.refreshCatalog(cfg.Logger)
 		}
 	})
-	s.urls.Discovery = s.urls.Issuer + "/.well-known/openid-configuration"
-	s.urls.Authorization, s.urls.Token = s.oauth.AuthorizationEndpoint(), s.urls.Issuer+"/oauth/token"
+	s.urls.Discovery = s.oauth.DiscoveryEndpoint()
+	s.urls.Authorization, s.urls.Token = s.oauth.AuthorizationEndpoint(), s.oauth.TokenEndpoint()
 	s.urls.Grant, s.urls.Native = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint()
 
 	roles[0].h = s.oauth.Handler()
@@ -268,10 +319,19 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	roles[1].h = dashboard.New(dc).Handler()
 	// The example providers read grants over HTTP with their own
-	// credential, exactly as a third-party Resource Server would.
+	// credential, exactly as a third-party Resource Server would, but from
+	// this process's own service listener: behind a reverse proxy the
+	// public grant endpoint may not be reachable from the instance (a TLS
+	// certificate it does not trust, a network it is not on), and every
+	// instance answers for the same database.
+	iu, err := url.Parse(s.urls.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("authserver: issuer: %w", err)
+	}
+	localGrant := "http://" + s.listen.Service + iu.Path + strings.TrimPrefix(s.urls.Grant, s.urls.Issuer)
 	grants := func(clientID string) providers.GrantSource {
 		cred, _ := s.Credential(clientID)
-		return &providers.GrantClient{Endpoint: s.urls.Grant, ClientID: cred.ClientID, ClientSecret: cred.ClientSecret}
+		return &providers.GrantClient{Endpoint: localGrant, ClientID: cred.ClientID, ClientSecret: cred.ClientSecret}
 	}
 	signing, err := providers.NewSigning(providers.Config{Catalog: s.cat, Grants: grants("signing-provider"), Now: cfg.Now, Log: cfg.Logger})
 	if err != nil {
@@ -282,9 +342,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	roles[2].h, roles[3].h = signing, invoicing
-	if err := s.st.Announce(map[string]string{"service": s.urls.Issuer, "dashboard": s.urls.Dashboard,
-		"signing": origin(roles[2]), "invoicing": origin(roles[3])}); err != nil {
+	// The lock note names the listeners: a developer who meets the lock
+	// looks for a process on this machine.
+	if err := s.st.Announce(map[string]string{"service": "http://" + s.listen.Service, "dashboard": "http://" + s.listen.Dashboard,
+		"signing": "http://" + s.listen.Signing, "invoicing": "http://" + s.listen.Invoicing}); err != nil {
 		return nil, err
+	}
+	s.health = &health{ping: s.st.Ping, timeout: cfg.ReadyTimeout, log: cfg.Logger}
+	if s.health.timeout <= 0 {
+		s.health.timeout = DefaultReadyTimeout
 	}
 	var errorLog *log.Logger
 	if cfg.Logger != nil {
@@ -292,7 +358,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	hc := cfg.HTTP.WithDefaults()
 	for _, r := range roles {
-		hs := httplimit.Server(r.h, hc, errorLog)
+		hs := httplimit.Server(s.health.wrap(r.h), hc, errorLog)
 		s.servers = append(s.servers, hs)
 		go hs.Serve(httplimit.NewListener(r.ln, hc.MaxConnsPerSource))
 	}
@@ -441,8 +507,11 @@ func (s *Server) newSecret() (string, error) {
 // of the dashboard's review API.
 func (s *Server) OperatorKey() string { return s.opKey }
 
-// URLs returns the server's addresses.
+// URLs returns the server's public addresses.
 func (s *Server) URLs() URLs { return s.urls }
+
+// ListenAddrs returns the addresses the roles listen on.
+func (s *Server) ListenAddrs() ListenAddrs { return s.listen }
 
 // Catalog returns the catalog in force: the catalog built for the server's
 // endpoints, extended with the approved Resource Servers.
@@ -507,22 +576,47 @@ func (s *Server) RegisterClient(ctx context.Context, spec ClientSpec) (Credentia
 	return cred, nil
 }
 
-// Close stops every listener and closes the database.
+// Drain turns readiness (GET /readyz) to 503 "shutting down" while every
+// other route keeps serving: a reverse proxy that checks readiness stops
+// sending new requests here before Shutdown refuses them. It cannot be
+// undone; Shutdown drains too.
+func (s *Server) Drain() { s.health.draining.Store(true) }
+
+// Shutdown stops the server gracefully: it drains (Drain), closes every
+// listener at once, so that new connections are refused, lets the requests
+// in flight finish (http.Server.Shutdown) until ctx ends, cuts the
+// connections of those still running then, stops the purge loop and
+// closes the database. It returns an error when requests were cut off or
+// the database did not close cleanly; later calls return the first call's
+// result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.Drain()
+	names := []string{"service", "dashboard", "signing", "invoicing"}
+	errs := make([]error, len(s.servers))
+	var wg sync.WaitGroup
+	for i, hs := range s.servers {
+		wg.Go(func() {
+			if err := hs.Shutdown(ctx); err != nil {
+				hs.Close()
+				errs[i] = fmt.Errorf("authserver: %s: requests still running at the shutdown deadline were cut off: %w", names[i], err)
+			}
+		})
+	}
+	wg.Wait()
+	close(s.stopPurge)
+	<-s.purgeDone
+	return errors.Join(append(errs, s.st.Close())...)
+}
+
+// Close shuts the server down (Shutdown), giving requests in flight at
+// most 5 seconds.
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var errs []error
-	for _, hs := range s.servers {
-		if err := hs.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if s.stopPurge != nil {
-		// Close may be called again; a purge in flight finishes before the
-		// store closes.
-		s.stopOnce.Do(func() { close(s.stopPurge) })
-		<-s.purgeDone
-	}
-	errs = append(errs, s.st.Close())
-	return errors.Join(errs...)
+	return s.Shutdown(ctx)
 }

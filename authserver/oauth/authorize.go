@@ -184,9 +184,9 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.answerSilently(w, r, sess, p)
 		return
 	}
-	next := pathLogin
+	next := s.path(pathLogin)
 	if sess.subject() != "" && v.req.Prompt != "login" {
-		next = pathConsent
+		next = s.path(pathConsent)
 	}
 	http.Redirect(w, r, next+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 }

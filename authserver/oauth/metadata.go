@@ -9,8 +9,8 @@ import (
 )
 
 // buildMetadata renders the discovery document once: OpenID Connect
-// Discovery 1.0 §3 and RFC 8414 §2 share their members, and the issuer has
-// no path, so one document serves both well-known URLs.
+// Discovery 1.0 §3 and RFC 8414 §2 share their members, so one document
+// serves both well-known URLs (routes).
 func (s *Server) buildMetadata(c *catalog.Catalog) ([]byte, error) {
 	var scopes, types []string
 	for _, sc := range c.Scopes() {

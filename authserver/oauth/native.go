@@ -128,7 +128,7 @@ func (s *Server) nativeParams(b *nativeSubmit) (url.Values, error) {
 		if err != nil {
 			return nil, oauthErr(codeInvalidRequest, "authorization_url is not an absolute URL")
 		}
-		if !origin.SameOrigin(u, s.issuerURL) || u.Path != pathAuthorize {
+		if !origin.SameOrigin(u, s.issuerURL) || u.Path != s.path(pathAuthorize) {
 			return nil, oauthErr(codeInvalidRequest, "authorization_url is not this server's authorization endpoint "+s.AuthorizationEndpoint())
 		}
 		q, err := url.ParseQuery(u.RawQuery)

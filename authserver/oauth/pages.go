@@ -177,7 +177,7 @@ func (s *Server) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
-	http.Redirect(w, r, pathConsent+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
+	http.Redirect(w, r, s.path(pathConsent)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 }
 
 type consentData struct {
@@ -194,7 +194,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 	}
 	subj := se.subject()
 	if subj == "" {
-		http.Redirect(w, r, pathLogin+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
+		http.Redirect(w, r, s.path(pathLogin)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 		return
 	}
 	m, err := s.buildModel(r.Context(), p, subj)
@@ -232,7 +232,7 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 	subj, m := p.state()
 	if m == nil || subj != se.subject() {
 		s.pending.put(p)
-		http.Redirect(w, r, pathConsent+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
+		http.Redirect(w, r, s.path(pathConsent)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 		return
 	}
 	d := consent.Decision{Action: r.PostForm.Get("action"), AccountID: r.PostForm.Get("account_id")}

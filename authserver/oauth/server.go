@@ -37,7 +37,11 @@ import (
 // each field.
 type Config struct {
 	// Issuer is the server's issuer identifier (RFC 8414 §2): an https or
-	// loopback http URL without query or fragment. Required.
+	// loopback http URL without query or fragment, and without a final
+	// "/". Required. With a path, every route is served below that path
+	// (the RFC 8414 metadata at /.well-known/oauth-authorization-server
+	// followed by the path, RFC 8414 §3.1), so that a reverse proxy passes
+	// the public paths through unchanged.
 	Issuer string
 	// Catalog is the permission catalog; its BaseURL is {base_url}, the
 	// resource address of the service. Required.
@@ -106,6 +110,7 @@ type Server struct {
 	pages    *pages
 
 	issuerURL *url.URL
+	prefix    string // the issuer's path, below which every route is served ("" for none)
 	basePath  string // path of {base_url} on the issuer's origin
 
 	// cat is the catalog in force and metadata its discovery document.
@@ -123,8 +128,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("oauth: Issuer, Catalog and Store are required")
 	}
 	iu, err := url.Parse(cfg.Issuer)
-	if err != nil || (iu.Scheme != "https" && iu.Scheme != "http") || iu.Host == "" || iu.RawQuery != "" || iu.Fragment != "" {
-		return nil, fmt.Errorf("oauth: issuer %q must be an http(s) URL without query or fragment", cfg.Issuer)
+	if err != nil || (iu.Scheme != "https" && iu.Scheme != "http") || iu.Host == "" || iu.RawQuery != "" || iu.Fragment != "" ||
+		strings.HasSuffix(cfg.Issuer, "/") {
+		return nil, fmt.Errorf("oauth: issuer %q must be an http(s) URL without query, fragment or final slash", cfg.Issuer)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -158,8 +164,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	defN(&cfg.MaxSessions, 250_000)
 	def(&cfg.SessionTTL, 12*time.Hour)
 	bu, err := url.Parse(cfg.baseURL())
-	if err != nil || !origin.SameOrigin(bu, iu) {
-		return nil, fmt.Errorf("oauth: base_url %q must be on the issuer's origin %q", cfg.baseURL(), cfg.Issuer)
+	if err != nil || !origin.SameOrigin(bu, iu) || !strings.HasPrefix(bu.Path, iu.Path+"/") {
+		return nil, fmt.Errorf("oauth: base_url %q must be below the issuer %q", cfg.baseURL(), cfg.Issuer)
 	}
 	s := &Server{
 		cfg: cfg,
@@ -169,6 +175,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		sessions:  newSessionSet(cfg.MaxSessionsPerSource, cfg.MaxSessions),
 		clients:   newClientCache(cfg.Store),
 		issuerURL: iu,
+		prefix:    iu.Path,
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
 	}
 	ks, err := loadKeys(ctx, cfg.Store, cfg.Now)
@@ -210,7 +217,7 @@ func (s *Server) SetCatalog(c *catalog.Catalog) error {
 // Catalog returns the catalog in force.
 func (s *Server) Catalog() *catalog.Catalog { return s.cat.Load() }
 
-// Endpoint paths on the issuer's origin.
+// Endpoint paths below the issuer (Server.path).
 const (
 	pathOIDCConfig  = "/.well-known/openid-configuration"
 	pathASMetadata  = "/.well-known/oauth-authorization-server"
@@ -227,12 +234,24 @@ const (
 	grantPathSuffix = "/authorization" // appended to {base_url}'s path
 )
 
-// Endpoint returns the absolute URL of an endpoint path.
-func (s *Server) endpoint(path string) string { return strings.TrimSuffix(s.cfg.Issuer, "/") + path }
+// endpoint returns the absolute URL of an endpoint path.
+func (s *Server) endpoint(path string) string { return s.cfg.Issuer + path }
+
+// path returns the path an endpoint is served at on the issuer's origin:
+// below the issuer's own path, if it has one.
+func (s *Server) path(p string) string { return s.prefix + p }
+
+// DiscoveryEndpoint is the OpenID Connect discovery document's URL: the
+// issuer followed by /.well-known/openid-configuration (OpenID Connect
+// Discovery 1.0 §4).
+func (s *Server) DiscoveryEndpoint() string { return s.endpoint(pathOIDCConfig) }
 
 // AuthorizationEndpoint is the URL hosts watch for: navigations to it are
 // authorization requests.
 func (s *Server) AuthorizationEndpoint() string { return s.endpoint(pathAuthorize) }
+
+// TokenEndpoint is the token endpoint's URL.
+func (s *Server) TokenEndpoint() string { return s.endpoint(pathToken) }
 
 // NativeEndpoint is the native-consent API's collection URL.
 func (s *Server) NativeEndpoint() string { return s.endpoint(pathNative) }
@@ -247,41 +266,45 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// routes registers every handler of the service origin.
+// routes registers every handler of the service origin, below the
+// issuer's path. The comments name the routes of an issuer without path.
 func (s *Server) routes(mux *http.ServeMux) {
-	// GET /.well-known/openid-configuration and the RFC 8414 document.
-	mux.HandleFunc("GET "+pathOIDCConfig, s.handleMetadata)
-	mux.HandleFunc("GET "+pathASMetadata, s.handleMetadata)
+	// GET {issuer}/.well-known/openid-configuration (OpenID Connect
+	// Discovery 1.0 §4) and the RFC 8414 document, whose well-known
+	// segment goes before the issuer's path (RFC 8414 §3.1); with no path
+	// both are at the root.
+	mux.HandleFunc("GET "+s.path(pathOIDCConfig), s.handleMetadata)
+	mux.HandleFunc("GET "+pathASMetadata+s.prefix, s.handleMetadata)
 	// GET /oauth/jwks
-	mux.HandleFunc("GET "+pathJWKS, s.handleJWKS)
+	mux.HandleFunc("GET "+s.path(pathJWKS), s.handleJWKS)
 	// GET and POST /oauth/authorize (OIDC Core §3.1.2.1 allows both).
-	mux.HandleFunc("GET "+pathAuthorize, s.handleAuthorize)
-	mux.HandleFunc("POST "+pathAuthorize, s.handleAuthorize)
+	mux.HandleFunc("GET "+s.path(pathAuthorize), s.handleAuthorize)
+	mux.HandleFunc("POST "+s.path(pathAuthorize), s.handleAuthorize)
 	// GET and POST /oauth/login: pick a seeded subject.
-	mux.HandleFunc("GET "+pathLogin, s.handleLoginPage)
-	mux.HandleFunc("POST "+pathLogin, s.handleLoginSubmit)
+	mux.HandleFunc("GET "+s.path(pathLogin), s.handleLoginPage)
+	mux.HandleFunc("POST "+s.path(pathLogin), s.handleLoginSubmit)
 	// GET and POST /oauth/consent: the browser consent page.
-	mux.HandleFunc("GET "+pathConsent, s.handleConsentPage)
-	mux.HandleFunc("POST "+pathConsent, s.handleConsentSubmit)
+	mux.HandleFunc("GET "+s.path(pathConsent), s.handleConsentPage)
+	mux.HandleFunc("POST "+s.path(pathConsent), s.handleConsentSubmit)
 	// GET /oauth/static/: the pages' stylesheet.
-	mux.HandleFunc("GET "+pathStatic+"{file}", s.handleStatic)
+	mux.HandleFunc("GET "+s.path(pathStatic+"{file}"), s.handleStatic)
 	// POST /oauth/token
-	mux.HandleFunc("POST "+pathToken, s.handleToken)
+	mux.HandleFunc("POST "+s.path(pathToken), s.handleToken)
 	// GET and POST /oauth/userinfo (OIDC Core §5.3.1).
-	mux.HandleFunc("GET "+pathUserinfo, s.handleUserinfo)
-	mux.HandleFunc("POST "+pathUserinfo, s.handleUserinfo)
+	mux.HandleFunc("GET "+s.path(pathUserinfo), s.handleUserinfo)
+	mux.HandleFunc("POST "+s.path(pathUserinfo), s.handleUserinfo)
 	// POST /oauth/introspect (RFC 7662).
-	mux.HandleFunc("POST "+pathIntrospect, s.handleIntrospect)
+	mux.HandleFunc("POST "+s.path(pathIntrospect), s.handleIntrospect)
 	// POST /oauth/revoke (RFC 7009).
-	mux.HandleFunc("POST "+pathRevoke, s.handleRevoke)
+	mux.HandleFunc("POST "+s.path(pathRevoke), s.handleRevoke)
 	// POST /native/requests: a host submits a caught authorization request.
-	mux.HandleFunc("POST "+pathNative, s.handleNativeSubmit)
+	mux.HandleFunc("POST "+s.path(pathNative), s.handleNativeSubmit)
 	// POST /native/requests/{id}/decision: the host posts the subject's decision.
-	mux.HandleFunc("POST "+pathNative+"/{id}/decision", s.handleNativeDecision)
+	mux.HandleFunc("POST "+s.path(pathNative+"/{id}/decision"), s.handleNativeDecision)
 	// GET /native/consents?subject=S: the subject's remembered consents.
-	mux.HandleFunc("GET /native/consents", s.handleConsents)
+	mux.HandleFunc("GET "+s.path("/native/consents"), s.handleConsents)
 	// DELETE /native/consents/{client_id}?subject=S: revoke a consent.
-	mux.HandleFunc("DELETE /native/consents/{client_id}", s.handleRevokeConsent)
+	mux.HandleFunc("DELETE "+s.path("/native/consents/{client_id}"), s.handleRevokeConsent)
 	// GET {base_url}/authorization (spec 4.1).
 	mux.HandleFunc("GET "+s.basePath+grantPathSuffix, s.handleGrant)
 	// POST {base_url}/automatic-charges: a charge within the grant's

@@ -326,8 +326,10 @@ func (ss *sessionSet) ensure(w http.ResponseWriter, r *http.Request, s *Server) 
 	return se, nil
 }
 
+// setSessionCookie sends the session cookie, scoped to the issuer's path
+// so that other applications below the same host never receive it.
 func (s *Server) setSessionCookie(w http.ResponseWriter, se *session) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: se.id, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: se.id, Path: s.path("/"), HttpOnly: true,
 		Secure: s.issuerURL.Scheme == "https", SameSite: http.SameSiteLaxMode, Expires: se.expires})
 }
 
