@@ -78,15 +78,24 @@ func start(t *testing.T) *env {
 // a previous run when one is given.
 func startAt(t *testing.T, db string, clk *clock, prev ...authserver.URLs) *env {
 	t.Helper()
+	return startWith(t, db, clk, func(cfg *authserver.Config) {
+		if len(prev) > 0 {
+			hostOf := func(u string) string { p, _ := url.Parse(u); return p.Host }
+			cfg.ServiceAddr, cfg.DashboardAddr = hostOf(prev[0].Issuer), hostOf(prev[0].Dashboard)
+			cfg.SigningAddr, cfg.InvoicingAddr = hostOf(prev[0].SigningBaseURL), hostOf(prev[0].InvoicingBaseURL)
+		}
+	})
+}
+
+// startWith runs a server on the given database file with the test
+// configuration changed by set.
+func startWith(t *testing.T, db string, clk *clock, set func(*authserver.Config)) *env {
+	t.Helper()
 	cfg := authserver.Config{
 		DB: db, Now: clk.Now,
 		Secrets: map[string]string{hostID: hostSecret, signingID: signingSecret},
 	}
-	if len(prev) > 0 {
-		hostOf := func(u string) string { p, _ := url.Parse(u); return p.Host }
-		cfg.ServiceAddr, cfg.DashboardAddr = hostOf(prev[0].Issuer), hostOf(prev[0].Dashboard)
-		cfg.SigningAddr, cfg.InvoicingAddr = hostOf(prev[0].SigningBaseURL), hostOf(prev[0].InvoicingBaseURL)
-	}
+	set(&cfg)
 	srv, err := authserver.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

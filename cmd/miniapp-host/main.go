@@ -21,13 +21,29 @@ const (
 	exitUndecided = 3 // could not decide: network, dashboard down
 )
 
-// env is what a subcommand may touch of the process: its arguments and
-// streams. Tests run subcommands in-process with their own env.
+// env is what a subcommand may touch of the process: its arguments,
+// streams and environment variables. Tests run subcommands in-process with
+// their own env.
 type env struct {
 	args   []string
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// getenv reads an environment variable; nil reads an empty
+	// environment.
+	getenv func(string) string
+	// hurry is closed at the second interrupt: a command that is stopping
+	// gracefully (the run's context is done) stops waiting. Nil never
+	// closes.
+	hurry <-chan struct{}
+}
+
+// envVar returns the environment variable name, "" when unset.
+func (e env) envVar(name string) string {
+	if e.getenv == nil {
+		return ""
+	}
+	return e.getenv(name)
 }
 
 // command is one subcommand: a short summary for the usage text and the
@@ -57,10 +73,23 @@ func commands() map[string]command {
 	}
 }
 
+// main runs a command until it ends. The first SIGINT or SIGTERM cancels
+// the command's context (a server starts its graceful shutdown), the second
+// closes env.hurry (it stops waiting for it).
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, env{args: os.Args[1:], stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr})
-	stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	hurry := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		close(hurry)
+	}()
+	code := run(ctx, env{args: os.Args[1:], stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, hurry: hurry})
+	signal.Stop(sigs)
+	cancel()
 	os.Exit(code)
 }
 

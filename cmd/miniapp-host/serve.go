@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -42,18 +44,38 @@ func (o *originFlags) Set(v string) error {
 	return nil
 }
 
+// serveEnv are the environment variables of serve's flags; a flag given on
+// the command line wins.
+var serveEnv = map[string]string{
+	"db":            "MINIAPP_HOST_DB",
+	"issuer":        "MINIAPP_HOST_ISSUER",
+	"dashboard-url": "MINIAPP_HOST_DASHBOARD_URL",
+	"signing-url":   "MINIAPP_HOST_SIGNING_URL",
+	"invoicing-url": "MINIAPP_HOST_INVOICING_URL",
+}
+
 // runServe is `miniapp-host serve`: the reference authorization server,
-// its dashboard and the example providers, until interrupted.
+// its dashboard and the example providers, until interrupted; then a
+// graceful shutdown (docs/deploy.md).
 func runServe(ctx context.Context, e env) int {
 	fs := newFlagSet("serve", func(w io.Writer) {
-		fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [-v]")
+		fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--issuer URL] [--dashboard-url URL] [--signing-url URL] [--invoicing-url URL]")
+		fmt.Fprintln(w, "                          [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
 		fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
+		fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
+		fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL (a flag wins)")
 	})
-	db := fs.String("db", "", "SQLite database file (default: the user's data directory, miniapp-host/authserver.db)")
+	db := fs.String("db", "", "database: a SQLite file (default: the user's data directory, miniapp-host/authserver.db)")
 	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address (authorization server and {base_url}); the dashboard, signing and invoicing roles take the next three ports unless set")
 	dash := fs.String("dashboard-addr", "", "dashboard address")
 	signing := fs.String("signing-addr", "", "signing provider address")
 	invoicing := fs.String("invoicing-addr", "", "invoicing provider address")
+	issuer := fs.String("issuer", "", "the service's public address, the issuer, e.g. https://id.example.com: discovery, every endpoint and {base_url} follow from it (default: http:// and the service address)")
+	dashURL := fs.String("dashboard-url", "", "the dashboard's public origin, {dashboard_url} (default: http:// and the dashboard address)")
+	signURL := fs.String("signing-url", "", "the signing provider's public origin; {signing_base_url} is it followed by /api")
+	invURL := fs.String("invoicing-url", "", "the invoicing provider's public origin; {invoicing_base_url} is it followed by /api")
+	drain := fs.Duration("drain", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz answering 503, so that a reverse proxy stops sending requests first (e.g. 5s behind a proxy)")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "at shutdown, let the requests in flight finish for at most this long, then cut them off")
 	secrets := secretFlags{}
 	fs.Var(secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET (repeatable); the others get a new random secret at each start")
 	var dashOrigins originFlags
@@ -67,6 +89,19 @@ func runServe(ctx context.Context, e env) int {
 	if len(args) > 0 {
 		return usageError(e, "serve", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
 	}
+	// Where each value came from, to name it in an error.
+	source := map[string]string{}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range map[string]*string{"db": db, "issuer": issuer, "dashboard-url": dashURL, "signing-url": signURL, "invoicing-url": invURL} {
+		source[name] = "--" + name
+		if ev := e.envVar(serveEnv[name]); !set[name] && ev != "" {
+			*v, source[name] = ev, serveEnv[name]
+		}
+	}
+	if *drain < 0 || *shutdownTimeout <= 0 {
+		return usageError(e, "serve", "--drain is a duration of 0 or more and --shutdown-timeout one above 0, such as 5s")
+	}
 	if *db == "" {
 		p, err := authserver.DefaultDB()
 		if err != nil {
@@ -76,7 +111,16 @@ func runServe(ctx context.Context, e env) int {
 		*db = p
 	}
 	cfg := authserver.Config{DB: *db, ServiceAddr: *addr, DashboardAddr: *dash, SigningAddr: *signing,
-		InvoicingAddr: *invoicing, Secrets: secrets, OperatorKey: *opKey, DashboardOrigins: dashOrigins}
+		InvoicingAddr: *invoicing, Issuer: *issuer, DashboardURL: *dashURL, SigningURL: *signURL, InvoicingURL: *invURL,
+		Secrets: secrets, OperatorKey: *opKey, DashboardOrigins: dashOrigins}
+	if err := cfg.Validate(); err != nil {
+		var ae *authserver.AddressError
+		if !errors.As(err, &ae) {
+			return usageError(e, "serve", err.Error())
+		}
+		field := map[string]string{"Issuer": "issuer", "DashboardURL": "dashboard-url", "SigningURL": "signing-url", "InvoicingURL": "invoicing-url"}
+		return usageError(e, "serve", fmt.Sprintf("%s %q: %s", source[field[ae.Field]], ae.Value, ae.Rule))
+	}
 	for i, p := range []*string{&cfg.DashboardAddr, &cfg.SigningAddr, &cfg.InvoicingAddr} {
 		if *p == "" {
 			*p = nextPort(*addr, i+1)
@@ -102,6 +146,14 @@ func runServe(ctx context.Context, e env) int {
 	} {
 		fmt.Fprintf(e.stdout, "%-20s%s\n", l[0], l[1])
 	}
+	if *issuer != "" || *dashURL != "" || *signURL != "" || *invURL != "" {
+		// The public addresses above are the proxy's; say where this
+		// instance itself listens, for the proxy's upstreams and probes.
+		la := srv.ListenAddrs()
+		for _, l := range [][2]string{{"service", la.Service}, {"dashboard", la.Dashboard}, {"signing", la.Signing}, {"invoicing", la.Invoicing}} {
+			fmt.Fprintf(e.stdout, "%-20s%s\n", "listen "+l[0], l[1])
+		}
+	}
 	fmt.Fprintf(e.stdout, "\noperator key        %s  (review: miniapp-host review list --key KEY, docs/dashboard.md)\n", srv.OperatorKey())
 	fmt.Fprintln(e.stdout, "\nclients (secrets are valid until the server stops unless fixed with --secret):")
 	for _, c := range srv.Credentials() {
@@ -119,7 +171,35 @@ func runServe(ctx context.Context, e env) int {
 	}
 	fmt.Fprintln(e.stdout, "\nsubjects: sub_ana, sub_benjamin, sub_carla; companies: org_andes, org_pacifico (docs/authserver.md)")
 	<-ctx.Done()
-	if err := srv.Close(); err != nil {
+	return stopServe(e, srv, *drain, *shutdownTimeout)
+}
+
+// stopServe shuts serve down gracefully: readiness turns to 503 at once,
+// the server keeps serving for the drain period, then refuses new
+// connections and lets the requests in flight finish within the timeout
+// (authserver.Server.Shutdown). A second interrupt (env.hurry) ends both
+// waits.
+func stopServe(e env, srv *authserver.Server, drain, timeout time.Duration) int {
+	srv.Drain()
+	if drain > 0 {
+		fmt.Fprintf(e.stderr, "miniapp-host: stopping: /readyz answers 503, serving %s more (--drain); interrupt again to stop now\n", drain)
+		t := time.NewTimer(drain)
+		select {
+		case <-t.C:
+		case <-e.hurry:
+		}
+		t.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-e.hurry:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := srv.Shutdown(ctx); err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		return exitUndecided
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -117,5 +118,190 @@ func TestServeTwiceOnOneDatabase(t *testing.T) {
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+}
+
+// startServe runs `serve` with e's arguments and environment until ctx
+// ends, and waits for it to print its addresses.
+func startServe(t *testing.T, ctx context.Context, e env) (out, errs *syncBuffer, done chan int) {
+	t.Helper()
+	out, errs, done = &syncBuffer{}, &syncBuffer{}, make(chan int, 1)
+	e.stdout, e.stderr = out, errs
+	go func() { done <- run(ctx, e) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "subjects:") {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, errs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed no addresses: %s %s", out.String(), errs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return out, errs, done
+}
+
+// printed returns the value of a line "name   value" of serve's output.
+func printed(t *testing.T, out, name string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s+(\S+)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no %q line in:\n%s", name, out)
+	}
+	return m[1]
+}
+
+// TestServePublicAddresses: the public addresses come from the flags and
+// the environment, a flag winning; serve prints them and the listen
+// addresses, and the listener serves discovery below the issuer's path
+// with the public issuer.
+func TestServePublicAddresses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	environ := map[string]string{
+		"MINIAPP_HOST_DB":            filepath.Join(t.TempDir(), "env.db"),
+		"MINIAPP_HOST_ISSUER":        "https://id.example.test/miniapp",
+		"MINIAPP_HOST_DASHBOARD_URL": "https://dashboard.example.test/",
+		"MINIAPP_HOST_SIGNING_URL":   "https://signing-from-env.example.test",
+		"MINIAPP_HOST_INVOICING_URL": "https://invoicing.example.test:8443",
+	}
+	out, errs, done := startServe(t, ctx, env{args: []string{"serve", "--addr", "127.0.0.1:0",
+		"--signing-url", "https://signing.example.test"}, getenv: func(k string) string { return environ[k] }})
+	for name, want := range map[string]string{
+		"database":           environ["MINIAPP_HOST_DB"],
+		"issuer":             "https://id.example.test/miniapp",
+		"discovery":          "https://id.example.test/miniapp/.well-known/openid-configuration",
+		"token":              "https://id.example.test/miniapp/oauth/token",
+		"base_url":           "https://id.example.test/miniapp/bank",
+		"grant endpoint":     "https://id.example.test/miniapp/bank/authorization",
+		"dashboard_url":      "https://dashboard.example.test",
+		"signing_base_url":   "https://signing.example.test/api",
+		"invoicing_base_url": "https://invoicing.example.test:8443/api",
+	} {
+		if got := printed(t, out.String(), name); got != want {
+			t.Errorf("%s: printed %s, want %s", name, got, want)
+		}
+	}
+	service := printed(t, out.String(), "listen service")
+	for _, role := range []string{"listen dashboard", "listen signing", "listen invoicing"} {
+		if addr := printed(t, out.String(), role); !regexp.MustCompile(`^127\.0\.0\.1:[1-9]\d*$`).MatchString(addr) {
+			t.Errorf("%s: %s is not a bound loopback address", role, addr)
+		}
+	}
+	resp, err := http.Get("http://" + service + "/miniapp/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md map[string]any
+	json.NewDecoder(resp.Body).Decode(&md)
+	resp.Body.Close()
+	if md["issuer"] != "https://id.example.test/miniapp" {
+		t.Errorf("discovery at the listener: issuer %v", md["issuer"])
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+}
+
+// TestServeRefusesBadAddresses: a public address that breaks its rule is
+// a usage error naming the flag or variable it came from and the rule,
+// before anything listens.
+func TestServeRefusesBadAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		environ map[string]string
+		want    []string
+	}{
+		{"issuer with a query", []string{"--issuer", "https://id.example/x?a=b"}, nil,
+			[]string{`--issuer "https://id.example/x?a=b"`, "no query", "RFC 8414"}},
+		{"issuer from the environment", nil, map[string]string{"MINIAPP_HOST_ISSUER": "id.example"},
+			[]string{`MINIAPP_HOST_ISSUER "id.example"`, "not an absolute http(s) URL"}},
+		{"flag over a bad variable", []string{"--issuer", "https://id.example#f"}, map[string]string{"MINIAPP_HOST_ISSUER": "https://ok.example"},
+			[]string{`--issuer "https://id.example#f"`, "no fragment"}},
+		{"issuer ending in a slash", []string{"--issuer", "https://id.example/"}, nil, []string{`write "https://id.example"`}},
+		{"dashboard with a path", []string{"--dashboard-url", "https://dash.example/console"}, nil,
+			[]string{`--dashboard-url "https://dash.example/console"`, "no path"}},
+		{"signing with a query", nil, map[string]string{"MINIAPP_HOST_SIGNING_URL": "https://s.example?x"},
+			[]string{`MINIAPP_HOST_SIGNING_URL "https://s.example?x"`, "no query"}},
+		{"invoicing of another scheme", []string{"--invoicing-url", "ftp://i.example"}, nil,
+			[]string{`--invoicing-url "ftp://i.example"`, "http or https"}},
+		{"negative drain", []string{"--drain", "-1s"}, nil, []string{"--drain"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			args := append([]string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0"}, tc.args...)
+			code := run(context.Background(), env{args: args, stdout: &out, stderr: &errs, getenv: func(k string) string { return tc.environ[k] }})
+			if code != exitUsage || out.Len() != 0 {
+				t.Fatalf("exit %d, want %d and nothing printed: %s", code, exitUsage, out.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs.String(), w) {
+					t.Errorf("error lacks %q:\n%s", w, errs.String())
+				}
+			}
+		})
+	}
+}
+
+// TestServeDrainsThenStops: at the interrupt /readyz turns to 503 while
+// the server keeps serving for the drain period; a second interrupt ends
+// the drain, serve exits 0 and its listeners refuse connections.
+func TestServeDrainsThenStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hurry := make(chan struct{})
+	out, errs, done := startServe(t, ctx, env{args: []string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0",
+		"--drain", "1h"}, hurry: hurry})
+	issuer := printed(t, out.String(), "issuer")
+	dashboard := printed(t, out.String(), "dashboard_url")
+	status := func(u string) int {
+		t.Helper()
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s during the drain: %v", u, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := status(issuer + "/readyz"); st != http.StatusOK {
+		t.Fatalf("readiness before the interrupt: %d", st)
+	}
+	cancel() // the first interrupt
+	deadline := time.Now().Add(20 * time.Second)
+	for status(issuer+"/readyz") != http.StatusServiceUnavailable {
+		if time.Now().After(deadline) {
+			t.Fatal("readiness never turned to 503 after the interrupt")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, u := range []string{dashboard + "/readyz"} {
+		if st := status(u); st != http.StatusServiceUnavailable {
+			t.Errorf("%s during the drain: %d", u, st)
+		}
+	}
+	for _, u := range []string{issuer + "/.well-known/openid-configuration", issuer + "/healthz", dashboard + "/api/oauth/clients/demo-public"} {
+		if st := status(u); st != http.StatusOK {
+			t.Errorf("%s during the drain: %d, want 200", u, st)
+		}
+	}
+	select {
+	case code := <-done:
+		t.Fatalf("serve exited %d during the drain", code)
+	default:
+	}
+	if !strings.Contains(errs.String(), "serving 1h0m0s more (--drain)") {
+		t.Errorf("serve did not say it drains: %s", errs.String())
+	}
+	close(hurry) // the second interrupt
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	if resp, err := http.Get(issuer + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatal("the stopped server still answers")
 	}
 }
