@@ -2,14 +2,15 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 )
 
 // TestPing: an open database answers; a closed one says so instead.
 func TestPing(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "a.db"))
+	s, err := Open(ctx, storetest.DB(t))
 	if err != nil {
 		t.Fatal(err)
 	}
