@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func runServe(ctx context.Context, e env) int {
 		fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
 		fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL (a flag wins)")
 	})
-	db := fs.String("db", "", "database: a SQLite file (default: the user's data directory, miniapp-host/authserver.db)")
+	db := fs.String("db", "", "the database: a SQLite file (default: the user's data directory, miniapp-host/authserver.db), or a postgres:// URL that several instances share (docs/deploy.md)")
 	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address (authorization server and {base_url}); the dashboard, signing and invoicing roles take the next three ports unless set")
 	dash := fs.String("dashboard-addr", "", "dashboard address")
 	signing := fs.String("signing-addr", "", "signing provider address")
@@ -138,7 +139,7 @@ func runServe(ctx context.Context, e env) int {
 		return exitUndecided
 	}
 	u := srv.URLs()
-	fmt.Fprintf(e.stdout, "%-20s%s\n", "database", *db)
+	fmt.Fprintf(e.stdout, "%-20s%s\n", "database", redactDB(*db))
 	for _, l := range [][2]string{
 		{"issuer", u.Issuer}, {"discovery", u.Discovery}, {"authorization", u.Authorization}, {"token", u.Token},
 		{"base_url", u.BaseURL}, {"grant endpoint", u.Grant}, {"native consent", u.Native}, {"dashboard_url", u.Dashboard},
@@ -204,6 +205,15 @@ func stopServe(e env, srv *authserver.Server, drain, timeout time.Duration) int 
 		return exitUndecided
 	}
 	return exitOK
+}
+
+// redactDB hides the password of a database URL (postgres://user:pw@...),
+// which serve prints with its addresses.
+func redactDB(db string) string {
+	if u, err := url.Parse(db); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return db
 }
 
 // nextPort returns addr with its port increased by n, or a free port when

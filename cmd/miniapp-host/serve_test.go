@@ -305,3 +305,16 @@ func TestServeDrainsThenStops(t *testing.T) {
 		t.Fatal("the stopped server still answers")
 	}
 }
+
+// TestRedactDB: serve prints the database without its password.
+func TestRedactDB(t *testing.T) {
+	for in, want := range map[string]string{
+		"/home/me/.local/share/miniapp-host/authserver.db": "/home/me/.local/share/miniapp-host/authserver.db",
+		"postgres://miniapp@db.internal/miniapp":           "postgres://miniapp@db.internal/miniapp",
+		"postgres://miniapp:s3cret@db.internal/miniapp":    "postgres://miniapp:xxxxx@db.internal/miniapp",
+	} {
+		if got := redactDB(in); got != want || strings.Contains(got, "s3cret") {
+			t.Errorf("redactDB(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
