@@ -32,9 +32,9 @@ type env struct {
 	// getenv reads an environment variable; nil reads an empty
 	// environment.
 	getenv func(string) string
-	// hurry is closed at the second interrupt: a command that is stopping
-	// gracefully (the run's context is done) stops waiting. Nil never
-	// closes.
+	// hurry receives one value at each interrupt after the first: a
+	// command that is stopping gracefully (the run's context is done)
+	// skips what it is waiting for. Nil never receives.
 	hurry <-chan struct{}
 }
 
@@ -74,18 +74,22 @@ func commands() map[string]command {
 }
 
 // main runs a command until it ends. The first SIGINT or SIGTERM cancels
-// the command's context (a server starts its graceful shutdown), the second
-// closes env.hurry (it stops waiting for it).
+// the command's context (a server starts its graceful shutdown); each
+// further one is sent on env.hurry (it skips what it waits for).
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
-	hurry := make(chan struct{})
+	hurry := make(chan struct{}, 1)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
 		cancel()
-		<-sigs
-		close(hurry)
+		for range sigs {
+			select {
+			case hurry <- struct{}{}:
+			default: // one is already waiting to be taken
+			}
+		}
 	}()
 	code := run(ctx, env{args: os.Args[1:], stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, hurry: hurry})
 	signal.Stop(sigs)

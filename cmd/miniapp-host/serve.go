@@ -178,12 +178,12 @@ func runServe(ctx context.Context, e env) int {
 // stopServe shuts serve down gracefully: readiness turns to 503 at once,
 // the server keeps serving for the drain period, then refuses new
 // connections and lets the requests in flight finish within the timeout
-// (authserver.Server.Shutdown). A second interrupt (env.hurry) ends both
-// waits.
+// (authserver.Server.Shutdown). Each further interrupt (env.hurry) skips
+// one wait: the drain, then the requests in flight.
 func stopServe(e env, srv *authserver.Server, drain, timeout time.Duration) int {
 	srv.Drain()
 	if drain > 0 {
-		fmt.Fprintf(e.stderr, "miniapp-host: stopping: /readyz answers 503, serving %s more (--drain); interrupt again to stop now\n", drain)
+		fmt.Fprintf(e.stderr, "miniapp-host: stopping: /readyz answers 503, serving %s more (--drain); interrupt again to skip it\n", drain)
 		t := time.NewTimer(drain)
 		select {
 		case <-t.C:

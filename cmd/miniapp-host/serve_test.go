@@ -248,12 +248,13 @@ func TestServeRefusesBadAddresses(t *testing.T) {
 }
 
 // TestServeDrainsThenStops: at the interrupt /readyz turns to 503 while
-// the server keeps serving for the drain period; a second interrupt ends
-// the drain, serve exits 0 and its listeners refuse connections.
+// the server keeps serving for the drain period; a second interrupt skips
+// the rest of the drain, the shutdown finishes, serve exits 0 and its
+// listeners refuse connections.
 func TestServeDrainsThenStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hurry := make(chan struct{})
+	hurry := make(chan struct{}, 1)
 	out, errs, done := startServe(t, ctx, env{args: []string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0",
 		"--drain", "1h"}, hurry: hurry})
 	issuer := printed(t, out.String(), "issuer")
@@ -296,7 +297,7 @@ func TestServeDrainsThenStops(t *testing.T) {
 	if !strings.Contains(errs.String(), "serving 1h0m0s more (--drain)") {
 		t.Errorf("serve did not say it drains: %s", errs.String())
 	}
-	close(hurry) // the second interrupt
+	hurry <- struct{}{} // the second interrupt
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs.String())
 	}
