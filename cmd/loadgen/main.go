@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/authserver/store/pgtest"
 )
 
@@ -66,6 +67,7 @@ func run() error {
 	driftWindow := flag.Int64("drift-window", 1_000, "flows at the start and the end of the drift phase whose CPU is compared")
 	driftProfile := flag.String("drift-profile-prefix", "", "write CPU profiles of the drift phase's start and end to PREFIX-start.pprof and PREFIX-end.pprof, and its live heap at the end to PREFIX-end.heap")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of each timed phase to FILE-1, FILE-2...")
+	instances := flag.Int("instances", 1, "server instances on the database (above 1 needs PostgreSQL); requests go to each in turn")
 	dbURL := flag.String("db", "", "the database: a PostgreSQL URL (postgres://...) of an empty database, or \"postgres\" for a temporary PostgreSQL server with default durability (pgtest); default a new SQLite file")
 	flag.Parse()
 
@@ -89,20 +91,40 @@ func run() error {
 	case *dbURL != "":
 		db = *dbURL
 	}
+	if *instances > 1 && !store.IsPostgres(db) {
+		return errors.New("-instances above 1 needs -db postgres or a PostgreSQL URL: one SQLite file serves one instance")
+	}
 	srv, err := authserver.Start(ctx, authserver.Config{DB: db,
 		Secrets: map[string]string{"miniapp-host": hostSecret}})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	// Further instances on the same database answer for the first's public
+	// addresses, as behind a proxy (docs/deploy.md); the client spreads its
+	// requests over their listeners in turn.
+	u := srv.URLs()
+	targets := []string{srv.ListenAddrs().Service}
+	for range *instances - 1 {
+		more, err := authserver.Start(ctx, authserver.Config{DB: db, Issuer: u.Issuer, DashboardURL: u.Dashboard,
+			SigningURL:   strings.TrimSuffix(u.SigningBaseURL, authserver.ProviderPath),
+			InvoicingURL: strings.TrimSuffix(u.InvoicingBaseURL, authserver.ProviderPath),
+			Secrets:      map[string]string{"miniapp-host": hostSecret}})
+		if err != nil {
+			return err
+		}
+		defer more.Close()
+		targets = append(targets, more.ListenAddrs().Service)
+	}
 	cred, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "loadgen", Confidential: true, RedirectURIs: []string{redirect}, IDTokenAlg: "ES256"})
 	if err != nil {
 		return err
 	}
-	g := &gen{u: srv.URLs(), profile: *profile, conc: *conc, dur: *dur, max: *max, confSecret: cred.ClientSecret,
-		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc * 2, MaxConnsPerHost: *conc * 2}}}
-	fmt.Printf("loadgen: GOMAXPROCS=%d NumCPU=%d, %d concurrent clients, %s per phase (max %d), server and client in one process on loopback%s\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), *conc, *dur, *max, loadavg())
+	tr := &http.Transport{MaxIdleConnsPerHost: *conc * 2, MaxConnsPerHost: *conc * 2}
+	g := &gen{u: u, profile: *profile, conc: *conc, dur: *dur, max: *max, confSecret: cred.ClientSecret,
+		hc: &http.Client{Transport: &roundRobin{base: tr, service: targets[0], targets: targets}}}
+	fmt.Printf("loadgen: GOMAXPROCS=%d NumCPU=%d, %d concurrent clients, %s per phase (max %d), server and client in one process on loopback, %d instance(s) on %s%s\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), *conc, *dur, *max, len(targets), dbKind(db), loadavg())
 	defer func() {
 		var wal int64
 		if fi, err := os.Stat(db + "-wal"); err == nil {
@@ -382,4 +404,29 @@ func (g *gen) grant(tok string) error {
 	req.Header.Set("X-Client-Id", "loadgen")
 	req.Header.Set("X-Client-Secret", g.confSecret)
 	return g.send(req, nil)
+}
+
+// roundRobin sends each request for the service to the next instance's
+// listener in turn, as a round-robin proxy would, without a proxy's cost.
+type roundRobin struct {
+	base    http.RoundTripper
+	service string // the first instance's listener, the host of every public service URL
+	targets []string
+	next    atomic.Uint64
+}
+
+func (rr *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(rr.targets) > 1 && req.URL.Host == rr.service {
+		r := req.Clone(req.Context())
+		r.URL.Host = rr.targets[rr.next.Add(1)%uint64(len(rr.targets))]
+		req = r
+	}
+	return rr.base.RoundTrip(req)
+}
+
+func dbKind(db string) string {
+	if store.IsPostgres(db) {
+		return "PostgreSQL"
+	}
+	return "SQLite"
 }
