@@ -158,43 +158,67 @@ func (s *Store) CreateGrant(ctx context.Context, g *Grant, c *Code) error {
 // transaction: an approval is one write, and a consent is never kept for
 // a grant that was not stored.
 func (s *Store) CreateGrantRemembering(ctx context.Context, g *Grant, c *Code, remember *Consent) error {
+	ins := s.prepareGrant(g, c, remember)
+	if err := s.write(ctx, ins.exec); err != nil {
+		return err
+	}
+	ins.cache()
+	return nil
+}
+
+// grantInsert is the write of an approval: a grant, its code and the
+// consent to remember (CreateGrantRemembering, DecidePending).
+type grantInsert struct {
+	s        *Store
+	g        *Grant
+	c        *Code
+	remember *Consent
+	aud      string
+	perms    string
+}
+
+func (s *Store) prepareGrant(g *Grant, c *Code, remember *Consent) *grantInsert {
 	aud, _ := json.Marshal(nonNil(g.Audience))
 	if len(g.Details) == 0 {
 		g.Details = json.RawMessage("[]")
 	}
-	var perms []byte
+	in := &grantInsert{s: s, g: g, c: c, remember: remember, aud: string(aud)}
 	if remember != nil {
-		perms, _ = json.Marshal(nonNil(remember.Permissions))
+		perms, _ := json.Marshal(nonNil(remember.Permissions))
+		in.perms = string(perms)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Stmt(s.stmts.insertGrant).Exec(g.ID, g.ClientID, g.SubjectID, g.OrgID,
-			strings.Join(g.Scopes, " "), string(g.Details), string(aud), g.InstallationID, g.AuthTime.Unix(), g.CreatedAt.Unix()); err != nil {
-			return wrap("create grant", err)
-		}
-		if _, err := tx.Stmt(s.stmts.insertCode).Exec(c.Hash, g.ID, c.ClientID, c.RedirectURI, c.Challenge, c.Nonce, c.ExpiresAt.Unix()); err != nil {
-			return wrap("create code", err)
-		}
-		if remember == nil {
-			return nil
-		}
-		if _, err := tx.Stmt(s.stmts.putConsent).Exec(remember.SubjectID, remember.ClientID, remember.OrgID, string(perms),
-			remember.AccountID, remember.UpdatedAt.Unix()); err != nil {
-			return wrap("put consent", err)
-		}
-		return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(remember.SubjectID, remember.ClientID)})
-	})
-	if err != nil {
-		return err
+	return in
+}
+
+func (in *grantInsert) exec(tx *sql.Tx) error {
+	s, g, c, remember := in.s, in.g, in.c, in.remember
+	if _, err := tx.Stmt(s.stmts.insertGrant).Exec(g.ID, g.ClientID, g.SubjectID, g.OrgID,
+		strings.Join(g.Scopes, " "), string(g.Details), in.aud, g.InstallationID, g.AuthTime.Unix(), g.CreatedAt.Unix()); err != nil {
+		return wrap("create grant", err)
 	}
-	stored := *g
+	if _, err := tx.Stmt(s.stmts.insertCode).Exec(c.Hash, g.ID, c.ClientID, c.RedirectURI, c.Challenge, c.Nonce, c.ExpiresAt.Unix()); err != nil {
+		return wrap("create code", err)
+	}
+	if remember == nil {
+		return nil
+	}
+	if _, err := tx.Stmt(s.stmts.putConsent).Exec(remember.SubjectID, remember.ClientID, remember.OrgID, in.perms,
+		remember.AccountID, remember.UpdatedAt.Unix()); err != nil {
+		return wrap("put consent", err)
+	}
+	return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(remember.SubjectID, remember.ClientID)})
+}
+
+// cache puts the committed grant and code in the cache.
+func (in *grantInsert) cache() {
+	stored := *in.g
 	// Times are kept to the second in the database; cache what a read
 	// would return.
-	stored.AuthTime, stored.CreatedAt = time.Unix(g.AuthTime.Unix(), 0), time.Unix(g.CreatedAt.Unix(), 0)
-	s.cache.put(nil, &stored)
-	code := *c
-	code.GrantID, code.ExpiresAt = g.ID, time.Unix(c.ExpiresAt.Unix(), 0)
-	s.cache.putCode(code, g.CreatedAt)
-	return nil
+	stored.AuthTime, stored.CreatedAt = time.Unix(in.g.AuthTime.Unix(), 0), time.Unix(in.g.CreatedAt.Unix(), 0)
+	in.s.cache.put(nil, &stored)
+	code := *in.c
+	code.GrantID, code.ExpiresAt = in.g.ID, time.Unix(in.c.ExpiresAt.Unix(), 0)
+	in.s.cache.putCode(code, in.g.CreatedAt)
 }
 
 // RedeemCode marks a code used and returns it. A code that does not exist

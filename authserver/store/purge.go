@@ -15,16 +15,28 @@ import (
 // expired token is answered expired_token rather than unknown. Past keep,
 // a code had expired long before anyway (RFC 6749 §4.1.2 asks for a short
 // lifetime), so it is refused as unknown, which fails closed.
+//
+// Browser sessions, pending requests and quota counts kept in the
+// database (flowstate.go) have no grace period: they go once their quota
+// period has ended, at most one Charge.Period after they expired.
 func (s *Store) Purge(ctx context.Context, now time.Time, keep time.Duration) (int64, error) {
 	cutoff := now.Add(-keep).Unix()
+	ns := now.UnixNano()
 	var total int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{
-			`DELETE FROM codes WHERE expires_at < ?`,
-			`DELETE FROM access_tokens WHERE expires_at < ?`,
-			`DELETE FROM refresh_tokens WHERE expires_at < ?`,
+		total = 0
+		for _, q := range []struct {
+			sql string
+			arg int64
+		}{
+			{`DELETE FROM codes WHERE expires_at < ?`, cutoff},
+			{`DELETE FROM access_tokens WHERE expires_at < ?`, cutoff},
+			{`DELETE FROM refresh_tokens WHERE expires_at < ?`, cutoff},
+			{`DELETE FROM sessions WHERE ends_at <= ?`, ns},
+			{`DELETE FROM pending_requests WHERE ends_at <= ?`, ns},
+			{`DELETE FROM quota_counts WHERE ends_at <= ?`, ns},
 		} {
-			res, err := tx.ExecContext(ctx, q, cutoff)
+			res, err := tx.ExecContext(ctx, q.sql, q.arg)
 			if err != nil {
 				return wrap("purge", err)
 			}

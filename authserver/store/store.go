@@ -364,6 +364,43 @@ CREATE TABLE consents (
 	`
 ALTER TABLE clients ADD COLUMN id_token_alg TEXT NOT NULL DEFAULT 'RS256' CHECK (id_token_alg IN ('RS256', 'ES256', 'EdDSA'));
 `,
+	// 4: the state of flows in progress, for server instances that share a
+	// database (flowstate.go): browser sessions, pending authorization
+	// requests and the quota counts that bound both. Times are Unix
+	// nanoseconds; ends_at is when a row stops counting against its quotas.
+	`
+CREATE TABLE sessions (
+	id_hash    BLOB PRIMARY KEY,  -- SHA-256 of the session id; the id itself is the cookie, a secret
+	bind       BLOB NOT NULL,     -- what the browser's pending requests name it by, kept across sign-in
+	source     BLOB NOT NULL,     -- the source address, 16 bytes
+	subject    TEXT NOT NULL,     -- empty until signed in
+	evict      TEXT NOT NULL,     -- the quota whose oldest session gives way to a new one; empty for none
+	quotas     TEXT NOT NULL,     -- JSON array of the quota keys charged
+	ends_at    INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX sessions_ends ON sessions(ends_at);
+CREATE INDEX sessions_evict ON sessions(evict, ends_at, expires_at);
+CREATE TABLE pending_requests (
+	id_hash    BLOB PRIMARY KEY,  -- SHA-256 of the request id
+	params     TEXT NOT NULL,     -- JSON object: the authorization request's parameters as received
+	bind       BLOB NOT NULL,     -- browser flow: the binding of the session that started it
+	source     TEXT NOT NULL,     -- browser flow: the source address
+	host       TEXT NOT NULL,     -- native flow: the host client
+	subject    TEXT NOT NULL,     -- empty until a subject is chosen
+	quotas     TEXT NOT NULL,
+	ends_at    INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX pending_requests_ends ON pending_requests(ends_at);
+CREATE TABLE quota_counts (
+	quota   TEXT NOT NULL,
+	ends_at INTEGER NOT NULL,     -- the rows counted here stop counting then
+	n       INTEGER NOT NULL,
+	PRIMARY KEY (quota, ends_at)
+) WITHOUT ROWID;
+CREATE INDEX quota_counts_ends ON quota_counts(ends_at);
+`,
 }
 
 // migrate applies the migrations the database has not seen, each in its own
