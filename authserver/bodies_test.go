@@ -8,10 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
@@ -127,7 +128,7 @@ func TestFormBodiesOverTheLimit(t *testing.T) {
 func startHTTP(t *testing.T, hc httplimit.Config) *env {
 	t.Helper()
 	clk := &clock{t: time.Now()}
-	srv, err := authserver.Start(context.Background(), authserver.Config{DB: filepath.Join(t.TempDir(), "a.db"), Now: clk.Now,
+	srv, err := authserver.Start(context.Background(), authserver.Config{DB: storetest.DB(t), Now: clk.Now,
 		Secrets: map[string]string{hostID: hostSecret}, HTTP: hc})
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
@@ -174,7 +175,7 @@ func checkAccessToken(t *testing.T, e *env, provider *oidc.Provider, tok, client
 // are the same, so tokens issued before still verify.
 func TestRestartKeepsGrants(t *testing.T) {
 	clk := &clock{t: time.Now()}
-	db := filepath.Join(t.TempDir(), "restart.db")
+	db := storetest.DB(t)
 	e := startAt(t, db, clk)
 	v, c := pkce(t)
 	q := e.confAuthParams(c)

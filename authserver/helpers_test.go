@@ -12,11 +12,12 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 
 	"golang.org/x/net/html"
 
@@ -71,7 +72,7 @@ type env struct {
 // start runs a server on a fresh database in the test's temp dir.
 func start(t *testing.T) *env {
 	t.Helper()
-	return startAt(t, filepath.Join(t.TempDir(), "authserver.db"), &clock{t: time.Now()})
+	return startAt(t, storetest.DB(t), &clock{t: time.Now()})
 }
 
 // startAt runs a server on the given database file, on the addresses of

@@ -7,6 +7,6 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 )
 
-// TestMain stops the temporary PostgreSQL server of the tests that run
-// several instances on one database (storetest.Postgres), if one started.
+// TestMain runs the tests on the store MINIAPP_HOST_TEST_STORE names
+// (storetest), and stops the test PostgreSQL server after them.
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }

@@ -3,10 +3,11 @@ package authserver_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/authserver/oauth"
@@ -16,7 +17,7 @@ import (
 func startQuotas(t *testing.T, oc oauth.Config) *env {
 	t.Helper()
 	clk := &clock{t: time.Now()}
-	srv, err := authserver.Start(context.Background(), authserver.Config{DB: filepath.Join(t.TempDir(), "q.db"), Now: clk.Now,
+	srv, err := authserver.Start(context.Background(), authserver.Config{DB: storetest.DB(t), Now: clk.Now,
 		Secrets: map[string]string{hostID: hostSecret}, OAuth: oc})
 	if err != nil {
 		t.Fatal(err)

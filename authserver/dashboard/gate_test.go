@@ -6,9 +6,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
@@ -17,7 +18,7 @@ import (
 // one more allowed origin.
 func gateServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "d.db"))
+	st, err := store.Open(context.Background(), storetest.DB(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ const maxBodyBytes = 256 << 10
 // validated is an authorization request that passed every check that does
 // not depend on the subject.
 type validated struct {
+	params  map[string][]string // as received, kept when the request waits in a shared database
 	req     *AuthorizeRequest
 	client  *store.Client
 	result  *catalog.Result
@@ -41,7 +42,7 @@ type validated struct {
 // the server is never an open redirector.
 func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
 	req := ParseAuthorize(q)
-	v = &validated{req: req}
+	v = &validated{params: q, req: req}
 	// Length limits first, so that nothing oversized is looked up or kept;
 	// an oversized client_id or redirect_uri cannot be verified, so its
 	// error is shown, not redirected.
@@ -170,12 +171,12 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
-	sess, err := s.sessions.ensure(w, r, s)
+	sess, err := s.ensureSession(w, r)
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
 	}
-	p, err := s.newPending(v, sess.bind, sourceOf(r), "")
+	p, err := s.newPending(r.Context(), v, sess.bind, sourceOf(r), "")
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
@@ -197,7 +198,9 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 // consent_required, at the redirect_uri with state and iss like any error.
 func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *session, p *pending) {
 	fail := func(err error) {
-		s.pending.take(p.id, s.cfg.Now())
+		if derr := s.pending.drop(r.Context(), p); derr != nil {
+			s.log.ErrorContext(r.Context(), "oauth: dropping a pending request", "err", derr)
+		}
 		http.Redirect(w, r, s.errorRedirect(p.v.req.RedirectURI, p.v.req.State, s.asError(r, err)), http.StatusSeeOther)
 	}
 	subj := sess.subject()
@@ -213,12 +216,10 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 		fail(err)
 		return
 	}
-	tp := s.pending.take(p.id, s.cfg.Now())
-	if tp == nil {
-		fail(oauthErr(codeInvalidRequest, "this request was already decided"))
-		return
+	to, err := s.decide(r.Context(), p, subj, consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
+	if errors.Is(err, errDecided) {
+		err = oauthErr(codeInvalidRequest, "this request was already decided")
 	}
-	to, err := s.decide(r.Context(), tp, consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(p.v.req.RedirectURI, p.v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
@@ -228,15 +229,15 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 
 // newPending stores a validated request until its decision, for a browser
 // session (with the browser's source address) or for a host client, under
-// the quotas of pendingSet.
-func (s *Server) newPending(v *validated, session, source, host string) (*pending, error) {
+// the quotas of pendingQuotas.
+func (s *Server) newPending(ctx context.Context, v *validated, session, source, host string) (*pending, error) {
 	id, err := s.randomToken(24)
 	if err != nil {
 		return nil, err
 	}
 	now := s.cfg.Now()
 	p := &pending{id: id, v: v, expires: now.Add(s.cfg.ConsentTTL), session: session, source: source, host: host}
-	if err := s.pending.add(p, now); err != nil {
+	if err := s.pending.add(ctx, p, now); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -336,19 +337,37 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 			}
 		}
 	}
-	p.mu.Lock()
-	p.subject, p.model = sub.ID, m
-	p.mu.Unlock()
+	if err := s.pending.record(ctx, p, sub.ID, m); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
-// decide turns the subject's decision on a pending request into the final
-// redirect URL: code, state and iss (RFC 6749 §4.1.2, RFC 9207), or
-// error=access_denied with state and iss. The pending request is consumed by
-// the caller before, so that a decision is made once.
-func (s *Server) decide(ctx context.Context, p *pending, d consent.Decision) (string, error) {
+// recordedModel returns the subject recorded on p and the consent model
+// for it: the one recorded with it, or (in a shared database, which keeps
+// only the subject) built again, checked against the state of now. The
+// subject is "" until a model was built.
+func (s *Server) recordedModel(ctx context.Context, p *pending) (string, *consent.Model, error) {
+	subj, m := p.state()
+	if m != nil || subj == "" {
+		return subj, m, nil
+	}
+	m, err := s.buildModel(ctx, p, subj)
+	return subj, m, err
+}
+
+// decide applies subject's decision, checked by the caller against the
+// consent model, to a pending request, and returns the final redirect URL:
+// code, state and iss (RFC 6749 §4.1.2, RFC 9207), or error=access_denied
+// with state and iss. It consumes the request, together with storing the
+// grant: a request is decided once, even when two decisions arrive at once
+// (at two instances); the later one gets errDecided.
+func (s *Server) decide(ctx context.Context, p *pending, subject string, d consent.Decision) (string, error) {
 	req := p.v.req
 	if d.Action == consent.Deny {
+		if err := s.pending.decide(ctx, p, subject, nil, nil, nil, s.cfg.Now()); err != nil {
+			return "", err
+		}
 		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
 	}
 	details, err := consent.GrantedDetails(p.v.result, d)
@@ -367,18 +386,18 @@ func (s *Server) decide(ctx context.Context, p *pending, d consent.Decision) (st
 	gid, _ := uuid.FromBytes(idb[:])
 	gid[6], gid[8] = (gid[6]&0x0f)|0x40, (gid[8]&0x3f)|0x80 // version 4, RFC 9562 variant
 	g := &store.Grant{
-		ID: gid.String(), ClientID: p.v.client.ID, SubjectID: p.subject, OrgID: req.OrgID,
+		ID: gid.String(), ClientID: p.v.client.ID, SubjectID: subject, OrgID: req.OrgID,
 		Scopes: p.v.result.Scopes, Details: details, Audience: s.audience(p.v.result),
-		InstallationID: s.installationID(p.v.client.ID, p.subject, req.OrgID), AuthTime: now, CreatedAt: now,
+		InstallationID: s.installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
 	}
 	c := &store.Code{Hash: store.Hash(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
 		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(s.cfg.CodeTTL)}
-	remember, err := s.consentToRemember(ctx, p, d.AccountID)
+	remember, err := s.consentToRemember(ctx, p, subject, d.AccountID)
 	if err != nil {
 		return "", err
 	}
 	// One transaction: a consent is never kept for an approval that failed.
-	if err := s.cfg.Store.CreateGrantRemembering(ctx, g, c, remember); err != nil {
+	if err := s.pending.decide(ctx, p, subject, g, c, remember, now); err != nil {
 		return "", err
 	}
 	q := url.Values{"code": {code}, "iss": {s.cfg.Issuer}}

@@ -3,9 +3,10 @@ package oauth
 import (
 	"context"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 
 	"github.com/miniapp-host/miniapp-host/authserver/seed"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -17,7 +18,7 @@ import (
 func newTestServer(t testing.TB) *Server {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "fuzz.db"))
+	st, err := store.Open(ctx, storetest.DB(t))
 	if err != nil {
 		t.Fatal(err)
 	}

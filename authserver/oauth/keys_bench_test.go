@@ -2,9 +2,10 @@ package oauth
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
@@ -13,7 +14,7 @@ import (
 // register: what an openid flow's token response costs in signing.
 func BenchmarkIDTokenSign(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "keys.db"))
+	st, err := store.Open(ctx, storetest.DB(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -89,7 +90,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 	v, redirect, err := s.validateAuthorize(r.Context(), q)
 	if err == nil {
 		var p *pending
-		if p, err = s.newPending(v, "", "", host.ID); err == nil {
+		if p, err = s.newPending(r.Context(), v, "", "", host.ID); err == nil {
 			var m *consent.Model
 			if m, err = s.buildModel(r.Context(), p, body.Subject); err == nil {
 				// A host shows its consent screen unless the model is
@@ -98,10 +99,11 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 					writeJSON(w, http.StatusCreated, nativeRequest{RequestID: p.id, ExpiresIn: int64(s.cfg.ConsentTTL.Seconds()), Consent: m})
 					return
 				}
-				s.pending.take(p.id, s.cfg.Now())
 			} else {
-				s.pending.take(p.id, s.cfg.Now())
 				redirect = false // an unknown subject is the host's mistake, not the client's
+			}
+			if derr := s.pending.drop(r.Context(), p); derr != nil {
+				s.log.ErrorContext(r.Context(), "oauth: dropping a pending request", "err", derr)
 			}
 		}
 	}
@@ -168,19 +170,26 @@ func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	p := s.pending.take(r.PathValue("id"), s.cfg.Now())
-	if p == nil || p.host != host.ID {
-		if p != nil {
-			s.pending.put(p)
-		}
-		s.writeJSONError(w, r, oauthErr(codeUnknownRequest, "no pending request with this id for this host; it may have expired or been decided"))
+	unknown := oauthErr(codeUnknownRequest, "no pending request with this id for this host; it may have expired or been decided")
+	p, err := s.pending.get(r.Context(), r.PathValue("id"), s.cfg.Now())
+	if err == nil && (p == nil || p.host != host.ID) {
+		err = unknown
+	}
+	var subj string
+	var m *consent.Model
+	if err == nil {
+		subj, m, err = s.recordedModel(r.Context(), p)
+	}
+	if err == nil && m == nil {
+		err = unknown
+	}
+	if err != nil {
+		s.writeJSONError(w, r, err)
 		return
 	}
-	_, m := p.state()
 	if f := m.Failed(); f != nil && d.Action == consent.Approve {
 		// The check that said no names the error (docs/native-consent.md);
 		// the request stays pending so that the host can deny it.
-		s.pending.put(p)
 		s.writeJSONError(w, r, oauthErr(f.Code, f.Name+": "+f.Message))
 		return
 	}
@@ -188,11 +197,13 @@ func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
 		d.AccountID = m.RememberedAccount
 	}
 	if err := m.Validate(d); err != nil {
-		s.pending.put(p)
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, err.Error()))
 		return
 	}
-	to, err := s.decide(r.Context(), p, d)
+	to, err := s.decide(r.Context(), p, subj, d)
+	if errors.Is(err, errDecided) {
+		err = unknown
+	}
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return

@@ -3,6 +3,7 @@ package oauth
 import (
 	"bytes"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -103,9 +104,14 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
 // browserPending finds the pending request of a page, which must belong to
 // the browser's session: a request id alone lets no one else act on it.
 func (s *Server) browserPending(r *http.Request, id string) (*session, *pending, *Error) {
-	now := s.cfg.Now()
-	se := s.sessions.from(r, now)
-	p := s.pending.get(id, now)
+	se, err := s.sessionFrom(r)
+	var p *pending
+	if err == nil && se != nil {
+		p, err = s.pending.get(r.Context(), id, s.cfg.Now())
+	}
+	if err != nil {
+		return nil, nil, s.asError(r, err)
+	}
 	if se == nil || p == nil || p.sessionID() != se.bind {
 		return nil, nil, oauthErr(codeInvalidRequest, "this sign-in has expired or belongs to another browser; start again from the application")
 	}
@@ -173,7 +179,7 @@ func (s *Server) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	// A new session id at sign-in, so that a session id known before it
 	// (session fixation) is worth nothing after it.
-	if _, err := s.sessions.rotate(w, r, se, sub.ID, s); err != nil {
+	if _, err := s.signIn(w, r, se, sub.ID); err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
@@ -206,15 +212,16 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 	// asked again (spec 1, the subject's consent).
 	d := consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount}
 	if m.Remembered && m.Validate(d) == nil {
-		if tp := s.pending.take(p.id, s.cfg.Now()); tp != nil {
-			to, err := s.decide(r.Context(), tp, d)
-			if err != nil {
-				s.errorPage(w, r, s.asError(r, err))
-				return
-			}
-			http.Redirect(w, r, to, http.StatusSeeOther)
+		to, err := s.decide(r.Context(), p, subj, d)
+		if errors.Is(err, errDecided) {
+			err = oauthErr(codeInvalidRequest, "this request was already decided")
+		}
+		if err != nil {
+			s.errorPage(w, r, s.asError(r, err))
 			return
 		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
+		return
 	}
 	s.render(w, r, http.StatusOK, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m})
 }
@@ -225,23 +232,26 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if p = s.pending.take(p.id, s.cfg.Now()); p == nil {
-		s.errorPage(w, r, oauthErr(codeInvalidRequest, "this request was already decided"))
+	subj := se.subject()
+	if rs, _ := p.state(); subj == "" || rs != subj {
+		// The page was not shown to this session's subject: show it.
+		http.Redirect(w, r, s.path(pathConsent)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 		return
 	}
-	subj, m := p.state()
-	if m == nil || subj != se.subject() {
-		s.pending.put(p)
-		http.Redirect(w, r, s.path(pathConsent)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
+	_, m, err := s.recordedModel(r.Context(), p)
+	if err != nil {
+		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
 	d := consent.Decision{Action: r.PostForm.Get("action"), AccountID: r.PostForm.Get("account_id")}
 	if err := m.Validate(d); err != nil {
-		s.pending.put(p)
 		s.render(w, r, http.StatusBadRequest, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m, Error: err.Error()})
 		return
 	}
-	to, err := s.decide(r.Context(), p, d)
+	to, err := s.decide(r.Context(), p, subj, d)
+	if errors.Is(err, errDecided) {
+		err = oauthErr(codeInvalidRequest, "this request was already decided")
+	}
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return

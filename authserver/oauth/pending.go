@@ -1,16 +1,19 @@
 package oauth
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/consent"
 )
 
 // pending is an authorization request waiting for sign-in and a decision.
-// Pending requests live in memory only: they last minutes, and a restart
-// simply asks the subject again.
+// On a database of its own the server keeps them in memory (pendingSet):
+// they last minutes, and a restart simply asks the subject again. Servers
+// sharing a database keep them in it (dbPending, flowstate.go).
 type pending struct {
 	id      string
 	v       *validated
@@ -61,28 +64,29 @@ func newPendingSet(q pendingQuotas) *pendingSet {
 	return &pendingSet{q: q, set: newExpirySet[*pending]()}
 }
 
-// Quota key prefixes; the NUL cannot appear in a client id or address.
+// Quota keys: a prefix and the client id, address or host client id. No
+// prefix is the start of another, so no two quotas share a key.
 const (
-	keyClient  = "client\x00"
-	keySource  = "source\x00"
-	keyHost    = "host\x00"
-	keyBrowser = "browser"
+	keyClient  = "pending client:"
+	keySource  = "pending source:"
+	keyHost    = "pending host:"
+	keyBrowser = "pending browser"
 )
 
 // keys are the quota keys a request is charged to, with their limits.
-func (ps *pendingSet) keys(p *pending) ([]string, []int) {
+func (q pendingQuotas) keys(p *pending) ([]string, []int) {
 	if p.host != "" {
-		return []string{keyHost + p.host}, []int{ps.q.perHost}
+		return []string{keyHost + p.host}, []int{q.perHost}
 	}
 	return []string{keySource + p.source, keyClient + p.v.client.ID, keyBrowser},
-		[]int{ps.q.perSource, ps.q.perClient, ps.q.browser}
+		[]int{q.perSource, q.perClient, q.browser}
 }
 
 // add stores p, first dropping the expired requests; when one of p's
 // quotas is used up it is refused with temporarily_unavailable naming the
 // quota.
 func (ps *pendingSet) add(p *pending, now time.Time) error {
-	keys, limits := ps.keys(p)
+	keys, limits := ps.q.keys(p)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.set.expire(now)
@@ -133,11 +137,11 @@ func (ps *pendingSet) take(id string, now time.Time) *pending {
 	return e.v
 }
 
-// put returns a taken request, after a decision that was refused as
-// invalid; it is charged to its quotas again, even if that goes over them
-// for an instant, since it held its place a moment ago.
+// put returns a taken request, after a decision that turned out not to be
+// its own (memPending.decide); it is charged to its quotas again, even if
+// that goes over them for an instant, since it held its place a moment ago.
 func (ps *pendingSet) put(p *pending) {
-	keys, _ := ps.keys(p)
+	keys, _ := ps.q.keys(p)
 	ps.mu.Lock()
 	ps.set.add(p.id, keys, p.expires, p)
 	ps.mu.Unlock()
@@ -148,4 +152,48 @@ func (ps *pendingSet) len() int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.set.len()
+}
+
+// memPending is the pendingStore of a server that owns its database: the
+// requests in a pendingSet, their models with them.
+type memPending struct {
+	set *pendingSet
+	st  *store.Store
+}
+
+func (m *memPending) add(_ context.Context, p *pending, now time.Time) error {
+	return m.set.add(p, now)
+}
+
+func (m *memPending) get(_ context.Context, id string, now time.Time) (*pending, error) {
+	return m.set.get(id, now), nil
+}
+
+func (m *memPending) record(_ context.Context, p *pending, subject string, model *consent.Model) error {
+	p.mu.Lock()
+	p.subject, p.model = subject, model
+	p.mu.Unlock()
+	return nil
+}
+
+func (m *memPending) drop(_ context.Context, p *pending) error {
+	m.set.take(p.id, time.Time{})
+	return nil
+}
+
+func (m *memPending) decide(ctx context.Context, p *pending, subject string, g *store.Grant, c *store.Code, remember *store.Consent, now time.Time) error {
+	tp := m.set.take(p.id, now)
+	if tp == nil {
+		return errDecided
+	}
+	if subj, _ := tp.state(); subj != subject {
+		// Recorded for another subject since the decision was checked (the
+		// browser signed in again in another tab): not this decision's.
+		m.set.put(tp)
+		return errDecided
+	}
+	if g == nil {
+		return nil
+	}
+	return m.st.CreateGrantRemembering(ctx, g, c, remember)
 }

@@ -103,9 +103,9 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	keys     atomic.Pointer[keySet]
-	keysMu   sync.Mutex // serialises reloadKeys
-	pending  *pendingSet
-	sessions *sessionSet
+	keysMu   sync.Mutex   // serialises reloadKeys
+	pending  pendingStore // in memory, or in a shared database (flowstate.go)
+	sessions sessionStore
 	clients  *clientCache
 	pages    *pages
 
@@ -168,16 +168,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("oauth: base_url %q must be below the issuer %q", cfg.baseURL(), cfg.Issuer)
 	}
 	s := &Server{
-		cfg: cfg,
-		log: cfg.Logger,
-		pending: newPendingSet(pendingQuotas{perClient: cfg.MaxPendingPerClient, perSource: cfg.MaxPendingPerSource,
-			browser: cfg.MaxPending, perHost: cfg.MaxPendingPerHost, ttl: cfg.ConsentTTL}),
-		sessions:  newSessionSet(cfg.MaxSessionsPerSource, cfg.MaxSessions),
+		cfg:       cfg,
+		log:       cfg.Logger,
 		clients:   newClientCache(cfg.Store),
 		issuerURL: iu,
 		prefix:    iu.Path,
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
 	}
+	s.newFlowState()
 	ks, err := loadKeys(ctx, cfg.Store, cfg.Now)
 	if err != nil {
 		return nil, err

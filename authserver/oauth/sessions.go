@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -233,12 +234,8 @@ func parseSessionCookie(r *http.Request) (sessionKey, bool) {
 	return k, err == nil && n == len(k)
 }
 
-// from returns the request's live session, or nil.
-func (ss *sessionSet) from(r *http.Request, now time.Time) *session {
-	k, ok := parseSessionCookie(r)
-	if !ok {
-		return nil
-	}
+// lookup returns the live session of k, or nil.
+func (ss *sessionSet) lookup(_ context.Context, k sessionKey, now time.Time) (*session, error) {
 	ns := now.UnixNano()
 	ss.mu.Lock()
 	rec, ok := ss.signed.get(k, ns)
@@ -251,9 +248,9 @@ func (ss *sessionSet) from(r *http.Request, now time.Time) *session {
 	}
 	ss.mu.Unlock()
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	return rec.view(k, subj)
+	return rec.view(k, subj), nil
 }
 
 // admitLocked adds a session to t under the per-source and total caps. A
@@ -304,24 +301,55 @@ func (s *Server) newSession(r *http.Request, expires time.Time) (sessionKey, ses
 	return k, rec, nil
 }
 
-// ensure returns the request's session, starting one (not signed in) if
-// needed.
-func (ss *sessionSet) ensure(w http.ResponseWriter, r *http.Request, s *Server) (*session, error) {
-	now := s.cfg.Now()
-	if se := ss.from(r, now); se != nil {
-		return se, nil
-	}
-	k, rec, err := s.newSession(r, now.Add(s.cfg.ConsentTTL))
-	if err != nil {
-		return nil, err
-	}
+// create admits a new session, not signed in.
+func (ss *sessionSet) create(_ context.Context, k sessionKey, rec sessionRec, now time.Time) (*session, error) {
 	ss.mu.Lock()
-	err = ss.admitLocked(ss.anon, k, rec, now)
+	err := ss.admitLocked(ss.anon, k, rec, now)
 	ss.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	se := rec.view(k, "")
+	return rec.view(k, ""), nil
+}
+
+// signIn replaces the session old by k, signed in as subject.
+func (ss *sessionSet) signIn(_ context.Context, old, k sessionKey, rec sessionRec, subject string, now time.Time) (*session, error) {
+	ss.mu.Lock()
+	rec.subject = ss.internLocked(subject)
+	ss.anon.remove(old)
+	ss.signed.remove(old)
+	err := ss.admitLocked(ss.signed, k, rec, now)
+	ss.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return rec.view(k, subject), nil
+}
+
+// sessionFrom returns the request's live session, or nil.
+func (s *Server) sessionFrom(r *http.Request) (*session, error) {
+	k, ok := parseSessionCookie(r)
+	if !ok {
+		return nil, nil
+	}
+	return s.sessions.lookup(r.Context(), k, s.cfg.Now())
+}
+
+// ensureSession returns the request's session, starting one (not signed
+// in) if needed.
+func (s *Server) ensureSession(w http.ResponseWriter, r *http.Request) (*session, error) {
+	if se, err := s.sessionFrom(r); se != nil || err != nil {
+		return se, err
+	}
+	now := s.cfg.Now()
+	k, rec, err := s.newSession(r, now.Add(s.cfg.ConsentTTL))
+	if err != nil {
+		return nil, err
+	}
+	se, err := s.sessions.create(r.Context(), k, rec, now)
+	if err != nil {
+		return nil, err
+	}
 	s.setSessionCookie(w, se)
 	return se, nil
 }
@@ -333,10 +361,10 @@ func (s *Server) setSessionCookie(w http.ResponseWriter, se *session) {
 		Secure: s.issuerURL.Scheme == "https", SameSite: http.SameSiteLaxMode, Expires: se.expires})
 }
 
-// rotate replaces a session by a new one signed in as subject, with a new
+// signIn replaces a session by a new one signed in as subject, with a new
 // id and CSRF token but the same binding, so the browser's pending
 // requests follow it without being looked for.
-func (ss *sessionSet) rotate(w http.ResponseWriter, r *http.Request, old *session, subject string, s *Server) (*session, error) {
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request, old *session, subject string) (*session, error) {
 	now := s.cfg.Now()
 	k, rec, err := s.newSession(r, now.Add(s.cfg.SessionTTL))
 	if err != nil {
@@ -349,16 +377,10 @@ func (ss *sessionSet) rotate(w http.ResponseWriter, r *http.Request, old *sessio
 	if n, err := b64.Decode(rec.bind[:], []byte(old.bind)); err != nil || n != len(rec.bind) {
 		return nil, fmt.Errorf("oauth: session binding %q is not one of ours", old.bind)
 	}
-	ss.mu.Lock()
-	rec.subject = ss.internLocked(subject)
-	ss.anon.remove(oldKey)
-	ss.signed.remove(oldKey)
-	err = ss.admitLocked(ss.signed, k, rec, now)
-	ss.mu.Unlock()
+	ns, err := s.sessions.signIn(r.Context(), oldKey, k, rec, subject, now)
 	if err != nil {
 		return nil, err
 	}
-	ns := rec.view(k, subject)
 	s.setSessionCookie(w, ns)
 	return ns, nil
 }
