@@ -299,7 +299,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// the catalog in force follows (store.OnChange).
 	s.st.OnChange(func(c store.Change) {
 		if c.Kind == store.ChangedReview || c.Kind == store.ChangedAll {
-			go s.refreshCatalog(cfg.Logger)
+			go func() {
+				if err := s.refreshCatalog(context.Background(), cfg.Logger); err != nil && cfg.Logger != nil {
+					cfg.Logger.Error("authserver: rebuilding the catalog after a review decision", "err", err)
+				}
+			}()
 		}
 	})
 	s.urls.Discovery = s.oauth.DiscoveryEndpoint()
@@ -314,6 +318,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	dc := dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
 		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger,
 		Origin: s.urls.Dashboard, AllowedOrigins: cfg.DashboardOrigins}
+	if st.Shared() {
+		// An approval extends the catalog every instance approved.
+		dc.RefreshCatalog = func(ctx context.Context) error { return s.refreshCatalog(ctx, cfg.Logger) }
+	}
 	if err := dc.Validate(); err != nil {
 		return nil, fmt.Errorf("authserver: %w", err)
 	}
@@ -398,14 +406,15 @@ func (s *Server) purgeLoop(cfg Config) {
 	}
 }
 
-// refreshCatalog rebuilds the catalog in force after a review decision of
-// another instance.
-func (s *Server) refreshCatalog(log *slog.Logger) {
+// refreshCatalog rebuilds the catalog in force from the database: after a
+// review decision of another instance, and around this one's approvals on
+// a shared database (dashboard.Config.RefreshCatalog). Rebuilds run one at
+// a time, each reading the database afresh, so that the one left in force
+// is never older than an earlier one.
+func (s *Server) refreshCatalog(ctx context.Context, log *slog.Logger) error {
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
-	if err := s.extendCatalog(context.Background(), log); err != nil && log != nil {
-		log.Error("authserver: rebuilding the catalog after a review decision", "err", err)
-	}
+	return s.extendCatalog(ctx, log)
 }
 
 // extendCatalog puts in force the base catalog extended with every
@@ -433,12 +442,25 @@ func (s *Server) extendCatalog(ctx context.Context, log *slog.Logger) error {
 
 // seed loads the seed world into a new database, the seeded projects'
 // policies into a database that has none, the operator credential, and sets
-// the secrets of the seeded confidential clients for this run.
+// the secrets of the seeded confidential clients for this run; under
+// store.Exclusive, so that instances starting at once on a shared database
+// seed it once between them.
+//
+// Secrets are kept only as hashes, so a random one is new at each start.
+// On a shared database a secret (or the operator key) is set only when the
+// database has none or Config gives one: otherwise every instance that
+// starts would replace the credentials the others handed out. Such a
+// credential is then unknown to this instance (empty in Credentials and
+// OperatorKey).
 func (s *Server) seed(ctx context.Context, cfg Config) error {
 	w, err := seed.Read()
 	if err != nil {
 		return err
 	}
+	return s.st.Exclusive(ctx, func() error { return s.seedLocked(ctx, cfg, w) })
+}
+
+func (s *Server) seedLocked(ctx context.Context, cfg Config, w *seed.World) error {
 	empty, err := s.st.Empty(ctx)
 	if err != nil {
 		return err
@@ -457,13 +479,23 @@ func (s *Server) seed(ctx context.Context, cfg Config) error {
 	}
 	// Like the seeded clients' secrets, the operator credential is new at
 	// each start unless fixed, because only its hash is kept.
-	if s.opKey = cfg.OperatorKey; s.opKey == "" {
+	keep := false
+	if s.opKey = cfg.OperatorKey; s.opKey == "" && s.st.Shared() {
+		_, err := s.st.Setting(ctx, dashboard.OperatorKeySetting)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		keep = err == nil
+	}
+	if s.opKey == "" && !keep {
 		if s.opKey, err = s.newSecret(); err != nil {
 			return err
 		}
 	}
-	if err := s.st.PutSetting(ctx, dashboard.OperatorKeySetting, store.Hash(s.opKey)); err != nil {
-		return err
+	if s.opKey != "" {
+		if err := s.st.PutSetting(ctx, dashboard.OperatorKeySetting, store.Hash(s.opKey)); err != nil {
+			return err
+		}
 	}
 	for _, wc := range w.Clients {
 		c, err := s.st.Client(ctx, wc.ID)
@@ -475,7 +507,12 @@ func (s *Server) seed(ctx context.Context, cfg Config) error {
 		cred := credentialOf(c)
 		if c.Type == store.Confidential {
 			secret, ok := cfg.Secrets[c.ID]
-			if !ok {
+			switch {
+			case ok:
+			case s.st.Shared() && len(c.SecretHash) > 0:
+				s.creds = append(s.creds, cred) // set by another instance; unknown here
+				continue
+			default:
 				if secret, err = s.newSecret(); err != nil {
 					return err
 				}

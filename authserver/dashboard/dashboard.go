@@ -13,6 +13,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,11 @@ type Config struct {
 	// SetCatalog puts an extended catalog in force when the operator
 	// approves a Resource Server (discovery and request checking).
 	SetCatalog func(*catalog.Catalog) error
+	// RefreshCatalog, when set, puts in force the catalog rebuilt from the
+	// approvals in the database, in place of SetCatalog: on a database
+	// that several instances share, an approval then extends what every
+	// instance approved, not only what this one knows.
+	RefreshCatalog func(context.Context) error
 	// InvalidateClient drops a client from the OAuth server's cache after
 	// it changed; nil does nothing.
 	InvalidateClient func(id string)
@@ -73,7 +79,8 @@ type Server struct {
 
 	// reviewMu serializes review decisions: approving a Resource Server
 	// reads the catalog in force and puts an extended one in force, and two
-	// approvals interleaved would lose one of them.
+	// approvals interleaved would lose one of them. Across instances on a
+	// shared database, store.Exclusive does the same.
 	reviewMu sync.Mutex
 
 	own *origin.Origin // cfg.Origin parsed; nil when unset

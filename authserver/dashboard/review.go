@@ -243,22 +243,30 @@ func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request) {
 	}
 	s.reviewMu.Lock()
 	defer s.reviewMu.Unlock()
+	s.answerDecision(w, r, s.st.Exclusive(r.Context(), func() error { return s.approve(r, d) }))
+}
+
+// approve decides an approval, one at a time (handleApprove).
+func (s *Server) approve(r *http.Request, d decision) error {
 	sub, err := s.pendingSubmission(r)
-	if err != nil || sub.Kind != store.KindResourceServer {
-		if err == nil {
-			err = s.decide(r, store.StatusApproved, d.Reason, "")
-		}
-		s.answerDecision(w, r, err)
-		return
+	if err != nil {
+		return err
+	}
+	if sub.Kind != store.KindResourceServer {
+		return s.decide(r, store.StatusApproved, d.Reason, "")
 	}
 	var decl catalog.Declaration
 	if err := json.Unmarshal(sub.Body, &decl); err != nil {
-		s.answerDecision(w, r, fmt.Errorf("dashboard: submission %s: %w", sub.ID, err))
-		return
+		return fmt.Errorf("dashboard: submission %s: %w", sub.ID, err)
 	}
 	if decl.ID, err = s.newID("rs_", 9); err != nil {
-		s.answerDecision(w, r, err)
-		return
+		return err
+	}
+	if s.cfg.RefreshCatalog != nil {
+		// Another instance may have approved one since this one heard.
+		if err := s.cfg.RefreshCatalog(r.Context()); err != nil {
+			return err
+		}
 	}
 	// Checked again: a name or the resource may have been taken since it
 	// was submitted.
@@ -267,18 +275,18 @@ func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request) {
 		err = s.resourceFree(r.Context(), decl.Resource)
 	}
 	if err != nil {
-		s.answerDecision(w, r, &Error{Code: codeDeclarationClash, Field: "submission_id", Message: err.Error()})
-		return
+		return &Error{Code: codeDeclarationClash, Field: "submission_id", Message: err.Error()}
 	}
 	if err := s.decide(r, store.StatusApproved, d.Reason, decl.ID); err != nil {
-		s.answerDecision(w, r, err)
-		return
+		return err
 	}
 	if err := s.grantResourceRole(r.Context(), sub.ProjectID, decl.Resource); err != nil {
-		s.answerDecision(w, r, err)
-		return
+		return err
 	}
-	s.answerDecision(w, r, s.cfg.SetCatalog(ext))
+	if s.cfg.RefreshCatalog != nil {
+		return s.cfg.RefreshCatalog(r.Context())
+	}
+	return s.cfg.SetCatalog(ext)
 }
 
 // resourceFree refuses a resource address that an approved Resource

@@ -44,10 +44,20 @@ func (ks *keySet) idSigner(c *store.Client) jose.Signer {
 	return ks.id[store.DefaultIDTokenAlg]
 }
 
-// loadKeys reads the stored keys and creates the missing ones. Keys come
-// from crypto/rand, not Config.Rand: Go's key generation ignores a caller's
+// loadKeys reads the stored keys and creates the missing ones, under
+// store.Exclusive, so that instances starting at once on one database
+// create one key of each algorithm between them. Keys come from
+// crypto/rand, not Config.Rand: Go's key generation ignores a caller's
 // reader, and a test gains nothing from predictable keys.
-func loadKeys(ctx context.Context, st *store.Store, now func() time.Time) (*keySet, error) {
+func loadKeys(ctx context.Context, st *store.Store, now func() time.Time) (ks *keySet, err error) {
+	err = st.Exclusive(ctx, func() error {
+		ks, err = loadKeysLocked(ctx, st, now)
+		return err
+	})
+	return ks, err
+}
+
+func loadKeysLocked(ctx context.Context, st *store.Store, now func() time.Time) (*keySet, error) {
 	stored, err := st.Keys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)

@@ -142,6 +142,16 @@ func (s *Store) Project(ctx context.Context, id string) (Project, error) {
 		return Project{}, err
 	}
 	p, ok := w.projects[id]
+	if !ok && s.pg != nil {
+		// Created by another instance a moment ago, before its
+		// notification reached this one: the dashboard's next request
+		// after creating a project may come here.
+		err := s.r.QueryRowContext(ctx, `SELECT id, name, operator_company FROM projects WHERE id = ?`, id).Scan(&p.ID, &p.Name, &p.OperatorCompany)
+		if err == nil {
+			s.forgetWorld()
+		}
+		return p, wrap("project", err)
+	}
 	if !ok {
 		return Project{}, ErrNotFound
 	}
