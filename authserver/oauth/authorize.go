@@ -176,7 +176,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
 	}
-	p, err := s.newPending(r.Context(), v, sess.bind, sourceOf(r), "")
+	p, err := s.newPending(r.Context(), v, sess.bind, sourceOf(r), "", "")
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
@@ -229,14 +229,16 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 
 // newPending stores a validated request until its decision, for a browser
 // session (with the browser's source address) or for a host client, under
-// the quotas of pendingQuotas.
-func (s *Server) newPending(ctx context.Context, v *validated, session, source, host string) (*pending, error) {
+// the quotas of pendingQuotas. A host names the subject at once: it is
+// stored with the request, and buildModel, which checks it, then has
+// nothing to record.
+func (s *Server) newPending(ctx context.Context, v *validated, session, source, host, subject string) (*pending, error) {
 	id, err := s.randomToken(24)
 	if err != nil {
 		return nil, err
 	}
 	now := s.cfg.Now()
-	p := &pending{id: id, v: v, expires: now.Add(s.cfg.ConsentTTL), session: session, source: source, host: host}
+	p := &pending{id: id, v: v, expires: now.Add(s.cfg.ConsentTTL), session: session, source: source, host: host, subject: subject}
 	if err := s.pending.add(ctx, p, now); err != nil {
 		return nil, err
 	}

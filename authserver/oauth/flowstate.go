@@ -183,7 +183,7 @@ func (d *dbPending) add(ctx context.Context, p *pending, now time.Time) error {
 		c.Quotas = append(c.Quotas, store.Quota{Key: k, Limit: limits[i]})
 	}
 	err := d.s.cfg.Store.AddPending(ctx, &store.PendingRequest{IDHash: store.Hash(p.id), Params: p.v.params, Bind: []byte(p.session),
-		Source: p.source, Host: p.host, ExpiresAt: p.expires}, c, now)
+		Source: p.source, Host: p.host, Subject: p.subject, ExpiresAt: p.expires}, c, now)
 	var qe *store.QuotaError
 	if errors.As(err, &qe) {
 		return quotaErr(qe.Key, qe.Limit, d.q.ttl)

@@ -90,7 +90,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 	v, redirect, err := s.validateAuthorize(r.Context(), q)
 	if err == nil {
 		var p *pending
-		if p, err = s.newPending(r.Context(), v, "", "", host.ID); err == nil {
+		if p, err = s.newPending(r.Context(), v, "", "", host.ID, body.Subject); err == nil {
 			var m *consent.Model
 			if m, err = s.buildModel(r.Context(), p, body.Subject); err == nil {
 				// A host shows its consent screen unless the model is
