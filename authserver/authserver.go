@@ -80,8 +80,10 @@ func DefaultDB() (string, error) {
 
 // Config configures Start.
 type Config struct {
-	// DB is the SQLite database file; created with the seed world when it
-	// does not exist. Required.
+	// DB is the SQLite database file, created with the seed world when it
+	// does not exist; or a postgres:// URL of a database that several
+	// instances may share (docs/authserver.md, "Several instances").
+	// Required.
 	DB string
 	// ServiceAddr, DashboardAddr, SigningAddr and InvoicingAddr are the
 	// listen addresses of the roles; "" means "127.0.0.1:0", a free
@@ -116,12 +118,20 @@ type Config struct {
 	Logger *slog.Logger
 	// OperatorKey fixes the operator credential of the dashboard's review
 	// API (docs/dashboard.md); empty means a new random key at each start,
-	// read it from Server.OperatorKey. Only its hash is stored.
+	// read it from Server.OperatorKey. Only its hash is stored. On a shared
+	// database an empty OperatorKey keeps the key another instance set (and
+	// Server.OperatorKey is then empty); a new one is made only when the
+	// database has none.
 	OperatorKey string
 	// Secrets fixes the secrets of seeded confidential clients, by client
 	// id. Every other seeded confidential client gets a fresh random secret
 	// at each start (read it from Credentials): the database keeps only
-	// hashes, so a secret cannot be shown again later.
+	// hashes, so a secret cannot be shown again later. On a shared
+	// database, only a client without a secret gets one; a secret another
+	// instance set is kept, and empty in Credentials. The example
+	// providers read grants with their clients' secrets, so instances that
+	// share a database should all be given those of signing-provider and
+	// invoicing-provider.
 	Secrets map[string]string
 	// DashboardOrigins are origins, beside the dashboard's own, whose web
 	// pages may change state through the dashboard API (a front end served

@@ -155,12 +155,19 @@ func runServe(ctx context.Context, e env) int {
 			fmt.Fprintf(e.stdout, "%-20s%s\n", "listen "+l[0], l[1])
 		}
 	}
-	fmt.Fprintf(e.stdout, "\noperator key        %s  (review: miniapp-host review list --key KEY, docs/dashboard.md)\n", srv.OperatorKey())
+	if k := srv.OperatorKey(); k != "" {
+		fmt.Fprintf(e.stdout, "\noperator key        %s  (review: miniapp-host review list --key KEY, docs/dashboard.md)\n", k)
+	} else {
+		// A shared database whose key another instance set (docs/authserver.md, "Several instances").
+		fmt.Fprintln(e.stdout, "\noperator key        kept: set by another instance on this database (fix it with --operator-key)")
+	}
 	fmt.Fprintln(e.stdout, "\nclients (secrets are valid until the server stops unless fixed with --secret):")
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(e.stdout, "  %-20s %-12s", c.ClientID, c.Type)
 		if c.ClientSecret != "" {
 			fmt.Fprintf(e.stdout, " secret %s", c.ClientSecret)
+		} else if c.Type == "confidential" {
+			fmt.Fprint(e.stdout, " secret kept: set by another instance (fix it with --secret)")
 		}
 		if len(c.RedirectURIs) > 0 {
 			fmt.Fprintf(e.stdout, " redirect_uris %s", strings.Join(c.RedirectURIs, " "))
