@@ -69,9 +69,9 @@ type Config struct {
 	// ConsentTTL bounds how long a pending authorization request waits for
 	// sign-in and a decision; default 10 minutes.
 	ConsentTTL time.Duration
-	// MaxPending caps the pending browser authorization requests held in
-	// memory, all clients and sources together; default 100,000. Native
-	// requests do not count against it.
+	// MaxPending caps the pending browser authorization requests held (in
+	// memory, or in a shared database), all clients and sources together;
+	// default 100,000. Native requests do not count against it.
 	MaxPending int
 	// MaxPendingPerClient caps the pending browser requests of one client;
 	// default 10,000.
