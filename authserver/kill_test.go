@@ -26,26 +26,6 @@ import (
 // can kill it with SIGKILL.
 const childEnv = "AUTHSERVER_TEST_INSTANCE"
 
-// childConfig is what a child instance is started with.
-type childConfig struct {
-	DB, Issuer, DashboardURL, SigningURL, InvoicingURL, OperatorKey string
-	Secrets                                                         map[string]string
-}
-
-// sharedConfig is the configuration every instance of a deployment gets
-// (docs/deploy.md): one database, the proxy's public addresses, the same
-// operator key and secrets.
-func sharedConfig(db, issuer string) childConfig {
-	return childConfig{DB: db, Issuer: issuer, DashboardURL: "https://dashboard.example.test",
-		SigningURL: "https://signing.example.test", InvoicingURL: "https://invoicing.example.test",
-		OperatorKey: "operator-key-for-tests", Secrets: map[string]string{hostID: hostSecret, signingID: signingSecret}}
-}
-
-func (c childConfig) apply(cfg *authserver.Config) {
-	cfg.DB, cfg.Issuer, cfg.DashboardURL, cfg.SigningURL, cfg.InvoicingURL = c.DB, c.Issuer, c.DashboardURL, c.SigningURL, c.InvoicingURL
-	cfg.OperatorKey, cfg.Secrets = c.OperatorKey, c.Secrets
-}
-
 // runChild is the child's side: start the instance, print its service
 // listen address, and serve until killed (or until stdin closes, when the
 // parent died without killing it).
