@@ -1,9 +1,11 @@
 package authserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -28,9 +30,22 @@ type roundRobin struct {
 
 func (rr *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := rr.next.Add(1)
+	// The transport closes a request's body when it fails, so a retry
+	// sends a copy.
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+	}
 	var err error
 	for i := range rr.targets {
 		r := req.Clone(req.Context())
+		if req.Body != nil {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		r.URL.Host = rr.targets[(int(start)+i)%len(rr.targets)]
 		var resp *http.Response
 		if resp, err = http.DefaultTransport.RoundTrip(r); err == nil || !errors.Is(err, syscall.ECONNREFUSED) {

@@ -120,7 +120,10 @@ func TestKilledInstanceLosesNoGrant(t *testing.T) {
 			}
 			return m, nil
 		}
-		host := func(r *http.Request) { r.SetBasicAuth(hostID, hostSecret); r.Header.Set("Content-Type", "application/json") }
+		host := func(r *http.Request) {
+			r.SetBasicAuth(hostID, hostSecret)
+			r.Header.Set("Content-Type", "application/json")
+		}
 		body, _ := json.Marshal(map[string]any{"authorization_url": u.Authorization + "?" + q.Encode(), "subject": subAna})
 		m, err := post(u.Native, string(body), host)
 		if err != nil {
