@@ -55,6 +55,25 @@ func (rr *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
+// roundRobinFront is a reverse proxy on loopback (TLS when useTLS) in front
+// of rr's targets. A request it cannot pass on is answered 502, as nginx
+// does.
+func roundRobinFront(t *testing.T, rr *roundRobin, useTLS bool) *httptest.Server {
+	h := &httputil.ReverseProxy{Transport: rr, Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(&url.URL{Scheme: "http", Host: "upstream.invalid"})
+		r.SetXForwarded()
+		r.Out.Host = r.In.Host
+	}, ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }}
+	var front *httptest.Server
+	if useTLS {
+		front = httptest.NewTLSServer(h)
+	} else {
+		front = httptest.NewServer(h)
+	}
+	t.Cleanup(front.Close)
+	return front
+}
+
 // TestInstancesBehindOneProxy runs two instances on one PostgreSQL
 // database, given the same public addresses, operator key and secrets
 // (docs/deploy.md), behind one round-robin TLS proxy: both advertise the
@@ -64,12 +83,7 @@ func (rr *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestInstancesBehindOneProxy(t *testing.T) {
 	db := storetest.Postgres(t)
 	rr := &roundRobin{}
-	front := httptest.NewTLSServer(&httputil.ReverseProxy{Transport: rr, Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(&url.URL{Scheme: "http", Host: "upstream.invalid"})
-		r.SetXForwarded()
-		r.Out.Host = r.In.Host
-	}})
-	defer front.Close()
+	front := roundRobinFront(t, rr, true)
 	hc := front.Client()
 	instance := func() *env {
 		return startWith(t, db, &clock{t: time.Now()}, func(c *authserver.Config) {
@@ -97,8 +111,8 @@ func TestInstancesBehindOneProxy(t *testing.T) {
 	v, c := pkce(t)
 	var code string
 	for i, e := range []*env{a, b} {
-		// The native flow on this instance's own listener: its pending
-		// request lives in that process.
+		// The native flow on this instance's own listener, so that each
+		// instance is shown to accept the shared host secret.
 		native := "http://" + e.srv.ListenAddrs().Service + "/native/requests"
 		body, _ := json.Marshal(map[string]any{"authorization_url": e.u.Authorization + "?" + e.authParams(c).Encode(), "subject": subAna})
 		req := mustRequest(t, http.MethodPost, native, string(body))

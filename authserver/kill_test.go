@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -89,11 +87,7 @@ func startChild(t *testing.T, c childConfig) (string, *exec.Cmd) {
 func TestKilledInstanceLosesNoGrant(t *testing.T) {
 	db := storetest.Postgres(t)
 	rr := &roundRobin{}
-	front := httptest.NewServer(&httputil.ReverseProxy{Transport: rr, Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(&url.URL{Scheme: "http", Host: "upstream.invalid"})
-		r.Out.Host = r.In.Host
-	}, ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) { w.WriteHeader(http.StatusBadGateway) }})
-	defer front.Close()
+	front := roundRobinFront(t, rr, false)
 	shared := sharedConfig(db, front.URL)
 	victimAddr, victim := startChild(t, shared)
 	survivor := startWith(t, db, &clock{t: time.Now()}, shared.apply)
