@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/oauth"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/authserver/store/pgtest"
 )
@@ -94,7 +95,10 @@ func run() error {
 	if *instances > 1 && !store.IsPostgres(db) {
 		return errors.New("-instances above 1 needs -db postgres or a PostgreSQL URL: one SQLite file serves one instance")
 	}
-	srv, err := authserver.Start(ctx, authserver.Config{DB: db,
+	// The token phase makes its codes before it times their redemption;
+	// on a slower store that takes longer than a code's default minute.
+	oc := oauth.Config{CodeTTL: 10 * time.Minute}
+	srv, err := authserver.Start(ctx, authserver.Config{DB: db, OAuth: oc,
 		Secrets: map[string]string{"miniapp-host": hostSecret}})
 	if err != nil {
 		return err
@@ -108,8 +112,8 @@ func run() error {
 	for range *instances - 1 {
 		more, err := authserver.Start(ctx, authserver.Config{DB: db, Issuer: u.Issuer, DashboardURL: u.Dashboard,
 			SigningURL:   strings.TrimSuffix(u.SigningBaseURL, authserver.ProviderPath),
-			InvoicingURL: strings.TrimSuffix(u.InvoicingBaseURL, authserver.ProviderPath),
-			Secrets:      map[string]string{"miniapp-host": hostSecret}})
+			InvoicingURL: strings.TrimSuffix(u.InvoicingBaseURL, authserver.ProviderPath), OAuth: oc,
+			Secrets: map[string]string{"miniapp-host": hostSecret}})
 		if err != nil {
 			return err
 		}
