@@ -297,6 +297,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	oc := cfg.OAuth
 	oc.Issuer, oc.Catalog, oc.Store, oc.Now, oc.Rand, oc.Logger = s.urls.Issuer, s.cat, s.st, cfg.Now, cfg.Rand, cfg.Logger
+	oc.TrustedProxies = cfg.HTTP.TrustedProxies
 	if s.oauth, err = oauth.New(ctx, oc); err != nil {
 		return nil, err
 	}
@@ -378,7 +379,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	for _, r := range roles {
 		hs := httplimit.Server(s.health.wrap(r.h), hc, errorLog)
 		s.servers = append(s.servers, hs)
-		go hs.Serve(httplimit.NewListener(r.ln, hc.MaxConnsPerSource))
+		go hs.Serve(httplimit.NewListener(r.ln, hc.MaxConnsPerSource, hc.TrustedProxies))
 	}
 	s.stopPurge, s.purgeDone = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(cfg)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
@@ -132,5 +133,63 @@ func TestHostQuota(t *testing.T) {
 	b := newBrowser(t, e.u.Issuer)
 	if rq := b.browserCode(e.u.Authorization+"?"+e.authParams(c).Encode(), subAna, map[string]string{"action": "approve"}); rq.Get("code") == "" {
 		t.Fatalf("browser: %v", rq)
+	}
+}
+
+// forwardedFor is a transport that says, as a reverse proxy does, whom it
+// forwards for.
+type forwardedFor struct {
+	base   http.RoundTripper
+	client string
+}
+
+func (f forwardedFor) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Forwarded-For", f.client)
+	return f.base.RoundTrip(r)
+}
+
+// TestTrustedProxyCountsTheClient: behind a trusted reverse proxy, the
+// per-source quotas count the client the proxy names, so one client's
+// flood through the proxy refuses that client only; a peer that is not a
+// trusted proxy is counted as itself whatever X-Forwarded-For it writes.
+func TestTrustedProxyCountsTheClient(t *testing.T) {
+	proxies, err := httplimit.ParseProxies("127.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := authserver.Start(context.Background(), authserver.Config{DB: storetest.DB(t),
+		HTTP: httplimit.Config{TrustedProxies: proxies}, OAuth: oauth.Config{MaxPendingPerSource: 5, MaxSessionsPerSource: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	e := &env{t: t, srv: srv, u: srv.URLs(), clock: &clock{t: time.Now()}}
+	if _, err := srv.RegisterClient(context.Background(), authserver.ClientSpec{ID: publicID, RedirectURIs: []string{publicRedir}}); err != nil {
+		t.Fatal(err)
+	}
+	_, c := pkce(t)
+	q := func() string { return e.authParams(c).Encode() }
+	admitted := func(peer, client string, n int) int {
+		tr := forwardedFor{base: transportFrom(t, peer), client: client}
+		got := 0
+		for range n {
+			b := newBrowserVia(t, e.u.Issuer, tr)
+			b.hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			if p := b.get(e.u.Authorization + "?" + q()); strings.HasPrefix(p.header.Get("Location"), "/oauth/login") {
+				got++
+			}
+		}
+		return got
+	}
+	if n := admitted("127.0.0.2", "198.51.100.1", 8); n != 5 {
+		t.Fatalf("a client flooding through the proxy got %d requests admitted, want its quota of 5", n)
+	}
+	if n := admitted("127.0.0.2", "198.51.100.2", 1); n != 1 {
+		t.Fatal("another client through the same proxy was refused: the proxy's clients share one quota")
+	}
+	// Not a trusted proxy: its X-Forwarded-For is not believed.
+	if n := admitted("127.0.0.3", "198.51.100.3", 5) + admitted("127.0.0.3", "198.51.100.4", 3); n != 5 {
+		t.Fatalf("a peer writing a new X-Forwarded-For each time got %d requests admitted, want its own quota of 5", n)
 	}
 }

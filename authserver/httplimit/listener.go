@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 )
@@ -18,16 +19,19 @@ type Listener struct {
 	mu sync.Mutex     // guards n
 	n  map[string]int // open connections by source address
 
+	trusted Proxies // not capped
+
 	refused atomic.Int64
 }
 
-// NewListener wraps ln with a cap of max connections per source address;
-// max <= 0 means DefaultMaxConnsPerSource.
-func NewListener(ln net.Listener, max int) *Listener {
+// NewListener wraps ln with a cap of max connections per source address,
+// except for the trusted proxies' connections; max <= 0 means
+// DefaultMaxConnsPerSource.
+func NewListener(ln net.Listener, max int, trusted Proxies) *Listener {
 	if max <= 0 {
 		max = DefaultMaxConnsPerSource
 	}
-	return &Listener{Listener: ln, max: max, n: map[string]int{}}
+	return &Listener{Listener: ln, max: max, n: map[string]int{}, trusted: trusted}
 }
 
 // Accept returns the next connection whose source is under its cap,
@@ -39,6 +43,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		src := sourceOf(c.RemoteAddr())
+		if a, err := netip.ParseAddr(src); err == nil && l.trusted.Trusted(a) {
+			return c, nil
+		}
 		l.mu.Lock()
 		ok := l.n[src] < l.max
 		if ok {

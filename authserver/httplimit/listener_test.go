@@ -15,7 +15,7 @@ func TestListenerCapsEachSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := NewListener(ln, 2)
+	l := NewListener(ln, 2, nil)
 	defer l.Close()
 	accepted := make(chan net.Conn, 8)
 	go func() {
@@ -72,5 +72,42 @@ func TestListenerCapsEachSource(t *testing.T) {
 	}
 	if l.Refused() != 1 {
 		t.Fatalf("Refused() = %d after the slot was freed, want still 1", l.Refused())
+	}
+}
+
+// TestListenerLeavesTrustedProxiesUncapped: a trusted reverse proxy carries
+// many users' connections, so it is not held to one source's cap; every
+// other source still is.
+func TestListenerLeavesTrustedProxiesUncapped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, _ := ParseProxies("127.0.0.2")
+	l := NewListener(ln, 1, trusted)
+	defer l.Close()
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	for range 4 {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+		c, err := d.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s := <-accepted
+		defer s.Close()
+	}
+	if l.Refused() != 0 {
+		t.Fatalf("the trusted proxy's connections were refused %d times", l.Refused())
 	}
 }

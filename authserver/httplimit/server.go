@@ -29,6 +29,10 @@ type Config struct {
 	// MaxConnsPerSource caps the concurrent connections of one source IP
 	// address (Listener); default 256.
 	MaxConnsPerSource int
+	// TrustedProxies are reverse proxies in front of the server: their
+	// connections are not capped per source, and the per-source quotas of
+	// the requests they forward count the client they name (Proxies).
+	TrustedProxies Proxies
 }
 
 // Defaults of Config.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -176,7 +175,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
 	}
-	p, err := s.newPending(r.Context(), v, sess.bind, sourceOf(r), "", "")
+	p, err := s.newPending(r.Context(), v, sess.bind, s.sourceOf(r), "", "")
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
@@ -246,14 +245,10 @@ func (s *Server) newPending(ctx context.Context, v *validated, session, source, 
 }
 
 // sourceOf is the request's source IP address, the key of the per-source
-// quotas. Behind a reverse proxy every request would share the proxy's
-// address; the reference server listens directly.
-func sourceOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+// quotas: its peer's, or behind a trusted reverse proxy the client's
+// (Config.TrustedProxies).
+func (s *Server) sourceOf(r *http.Request) string {
+	return s.cfg.TrustedProxies.ClientAddr(r)
 }
 
 // buildModel makes the consent model of a pending request for a subject and

@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -89,6 +90,10 @@ type Config struct {
 	// MaxSessions caps the browser sessions in all, signed-in and not
 	// apart; default 250,000 each.
 	MaxSessions int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the source of a request for the per-source quotas (httplimit.Proxies);
+	// none by default: the source is the peer.
+	TrustedProxies httplimit.Proxies
 	// SessionTTL is how long a signed-in browser session lasts; default 12
 	// hours. A session not signed in lasts ConsentTTL: it serves only the
 	// sign-in of a pending request.

@@ -293,7 +293,7 @@ func (ss *sessionSet) internLocked(subject string) uint32 {
 // newSession makes a session record with fresh id, CSRF token and binding.
 func (s *Server) newSession(r *http.Request, expires time.Time) (sessionKey, sessionRec, error) {
 	var k sessionKey
-	rec := sessionRec{source: sourceKeyOf(sourceOf(r)), expires: expires.UnixNano()}
+	rec := sessionRec{source: sourceKeyOf(s.sourceOf(r)), expires: expires.UnixNano()}
 	for _, b := range [][]byte{k[:], rec.csrf[:], rec.bind[:]} {
 		if _, err := io.ReadFull(s.cfg.Rand, b); err != nil {
 			return k, rec, fmt.Errorf("oauth: random: %w", err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
@@ -53,6 +54,7 @@ var serveEnv = map[string]string{
 	"dashboard-url": "MINIAPP_HOST_DASHBOARD_URL",
 	"signing-url":   "MINIAPP_HOST_SIGNING_URL",
 	"invoicing-url": "MINIAPP_HOST_INVOICING_URL",
+	"trusted-proxy": "MINIAPP_HOST_TRUSTED_PROXIES",
 }
 
 // runServe is `miniapp-host serve`: the reference authorization server,
@@ -61,11 +63,12 @@ var serveEnv = map[string]string{
 func runServe(ctx context.Context, e env) int {
 	fs := newFlagSet("serve", func(w io.Writer) {
 		fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--issuer URL] [--dashboard-url URL] [--signing-url URL] [--invoicing-url URL]")
-		fmt.Fprintln(w, "                          [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
+		fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
 		fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
 		fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
-		fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL (a flag wins)")
+		fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES (a flag wins)")
 	})
+	trusted := fs.String("trusted-proxy", "", "the reverse proxies in front of this instance, addresses or CIDR networks separated by commas: per-source limits then count the client they name in X-Forwarded-For (docs/deploy.md)")
 	db := fs.String("db", "", "the database: a SQLite file (default: the user's data directory, miniapp-host/authserver.db), or a postgres:// URL that several instances share (docs/deploy.md)")
 	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address (authorization server and {base_url}); the dashboard, signing and invoicing roles take the next three ports unless set")
 	dash := fs.String("dashboard-addr", "", "dashboard address")
@@ -94,11 +97,16 @@ func runServe(ctx context.Context, e env) int {
 	source := map[string]string{}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, v := range map[string]*string{"db": db, "issuer": issuer, "dashboard-url": dashURL, "signing-url": signURL, "invoicing-url": invURL} {
+	for name, v := range map[string]*string{"db": db, "issuer": issuer, "dashboard-url": dashURL, "signing-url": signURL,
+		"invoicing-url": invURL, "trusted-proxy": trusted} {
 		source[name] = "--" + name
 		if ev := e.envVar(serveEnv[name]); !set[name] && ev != "" {
 			*v, source[name] = ev, serveEnv[name]
 		}
+	}
+	proxies, err := httplimit.ParseProxies(*trusted)
+	if err != nil {
+		return usageError(e, "serve", source["trusted-proxy"]+": "+err.Error())
 	}
 	if *drain < 0 || *shutdownTimeout <= 0 {
 		return usageError(e, "serve", "--drain is a duration of 0 or more and --shutdown-timeout one above 0, such as 5s")
@@ -113,7 +121,7 @@ func runServe(ctx context.Context, e env) int {
 	}
 	cfg := authserver.Config{DB: *db, ServiceAddr: *addr, DashboardAddr: *dash, SigningAddr: *signing,
 		InvoicingAddr: *invoicing, Issuer: *issuer, DashboardURL: *dashURL, SigningURL: *signURL, InvoicingURL: *invURL,
-		Secrets: secrets, OperatorKey: *opKey, DashboardOrigins: dashOrigins}
+		Secrets: secrets, OperatorKey: *opKey, DashboardOrigins: dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies}}
 	if err := cfg.Validate(); err != nil {
 		var ae *authserver.AddressError
 		if !errors.As(err, &ae) {

@@ -230,6 +230,10 @@ func TestServeRefusesBadAddresses(t *testing.T) {
 		{"invoicing of another scheme", []string{"--invoicing-url", "ftp://i.example"}, nil,
 			[]string{`--invoicing-url "ftp://i.example"`, "http or https"}},
 		{"negative drain", []string{"--drain", "-1s"}, nil, []string{"--drain"}},
+		{"trusted proxy by name", []string{"--trusted-proxy", "10.0.0.2,proxy.internal"}, nil,
+			[]string{"--trusted-proxy", `"proxy.internal"`, "CIDR"}},
+		{"trusted proxies from the environment", nil, map[string]string{"MINIAPP_HOST_TRUSTED_PROXIES": "10.0.0.0/33"},
+			[]string{"MINIAPP_HOST_TRUSTED_PROXIES", `"10.0.0.0/33"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errs bytes.Buffer
