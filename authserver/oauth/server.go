@@ -354,7 +354,7 @@ func (c *clientCache) get(ctx context.Context, id string) (*store.Client, error)
 	cl, ok := c.m[id]
 	gen := c.gen
 	c.mu.RUnlock()
-	if ok {
+	if ok && c.st.Cacheable() {
 		return cl, nil
 	}
 	cl, err := c.st.Client(ctx, id)

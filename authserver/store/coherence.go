@@ -87,6 +87,12 @@ func (s *Store) cacheable() bool {
 	return s.pg == nil || s.coh.live.Load()
 }
 
+// Cacheable reports whether a cache of the database's content kept above
+// the Store may answer a read now: false on a shared database while
+// changes by other processes may go unheard (the listening connection is
+// down). OnChange says ChangedAll when they are heard again.
+func (s *Store) Cacheable() bool { return s.cacheable() }
+
 // announce tells the other processes, when tx commits, what it changed.
 // On SQLite it does nothing: no other process has the database.
 func (s *Store) announce(tx *sql.Tx, c Change) error {
