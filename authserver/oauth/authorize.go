@@ -371,7 +371,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		return "", err
 	}
 	now := s.cfg.Now()
-	code, err := s.randomToken(32)
+	code, err := store.NewSecret(s.cfg.Rand, now)
 	if err != nil {
 		return "", err
 	}
@@ -388,7 +388,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		Scopes: p.v.result.Scopes, Details: details, Audience: s.audience(p.v.result),
 		InstallationID: s.installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
 	}
-	c := &store.Code{Hash: store.Hash(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
+	c := &store.Code{Hash: store.SecretKey(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
 		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(s.cfg.CodeTTL)}
 	remember, err := s.consentToRemember(ctx, p, subject, d.AccountID)
 	if err != nil {

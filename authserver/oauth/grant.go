@@ -80,7 +80,7 @@ func (s *Server) activeToken(ctx context.Context, tok string) (*store.AccessToke
 // issuedToken looks up an access token this server issued, whatever its
 // state.
 func (s *Server) issuedToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
-	at, g, err := s.cfg.Store.LookupAccessToken(ctx, store.Hash(tok))
+	at, g, err := s.cfg.Store.LookupAccessToken(ctx, store.AccessTokenKey(tok))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil, oauthErr(codeInvalidToken, "the token was not issued by this server")

@@ -52,14 +52,14 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.cfg.Now()
 	out := introspection{}
-	if at, g, err := s.cfg.Store.LookupAccessToken(r.Context(), store.Hash(tok)); err == nil {
+	if at, g, err := s.cfg.Store.LookupAccessToken(r.Context(), store.AccessTokenKey(tok)); err == nil {
 		if !at.Revoked && !g.Revoked() && now.Before(at.ExpiresAt) && s.mayReadGrant(c, g) {
 			out = s.describe(g, "Bearer", at.IssuedAt.Unix(), at.ExpiresAt.Unix(), at.JTI)
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		s.writeJSONError(w, r, err)
 		return
-	} else if rt, g, err := s.cfg.Store.LookupRefreshToken(r.Context(), store.Hash(tok)); err == nil {
+	} else if rt, g, err := s.cfg.Store.LookupRefreshToken(r.Context(), store.SecretKey(tok)); err == nil {
 		if !rt.Used && !g.Revoked() && now.Before(rt.ExpiresAt) && s.mayReadGrant(c, g) {
 			out = s.describe(g, "refresh_token", rt.IssuedAt.Unix(), rt.ExpiresAt.Unix(), "")
 		}
@@ -98,8 +98,8 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "token is missing"))
 		return
 	}
-	ctx, h := r.Context(), store.Hash(tok)
-	at, g, err := s.cfg.Store.LookupAccessToken(ctx, h)
+	ctx := r.Context()
+	at, g, err := s.cfg.Store.LookupAccessToken(ctx, store.AccessTokenKey(tok))
 	switch {
 	case err == nil:
 		if g.ClientID != c.ID {
@@ -109,7 +109,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		err = s.cfg.Store.RevokeAccessToken(ctx, at.Hash)
 	case errors.Is(err, store.ErrNotFound):
 		var rg *store.Grant
-		if _, rg, err = s.cfg.Store.LookupRefreshToken(ctx, h); err == nil {
+		if _, rg, err = s.cfg.Store.LookupRefreshToken(ctx, store.SecretKey(tok)); err == nil {
 			if rg.ClientID != c.ID {
 				s.writeJSONError(w, r, oauthErr(codeUnauthorizedClient, "the token was issued to another client"))
 				return

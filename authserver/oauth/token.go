@@ -142,7 +142,7 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 		return nil, oauthErr(codeInvalidRequest, "code is missing")
 	}
 	now := s.cfg.Now()
-	hash := store.Hash(code)
+	hash := store.SecretKey(code)
 	replay := oauthErr(codeInvalidGrant, "the code was already used; every token issued from it is revoked")
 	rc, used, err := s.cfg.Store.PeekCode(ctx, hash)
 	switch {
@@ -215,7 +215,7 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values) (*t
 		return nil, oauthErr(codeInvalidRequest, "refresh_token is missing")
 	}
 	now := s.cfg.Now()
-	rt, err := s.cfg.Store.UseRefreshToken(ctx, store.Hash(tok), now)
+	rt, err := s.cfg.Store.UseRefreshToken(ctx, store.SecretKey(tok), now)
 	switch {
 	case errors.Is(err, store.ErrReplayed):
 		return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
@@ -265,14 +265,14 @@ type minted struct {
 // mint signs the tokens of a grant; the caller stores them.
 func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce string, withID bool) (*minted, error) {
 	now := s.cfg.Now()
-	jti, err := s.randomToken(16)
+	jti, err := store.NewJTI(s.cfg.Rand, now)
 	if err != nil {
 		return nil, err
 	}
 	scope := strings.Join(scopes, " ")
 	at, err := sign(s.keys.Load().access, accessClaims{
-		Iss: s.cfg.Issuer, Sub: g.SubjectID, Aud: audClaim(g.Audience), Exp: now.Add(s.cfg.AccessTokenTTL).Unix(),
-		Iat: now.Unix(), Jti: jti, ClientID: c.ID, Scope: scope, OrgID: g.OrgID,
+		Jti: jti, Iss: s.cfg.Issuer, Sub: g.SubjectID, Aud: audClaim(g.Audience), Exp: now.Add(s.cfg.AccessTokenTTL).Unix(),
+		Iat: now.Unix(), ClientID: c.ID, Scope: scope, OrgID: g.OrgID,
 	})
 	if err != nil {
 		return nil, err
@@ -290,26 +290,27 @@ func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce st
 			return nil, err
 		}
 	}
-	m := &minted{resp: resp, at: &store.AccessToken{Hash: store.Hash(at), GrantID: g.ID, JTI: jti, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTokenTTL)}}
+	m := &minted{resp: resp, at: &store.AccessToken{Hash: store.AccessTokenKey(at), GrantID: g.ID, JTI: jti, IssuedAt: now, ExpiresAt: now.Add(s.cfg.AccessTokenTTL)}}
 	if slices.Contains(g.Scopes, "offline_access") {
-		if resp.RefreshToken, err = s.randomToken(32); err != nil {
+		if resp.RefreshToken, err = store.NewSecret(s.cfg.Rand, now); err != nil {
 			return nil, err
 		}
-		m.rt = &store.RefreshToken{Hash: store.Hash(resp.RefreshToken), GrantID: g.ID, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTokenTTL)}
+		m.rt = &store.RefreshToken{Hash: store.SecretKey(resp.RefreshToken), GrantID: g.ID, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTokenTTL)}
 	}
 	return m, nil
 }
 
 // accessClaims are the claims of an access token (RFC 9068 §2.2, spec 5.6):
 // never the authorization_details, which Resource Servers read from the
-// grant endpoint.
+// grant endpoint. jti comes first: the token's storage key is read from
+// it (store.AccessTokenKey).
 type accessClaims struct {
+	Jti      string `json:"jti"`
 	Iss      string `json:"iss"`
 	Sub      string `json:"sub"`
 	Aud      any    `json:"aud"`
 	Exp      int64  `json:"exp"`
 	Iat      int64  `json:"iat"`
-	Jti      string `json:"jti"`
 	ClientID string `json:"client_id"`
 	Scope    string `json:"scope"`
 	OrgID    string `json:"org_id,omitempty"`
