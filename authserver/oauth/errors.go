@@ -269,10 +269,19 @@ func appendQuery(uri string, q url.Values) string {
 	return uri + sep + q.Encode()
 }
 
+// Header values of every JSON response, set without canonicalising the
+// names or allocating on each response (net/http never appends to them;
+// an append by a handler would copy, their capacity being their length).
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+	headerNoCache = []string{"no-cache"}
+)
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = headerJSON
+	h["Cache-Control"] = headerNoStore
 	b, err := json.Marshal(v)
 	if err != nil {
 		http.Error(w, `{"error":"server_error"}`, http.StatusInternalServerError)

@@ -41,6 +41,14 @@ func bearerToken(r *http.Request) (string, error) {
 	return tok, nil
 }
 
+// base64url marks the characters of the base64url alphabet (RFC 4648 §5).
+var base64url = func() (t [256]bool) {
+	for _, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" {
+		t[c] = true
+	}
+	return t
+}()
+
 // wellFormedJWT reports whether tok has the shape of a compact JWS: three
 // non-empty base64url segments.
 func wellFormedJWT(tok string) bool {
@@ -49,14 +57,14 @@ func wellFormedJWT(tok string) bool {
 	for i := 0; i < len(tok); i++ {
 		c := tok[i]
 		switch {
+		case base64url[c]:
+			seg++
 		case c == '.':
 			if seg == 0 {
 				return false
 			}
 			parts++
 			seg = 0
-		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_':
-			seg++
 		default:
 			return false
 		}

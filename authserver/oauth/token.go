@@ -127,7 +127,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	w.Header().Set("Pragma", "no-cache")
+	w.Header()["Pragma"] = headerNoCache
 	writeJSON(w, http.StatusOK, resp)
 }
 

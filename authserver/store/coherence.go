@@ -142,8 +142,18 @@ func (s *Store) apply(c Change) {
 		s.forgetWorld()
 	case ChangedReview:
 		s.policies.gen.Add(1)
+	case ChangedConsent:
+		sub, client, ok := strings.Cut(c.Key, " ")
+		sub, err1 := url.QueryUnescape(sub)
+		client, err2 := url.QueryUnescape(client)
+		if !ok || err1 != nil || err2 != nil {
+			s.consents.clear() // "" (several) or unreadable: forget them all
+		} else {
+			s.consents.forget(sub, client)
+		}
 	case ChangedAll:
 		s.cache.clear()
+		s.consents.clear()
 		s.forgetWorld()
 		s.policies.gen.Add(1)
 	}

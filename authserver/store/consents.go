@@ -25,8 +25,17 @@ type Consent struct {
 }
 
 // Consent returns the remembered consent of a subject for a client, or
-// ErrNotFound.
+// ErrNotFound. It is served from memory once read (consentCache), except
+// on a shared database while other instances' changes may go unheard.
 func (s *Store) Consent(ctx context.Context, subjectID, clientID string) (*Consent, error) {
+	cacheable := s.cacheable()
+	c, found, epoch := s.consents.get(subjectID, clientID)
+	if found && cacheable {
+		if c == nil {
+			return nil, fmt.Errorf("store: consent: %w", ErrNotFound)
+		}
+		return c, nil
+	}
 	rows, err := s.stmts.consent.QueryContext(ctx, subjectID, clientID)
 	if err != nil {
 		return nil, wrap("consents", err)
@@ -35,10 +44,23 @@ func (s *Store) Consent(ctx context.Context, subjectID, clientID string) (*Conse
 	if err != nil {
 		return nil, err
 	}
+	if !cacheable {
+		if len(cs) == 0 {
+			return nil, fmt.Errorf("store: consent: %w", ErrNotFound)
+		}
+		return cs[0], nil
+	}
 	if len(cs) == 0 {
+		s.consents.fill(epoch, subjectID, clientID, nil)
 		return nil, fmt.Errorf("store: consent: %w", ErrNotFound)
 	}
-	return cs[0], nil
+	s.consents.fill(epoch, subjectID, clientID, cs[0])
+	// The caller gets its own copy, as from the cache.
+	c, _, _ = s.consents.get(subjectID, clientID)
+	if c == nil {
+		c = cs[0]
+	}
+	return c, nil
 }
 
 // Consents returns every remembered consent of a subject, by client id.
@@ -76,12 +98,18 @@ func scanConsents(rows *sql.Rows) ([]*Consent, error) {
 // subject and client.
 func (s *Store) PutConsent(ctx context.Context, c *Consent) error {
 	perms, _ := json.Marshal(nonNil(c.Permissions))
-	return s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Stmt(s.stmts.putConsent).Exec(c.SubjectID, c.ClientID, c.OrgID, string(perms), c.AccountID, c.UpdatedAt.Unix()); err != nil {
 			return wrap("put consent", err)
 		}
 		return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(c.SubjectID, c.ClientID)})
 	})
+	if err != nil {
+		s.consents.clear() // the write's outcome is unknown to the cache: read it anew
+		return err
+	}
+	s.consents.written(c.SubjectID, c.ClientID, c)
+	return nil
 }
 
 // RevokeConsent forgets a subject's consent for a client and revokes the
@@ -123,6 +151,7 @@ func (s *Store) RevokeConsent(ctx context.Context, subjectID, clientID string, n
 	if n == 0 {
 		return fmt.Errorf("store: consent of %q for %q: %w", subjectID, clientID, ErrNotFound)
 	}
+	s.consents.written(subjectID, clientID, nil)
 	for _, g := range revoked {
 		s.cache.revokedGrant(g, time.Unix(now.Unix(), 0))
 	}

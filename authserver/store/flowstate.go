@@ -353,6 +353,9 @@ func (s *Store) DecidePending(ctx context.Context, idHash []byte, subject string
 	})
 	switch {
 	case err != nil:
+		if ins != nil {
+			ins.failed()
+		}
 		return err
 	case !found:
 		return fmt.Errorf("store: pending request: %w", ErrNotFound)

@@ -160,6 +160,7 @@ func (s *Store) CreateGrant(ctx context.Context, g *Grant, c *Code) error {
 func (s *Store) CreateGrantRemembering(ctx context.Context, g *Grant, c *Code, remember *Consent) error {
 	ins := s.prepareGrant(g, c, remember)
 	if err := s.write(ctx, ins.exec); err != nil {
+		ins.failed()
 		return err
 	}
 	ins.cache()
@@ -209,8 +210,20 @@ func (in *grantInsert) exec(tx *sql.Tx) error {
 	return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(remember.SubjectID, remember.ClientID)})
 }
 
-// cache puts the committed grant and code in the cache.
+// failed empties the consent cache after a write that may or may not
+// have remembered a consent (an error at commit on a lost connection).
+func (in *grantInsert) failed() {
+	if in.remember != nil {
+		in.s.consents.clear()
+	}
+}
+
+// cache puts the committed grant, code and remembered consent in the
+// caches.
 func (in *grantInsert) cache() {
+	if r := in.remember; r != nil {
+		in.s.consents.written(r.SubjectID, r.ClientID, r)
+	}
 	stored := *in.g
 	// Times are kept to the second in the database; cache what a read
 	// would return.

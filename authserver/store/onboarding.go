@@ -182,6 +182,7 @@ func (s *Store) RemoveClient(ctx context.Context, id string, now time.Time) erro
 	if n == 0 {
 		return fmt.Errorf("store: remove client %q: %w", id, ErrNotFound)
 	}
+	s.consents.clear() // the client's consents were deleted
 	for _, g := range revoked {
 		s.cache.revokedGrant(g, time.Unix(now.Unix(), 0))
 	}

@@ -65,7 +65,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 	if err := migratePostgres(ctx, db); err != nil {
 		return nil, err
 	}
-	s := &Store{w: db, r: db, pg: &pgState{cfg: cfg}, cache: newCache(cachedRecords), quit: make(chan struct{})}
+	s := &Store{w: db, r: db, pg: &pgState{cfg: cfg}, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), quit: make(chan struct{})}
 	if err := s.stmts.prepare(ctx, db, db); err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ type Store struct {
 
 	stmts    statements
 	cache    *cache
+	consents *consentCache
 	wc       worldCache
 	policies policyCache // approved policies, by project (onboarding.go)
 
@@ -155,7 +156,7 @@ func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error)
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	cp.SetMaxOpenConns(1)
-	s := &Store{lock: lock, w: w, r: r, cp: cp, cache: newCache(cachedRecords), ops: make(chan *writeOp),
+	s := &Store{lock: lock, w: w, r: r, cp: cp, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), ops: make(chan *writeOp),
 		quit: make(chan struct{}), writerDone: make(chan struct{}), cpDone: make(chan struct{})}
 	go s.writer()
 	go s.checkpointer()
