@@ -5,11 +5,13 @@ import (
 	"sync/atomic"
 )
 
-// Bounds of the verdict memo: how many detail texts it keeps, and the
-// longest text it keeps a verdict for.
+// Bounds of the verdict memo: how many detail texts it keeps, how many
+// bytes (texts and verdicts, estimated), and the longest text it keeps a
+// verdict for.
 const (
-	maxVerdicts   = 4096
-	maxVerdictKey = 8 << 10
+	maxVerdicts     = 4096
+	maxVerdictBytes = 4 << 20
+	maxVerdictKey   = 8 << 10
 	// maxVerdictViolations: verdicts with more violations are not kept.
 	maxVerdictViolations = 8
 )
@@ -19,8 +21,9 @@ const (
 // full it starts again empty, which bounds its memory without bookkeeping.
 // It is safe for concurrent use and read-mostly, hence sync.Map.
 type verdicts struct {
-	m atomic.Pointer[sync.Map]
-	n atomic.Int64
+	m     atomic.Pointer[sync.Map]
+	n     atomic.Int64 // entries
+	bytes atomic.Int64 // estimated bytes of the entries
 }
 
 func newVerdicts() *verdicts {
@@ -43,9 +46,14 @@ func (v *verdicts) put(text []byte, vs []Violation) {
 	if len(text) > maxVerdictKey || len(vs) > maxVerdictViolations {
 		return
 	}
-	if v.n.Add(1) > maxVerdicts {
+	size := int64(64 + 2*len(text))
+	for _, x := range vs {
+		size += 96 + int64(len(x.Pointer)+len(x.Code)+len(x.Message)+len(x.OAuthError))
+	}
+	if v.n.Add(1) > maxVerdicts || v.bytes.Add(size) > maxVerdictBytes {
 		v.m.Store(new(sync.Map))
 		v.n.Store(1)
+		v.bytes.Store(size)
 	}
 	v.m.Load().Store(string(text), vs)
 }

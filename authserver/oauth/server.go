@@ -337,11 +337,30 @@ func (s *Server) fill(v string) string { return s.cfg.Catalog.Fill(v) }
 
 // clientCache keeps clients in memory: the token and grant endpoints read a
 // client on every request, and clients change only through Invalidate.
+// It holds at most maxClientCacheBytes (estimated); past that it starts
+// again empty, which bounds it without bookkeeping (the clients a server
+// serves are few, and reading one again costs one query).
 type clientCache struct {
-	st  *store.Store
-	mu  sync.RWMutex // guards m and gen
-	m   map[string]*store.Client
-	gen uint64 // incremented by every invalidation
+	st    *store.Store
+	mu    sync.RWMutex // guards m, gen and bytes
+	m     map[string]*store.Client
+	gen   uint64 // incremented by every invalidation
+	bytes int
+}
+
+// maxClientCacheBytes bounds the client cache: a client with its redirect
+// URIs and origins takes about 1 kB.
+const maxClientCacheBytes = 4 << 20
+
+// clientSize estimates the memory a cached client holds.
+func clientSize(c *store.Client) int {
+	n := 256 + 2*len(c.ID) + len(c.ProjectID) + len(c.Name) + len(c.SecretHash) + len(c.Resource) + len(c.IDTokenAlg)
+	for _, l := range [][]string{c.RedirectURIs, c.AllowedOrigins, c.Roles} {
+		for _, x := range l {
+			n += 16 + len(x)
+		}
+	}
+	return n
 }
 
 func newClientCache(st *store.Store) *clientCache {
@@ -361,11 +380,20 @@ func (c *clientCache) get(ctx context.Context, id string) (*store.Client, error)
 	if err != nil {
 		return nil, err
 	}
+	size := clientSize(cl)
 	c.mu.Lock()
 	// A client invalidated while it was read may be the old one: keep it
 	// for this request only.
 	if c.gen == gen {
+		if c.bytes+size > maxClientCacheBytes {
+			clear(c.m)
+			c.bytes = 0
+		}
+		if old, ok := c.m[id]; ok {
+			c.bytes -= clientSize(old)
+		}
 		c.m[id] = cl
+		c.bytes += size
 	}
 	c.mu.Unlock()
 	return cl, nil
@@ -413,6 +441,7 @@ func (s *Server) invalidateClients() {
 	s.clients.mu.Lock()
 	s.clients.gen++
 	clear(s.clients.m)
+	s.clients.bytes = 0
 	s.clients.mu.Unlock()
 }
 
@@ -421,6 +450,9 @@ func (s *Server) invalidateClients() {
 func (s *Server) InvalidateClient(id string) {
 	s.clients.mu.Lock()
 	s.clients.gen++
-	delete(s.clients.m, id)
+	if old, ok := s.clients.m[id]; ok {
+		s.clients.bytes -= clientSize(old)
+		delete(s.clients.m, id)
+	}
 	s.clients.mu.Unlock()
 }

@@ -8,6 +8,18 @@ import (
 // maxCached bounds the cached unspent codes.
 const maxCached = 200_000
 
+// Byte bounds of the cache, beside the entry bounds: a grant's
+// authorization_details, a code's redirect_uri and nonce are of the
+// client's choosing within the request limits, so a bound on entries alone
+// would let large ones take far more memory than typical ones (about 500
+// bytes a grant, 300 a token or code). Sizes are estimates: the record,
+// its strings, its key and its map slot.
+const (
+	cachedGrantBytes = 16 << 20
+	cachedTokenBytes = 8 << 20
+	cachedCodeBytes  = 32 << 20
+)
+
 // cachedRecords is how many access tokens, and how many grants, the cache
 // holds. When it is full, adding one drops the oldest, which costs one
 // database read if that one is looked up again (it is then cached anew).
@@ -37,12 +49,41 @@ type cache struct {
 	grants     map[string]Grant
 	grantOrder fifo // keys of grants, oldest first
 	codes      map[string]Code
+
+	// estimated bytes held, and their bounds
+	tokenBytes, grantBytes, codeBytes int
+	maxTokenBytes, maxGrantBytes      int
+	maxCodeBytes                      int
 }
 
-// newCache returns a cache of at most n access tokens and n grants.
+// newCache returns a cache of at most n access tokens and n grants, within
+// the byte bounds.
 func newCache(n int) *cache {
 	return &cache{tokens: map[string]AccessToken{}, tokenOrder: newFIFO(n),
-		grants: map[string]Grant{}, grantOrder: newFIFO(n), codes: map[string]Code{}}
+		grants: map[string]Grant{}, grantOrder: newFIFO(n), codes: map[string]Code{},
+		maxTokenBytes: cachedTokenBytes, maxGrantBytes: cachedGrantBytes, maxCodeBytes: cachedCodeBytes}
+}
+
+// entryOverhead is a map slot, a ring slot and allocation slack.
+const entryOverhead = 64
+
+func tokenSize(t *AccessToken) int {
+	return entryOverhead + 2*len(t.Hash) + len(t.GrantID) + len(t.JTI) + 96
+}
+
+func grantSize(g *Grant) int {
+	n := entryOverhead + 2*len(g.ID) + len(g.ClientID) + len(g.SubjectID) + len(g.OrgID) + len(g.Details) + len(g.InstallationID) + 224
+	for _, x := range g.Scopes {
+		n += 16 + len(x)
+	}
+	for _, x := range g.Audience {
+		n += 16 + len(x)
+	}
+	return n
+}
+
+func codeSize(c *Code) int {
+	return entryOverhead + 2*len(c.Hash) + len(c.GrantID) + len(c.ClientID) + len(c.RedirectURI) + len(c.Challenge) + len(c.Nonce) + 144
 }
 
 // fifo is a ring of a map's keys in the order they were added, so that
@@ -53,6 +94,18 @@ type fifo struct {
 }
 
 func newFIFO(n int) fifo { return fifo{keys: make([]string, n)} }
+
+// pop removes and returns the oldest key.
+func (f *fifo) pop() (string, bool) {
+	if f.size == 0 {
+		return "", false
+	}
+	k := f.keys[f.head]
+	f.keys[f.head] = ""
+	f.head = (f.head + 1) % len(f.keys)
+	f.size--
+	return k, true
+}
 
 // push records k as the newest key; when the ring was full, it returns the
 // oldest key, which the caller drops from its map.
@@ -72,17 +125,23 @@ func (f *fifo) push(k string) (oldest string, full bool) {
 func (c *cache) putCode(code Code, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.codes) >= maxCached {
+	size := codeSize(&code)
+	if len(c.codes) >= maxCached || c.codeBytes+size > c.maxCodeBytes {
 		for k, v := range c.codes {
 			if now.After(v.ExpiresAt) {
+				c.codeBytes -= codeSize(&v)
 				delete(c.codes, k)
 			}
 		}
-		if len(c.codes) >= maxCached {
+		if len(c.codes) >= maxCached || c.codeBytes+size > c.maxCodeBytes {
 			return // read from the database instead
 		}
 	}
+	if old, ok := c.codes[string(code.Hash)]; ok {
+		c.codeBytes -= codeSize(&old)
+	}
 	c.codes[string(code.Hash)] = code
+	c.codeBytes += size
 }
 
 // code returns a cached unspent code.
@@ -96,7 +155,10 @@ func (c *cache) code(hash []byte) (Code, bool) {
 // spentCode forgets a code once a redemption was attempted.
 func (c *cache) spentCode(hash []byte) {
 	c.mu.Lock()
-	delete(c.codes, string(hash))
+	if old, ok := c.codes[string(hash)]; ok {
+		c.codeBytes -= codeSize(&old)
+		delete(c.codes, string(hash))
+	}
 	c.mu.Unlock()
 }
 
@@ -144,25 +206,50 @@ func (c *cache) put(t *AccessToken, g *Grant) {
 // putLocked adds or replaces records. Only a key new to its map enters
 // the ring, so the ring holds each cached key exactly once and dropping
 // its oldest key drops the oldest entry.
+// Past a byte bound, the oldest entries are dropped until it holds.
 func (c *cache) putLocked(t *AccessToken, g *Grant) {
 	if t != nil {
 		k := string(t.Hash)
-		if _, ok := c.tokens[k]; !ok {
-			if old, full := c.tokenOrder.push(k); full {
-				delete(c.tokens, old)
-			}
+		if old, ok := c.tokens[k]; ok {
+			c.tokenBytes -= tokenSize(&old)
+		} else if old, full := c.tokenOrder.push(k); full {
+			c.dropToken(old)
 		}
 		c.tokens[k] = *t
+		c.tokenBytes += tokenSize(t)
+		for c.tokenBytes > c.maxTokenBytes && c.tokenOrder.size > 1 {
+			old, _ := c.tokenOrder.pop()
+			c.dropToken(old)
+		}
 	}
 	if g != nil {
 		gc := *g
 		gc.raw = nil
-		if _, ok := c.grants[g.ID]; !ok {
-			if old, full := c.grantOrder.push(g.ID); full {
-				delete(c.grants, old)
-			}
+		if old, ok := c.grants[g.ID]; ok {
+			c.grantBytes -= grantSize(&old)
+		} else if old, full := c.grantOrder.push(g.ID); full {
+			c.dropGrant(old)
 		}
 		c.grants[g.ID] = gc
+		c.grantBytes += grantSize(&gc)
+		for c.grantBytes > c.maxGrantBytes && c.grantOrder.size > 1 {
+			old, _ := c.grantOrder.pop()
+			c.dropGrant(old)
+		}
+	}
+}
+
+func (c *cache) dropToken(k string) {
+	if old, ok := c.tokens[k]; ok {
+		c.tokenBytes -= tokenSize(&old)
+		delete(c.tokens, k)
+	}
+}
+
+func (c *cache) dropGrant(id string) {
+	if old, ok := c.grants[id]; ok {
+		c.grantBytes -= grantSize(&old)
+		delete(c.grants, id)
 	}
 }
 
@@ -199,4 +286,5 @@ func (c *cache) clear() {
 	clear(c.codes)
 	c.tokenOrder = newFIFO(len(c.tokenOrder.keys))
 	c.grantOrder = newFIFO(len(c.grantOrder.keys))
+	c.tokenBytes, c.grantBytes, c.codeBytes = 0, 0, 0
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,5 +55,35 @@ func TestCacheEvictionReadsBack(t *testing.T) {
 	}
 	if len(s.cache.tokens) > 2 || len(s.cache.grants) > 2 {
 		t.Fatalf("the cache holds %d tokens and %d grants, over its bound of 2", len(s.cache.tokens), len(s.cache.grants))
+	}
+}
+
+// TestCacheBoundedByBytes: grants with large authorization_details take
+// more of the byte bound, so fewer are kept (the oldest dropped first),
+// and the bytes counted go back to zero as entries leave.
+func TestCacheBoundedByBytes(t *testing.T) {
+	c := newCache(1000)
+	c.maxGrantBytes = 100 << 10
+	details := []byte(`[{"type":"x","note":"` + strings.Repeat("d", 10_000) + `"}]`)
+	for i := range 50 {
+		c.put(nil, &Grant{ID: fmt.Sprint("g", i), Details: details})
+	}
+	if c.grantBytes > c.maxGrantBytes {
+		t.Fatalf("holds %d bytes, over its bound %d", c.grantBytes, c.maxGrantBytes)
+	}
+	if n := len(c.grants); n >= 50 || n < 5 {
+		t.Fatalf("holds %d of 50 grants of 10 kB", n)
+	}
+	if _, ok := c.grants["g49"]; !ok {
+		t.Fatal("the newest grant was dropped")
+	}
+	if _, ok := c.grants["g0"]; ok {
+		t.Fatal("the oldest grant was kept")
+	}
+	code := Code{Hash: []byte("h"), RedirectURI: "https://a/cb", ExpiresAt: time.Now().Add(time.Minute)}
+	c.putCode(code, time.Now())
+	c.spentCode(code.Hash)
+	if c.codeBytes != 0 {
+		t.Fatalf("%d code bytes counted after the only code was spent", c.codeBytes)
 	}
 }

@@ -16,6 +16,22 @@ type worldCache struct {
 	snap *world
 }
 
+// maxWorldBytes bounds the snapshot kept in memory. The seed world takes a
+// few kilobytes; a world an operator grew past the bound is read from the
+// database on every use instead of pinning that much memory.
+const maxWorldBytes = 32 << 20
+
+// size estimates the memory the snapshot holds: its records' JSON length
+// twice (strings and structure), and a map slot per entry.
+func (w *world) size() int {
+	n := 0
+	for _, v := range []any{w.projects, w.subjects, w.companies, w.accounts} {
+		b, _ := json.Marshal(v)
+		n += 2 * len(b)
+	}
+	return n + 64*(len(w.projects)+len(w.bySubject)+len(w.companies)+len(w.members))
+}
+
 // world is one consistent snapshot of the world tables.
 type world struct {
 	projects  map[string]Project
@@ -46,8 +62,9 @@ func (s *Store) loadWorld(ctx context.Context) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
+	fits := w.size() <= maxWorldBytes
 	s.wc.mu.Lock()
-	if s.wc.gen == gen { // no write since the read began
+	if s.wc.gen == gen && fits { // no write since the read began
 		s.wc.snap = w
 	}
 	s.wc.mu.Unlock()
