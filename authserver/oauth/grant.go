@@ -3,8 +3,8 @@ package oauth
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
