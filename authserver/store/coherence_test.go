@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -178,5 +179,47 @@ func TestLostListenerBypassesCaches(t *testing.T) {
 	await(t, changes, ChangedAll)
 	if g, err := b.Grant(ctx, "g"); err != nil || !g.Revoked() {
 		t.Fatalf("after reconnecting the other instance answers %v %+v", err, g)
+	}
+}
+
+// A remembered consent written, revoked or dropped with its client through
+// one instance is seen by another that had it (or its absence) cached, as
+// soon as the notification arrives: a revoked consent is asked for again
+// at every instance.
+func TestConsentChangesReachOtherInstance(t *testing.T) {
+	ctx := context.Background()
+	a, b, changes := twoStores(t)
+	now := time.Now()
+	if err := a.PutConsent(ctx, &Consent{SubjectID: "u", ClientID: "c", Permissions: []string{"p1"}, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, changes, ChangedConsent)
+	for range 2 { // the second read is answered from b's cache
+		if c, err := b.Consent(ctx, "u", "c"); err != nil || len(c.Permissions) != 1 {
+			t.Fatalf("before revocation: %+v %v", c, err)
+		}
+	}
+	if err := a.RevokeConsent(ctx, "u", "c", now); err != nil {
+		t.Fatal(err)
+	}
+	await(t, changes, ChangedConsent)
+	for range 2 {
+		if _, err := b.Consent(ctx, "u", "c"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("after revocation through the other instance: %v", err)
+		}
+	}
+	if err := a.PutConsent(ctx, &Consent{SubjectID: "u", ClientID: "c", Permissions: []string{"p1", "p2"}, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, changes, ChangedConsent)
+	if c, err := b.Consent(ctx, "u", "c"); err != nil || len(c.Permissions) != 2 {
+		t.Fatalf("after a new consent through the other instance: %+v %v", c, err)
+	}
+	if err := a.RemoveClient(ctx, "c", now); err != nil {
+		t.Fatal(err)
+	}
+	await(t, changes, ChangedConsent)
+	if _, err := b.Consent(ctx, "u", "c"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after the client's removal through the other instance: %v", err)
 	}
 }
