@@ -17,17 +17,7 @@ func TestListenerCapsEachSource(t *testing.T) {
 	}
 	l := NewListener(ln, 2, nil)
 	defer l.Close()
-	accepted := make(chan net.Conn, 8)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				close(accepted)
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := acceptAll(l)
 	dial := func(src string) net.Conn {
 		t.Helper()
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
@@ -86,17 +76,7 @@ func TestListenerLeavesTrustedProxiesUncapped(t *testing.T) {
 	trusted, _ := ParseProxies("127.0.0.2")
 	l := NewListener(ln, 1, trusted)
 	defer l.Close()
-	accepted := make(chan net.Conn, 8)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				close(accepted)
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := acceptAll(l)
 	for range 4 {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
 		c, err := d.Dial("tcp", ln.Addr().String())
@@ -110,4 +90,20 @@ func TestListenerLeavesTrustedProxiesUncapped(t *testing.T) {
 	if l.Refused() != 0 {
 		t.Fatalf("the trusted proxy's connections were refused %d times", l.Refused())
 	}
+}
+
+// acceptAll accepts l's connections until it closes, and hands them over.
+func acceptAll(l *Listener) <-chan net.Conn {
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	return accepted
 }

@@ -422,12 +422,12 @@ func (s *Server) changed(c store.Change) {
 
 // reloadKeys reads the keys again after another process added one.
 func (s *Server) reloadKeys() {
-	// Keys are only ever added, so reloads racing each other all end with
-	// every key; only creating the missing ones is left to loadKeys' caller
-	// at start, and is a no-op here where all exist.
+	// Every algorithm's key exists since this server's start, so reading is
+	// all there is to do: no cross-process lock (loadKeys takes one to
+	// create keys). keysMu keeps an older read from replacing a newer one.
 	s.keysMu.Lock()
 	defer s.keysMu.Unlock()
-	ks, err := loadKeys(context.Background(), s.cfg.Store, s.cfg.Now)
+	ks, err := loadKeysLocked(context.Background(), s.cfg.Store, s.cfg.Now)
 	if err != nil {
 		if s.log != nil {
 			s.log.Error("oauth: reloading the signing keys", "err", err)

@@ -76,10 +76,11 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 	return s, nil
 }
 
+// urlPassword is the password part of a URL in a driver's message.
+var urlPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+
 // redact drops a URL's password from a driver's error.
-func redact(err error) string {
-	return regexp.MustCompile(`(://[^:/@]*:)[^@]*@`).ReplaceAllString(err.Error(), "${1}xxxxx@")
-}
+func redact(err error) string { return urlPassword.ReplaceAllString(err.Error(), "${1}xxxxx@") }
 
 // pgState is what a Store on PostgreSQL has beside its pool.
 type pgState struct {

@@ -1,0 +1,39 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// A PostgreSQL URL that cannot be used is refused with what to write or
+// where it failed, and never with the password in it.
+func TestPostgresURLErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ db, want string }{
+		{"postgres://miniapp:s3cret@db.example:notaport/miniapp", "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"},
+		{"postgres://miniapp:s3cret@/miniapp?host=/nonexistent-socket-dir&connect_timeout=5", "connect to PostgreSQL at /nonexistent-socket-dir"},
+	} {
+		s, err := Open(ctx, tc.db)
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%q) succeeded", tc.db)
+		}
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q): %v\nwant it to say %q and not the password", tc.db, err, tc.want)
+		}
+	}
+}
+
+func TestRebind(t *testing.T) {
+	for in, want := range map[string]string{
+		`SELECT a FROM t WHERE x = ? AND y = ?`:                             `SELECT a FROM t WHERE x = $1 AND y = $2`,
+		`SELECT '?' , "q?" FROM t WHERE x = ? -- why?` + "\n" + `AND z = ?`: `SELECT '?' , "q?" FROM t WHERE x = $1 -- why?` + "\n" + `AND z = $2`,
+		`SELECT 'it''s', ?`:      `SELECT 'it''s', $1`,
+		`SELECT 'unterminated ?`: `SELECT 'unterminated ?`,
+	} {
+		if got := rebind(in); got != want {
+			t.Errorf("rebind(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
