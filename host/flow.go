@@ -267,10 +267,13 @@ func (w *Window) complete(ctx context.Context, f *flow, redirect *url.URL) {
 	stale := f.gen != w.mountGen
 	w.mu.Unlock()
 	if stale {
+		f.net.End(netlog.OutcomeAbandoned, "another Miniapp was mounted before the flow completed")
 		return
 	}
-	w.emit(Event{Kind: EventCompleted, URL: next.String()})
+	// The network log ends the flow before the event announces it: whoever
+	// reads the log on hearing the event sees the flow's outcome.
 	f.net.End(responseOutcome(redirect))
+	w.emit(Event{Kind: EventCompleted, URL: next.String()})
 	w.Navigate(next.String())
 }
 
@@ -291,12 +294,12 @@ func responseOutcome(redirect *url.URL) (outcome, detail string) {
 // showFlowError says in the host's view why a caught authorization could
 // not finish.
 func (w *Window) showFlowError(f *flow, err error) {
-	w.emit(Event{Kind: EventError, Detail: err.Error()})
 	if errors.Is(err, errFlowAbandoned) {
 		f.net.End(netlog.OutcomeAbandoned, err.Error())
 	} else {
 		f.net.End(netlog.OutcomeError, err.Error())
 	}
+	w.emit(Event{Kind: EventError, Detail: err.Error()})
 	w.mu.Lock()
 	stale := f.gen != w.mountGen
 	w.mu.Unlock()
