@@ -7,5 +7,5 @@ import "embed"
 
 // FS is every embedded file, rooted at this folder.
 //
-//go:embed schemas authserver bridge host playground
+//go:embed schemas authserver bridge host playground newapp
 var FS embed.FS

@@ -588,6 +588,8 @@ type ClientSpec struct {
 	// IDTokenAlg signs the client's ID tokens: RS256 when empty, or ES256
 	// or EdDSA (store.IDTokenAlgs).
 	IDTokenAlg string
+
+	secretHash []byte // RegisterDevClient: the secret kept on update
 }
 
 // RegisterClient adds or replaces an OAuth client under the demo project,
@@ -595,6 +597,53 @@ type ClientSpec struct {
 // playground's demo Miniapps, tests). A confidential client gets a fresh
 // secret, returned once.
 func (s *Server) RegisterClient(ctx context.Context, spec ClientSpec) (Credential, error) {
+	return s.registerClient(ctx, spec, demoProjectID, false)
+}
+
+// Seeded projects that RegisterClient and RegisterDevClient register under.
+const (
+	demoProjectID = "prj_demo"
+	// DevProjectID is the development project of `miniapp-host dev`: the
+	// seed approves for it every permission of the built-in catalog, as an
+	// operator's review would for a real project (docs/your-miniapp.md).
+	DevProjectID = "prj_dev"
+)
+
+// ClientTakenError is RegisterDevClient's answer for a client id that
+// belongs to another project than the development one: a developer's
+// manifest may not take over a client of the demos or of a real project.
+type ClientTakenError struct {
+	ClientID, ProjectID string
+}
+
+func (e *ClientTakenError) Error() string {
+	return fmt.Sprintf("authserver: client %q belongs to project %s, not to the development project %s: choose another oauth.client_id",
+		e.ClientID, e.ProjectID, DevProjectID)
+}
+
+// RegisterDevClient creates or updates the client of a Miniapp in
+// development under the development project (DevProjectID). Updating keeps
+// a confidential client's secret, so that a backend given it keeps working
+// while the developer edits the manifest; the secret is returned only when
+// it is new (a new client, or a public one turned confidential).
+func (s *Server) RegisterDevClient(ctx context.Context, spec ClientSpec) (Credential, error) {
+	old, err := s.st.Client(ctx, spec.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return s.registerClient(ctx, spec, DevProjectID, false)
+	case err != nil:
+		return Credential{}, fmt.Errorf("authserver: %w", err)
+	case old.ProjectID != DevProjectID:
+		return Credential{}, &ClientTakenError{ClientID: spec.ID, ProjectID: old.ProjectID}
+	}
+	keep := spec.Confidential && old.Type == store.Confidential && len(old.SecretHash) > 0
+	if keep {
+		spec.secretHash = old.SecretHash
+	}
+	return s.registerClient(ctx, spec, DevProjectID, keep)
+}
+
+func (s *Server) registerClient(ctx context.Context, spec ClientSpec, projectID string, keepSecret bool) (Credential, error) {
 	if spec.ID == "" || strings.ContainsAny(spec.ID, "/?#") {
 		return Credential{}, fmt.Errorf("authserver: client id %q is empty or not URL-safe", spec.ID)
 	}
@@ -602,13 +651,16 @@ func (s *Server) RegisterClient(ctx context.Context, spec ClientSpec) (Credentia
 		return Credential{}, fmt.Errorf("authserver: client %q: ID token algorithm %q is not one of %s", spec.ID, spec.IDTokenAlg,
 			strings.Join(store.IDTokenAlgs, ", "))
 	}
-	c := &store.Client{ID: spec.ID, ProjectID: "prj_demo", Name: spec.Name, Type: store.Public,
+	c := &store.Client{ID: spec.ID, ProjectID: projectID, Name: spec.Name, Type: store.Public,
 		RedirectURIs: spec.RedirectURIs, AllowedOrigins: spec.AllowedOrigins, IDTokenAlg: spec.IDTokenAlg}
 	if c.Name == "" {
 		c.Name = spec.ID
 	}
 	var secret string
-	if spec.Confidential {
+	switch {
+	case spec.Confidential && keepSecret:
+		c.Type, c.SecretHash = store.Confidential, spec.secretHash
+	case spec.Confidential:
 		var err error
 		if secret, err = s.newSecret(); err != nil {
 			return Credential{}, err

@@ -327,6 +327,20 @@ func (w *Window) ShowRejection(title, text string) {
 	}
 }
 
+// Reload loads the Miniapp's page again from its URL, as the user's F5
+// does: through the navigation policy, with the view's cookies and storage
+// kept.
+func (w *Window) Reload(ctx context.Context) error {
+	w.mu.Lock()
+	mounted := w.app != nil
+	w.mu.Unlock()
+	if !mounted {
+		return errors.New("host: reload: no Miniapp is mounted")
+	}
+	_, err := w.EvalResult(ctx, "location.reload(), true")
+	return err
+}
+
 // Navigate loads u in the Miniapp's view. The policy decides it like any
 // other navigation.
 func (w *Window) Navigate(u string) { w.Dispatch(func() { w.eng.Load(ViewMiniapp, u) }) }

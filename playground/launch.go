@@ -192,10 +192,16 @@ func (p *Playground) publishStages(launch string, rep *resolver.Report) {
 	}
 }
 
-// Miniapps lists the launcher's Miniapps: the demos, the broken demos, and
+// Miniapps lists the launcher's Miniapps: the developer's own (Dev), the
+// demos, the broken demos, and
 // those published on the dashboard when Config.Published is set.
 func (p *Playground) Miniapps(ctx context.Context) ([]Entry, error) {
 	out := p.world.demos()
+	p.mu.Lock()
+	if p.dev != nil {
+		out = append([]Entry{*p.dev}, out...)
+	}
+	p.mu.Unlock()
 	for _, b := range p.broken {
 		e := b.entry
 		exp := *b.entry.Expect

@@ -105,6 +105,7 @@ type Playground struct {
 
 	mu      sync.Mutex // guards below
 	subject string
+	dev     *Entry // the Miniapp of Dev, once launched
 }
 
 // Start starts the reference server, the demo and broken Miniapps, the
@@ -300,6 +301,10 @@ func (p *Playground) Services() Services { return p.world.urls }
 func (p *Playground) HostCredential() (clientID, secret string) {
 	return p.world.hostID, p.world.hostSecret
 }
+
+// OperatorKey is the operator credential of the playground's server: the
+// Bearer key of the dashboard's review API (`miniapp-host review`).
+func (p *Playground) OperatorKey() string { return p.world.srv.OperatorKey() }
 
 // Subject is who signs in on the host's consent screen now.
 func (p *Playground) Subject() string {

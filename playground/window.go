@@ -25,6 +25,8 @@ var (
 	_ Opener                    = (*Window)(nil)
 	_ bridge.Controller         = (*Window)(nil)
 	_ bridge.DevToolsController = (*Window)(nil)
+	_ Reloader                  = (*Window)(nil)
+	_ RejectionShower           = (*Window)(nil)
 )
 
 // NewWindow adapts w, made with host.Options.Launcher, to the playground.
@@ -68,6 +70,17 @@ func (pw *Window) ShowDevTools(ctx context.Context, cmd bridge.ViewCommand) erro
 	}
 	pw.w.ShowPage(host.PageMiniapp)
 	return pw.w.ShowInspector(ctx)
+}
+
+// Reload implements Reloader: the Miniapp's page loads again, as the user's
+// F5 loads it, with the view's cookies and storage kept.
+func (pw *Window) Reload(ctx context.Context) error { return pw.w.Reload(ctx) }
+
+// ShowRejection implements RejectionShower: the host's view says why the
+// Miniapp was not opened, in the Miniapp's tab, brought to the front.
+func (pw *Window) ShowRejection(title, text string) {
+	pw.w.ShowRejection(title, text)
+	pw.w.ShowPage(host.PageMiniapp)
 }
 
 // ResetStorage implements Opener. WebKit keeps site data by host name, so

@@ -8,6 +8,7 @@ package seed
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"time"
@@ -92,9 +93,14 @@ func (w *World) ConfidentialClients() []string {
 
 // LoadPolicies records the seeded policies as approved submissions, for
 // each seeded project that has no policy submission yet: on a new database,
-// and on one created before projects had policies.
+// and on one created before projects had policies. A seeded project that a
+// database made by an older seed lacks (the development project of
+// `miniapp-host dev`) is added first; one that exists is left as it is.
 func (w *World) LoadPolicies(ctx context.Context, st *store.Store, now time.Time) error {
 	for _, p := range w.Policies {
+		if err := w.addMissingProject(ctx, st, p.ProjectID); err != nil {
+			return err
+		}
 		subs, err := st.Submissions(ctx, store.SubmissionFilter{ProjectID: p.ProjectID, Kind: store.KindPolicy})
 		if err != nil {
 			return fmt.Errorf("seed: %w", err)
@@ -109,6 +115,21 @@ func (w *World) LoadPolicies(ctx context.Context, st *store.Store, now time.Time
 		}
 		if err := st.DecideSubmission(ctx, id, store.StatusApproved, "seeded demo project", "", now); err != nil {
 			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	return nil
+}
+
+func (w *World) addMissingProject(ctx context.Context, st *store.Store, id string) error {
+	_, err := st.Project(ctx, id)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	for _, p := range w.Projects {
+		if p.ID == id {
+			if err := st.PutProject(ctx, p); err != nil {
+				return fmt.Errorf("seed: %w", err)
+			}
 		}
 	}
 	return nil

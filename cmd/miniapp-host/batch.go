@@ -210,7 +210,7 @@ func runBatch(ctx context.Context, e env, r *resolver.Resolver, from, dir, junit
 		fmt.Fprintf(e.stdout, "%-10s %s\n", outcomeWord(it), it.Name)
 		if it.Report != nil {
 			for _, r := range it.Report.Reasons {
-				printReason(e.stdout, r)
+				r.WriteText(e.stdout)
 			}
 		} else {
 			fmt.Fprintf(e.stdout, "  %s\n", it.Error)
@@ -296,7 +296,7 @@ func writeJUnit(path string, items []batchItem) error {
 		var text strings.Builder
 		if it.Report != nil {
 			for _, r := range it.Report.Reasons {
-				printReason(&text, r)
+				r.WriteText(&text)
 			}
 		}
 		switch {

@@ -68,6 +68,8 @@ func commands() map[string]command {
 		"miniapp":    {"submit a published Miniapp's manifest for review, or list the approved ones", dashboardCommand("miniapp")},
 		"review":     {"operator: list, approve or reject submissions", dashboardCommand("review")},
 		"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
+		"new":        {"write a small Miniapp to start from into a folder", runNew},
+		"dev":        {"run your own Miniapp (a folder or a dev server) in the playground, reloading on save", runDev},
 		"version":    {"print the version the binary was built from", runVersion},
 		"help":       {"print this help, or a command's: help COMMAND", runHelp},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,13 +39,7 @@ func runPlayground(ctx context.Context, e env) int {
 		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--browser] [--no-window] [--devtools] [-v]")
 		fmt.Fprintln(w, "prints every address (the ports actually bound, also with port 0), then serves until the window is closed or Ctrl-C")
 	})
-	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address; the dashboard, signing and invoicing roles take the next three ports (port 0: free ports for all)")
-	launcher := fs.String("launcher-addr", defaultLauncherAddr, "launcher address; the demo Miniapps take the next two ports, the broken ones the four after, the automation channel port+9 (port 0: free ports for all)")
-	data := fs.String("data", "", "folder of the server's database, kept between runs (default: a fresh temporary folder, removed on exit)")
-	browser := fs.Bool("browser", false, "open the launcher in the user's browser (xdg-open)")
-	noWindow := fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)")
-	devtools := fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
-	verbose := fs.Bool("v", false, "log internal errors and the window's events (the Miniapp's console messages among them) to stderr")
+	f := playgroundFlags(fs)
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
 		return code
@@ -52,27 +47,53 @@ func runPlayground(ctx context.Context, e env) int {
 	if len(args) > 0 {
 		return usageError(e, "playground", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
 	}
-	cfg := playground.Config{DataDir: *data, Addrs: playground.Addrs{
-		Service: *addr, Dashboard: nextPort(*addr, 1), Signing: nextPort(*addr, 2), Invoicing: nextPort(*addr, 3),
-		Launcher: *launcher, Public: nextPort(*launcher, 1), Confidential: nextPort(*launcher, 2),
-		Automation: nextPort(*launcher, 9),
+	return f.run(ctx, e, "playground", nil)
+}
+
+// pgFlags are the flags of the playground, which `dev` takes too.
+type pgFlags struct {
+	addr, launcher, data                 *string
+	browser, noWindow, devtools, verbose *bool
+}
+
+func playgroundFlags(fs *flag.FlagSet) *pgFlags {
+	return &pgFlags{
+		addr:     fs.String("addr", authserver.DefaultServiceAddr, "service address; the dashboard, signing and invoicing roles take the next three ports (port 0: free ports for all)"),
+		launcher: fs.String("launcher-addr", defaultLauncherAddr, "launcher address; the demo Miniapps take the next two ports, the broken ones the four after, the automation channel port+9 (port 0: free ports for all)"),
+		data:     fs.String("data", "", "folder of the server's database, kept between runs (default: a fresh temporary folder, removed on exit)"),
+		browser:  fs.Bool("browser", false, "open the launcher in the user's browser (xdg-open)"),
+		noWindow: fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)"),
+		devtools: fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view"),
+		verbose:  fs.Bool("v", false, "log internal errors and the window's events (the Miniapp's console messages among them) to stderr"),
+	}
+}
+
+// run starts the playground of the flags, with or without its window, and
+// calls started (when not nil) on another goroutine once it serves; it
+// returns when the window is closed or ctx ends.
+func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*playground.Playground)) int {
+	addr, launcher := *f.addr, *f.launcher
+	cfg := playground.Config{DataDir: *f.data, Addrs: playground.Addrs{
+		Service: addr, Dashboard: nextPort(addr, 1), Signing: nextPort(addr, 2), Invoicing: nextPort(addr, 3),
+		Launcher: launcher, Public: nextPort(launcher, 1), Confidential: nextPort(launcher, 2),
+		Automation: nextPort(launcher, 9),
 	}}
 	// `open` reads the same variable: with it, `open --dashboard <this
 	// playground's dashboard>` completes consents against this server.
-	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
+	cfg.HostSecret = e.envVar("MINIAPP_HOST_SECRET")
 	for i := range playground.BrokenKinds() {
-		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(*launcher, 3+i))
+		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(launcher, 3+i))
 	}
-	if *verbose {
+	if *f.verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
-	if !*noWindow {
+	if !*f.noWindow {
 		if !webkitgtk.Available {
-			fmt.Fprintln(e.stderr, "miniapp-host: playground:", host.ErrNoWebview)
-			fmt.Fprintln(e.stderr, "miniapp-host: playground: --no-window serves the launcher without a window")
+			fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", name, host.ErrNoWebview)
+			fmt.Fprintf(e.stderr, "miniapp-host: %s: --no-window serves the launcher without a window\n", name)
 			return exitUsage
 		}
-		return runPlaygroundWindow(ctx, e, cfg, *data, *browser, *verbose, *devtools)
+		return runPlaygroundWindow(ctx, e, cfg, *f.data, *f.browser, *f.verbose, *f.devtools, started)
 	}
 	p, err := playground.Start(ctx, cfg)
 	if err != nil {
@@ -80,8 +101,11 @@ func runPlayground(ctx context.Context, e env) int {
 		fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err))
 		return exitUndecided
 	}
-	printPlayground(e, p, *data, false)
-	if *browser {
+	printPlayground(e, p, *f.data, false)
+	if started != nil {
+		go started(p)
+	}
+	if *f.browser {
 		if err := exec.Command("xdg-open", p.LauncherURL()).Start(); err != nil {
 			fmt.Fprintln(e.stderr, "miniapp-host: could not open a browser (xdg-open):", err)
 		}
@@ -98,7 +122,7 @@ func runPlayground(ctx context.Context, e env) int {
 // webview_go locked to the main thread, while the servers start on
 // another; the launcher loads in the window as soon as they serve. It
 // returns when the window is closed or ctx ends.
-func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data string, browser, verbose, devtools bool) int {
+func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data string, browser, verbose, devtools bool, started func(*playground.Playground)) int {
 	// Before UseDataDir moves XDG_CONFIG_HOME into dir.
 	sizeFile := windowSizeFile("playground")
 	size, err := loadWindowSize(sizeFile, windowSize{1280, 860})
@@ -137,7 +161,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		}
 		printEvent(ev)
 	})
-	started := make(chan *playground.Playground, 1)
+	running := make(chan *playground.Playground, 1)
 	failed := make(chan struct{})
 	go func() {
 		p, err := playground.Start(ctx, cfg)
@@ -150,10 +174,13 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 			w.Dispatch(w.Terminate)
 			return
 		}
-		started <- p
+		running <- p
 		printPlayground(e, p, data, true)
 		if err := w.ShowLauncher(p.LauncherURL()); err != nil {
 			fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		}
+		if started != nil {
+			go started(p)
 		}
 		if browser {
 			if err := exec.Command("xdg-open", p.LauncherURL()).Start(); err != nil {
@@ -165,7 +192,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		// The loop is stalled: the servers stop (their databases close
 		// cleanly) and the process ends without the window.
 		select {
-		case p := <-started:
+		case p := <-running:
 			if err := p.Close(); err != nil {
 				fmt.Fprintln(e.stderr, "miniapp-host: stopping:", err)
 			}
@@ -181,7 +208,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 	}
 	select {
-	case p := <-started:
+	case p := <-running:
 		if err := p.Close(); err != nil {
 			fmt.Fprintln(e.stderr, "miniapp-host: stopping:", err)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
@@ -171,79 +170,6 @@ func printReport(stdout, stderr io.Writer, report *resolver.Report, asJSON bool)
 		}
 		return code
 	}
-	switch report.Outcome {
-	case resolver.OutcomeAccepted:
-		s := report.Miniapp
-		fmt.Fprintf(stdout, "accepted: %s (%s)\n", s.Name, report.ID)
-		row := func(k, v string) { fmt.Fprintf(stdout, "  %-16s %s\n", k, v) }
-		row("origin", s.Origin)
-		row("manifest", s.ManifestURL)
-		row("start URL", s.StartURL)
-		if s.AuthURL != "" {
-			row("auth URL", s.AuthURL)
-		}
-		row("loads", s.LoadURL)
-		row("client", fmt.Sprintf("%s (%s)", s.ClientID, s.ClientType))
-		row("allowed origins", strings.Join(s.AllowedOrigins, " "))
-	case resolver.OutcomePassed:
-		fmt.Fprintf(stdout, "passed: the manifest of %s passes every check that ran; the client was not checked (add --client FILE)\n", report.ID)
-	case resolver.OutcomeRejected:
-		var failed []string
-		for _, st := range report.Stages {
-			if st.Outcome == resolver.OutcomeFailed {
-				failed = append(failed, string(st.Stage))
-			}
-		}
-		fmt.Fprintf(stdout, "rejected: %d reason(s), in stage(s) %s\n", len(report.Reasons), strings.Join(failed, ", "))
-		for _, r := range report.Reasons {
-			printReason(stdout, r)
-		}
-	case resolver.OutcomeUndecided:
-		r := report.Reasons[0]
-		fmt.Fprintf(stdout, "could not decide at stage %s (%s): %s\n", r.Stage, r.Code, r.Message)
-		fmt.Fprintln(stdout, "  nothing was rejected; try again when the server answers")
-	}
-	// Stages not run, grouped by why: "not checked: parse, schema: ...".
-	var whys []string
-	notRun := map[string][]string{}
-	for _, st := range report.Stages {
-		if st.Outcome != resolver.OutcomeSkipped || report.Offline && st.Stage == resolver.StageDownload {
-			continue
-		}
-		why := strings.Join(st.Notes, "; ")
-		if _, seen := notRun[why]; !seen {
-			whys = append(whys, why)
-		}
-		notRun[why] = append(notRun[why], string(st.Stage))
-	}
-	for _, st := range report.Stages {
-		if st.Outcome == resolver.OutcomeUndecided && report.Outcome != resolver.OutcomeUndecided {
-			for _, r := range st.Reasons {
-				fmt.Fprintf(stdout, "  could not check %s (%s): %s\n", st.Stage, r.Code, r.Message)
-			}
-		}
-	}
-	for _, why := range whys {
-		fmt.Fprintf(stdout, "  not checked: %s: %s\n", strings.Join(notRun[why], ", "), why)
-	}
-	for _, st := range report.Stages {
-		for _, n := range st.Notes {
-			if st.Outcome != resolver.OutcomeSkipped && (strings.Contains(n, "matches nothing") || strings.Contains(n, "not checked")) {
-				fmt.Fprintf(stdout, "  note (%s): %s\n", st.Stage, n)
-			}
-		}
-	}
+	report.WriteText(stdout)
 	return code
-}
-
-func printReason(w io.Writer, r resolver.Reason) {
-	where := ""
-	if r.Pointer != "" {
-		where = " at " + r.Pointer
-	}
-	fmt.Fprintf(w, "  - %s/%s%s\n", r.Stage, r.Code, where)
-	fmt.Fprintf(w, "    %s\n", r.Message)
-	if r.Hint != "" {
-		fmt.Fprintf(w, "    hint: %s\n", r.Hint)
-	}
 }

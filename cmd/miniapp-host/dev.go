@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/miniapp-host/miniapp-host/devapp"
+	"github.com/miniapp-host/miniapp-host/playground"
+)
+
+// runDev is `miniapp-host dev DIR|URL`: the playground with the developer's
+// own Miniapp registered, launched and reloaded on every save
+// (docs/your-miniapp.md).
+func runDev(ctx context.Context, e env) int {
+	fs := newFlagSet("dev", func(w io.Writer) {
+		fmt.Fprintln(w, "usage: miniapp-host dev [--app-addr HOST:PORT] [--ready-file FILE] [playground flags] DIR|URL")
+		fmt.Fprintln(w, "serves DIR (or uses the origin of URL, a dev server you run), registers the client its miniapp.webmanifest")
+		fmt.Fprintln(w, "names on the embedded server, and opens it in the playground's window; a save reloads it, a changed manifest")
+		fmt.Fprintln(w, "is checked again. Runs until the window is closed or Ctrl-C.")
+	})
+	f := playgroundFlags(fs)
+	appAddr := fs.String("app-addr", "", "where DIR is served (default: the launcher's port + 7; port 0: a free port)")
+	ready := fs.String("ready-file", "", "once ready, write the run's addresses and keys there as JSON (mode 0600), for scripts and CI")
+	args, code, ok := parseFlags(e, fs, e.args)
+	if !ok {
+		return code
+	}
+	if len(args) != 1 {
+		return usageError(e, "dev", "give one folder (made by `miniapp-host new DIR`, or your own) or the URL of your dev server")
+	}
+	cfg := devapp.Config{}
+	if strings.HasPrefix(args[0], "http://") || strings.HasPrefix(args[0], "https://") {
+		cfg.URL = args[0]
+	} else {
+		cfg.Dir, cfg.Addr = args[0], *appAddr
+		if cfg.Addr == "" {
+			cfg.Addr = nextPort(*f.launcher, 7)
+		}
+	}
+	app, err := devapp.Start(cfg)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintln(e.stderr, "miniapp-host: dev: `miniapp-host new DIR` writes a Miniapp to start from")
+		}
+		return exitUsage
+	}
+	defer app.Close()
+	fmt.Fprintf(e.stdout, "%-22s%s\n", "your Miniapp", app.Origin())
+	var once sync.Once
+	return f.run(ctx, e, "dev", func(p *playground.Playground) {
+		p.Dev(ctx, app, func(ev playground.DevEvent) {
+			ev.WriteText(e.stdout)
+			if ev.Kind != playground.DevLaunched || *ready == "" {
+				return
+			}
+			once.Do(func() {
+				if err := devapp.WriteReady(*ready, readyOf(p, app, ev)); err != nil {
+					fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
+				}
+			})
+		})
+	})
+}
+
+func readyOf(p *playground.Playground, app *devapp.App, ev playground.DevEvent) devapp.Ready {
+	s := p.Services()
+	return devapp.Ready{Origin: app.Origin().String(), ID: ev.Launch.Report.ID, Issuer: s.Issuer, Dashboard: s.Dashboard,
+		Launcher: p.LauncherURL(), OperatorKey: p.OperatorKey(), Outcome: string(ev.Launch.Report.Outcome),
+		Automation: devapp.Automation{URL: p.AutomationURL(), Token: p.AutomationToken()}}
+}
