@@ -193,9 +193,18 @@ func (a *App) ReadMembers(ctx context.Context) (Members, error) {
 	if err != nil {
 		return m, fmt.Errorf("devapp: GET %s: %w", u, err)
 	}
+	if m, err = readMembers(body); err != nil {
+		return m, fmt.Errorf("devapp: %s: %w", u, err)
+	}
+	return m, nil
+}
+
+// readMembers reads Members from a manifest's bytes.
+func readMembers(body []byte) (Members, error) {
+	var m Members
 	var doc map[string]any
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return m, fmt.Errorf("devapp: %s is not a JSON object: %w", u, err)
+	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
+		return m, errors.New("the manifest is not a JSON object")
 	}
 	str := func(obj map[string]any, k string) string { s, _ := obj[k].(string); return s }
 	m.ID, m.Name, m.StartURL = str(doc, "id"), str(doc, "name"), str(doc, "start_url")

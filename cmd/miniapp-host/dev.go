@@ -55,15 +55,15 @@ func runDev(ctx context.Context, e env) int {
 	var once sync.Once
 	return f.run(ctx, e, "dev", func(p *playground.Playground) {
 		p.Dev(ctx, app, func(ev playground.DevEvent) {
-			ev.WriteText(e.stdout)
-			if ev.Kind != playground.DevLaunched || *ready == "" {
-				return
+			// The ready file first: whoever reads the launch line finds it.
+			if ev.Kind == playground.DevLaunched && *ready != "" {
+				once.Do(func() {
+					if err := devapp.WriteReady(*ready, readyOf(p, app, ev)); err != nil {
+						fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
+					}
+				})
 			}
-			once.Do(func() {
-				if err := devapp.WriteReady(*ready, readyOf(p, app, ev)); err != nil {
-					fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
-				}
-			})
+			ev.WriteText(e.stdout)
 		})
 	})
 }

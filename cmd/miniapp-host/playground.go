@@ -80,7 +80,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	}}
 	// `open` reads the same variable: with it, `open --dashboard <this
 	// playground's dashboard>` completes consents against this server.
-	cfg.HostSecret = e.envVar("MINIAPP_HOST_SECRET")
+	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
 	for i := range playground.BrokenKinds() {
 		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(launcher, 3+i))
 	}
