@@ -129,6 +129,36 @@ func TestChanges(t *testing.T) {
 	if c := next("miniapp.webmanifest"); !c.Manifest() {
 		t.Errorf("%v not counted as a manifest change", c.Paths)
 	}
+
+	// A save in progress is not a change: the manifest truncated and half
+	// written, then another file saved whole, gives the other file's
+	// change alone (the kernel's events come in order); the manifest's
+	// comes when its writer closes it.
+	f, err := os.OpenFile(filepath.Join(dir, "miniapp.webmanifest"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"id":`); err != nil {
+		t.Fatal(err)
+	}
+	write("index.html", "c")
+	if c := next("index.html"); c.Manifest() {
+		t.Errorf("a manifest still being written was delivered: %v", c.Paths)
+	}
+	if _, err := f.WriteString(`"y"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next("miniapp.webmanifest")
+
+	// An editor's atomic save: a temporary file renamed over the original.
+	write(".index.html.tmp", "d")
+	if err := os.Rename(filepath.Join(dir, ".index.html.tmp"), filepath.Join(dir, "index.html")); err != nil {
+		t.Fatal(err)
+	}
+	next("index.html")
 }
 
 func allIn(want []string, got map[string]bool) bool {
