@@ -45,6 +45,13 @@ func runPlayground(ctx context.Context, e env) int {
 	noWindow := fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)")
 	devtools := fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
 	verbose := fs.Bool("v", false, "log internal errors and the window's events (the Miniapp's console messages among them) to stderr")
+	// The secrets leave the environment before anything else: WebKit's
+	// processes inherit it (docs/host.md, "Secrets").
+	secrets, err := host.TakeSecretEnv()
+	if err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
+		return exitUndecided
+	}
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
 		return code
@@ -59,7 +66,7 @@ func runPlayground(ctx context.Context, e env) int {
 	}}
 	// `open` reads the same variable: with it, `open --dashboard <this
 	// playground's dashboard>` completes consents against this server.
-	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
+	cfg.HostSecret = secrets[host.HostSecretEnv]
 	for i := range playground.BrokenKinds() {
 		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(*launcher, 3+i))
 	}
