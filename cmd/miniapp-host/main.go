@@ -68,6 +68,7 @@ func commands() map[string]command {
 		"miniapp":    {"submit a published Miniapp's manifest for review, or list the approved ones", dashboardCommand("miniapp")},
 		"review":     {"operator: list, approve or reject submissions", dashboardCommand("review")},
 		"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
+		"webdriver":  {"serve W3C WebDriver in front of WebKitWebDriver: sessions start open --webdriver (docs/webdriver.md)", runWebDriver},
 		"version":    {"print the version the binary was built from", runVersion},
 		"help":       {"print this help, or a command's: help COMMAND", runHelp},
 	}
