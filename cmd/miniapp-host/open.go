@@ -38,7 +38,7 @@ func runOpen(ctx context.Context, e env) int {
 	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
 	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
 	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
-	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let the W3C WebDriver session of the WebKitWebDriver that started this process drive the Miniapp's view; implies --automation, for the consent (docs/webdriver.md)")
+	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let a W3C WebDriver session drive the Miniapp's view: miniapp-host webdriver (or WebKitWebDriver) starts the host so; implies --automation, for the consent (docs/webdriver.md)")
 	fs.StringVar(&cfg.AutomationFile, "automation-file", "", "write the automation channel's URL and token to this file as JSON (mode 0600) before the window opens")
 	secretFD := fs.Int("secret-fd", -1, "read the host's secret from this inherited file descriptor (a pipe, read to its end) instead of MINIAPP_HOST_SECRET; miniapp-host webdriver passes it so")
 	automationFD := fs.Int("automation-fd", -1, "write the automation channel's URL and token as JSON to this inherited file descriptor, then close it, before the window opens")
@@ -65,7 +65,7 @@ func runOpen(ctx context.Context, e env) int {
 		return exitUsage
 	case cfg.WebDriver && os.Getenv("WEBKIT_INSPECTOR_SERVER") == "":
 		return usageError(e, "open", "--webdriver: WEBKIT_INSPECTOR_SERVER is not set, so no WebDriver will connect;"+
-			" WebKitWebDriver starts `open --webdriver` itself from a session's webkitgtk:browserOptions (docs/webdriver.md)")
+			" `miniapp-host webdriver` starts `open --webdriver` itself for each New Session (docs/webdriver.md)")
 	case cfg.AutomationFile != "" && !cfg.Automation && !cfg.WebDriver:
 		return usageError(e, "open", "--automation-file needs --automation (or --webdriver)")
 	case *automationFD >= 0 && !cfg.Automation && !cfg.WebDriver:
