@@ -245,9 +245,23 @@ func (ss *session) click(t *testing.T, css string) {
 	}
 }
 
+// jsonBodies labels every request body as JSON. tebeka/selenium sends its
+// POST bodies without a Content-Type, and `miniapp-host webdriver` refuses
+// a body that is not application/json (what a web page's request is).
+type jsonBodies struct{ next http.RoundTripper }
+
+func (j jsonBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Header.Get("Content-Type") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Content-Type", "application/json; charset=utf-8")
+	}
+	return j.next.RoundTrip(r)
+}
+
 func TestMain(m *testing.M) {
-	// Every WebDriver request, New Session included, is bounded.
-	selenium.HTTPClient = &http.Client{Timeout: commandTimeout}
+	// Every WebDriver request, New Session included, is bounded, and its
+	// body is labelled JSON.
+	selenium.HTTPClient = &http.Client{Timeout: commandTimeout, Transport: jsonBodies{http.DefaultTransport}}
 	os.Exit(m.Run())
 }
 
