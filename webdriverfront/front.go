@@ -73,8 +73,9 @@ type Config struct {
 	// StartTimeout bounds a session's start-up: the host's window ready,
 	// its driver listening. 60 s when zero.
 	StartTimeout time.Duration
-	// StopTimeout bounds how long a host may take to exit after Delete
-	// Session (or the front's Close) before it is killed. 10 s when zero.
+	// StopTimeout bounds how long a host or driver may take to exit once
+	// asked to (SIGTERM, at Delete Session or the front's Close) before it
+	// is killed. 10 s when zero.
 	StopTimeout time.Duration
 }
 
@@ -162,7 +163,7 @@ func (f *Front) Close() error {
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
-		go func() { defer wg.Done(); f.end(s, false) }()
+		go func() { defer wg.Done(); f.end(s) }()
 	}
 	wg.Wait()
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -181,7 +181,7 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request) {
 	// A host that exits (its window closed, a crash) ends its session.
 	go func() {
 		<-s.hostDone
-		f.end(s, false)
+		f.end(s)
 	}()
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
@@ -396,13 +396,14 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// deleteSession forwards Delete Session; the host then closes its window
-// and exits, as when its user closes it, and the front waits for that
-// (killing it after StopTimeout) before it answers.
+// deleteSession forwards Delete Session, then ends the host as its user
+// closing it would (SIGTERM: an ephemeral data folder is removed; killed
+// after StopTimeout) and stops the driver, before it answers. A driver
+// with --target does not close the host's window itself.
 func (f *Front) deleteSession(w http.ResponseWriter, r *http.Request, s *session) {
 	rec := &recorder{header: http.Header{}}
 	s.proxy.ServeHTTP(rec, r)
-	f.end(s, true)
+	f.end(s)
 	for k, v := range rec.header {
 		w.Header()[k] = v
 	}
@@ -410,23 +411,13 @@ func (f *Front) deleteSession(w http.ResponseWriter, r *http.Request, s *session
 	w.Write(rec.body.Bytes())
 }
 
-// end removes the session and stops its processes: after Delete Session
-// (graceful) the host is given StopTimeout to exit by itself; otherwise it
-// is asked to (SIGTERM) first. Only the first call does anything; the
-// others wait for nothing.
-func (f *Front) end(s *session, graceful bool) {
+// end removes the session and stops its processes. Only the first call
+// does anything.
+func (f *Front) end(s *session) {
 	s.ended.Do(func() {
 		f.mu.Lock()
 		delete(f.sessions, s.id)
 		f.mu.Unlock()
-		if graceful {
-			t := time.NewTimer(f.cfg.StopTimeout)
-			select {
-			case <-s.hostDone:
-			case <-t.C:
-			}
-			t.Stop()
-		}
 		f.stop(s)
 	})
 }
