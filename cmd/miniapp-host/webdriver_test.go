@@ -464,7 +464,9 @@ func TestWebDriverFront(t *testing.T) {
 	}
 	wd.until("the denied page", "POST", "/session/"+sid+"/execute/sync",
 		map[string]any{"script": `return location.href + " " + document.readyState`, "args": []any{}},
-		func(s int, v json.RawMessage) bool { return s == 200 && string(v) == strconv.Quote(origin+"/?error=access_denied complete") })
+		func(s int, v json.RawMessage) bool {
+			return s == 200 && string(v) == strconv.Quote(origin+"/?error=access_denied complete")
+		})
 
 	// Sign in again; approved, the host completes with its secret and the
 	// demo's signed-in page loads.
