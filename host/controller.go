@@ -19,6 +19,11 @@ import (
 // consent.deny when no consent screen is shown.
 const CodeNoConsent bridge.Code = "no_consent"
 
+// CodeConsentRefused is the automation error of consent.approve when the
+// consent screen refuses approval: one of its checks failed, and only
+// consent.deny is taken.
+const CodeConsentRefused bridge.Code = "consent_refused"
+
 // controller carries out the automation channel's commands on the window
 // (bridge.Controller). The window has one view; its name is "main", and ""
 // means it too.
@@ -85,7 +90,7 @@ func (c *controller) press(ctx context.Context, account, action string) error {
 		case answer == "no-account":
 			return bridge.Errorf(bridge.CodeInvalidParams, "account %q is not offered on the consent screen", account)
 		case answer == "disabled":
-			return bridge.Errorf(CodeNoConsent, "the consent screen refuses %s: a check failed", action)
+			return bridge.Errorf(CodeConsentRefused, "the consent screen refuses %s: a check failed", action)
 		case answer == "no-consent":
 			return bridge.Errorf(CodeNoConsent, "no consent screen is shown")
 		case strings.HasPrefix(answer, "wait "):

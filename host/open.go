@@ -61,6 +61,12 @@ type OpenConfig struct {
 	// the window's loop runs: a WebDriver session (which needs the loop)
 	// is never ready before the file is written.
 	AutomationFile string
+	// AutomationOut, when set, receives the same JSON (and a newline) at
+	// the same moment and is then closed: the program that started the
+	// host reads it from a pipe (`open --automation-fd`, which
+	// `miniapp-host webdriver` uses; docs/webdriver.md). A host that exits
+	// before it closes the pipe without writing.
+	AutomationOut io.WriteCloser
 	// DevTools enables the web inspector in the Miniapp's view.
 	DevTools bool
 	// WebDriver lets the W3C WebDriver session of the WebKitWebDriver
@@ -236,6 +242,11 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 				return err
 			}
 		}
+		if cfg.AutomationOut != nil {
+			if err := writeAutomationOut(cfg.AutomationOut, a.URL(), a.Token()); err != nil {
+				return err
+			}
+		}
 	}
 	if cfg.OnEvent != nil {
 		w.OnEvent(cfg.OnEvent)
@@ -390,6 +401,24 @@ func (w *Window) miniappOf(app *resolver.Miniapp, svc *Service, cfg MountOptions
 type AutomationInfo struct {
 	URL   string `json:"url"`
 	Token string `json:"token"`
+}
+
+// writeAutomationOut writes the channel's address and token to w, as
+// JSON and a newline, and closes w.
+func writeAutomationOut(w io.WriteCloser, url, token string) error {
+	b, err := json.Marshal(AutomationInfo{URL: url, Token: token})
+	if err != nil {
+		w.Close()
+		return err
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		w.Close()
+		return fmt.Errorf("host: automation fd: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("host: automation fd: %w", err)
+	}
+	return nil
 }
 
 // writeAutomationFile writes the channel's address and token for a

@@ -70,6 +70,7 @@ func commands() map[string]command {
 		"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
 		"new":        {"write a small Miniapp to start from into a folder", runNew},
 		"dev":        {"run your own Miniapp (a folder or a dev server) in the playground, reloading on save", runDev},
+		"webdriver":  {"serve W3C WebDriver in front of WebKitWebDriver: sessions start open --webdriver (docs/webdriver.md)", runWebDriver},
 		"version":    {"print the version the binary was built from", runVersion},
 		"help":       {"print this help, or a command's: help COMMAND", runHelp},
 	}

@@ -23,8 +23,9 @@ const defaultServiceURL = "http://127.0.0.1:8600"
 // With --webdriver, WebKitWebDriver starts it (docs/webdriver.md).
 func runOpen(ctx context.Context, e env) int {
 	fs := newFlagSet("open", func(w io.Writer) {
-		fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [-v]")
-		fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it)")
+		fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [--secret-fd N] [--automation-fd N] [-v]")
+		fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it), or from --secret-fd;")
+		fmt.Fprintln(w, "it and the other secret variables are removed from the environment before WebKit starts (docs/host.md, \"Secrets\")")
 	})
 	cfg := host.OpenConfig{Log: e.stderr, HostVersion: "dev"}
 	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://127.0.0.1:8702")
@@ -37,14 +38,23 @@ func runOpen(ctx context.Context, e env) int {
 	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
 	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
 	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
-	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let the W3C WebDriver session of the WebKitWebDriver that started this process drive the Miniapp's view; implies --automation, for the consent (docs/webdriver.md)")
+	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let a W3C WebDriver session drive the Miniapp's view: miniapp-host webdriver (or WebKitWebDriver) starts the host so; implies --automation, for the consent (docs/webdriver.md)")
 	fs.StringVar(&cfg.AutomationFile, "automation-file", "", "write the automation channel's URL and token to this file as JSON (mode 0600) before the window opens")
+	secretFD := fs.Int("secret-fd", -1, "read the host's secret from this inherited file descriptor (a pipe, read to its end) instead of MINIAPP_HOST_SECRET; miniapp-host webdriver passes it so")
+	automationFD := fs.Int("automation-fd", -1, "write the automation channel's URL and token as JSON to this inherited file descriptor, then close it, before the window opens")
 	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent, the Miniapp's console messages) to stderr")
+	// The secrets leave the environment before anything else, whatever
+	// happens next: WebKit's processes inherit it.
+	secrets, err := host.TakeSecretEnv()
+	if err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host: open:", err)
+		return exitUndecided
+	}
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
 		return code
 	}
-	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
+	cfg.HostSecret = secrets[host.HostSecretEnv]
 	switch {
 	case len(args) > 0:
 		return usageError(e, "open", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
@@ -55,9 +65,23 @@ func runOpen(ctx context.Context, e env) int {
 		return exitUsage
 	case cfg.WebDriver && os.Getenv("WEBKIT_INSPECTOR_SERVER") == "":
 		return usageError(e, "open", "--webdriver: WEBKIT_INSPECTOR_SERVER is not set, so no WebDriver will connect;"+
-			" WebKitWebDriver starts `open --webdriver` itself from a session's webkitgtk:browserOptions (docs/webdriver.md)")
+			" `miniapp-host webdriver` starts `open --webdriver` itself for each New Session (docs/webdriver.md)")
 	case cfg.AutomationFile != "" && !cfg.Automation && !cfg.WebDriver:
 		return usageError(e, "open", "--automation-file needs --automation (or --webdriver)")
+	case *automationFD >= 0 && !cfg.Automation && !cfg.WebDriver:
+		return usageError(e, "open", "--automation-fd needs --automation (or --webdriver)")
+	case *secretFD >= 0 && *secretFD < 3, *automationFD >= 0 && *automationFD < 3:
+		return usageError(e, "open", "--secret-fd and --automation-fd name an inherited descriptor, 3 or above (0, 1 and 2 are the standard streams)")
+	}
+	if *secretFD >= 0 {
+		s, err := host.ReadSecret(os.NewFile(uintptr(*secretFD), "secret-fd"))
+		if err != nil {
+			return usageError(e, "open", fmt.Sprintf("--secret-fd %d: %v", *secretFD, err))
+		}
+		cfg.HostSecret = s
+	}
+	if *automationFD >= 0 {
+		cfg.AutomationOut = os.NewFile(uintptr(*automationFD), "automation-fd")
 	}
 	// A WebDriver session cannot reach the consent screen (the host's own
 	// view): the automation channel answers it (docs/webdriver.md).
@@ -65,7 +89,7 @@ func runOpen(ctx context.Context, e env) int {
 	cfg.OnEvent = windowEvents(e, *verbose)
 	cfg.OnResolved = func(app *resolver.Miniapp, err error) { printResolve(e.stdout, e.stderr, app, err, false) }
 	cfg.Stuck = stuckExit(e, "open")
-	err := host.Open(ctx, webkitgtk.New, cfg)
+	err = host.Open(ctx, webkitgtk.New, cfg)
 	var rej *resolver.Rejection
 	switch {
 	case err == nil || errors.Is(err, context.Canceled):

@@ -72,6 +72,13 @@ func playgroundFlags(fs *flag.FlagSet) *pgFlags {
 // calls started (when not nil) on another goroutine once it serves; it
 // returns when the window is closed or ctx ends.
 func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*playground.Playground)) int {
+	// The secrets leave the environment before anything else: WebKit's
+	// processes inherit it (docs/host.md, "Secrets").
+	secrets, err := host.TakeSecretEnv()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", name, err)
+		return exitUndecided
+	}
 	addr, launcher := *f.addr, *f.launcher
 	cfg := playground.Config{DataDir: *f.data, Addrs: playground.Addrs{
 		Service: addr, Dashboard: nextPort(addr, 1), Signing: nextPort(addr, 2), Invoicing: nextPort(addr, 3),
@@ -80,7 +87,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	}}
 	// `open` reads the same variable: with it, `open --dashboard <this
 	// playground's dashboard>` completes consents against this server.
-	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
+	cfg.HostSecret = secrets[host.HostSecretEnv]
 	for i := range playground.BrokenKinds() {
 		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(launcher, 3+i))
 	}

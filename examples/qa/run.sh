@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # Runs one example QA suite (docs/webdriver.md, "Example suites") against a
-# fresh playground and WebKitWebDriver:
+# fresh playground and `miniapp-host webdriver`, the WebDriver front of
+# WebKitWebDriver:
 #
-#   xvfb-run -a examples/qa/run.sh go     # examples/qa/go, tebeka/selenium + automation/client
-#   xvfb-run -a examples/qa/run.sh npm    # examples/qa/npm, selenium-webdriver + ws under node:test
+#   xvfb-run -a examples/qa/run.sh go     # examples/qa/go, tebeka/selenium
+#   xvfb-run -a examples/qa/run.sh npm    # examples/qa/npm, selenium-webdriver under node:test
 #
 # Arguments after the suite's name go to `go test` (-run TestX) or to
 # `node --test` (--test-name-pattern=X).
 #
 # It builds the WebKitGTK 4.1 host (or takes BIN=path/to/miniapp-host, which
 # must link WebKitGTK 4.1), starts `miniapp-host playground --no-window` on
-# free loopback ports with a fixed MINIAPP_HOST_SECRET, starts WebKitWebDriver
-# on a free loopback port with DISPLAY and that secret in its environment,
-# hands the suite what it needs in QA_* variables, and always stops what it
-# started (by PID) and removes its temporary folder.
+# free loopback ports with a random MINIAPP_HOST_SECRET (new at each run),
+# starts `miniapp-host webdriver` on a free loopback port with that secret
+# (it hands it to each host on a pipe), hands the suite what it needs in
+# QA_* variables, and always stops what it started (by PID) and removes its
+# temporary folder.
 #
 # Every wait is bounded: QA_START_TIMEOUT (seconds, default 120) for the
-# playground and the driver to come up, QA_SUITE_TIMEOUT (default 600) for
+# playground and the front to come up, QA_SUITE_TIMEOUT (default 600) for
 # the suite itself.
 set -euo pipefail
 
@@ -32,11 +34,14 @@ esac
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 start_timeout=${QA_START_TIMEOUT:-120}
 suite_timeout=${QA_SUITE_TIMEOUT:-600}
-secret=${MINIAPP_HOST_SECRET:-qa-example-host-secret}
+# The host's secret, shared by the playground's server and the hosts: random,
+# new at each run, never written to a file.
+secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+[ ${#secret} -eq 64 ] || { echo "qa: could not read a random secret from /dev/urandom" >&2; exit 1; }
 # Where the logs go when the suite fails.
 logs=${QA_LOGS:-$root/artifacts/qa/$suite}
 
-[ -n "${DISPLAY:-}" ] || die "no DISPLAY: WebKitWebDriver starts the host's window; run under a display (xvfb-run -a examples/qa/run.sh $suite)"
+[ -n "${DISPLAY:-}" ] || die "no DISPLAY: each WebDriver session opens the host's window; run under a display (xvfb-run -a examples/qa/run.sh $suite)"
 command -v WebKitWebDriver >/dev/null || die "WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it)"
 if [ "$suite" = npm ]; then
 	command -v npm >/dev/null || die "npm is not installed: the npm suite needs Node.js 20 or later and npm"
@@ -46,7 +51,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/miniapp-qa.XXXXXX")
 pids=()
 cleanup() {
 	local rc=$? pid
-	# Last started, first stopped: the driver ends the hosts it started.
+	# Last started, first stopped: the front ends the hosts it started.
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
 		pid=${pids[i]}
 		kill -TERM "$pid" 2>/dev/null || true
@@ -55,10 +60,10 @@ cleanup() {
 		wait "$pid" 2>/dev/null || true
 	done
 	if [ "$rc" -ne 0 ] && [ -s "$work/driver.log" ]; then
-		say "the driver's output (and the hosts' it started), last 40 lines:"
+		say "the front's output (and that of the hosts and drivers it started), last 40 lines:"
 		tail -n 40 "$work/driver.log" >&2
 		mkdir -p "$logs" && cp "$work"/*.log "$work"/*.err "$logs"/ 2>/dev/null &&
-			say "the playground's and the driver's whole output are in $logs"
+			say "the playground's and the front's whole output are in $logs"
 	fi
 	rm -rf "$work"
 	exit "$rc"
@@ -118,37 +123,27 @@ for v in dashboard service public confidential broken broken_stage broken_code; 
 	[ -n "${!v}" ] || die "the playground's output has no $v:"$'\n'"$(cat "$work/playground.log")"
 done
 
-# WebKitWebDriver on a free loopback port. It says nothing when it listens:
-# its /status answers once it does. A port taken meanwhile makes it exit:
-# another port is tried.
+# The WebDriver front on a free loopback port (docs/webdriver.md): it prints
+# its URL once it listens. The secret reaches it in its environment, which it
+# removes at once; each host gets it on a pipe.
+mkfifo "$work/front.fifo"
+MINIAPP_HOST_SECRET=$secret "$bin" webdriver --port 0 >"$work/front.fifo" 2>>"$work/driver.log" &
+pids+=($!)
+exec 3<"$work/front.fifo"
 driver_url=''
-for attempt in 1 2 3 4 5; do
-	port=$((20000 + RANDOM % 40000))
-	if (exec 4<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
-	env DISPLAY="$DISPLAY" MINIAPP_HOST_SECRET="$secret" WebKitWebDriver --host=127.0.0.1 --port="$port" \
-		>>"$work/driver.log" 2>&1 &
-	driver=$!
-	pids+=("$driver")
-	deadline=$((SECONDS + start_timeout))
-	while kill -0 "$driver" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
-		if [[ $(curl -fsS --max-time 5 "http://127.0.0.1:$port/status" 2>/dev/null) == *'"ready"'* ]]; then
-			driver_url=http://127.0.0.1:$port
-			break
-		fi
-		sleep 0.05
-	done
-	[ -z "$driver_url" ] || break
-	kill -TERM "$driver" 2>/dev/null || true
-	wait "$driver" 2>/dev/null || true
-	unset 'pids[-1]'
-	[ "$SECONDS" -lt "$deadline" ] || die "WebKitWebDriver did not answer on port $port within ${start_timeout}s"
-done
-[ -n "$driver_url" ] || die "WebKitWebDriver could not listen on a free port (5 tries)"
+IFS= read -r -t "$start_timeout" line <&3 || die "miniapp-host webdriver printed no URL within ${start_timeout}s: $(cat "$work/driver.log")"
+case $line in
+"webdriver http://127.0.0.1:"*) driver_url=${line#webdriver } ;;
+*) die "miniapp-host webdriver printed $line, not its URL" ;;
+esac
+cat <&3 >/dev/null &
+pids+=($!)
+exec 3<&-
 
-export QA_WEBDRIVER_URL=$driver_url QA_HOST_BINARY=$bin QA_DASHBOARD_URL=$dashboard QA_SERVICE_URL=$service \
+export QA_WEBDRIVER_URL=$driver_url QA_DASHBOARD_URL=$dashboard QA_SERVICE_URL=$service \
 	QA_PUBLIC_ORIGIN=$public QA_CONFIDENTIAL_ORIGIN=$confidential \
 	QA_BROKEN_ORIGIN=$broken QA_BROKEN_ID=broken-unregistered QA_BROKEN_STAGE=$broken_stage QA_BROKEN_CODE=$broken_code
-say "playground dashboard $dashboard, service $service; WebKitWebDriver $driver_url; host $bin"
+say "playground dashboard $dashboard, service $service; miniapp-host webdriver $driver_url; host $bin"
 
 # The suite runs in the background and is waited for, so that a signal to
 # this script runs the trap at once, which stops the suite first.

@@ -48,8 +48,13 @@ func runWebDriverChild(args []string) int {
 		return 2
 	}
 	fs := flag.NewFlagSet("open", flag.ContinueOnError)
+	secrets, err := host.TakeSecretEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "webdriver child:", err)
+		return 2
+	}
 	cfg := host.OpenConfig{Log: os.Stderr, HostVersion: "test", HostClientID: playground.HostClientID,
-		HostSecret: os.Getenv("MINIAPP_HOST_SECRET"), Automation: true}
+		HostSecret: secrets[host.HostSecretEnv], Automation: true}
 	fs.StringVar(&cfg.Origin, "origin", "", "")
 	fs.StringVar(&cfg.ID, "id", "", "")
 	fs.StringVar(&cfg.Dashboard, "dashboard", "", "")

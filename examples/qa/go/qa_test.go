@@ -3,13 +3,14 @@
 package qa
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -18,10 +19,7 @@ import (
 
 	"github.com/tebeka/selenium"
 
-	"github.com/miniapp-host/miniapp-host/automation/client"
-	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/demoapps"
-	"github.com/miniapp-host/miniapp-host/host"
 )
 
 // Bounds of every wait: a suite on a loaded machine is slow, never stuck.
@@ -38,8 +36,7 @@ const (
 
 // setup is what examples/qa/run.sh hands the suite.
 type setup struct {
-	driver       string // QA_WEBDRIVER_URL: WebKitWebDriver
-	binary       string // QA_HOST_BINARY: the WebKitGTK 4.1 miniapp-host
+	driver       string // QA_WEBDRIVER_URL: miniapp-host webdriver
 	dashboard    string // QA_DASHBOARD_URL: the playground's {dashboard_url}
 	service      string // QA_SERVICE_URL: the playground's issuer
 	public       string // QA_PUBLIC_ORIGIN: demo-public
@@ -61,38 +58,35 @@ func loadSetup(t *testing.T) setup {
 		return v
 	}
 	s := setup{
-		driver: get("QA_WEBDRIVER_URL"), binary: get("QA_HOST_BINARY"),
+		driver:    get("QA_WEBDRIVER_URL"),
 		dashboard: get("QA_DASHBOARD_URL"), service: get("QA_SERVICE_URL"),
 		public: get("QA_PUBLIC_ORIGIN"), confidential: get("QA_CONFIDENTIAL_ORIGIN"),
 		broken: get("QA_BROKEN_ORIGIN"), brokenID: get("QA_BROKEN_ID"),
 		brokenStage: get("QA_BROKEN_STAGE"), brokenCode: get("QA_BROKEN_CODE"),
 	}
 	if len(missing) > 0 {
-		t.Fatalf("%s not set: run this suite with examples/qa/run.sh go, which starts the playground and WebKitWebDriver", strings.Join(missing, ", "))
+		t.Fatalf("%s not set: run this suite with examples/qa/run.sh go, which starts the playground and miniapp-host webdriver", strings.Join(missing, ", "))
 	}
 	return s
 }
 
 // session is one WebDriver session on `miniapp-host open --webdriver`,
-// with the automation channel of the host it started.
+// through `miniapp-host webdriver` (docs/webdriver.md).
 type session struct {
-	wd    selenium.WebDriver
-	auto  *client.Client
-	ready time.Duration // New Session until the session was ready
+	wd     selenium.WebDriver
+	driver string        // the front's URL, for its extension commands
+	ready  time.Duration // New Session until the session was ready
 }
 
 // newSession starts the host on the Miniapp at origin with id through the
-// driver (docs/webdriver.md, "A complete session") and connects to its
-// automation channel. Both end with the test.
-func newSession(t *testing.T, ctx context.Context, s setup, origin, id string) *session {
+// front (docs/webdriver.md, "A complete session"). The front fills in the
+// binary: it starts its own miniapp-host only. It ends with the test.
+func newSession(t *testing.T, s setup, origin, id string) *session {
 	t.Helper()
-	autoFile := filepath.Join(t.TempDir(), "automation.json")
 	caps := selenium.Capabilities{
 		"webkitgtk:browserOptions": map[string]any{
-			"binary": s.binary,
 			"args": []string{"open", "--webdriver", "--origin", origin, "--id", id,
-				"--dashboard", s.dashboard, "--service", s.service, "--ephemeral",
-				"--automation-file", autoFile},
+				"--dashboard", s.dashboard, "--service", s.service, "--ephemeral"},
 		},
 		// A navigation the host refuses never loads: bound it.
 		"timeouts": map[string]any{"pageLoad": pageTimeout.Milliseconds(), "script": pageTimeout.Milliseconds()},
@@ -101,95 +95,113 @@ func newSession(t *testing.T, ctx context.Context, s setup, origin, id string) *
 	wd, err := selenium.NewRemote(caps, s.driver)
 	ready := time.Since(start)
 	if err != nil {
-		t.Fatalf("new session on %s (%s): %v (the host's reason, if any, is in the driver's output)", id, origin, err)
+		t.Fatalf("new session on %s (%s): %v (the host's reason, if any, is in the front's output)", id, origin, err)
 	}
 	t.Cleanup(func() {
 		if err := wd.Quit(); err != nil {
 			t.Errorf("delete session: %v", err)
 		}
 	})
-	// The host wrote the file before its window ran, and the session is
-	// ready only once it runs.
-	raw, err := os.ReadFile(autoFile)
-	if err != nil {
-		t.Fatalf("the host wrote no --automation-file: %v", err)
-	}
-	var info host.AutomationInfo
-	if err := json.Unmarshal(raw, &info); err != nil || info.URL == "" || info.Token == "" {
-		t.Fatalf("automation file %s: %v", raw, err)
-	}
-	auto, err := client.Dial(ctx, info.URL, info.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { auto.Close() })
-	return &session{wd: wd, auto: auto, ready: ready}
+	return &session{wd: wd, driver: s.driver, ready: ready}
 }
 
-// event waits (bounded) for the next event of kind on the channel.
-func (ss *session) event(t *testing.T, ctx context.Context, kind string) client.Event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
-	defer cancel()
-	ev, err := ss.auto.WaitFor(ctx, client.Kind(kind))
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", kind, err)
-	}
-	return ev
+// w3cError is a WebDriver error answer: its code ("no such alert") and
+// message.
+type w3cError struct {
+	Status  int
+	Code    string `json:"error"`
+	Message string `json:"message"`
 }
 
-// consentShown waits (bounded) for the consent screen and returns its
-// model. A flow that goes on without one fails at once: the service
-// answers a consent it remembers without asking (an approval is kept per
-// subject and client), so each run needs a fresh playground.
-func (ss *session) consentShown(t *testing.T, ctx context.Context) bridge.ConsentShownEvent {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
-	defer cancel()
-	ev, err := ss.auto.WaitFor(ctx, func(e client.Event) bool {
-		return slices.Contains([]string{"consent.shown", "consent.decided", "code.issued", "token.issued"}, e.Kind)
-	})
+func (e *w3cError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+// consentCommand sends one of the front's extension commands, the
+// consent screen's (docs/webdriver.md, "The consent screen"), and
+// decodes its value into v. tebeka/selenium has no way to send a command
+// it does not know, so this is plain HTTP, as every WebDriver command is.
+func (ss *session) consentCommand(ctx context.Context, method, path string, body, v any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := ss.driver + "/session/" + ss.wd.SessionID() + "/miniapp-host/consent" + path
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		t.Fatalf("waiting for the consent screen: %v", err)
+		return err
 	}
-	if ev.Kind != "consent.shown" {
-		t.Fatalf("no consent screen: %s came first (the service remembered a consent: run each suite against a fresh playground, as examples/qa/run.sh does)", ev.Kind)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	}
-	var shown bridge.ConsentShownEvent
-	if err := ev.Decode(&shown); err != nil {
-		t.Fatal(err)
+	resp, err := selenium.HTTPClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return fmt.Errorf("%s %s: %d, not WebDriver's JSON: %w", method, u, resp.StatusCode, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		e := &w3cError{Status: resp.StatusCode}
+		json.Unmarshal(answer.Value, e)
+		return e
+	}
+	return json.Unmarshal(answer.Value, v)
+}
+
+// consentModel is what Get Consent answers: the consent screen's request.
+type consentModel struct {
+	ClientID string   `json:"client_id"`
+	Scopes   []string `json:"scopes"`
+	Accounts []string `json:"accounts"`
+}
+
+// consentShown waits (bounded) until a consent screen is shown and
+// returns its model. "no such alert" means none is shown yet: the
+// Miniapp's navigation to the service is not a WebDriver command the
+// session waits for. A flow that goes on without one waits in vain: the
+// service answers a consent it remembers without asking (an approval is
+// kept per subject and client), so each run needs a fresh playground.
+func (ss *session) consentShown(t *testing.T, ctx context.Context) consentModel {
+	t.Helper()
+	var shown consentModel
+	var last error
+	err := ss.wd.WaitWithTimeoutAndInterval(func(selenium.WebDriver) (bool, error) {
+		last = ss.consentCommand(ctx, http.MethodGet, "", nil, &shown)
+		var e *w3cError
+		if errors.As(last, &e) && e.Code == "no such alert" {
+			return false, nil
+		}
+		return true, last
+	}, pageTimeout, 50*time.Millisecond)
+	if err != nil {
+		t.Fatalf("waiting for the consent screen: %v (last answer: %v; the service may have remembered a consent: run each suite against a fresh playground, as examples/qa/run.sh does)", err, last)
 	}
 	return shown
 }
 
-// decide answers the consent screen through the channel, approving or
-// denying, and returns the consent.decided event. A screen shown before
-// the client connected got no consent.shown it could see: the command is
-// sent first, and only when no screen is shown yet ("no_consent") does
-// it wait for the screen's event, which then comes after the connection.
-func (ss *session) decide(t *testing.T, ctx context.Context, approve bool) bridge.ConsentDecidedEvent {
+// decide approves or denies the consent screen shown (after waiting for
+// it) and returns the decision the host made.
+func (ss *session) decide(t *testing.T, ctx context.Context, approve bool) string {
 	t.Helper()
-	answer := func() error {
-		if approve {
-			return ss.auto.Approve(ctx, "", "")
-		}
-		return ss.auto.Deny(ctx, "")
+	ss.consentShown(t, ctx)
+	path := "/deny"
+	if approve {
+		path = "/approve"
 	}
-	err := answer()
-	var ce *client.Error
-	if errors.As(err, &ce) && ce.Code == host.CodeNoConsent {
-		ss.consentShown(t, ctx)
-		err = answer()
+	var decided struct {
+		Decision string `json:"decision"`
 	}
-	if err != nil {
+	if err := ss.consentCommand(ctx, http.MethodPost, path, map[string]any{}, &decided); err != nil {
 		t.Fatalf("answering the consent screen: %v", err)
 	}
-	ev := ss.event(t, ctx, "consent.decided")
-	var d bridge.ConsentDecidedEvent
-	if err := ev.Decode(&d); err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return decided.Decision
 }
 
 // waitScript waits until script returns want in the session's page: the
@@ -233,20 +245,34 @@ func (ss *session) click(t *testing.T, css string) {
 	}
 }
 
+// jsonBodies labels every request body as JSON. tebeka/selenium sends its
+// POST bodies without a Content-Type, and `miniapp-host webdriver` refuses
+// a body that is not application/json (what a web page's request is).
+type jsonBodies struct{ next http.RoundTripper }
+
+func (j jsonBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Header.Get("Content-Type") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Content-Type", "application/json; charset=utf-8")
+	}
+	return j.next.RoundTrip(r)
+}
+
 func TestMain(m *testing.M) {
-	// Every WebDriver request, New Session included, is bounded.
-	selenium.HTTPClient = &http.Client{Timeout: commandTimeout}
+	// Every WebDriver request, New Session included, is bounded, and its
+	// body is labelled JSON.
+	selenium.HTTPClient = &http.Client{Timeout: commandTimeout, Transport: jsonBodies{http.DefaultTransport}}
 	os.Exit(m.Run())
 }
 
 // TestPublicDemoSignsIn signs in to the public demo through the host's
-// bridge: the consent screen is approved through the channel and the page
-// says it is signed in with a token.
+// bridge: the consent screen is approved with the front's extension
+// command and the page says it is signed in with a token.
 func TestPublicDemoSignsIn(t *testing.T) {
 	s := loadSetup(t)
 	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout)
 	defer cancel()
-	ss := newSession(t, ctx, s, s.public, "demo-public")
+	ss := newSession(t, s, s.public, "demo-public")
 	ss.waitScript(t, "the start page", `return document.readyState === "complete" && !!document.getElementById("bridge-signin")`, true)
 	if got := ss.text(t, "#status"); got != "Not signed in." {
 		t.Fatalf("a fresh session's status is %q, want Not signed in.", got)
@@ -256,10 +282,9 @@ func TestPublicDemoSignsIn(t *testing.T) {
 	if shown.ClientID != "demo-public" || !slices.Contains(shown.Scopes, "openid") {
 		t.Fatalf("the consent screen asks for %+v, want demo-public and openid", shown)
 	}
-	if d := ss.decide(t, ctx, true); d.Decision != bridge.ConsentApproved {
-		t.Fatalf("consent.decided %+v, want approved", d)
+	if d := ss.decide(t, ctx, true); d != "approved" {
+		t.Fatalf("the host decided %q, want approved", d)
 	}
-	ss.event(t, ctx, "token.issued")
 	ss.waitScript(t, "the signed-in page", `return document.body.dataset.state`, "signed-in")
 	if got := ss.text(t, "#status"); got != "Signed in through the host." {
 		t.Errorf("status %q, want Signed in through the host.", got)
@@ -281,10 +306,17 @@ func TestConfidentialDemoDeniesThenSignsIn(t *testing.T) {
 	s := loadSetup(t)
 	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout)
 	defer cancel()
-	ss := newSession(t, ctx, s, s.confidential, "demo-confidential")
+	ss := newSession(t, s, s.confidential, "demo-confidential")
 
-	if d := ss.decide(t, ctx, false); d.Decision != bridge.ConsentDenied {
-		t.Fatalf("consent.decided %+v, want denied", d)
+	// Its first load goes to its auth_url: the consent screen is up at once.
+	if d := ss.decide(t, ctx, false); d != "denied" {
+		t.Fatalf("the host decided %q, want denied", d)
+	}
+	// Decided: no screen is shown any more.
+	var none consentModel
+	var e *w3cError
+	if err := ss.consentCommand(ctx, http.MethodGet, "", nil, &none); !errors.As(err, &e) || e.Status != http.StatusNotFound || e.Code != "no such alert" {
+		t.Errorf("Get Consent after the decision: %v (%+v), want 404 no such alert", err, none)
 	}
 	denied := s.confidential + "/?error=access_denied"
 	ss.waitScript(t, "the denied page", `return location.href + " " + document.readyState`, denied+" complete")
@@ -299,13 +331,8 @@ func TestConfidentialDemoDeniesThenSignsIn(t *testing.T) {
 	if shown := ss.consentShown(t, ctx); shown.ClientID != "demo-confidential" {
 		t.Fatalf("the consent screen asks for %+v, want demo-confidential", shown)
 	}
-	if d := ss.decide(t, ctx, true); d.Decision != bridge.ConsentApproved {
-		t.Fatalf("consent.decided %+v, want approved", d)
-	}
-	ev := ss.event(t, ctx, "cookies.synced")
-	var synced bridge.CookiesSyncedEvent
-	if err := ev.Decode(&synced); err != nil || synced.Origin != s.confidential || !slices.Contains(synced.Names, demoapps.SessionCookie) {
-		t.Errorf("cookies.synced %+v (%v), want the demo's session cookie %s", synced, err, demoapps.SessionCookie)
+	if d := ss.decide(t, ctx, true); d != "approved" {
+		t.Fatalf("the host decided %q, want approved", d)
 	}
 	ss.waitScript(t, "the signed-in page", `return location.href + " " + document.body.dataset.signedIn`, s.confidential+"/ true")
 	if got := ss.text(t, "#status"); !strings.HasPrefix(got, "Signed in. Scope: ") || !strings.Contains(got, "openid") {
@@ -347,7 +374,7 @@ func TestBrokenMiniappIsRejected(t *testing.T) {
 	s := loadSetup(t)
 	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout)
 	defer cancel()
-	ss := newSession(t, ctx, s, s.broken, s.brokenID)
+	ss := newSession(t, s, s.broken, s.brokenID)
 	ss.waitScript(t, "the rejection screen", `return document.body ? document.body.dataset.screen || "" : ""`, "rejection")
 	text, err := ss.wd.ExecuteScript(`return document.body.innerText`, nil)
 	if err != nil {
@@ -365,5 +392,11 @@ func TestBrokenMiniappIsRejected(t *testing.T) {
 	}
 	if u, err := ss.wd.CurrentURL(); err != nil || u != "about:blank" {
 		t.Errorf("the session is on %q (%v), want the host's own about:blank document", u, err)
+	}
+	// Nothing to consent to: the front answers no such alert.
+	var none consentModel
+	var e *w3cError
+	if err := ss.consentCommand(ctx, http.MethodPost, "/approve", map[string]any{}, &none); !errors.As(err, &e) || e.Status != http.StatusNotFound || e.Code != "no such alert" {
+		t.Errorf("Approve Consent on the rejection screen: %v, want 404 no such alert", err)
 	}
 }

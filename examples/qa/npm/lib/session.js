@@ -1,23 +1,20 @@
 'use strict'
-// A WebDriver session on `miniapp-host open --webdriver` (docs/webdriver.md),
-// with the automation channel of the host it started, and the set-up
-// examples/qa/run.sh hands over in QA_* environment variables.
-const fs = require('node:fs')
-const os = require('node:os')
-const path = require('node:path')
+// A WebDriver session on `miniapp-host open --webdriver` through
+// `miniapp-host webdriver` (docs/webdriver.md), with the front's consent
+// commands, and the set-up examples/qa/run.sh hands over in QA_* variables.
 const http = require('node:http')
-const { WebDriver, Capabilities } = require('selenium-webdriver')
+const { WebDriver, Capabilities, error } = require('selenium-webdriver')
 const { HttpClient, Executor } = require('selenium-webdriver/http')
-const { Automation, AutomationError } = require('./automation')
+const { Command } = require('selenium-webdriver/lib/command')
 
 // Bounds of every wait: a suite on a loaded machine is slow, never stuck.
-const NEW_SESSION_TIMEOUT_MS = 90000 // a host that exits before it connects leaves New Session waiting
-const PAGE_TIMEOUT_MS = 60000 // a page's state, a script, a navigation
+const NEW_SESSION_TIMEOUT_MS = 90000 // a host that never gets ready leaves New Session waiting
+const PAGE_TIMEOUT_MS = 60000 // a page's state, a script, a navigation, a consent screen
 
 /** What examples/qa/run.sh hands the suite; throws naming what is missing. */
 function setup() {
   const names = {
-    driver: 'QA_WEBDRIVER_URL', binary: 'QA_HOST_BINARY', dashboard: 'QA_DASHBOARD_URL', service: 'QA_SERVICE_URL',
+    driver: 'QA_WEBDRIVER_URL', dashboard: 'QA_DASHBOARD_URL', service: 'QA_SERVICE_URL',
     public: 'QA_PUBLIC_ORIGIN', confidential: 'QA_CONFIDENTIAL_ORIGIN', broken: 'QA_BROKEN_ORIGIN',
     brokenId: 'QA_BROKEN_ID', brokenStage: 'QA_BROKEN_STAGE', brokenCode: 'QA_BROKEN_CODE',
   }
@@ -28,24 +25,35 @@ function setup() {
     if (!s[k]) missing.push(name)
   }
   if (missing.length) {
-    throw new Error(`${missing.join(', ')} not set: run this suite with examples/qa/run.sh npm, which starts the playground and WebKitWebDriver`)
+    throw new Error(`${missing.join(', ')} not set: run this suite with examples/qa/run.sh npm, which starts the playground and miniapp-host webdriver`)
   }
   return s
 }
 
+// The front's extension commands (docs/webdriver.md, "The consent screen").
+const CONSENT = {
+  get: 'miniapp-host:getConsent',
+  approve: 'miniapp-host:approveConsent',
+  deny: 'miniapp-host:denyConsent',
+}
+
+/** Teaches an Executor the front's consent commands. */
+function defineConsentCommands(executor) {
+  executor.defineCommand(CONSENT.get, 'GET', '/session/:sessionId/miniapp-host/consent')
+  executor.defineCommand(CONSENT.approve, 'POST', '/session/:sessionId/miniapp-host/consent/approve')
+  executor.defineCommand(CONSENT.deny, 'POST', '/session/:sessionId/miniapp-host/consent/deny')
+}
+
 /**
- * Starts the host on the Miniapp at origin with id through the driver and
- * connects to its automation channel. Resolves with {driver, automation,
- * readyMs, close}.
+ * Starts the host on the Miniapp at origin with id through the front, which
+ * fills in the binary (it starts its own miniapp-host only). Resolves with
+ * {driver, readyMs, close}.
  */
 async function openSession(s, origin, id) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'miniapp-qa-'))
-  const autoFile = path.join(dir, 'automation.json')
   const caps = new Capabilities({
     'webkitgtk:browserOptions': {
-      binary: s.binary,
       args: ['open', '--webdriver', '--origin', origin, '--id', id, '--dashboard', s.dashboard,
-        '--service', s.service, '--ephemeral', '--automation-file', autoFile],
+        '--service', s.service, '--ephemeral'],
     },
     // A navigation the host refuses never loads: bound it.
     timeouts: { pageLoad: PAGE_TIMEOUT_MS, script: PAGE_TIMEOUT_MS },
@@ -53,7 +61,9 @@ async function openSession(s, origin, id) {
   // An agent of its own, destroyed when New Session takes too long, so
   // that the pending request ends too.
   const agent = new http.Agent({ keepAlive: true })
-  const driver = WebDriver.createSession(new Executor(new HttpClient(s.driver, agent)), caps)
+  const executor = new Executor(new HttpClient(s.driver, agent))
+  defineConsentCommands(executor)
+  const driver = WebDriver.createSession(executor, caps)
   const start = performance.now()
   let timer
   try {
@@ -62,7 +72,7 @@ async function openSession(s, origin, id) {
       new Promise((_, reject) => {
         timer = setTimeout(() => {
           agent.destroy()
-          reject(new Error(`new session on ${id} (${origin}): no answer within ${NEW_SESSION_TIMEOUT_MS} ms (the host's reason, if any, is in the driver's output)`))
+          reject(new Error(`new session on ${id} (${origin}): no answer within ${NEW_SESSION_TIMEOUT_MS} ms (the host's reason, if any, is in the front's output)`))
         }, NEW_SESSION_TIMEOUT_MS)
       }),
     ])
@@ -73,58 +83,60 @@ async function openSession(s, origin, id) {
     clearTimeout(timer)
   }
   const readyMs = performance.now() - start
-  let automation
-  try {
-    // The host wrote the file before its window ran, and the session is
-    // ready only once it runs.
-    const info = JSON.parse(fs.readFileSync(autoFile, 'utf8'))
-    automation = await Automation.connect(info.url, info.token)
-  } catch (err) {
-    await driver.quit().catch(() => {})
-    throw err
-  }
   const close = async () => {
-    automation.close()
     await driver.quit()
     agent.destroy()
-    fs.rmSync(dir, { recursive: true, force: true })
   }
-  return { driver, automation, readyMs, close }
+  return { driver, readyMs, close }
+}
+
+/** Get Consent: the consent screen's model; rejects with error.NoSuchAlertError when none is shown. */
+function getConsent(driver) {
+  return driver.execute(new Command(CONSENT.get))
+}
+
+/** Approve Consent (with one of the model's accounts, or the screen's default): resolves with {decision, account?}. */
+function approveConsent(driver, account) {
+  const cmd = new Command(CONSENT.approve)
+  if (account) cmd.setParameter('account', account)
+  return driver.execute(cmd)
+}
+
+/** Deny Consent: resolves with {decision: "denied"}. */
+function denyConsent(driver) {
+  return driver.execute(new Command(CONSENT.deny))
 }
 
 /**
- * Waits for the consent screen and resolves with its model. A flow that
- * goes on without one fails at once: the service answers a consent it
- * remembers without asking (an approval is kept per subject and client),
- * so each run needs a fresh playground.
+ * Waits until a consent screen is shown and resolves with its model. No
+ * such alert means none is shown yet: the Miniapp's navigation to the
+ * service is not a WebDriver command the session waits for. A flow that
+ * goes on without one waits in vain: the service answers a consent it
+ * remembers without asking (an approval is kept per subject and client), so
+ * each run needs a fresh playground.
  */
-async function consentShown(automation) {
-  const kinds = ['consent.shown', 'consent.decided', 'code.issued', 'token.issued']
-  const ev = await automation.waitFor((e) => kinds.includes(e.kind), { timeoutMs: PAGE_TIMEOUT_MS })
-  if (ev.kind !== 'consent.shown') {
-    throw new Error(`no consent screen: ${ev.kind} came first (the service remembered a consent: run each suite against a fresh playground, as examples/qa/run.sh does)`)
-  }
-  return ev.data
-}
-
-/**
- * Answers the consent screen (approve or deny) and resolves with the
- * consent.decided event's data. A screen shown before the client connected
- * sent a consent.shown it could not see: the command goes first, and only
- * when no screen is shown yet (no_consent) does it wait for the screen's
- * event, which then comes after the connection.
- */
-async function decide(automation, approve) {
-  const answer = () => (approve ? automation.approve() : automation.deny())
+async function consentShown(driver) {
+  let last
   try {
-    await answer()
+    return await driver.wait(async () => {
+      try {
+        return await getConsent(driver)
+      } catch (err) {
+        if (!(err instanceof error.NoSuchAlertError)) throw err
+        last = err
+        return false
+      }
+    }, PAGE_TIMEOUT_MS, undefined, 50)
   } catch (err) {
-    if (!(err instanceof AutomationError) || err.code !== 'no_consent') throw err
-    await consentShown(automation)
-    await answer()
+    throw new Error(`waiting for the consent screen: ${err.message} (last: ${last && last.message}; the service may have remembered a consent: run each suite against a fresh playground, as examples/qa/run.sh does)`)
   }
-  const ev = await automation.waitFor('consent.decided', { timeoutMs: PAGE_TIMEOUT_MS })
-  return ev.data
+}
+
+/** Waits for the consent screen, approves or denies it, resolves with the host's decision. */
+async function decide(driver, approve) {
+  await consentShown(driver)
+  const decided = approve ? await approveConsent(driver) : await denyConsent(driver)
+  return decided.decision
 }
 
 /**
@@ -150,4 +162,7 @@ async function waitScript(driver, what, script, want) {
   }
 }
 
-module.exports = { setup, openSession, consentShown, decide, waitScript, PAGE_TIMEOUT_MS }
+module.exports = {
+  setup, openSession, defineConsentCommands, getConsent, approveConsent, denyConsent, consentShown, decide, waitScript,
+  PAGE_TIMEOUT_MS,
+}

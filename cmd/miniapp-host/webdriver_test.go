@@ -1,0 +1,499 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/automation/client"
+	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
+	"github.com/miniapp-host/miniapp-host/playground"
+	"github.com/miniapp-host/miniapp-host/webdriverfront"
+)
+
+// asMainEnv makes the test binary run as miniapp-host itself (TestMain):
+// the front and the tests below start it as `miniapp-host open ...`.
+const asMainEnv = "MINIAPP_HOST_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// childEnv is the environment of a process the tests start as
+// miniapp-host: this one's, without the secret variables, plus extra.
+func childEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(host.SecretEnv, name) && name != asMainEnv {
+			env = append(env, kv)
+		}
+	}
+	return append(append(env, asMainEnv+"=1"), extra...)
+}
+
+func randomSecret(t *testing.T, label string) string {
+	t.Helper()
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return label + "-" + hex.EncodeToString(b)
+}
+
+// webkitProcesses returns WebKit's processes (WebKitWebProcess,
+// WebKitNetworkProcess, ...) among the descendants of pid, by name, from
+// the parent pid in /proc/*/stat.
+func webkitProcesses(t *testing.T, pid int) map[string][]int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // it ended meanwhile
+		}
+		// "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(fields[1]); err == nil {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	found := map[string][]int{}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		queue = append(queue, children[p]...)
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if err != nil {
+			continue
+		}
+		name := filepath.Base(string(bytes.SplitN(cmdline, []byte{0}, 2)[0]))
+		if p != pid && strings.HasPrefix(name, "WebKit") {
+			found[name] = append(found[name], p)
+		}
+	}
+	return found
+}
+
+// assertNoSecretInWebKit reads the environment of every WebKit process
+// under pid and fails when a secret is in it. want names the processes
+// that must be there; present is a variable each must have (the
+// environment they inherit), so that an unreadable environ cannot pass.
+func assertNoSecretInWebKit(t *testing.T, pid int, want []string, present string, secrets ...string) {
+	t.Helper()
+	procs := webkitProcesses(t, pid)
+	for _, name := range want {
+		if len(procs[name]) == 0 {
+			t.Fatalf("no %s under process %d (found %v): the test reads the environment of nothing", name, pid, procs)
+		}
+	}
+	for name, pids := range procs {
+		for _, p := range pids {
+			raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+			if err != nil {
+				t.Fatalf("%s %d: %v", name, p, err)
+			}
+			vars := strings.Split(string(raw), "\x00")
+			if !slices.Contains(vars, present) {
+				t.Errorf("%s %d: its environment lacks %s, which its parent has: %q", name, p, present, vars)
+			}
+			for _, kv := range vars {
+				n, _, _ := strings.Cut(kv, "=")
+				for _, s := range secrets {
+					if strings.Contains(kv, s) {
+						t.Errorf("%s %d has the secret in its environment: %s", name, p, n)
+					}
+				}
+				if slices.Contains(host.SecretEnv, n) {
+					t.Errorf("%s %d has %s in its environment", name, p, n)
+				}
+			}
+		}
+	}
+}
+
+// startPlayground starts the servers and demos (no window) with secret as
+// the host's.
+func startPlayground(t *testing.T, ctx context.Context, secret string) *playground.Playground {
+	t.Helper()
+	p, err := playground.Start(ctx, playground.Config{HostSecret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("playground: close: %v", err)
+		}
+	})
+	return p
+}
+
+// demo returns the origin of the playground's Miniapp id.
+func demo(t *testing.T, ctx context.Context, p *playground.Playground, id string) string {
+	t.Helper()
+	list, err := p.Miniapps(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list {
+		if m.ID == id {
+			return m.Origin
+		}
+	}
+	t.Fatalf("the playground has no Miniapp %s", id)
+	return ""
+}
+
+// TestOpenKeepsSecretsFromWebKit: `open` started with MINIAPP_HOST_SECRET
+// and MINIAPP_HOST_KEY in its environment completes a consent with the
+// secret (it read it), and none of WebKit's processes it started has
+// either in its environment.
+func TestOpenKeepsSecretsFromWebKit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	secret, key := randomSecret(t, "open-secret"), randomSecret(t, "operator-key")
+	p := startPlayground(t, ctx, secret)
+	origin := demo(t, ctx, p, "demo-confidential")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(os.Args[0], "open", "--automation", "--automation-fd", "3", "--origin", origin, "--id", "demo-confidential",
+		"--dashboard", p.Services().Dashboard, "--service", p.Services().Issuer, "--host-client", playground.HostClientID, "--ephemeral")
+	cmd.Env = childEnv("MINIAPP_HOST_SECRET="+secret, "MINIAPP_HOST_KEY="+key, "XDG_DATA_HOME="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(r).ReadBytes('\n')
+	var info host.AutomationInfo
+	if err != nil || json.Unmarshal(line, &info) != nil {
+		cmd.Wait()
+		t.Fatalf("open wrote no automation address (%q, %v):\n%s", line, err, stderr.String())
+	}
+	c, err := client.Dial(ctx, info.URL, info.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The confidential demo's first load asks for consent: a web process
+	// loaded the page, the network process fetched it.
+	if _, err := c.WaitFor(ctx, client.Kind("consent.shown")); err != nil {
+		t.Fatalf("waiting for the consent screen: %v\n%s", err, stderr.String())
+	}
+	assertNoSecretInWebKit(t, cmd.Process.Pid, []string{"WebKitWebProcess", "WebKitNetworkProcess"}, asMainEnv+"=1", secret, key)
+	// The host read the secret before it removed it: the consent completes.
+	if err := c.Approve(ctx, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitFor(ctx, client.Kind("cookies.synced")); err != nil {
+		t.Fatalf("the approved consent did not complete (the host lacked its secret?): %v\n%s", err, stderr.String())
+	}
+}
+
+// TestPlaygroundKeepsSecretsFromWebKit: the playground's window, started
+// with MINIAPP_HOST_SECRET, uses it as the host's credential (it prints
+// it) and its WebKit processes do not have it in their environment.
+func TestPlaygroundKeepsSecretsFromWebKit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	secret := randomSecret(t, "playground-secret")
+	cmd := exec.CommandContext(ctx, os.Args[0], "playground", "--addr", "127.0.0.1:0", "--launcher-addr", "127.0.0.1:0")
+	cmd.Env = childEnv("MINIAPP_HOST_SECRET="+secret, "XDG_DATA_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	credential := false
+	for sc.Scan() {
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "host" && f[1] == "credential" {
+			credential = f[3] == secret
+		}
+		if strings.HasPrefix(line, "window") && strings.Contains(line, "the launcher is loaded") {
+			break
+		}
+	}
+	if sc.Err() != nil || !credential {
+		t.Fatalf("the playground did not load its launcher with the secret as its credential (%v):\n%s", sc.Err(), stderr.String())
+	}
+	go io.Copy(io.Discard, out)
+	assertNoSecretInWebKit(t, cmd.Process.Pid, []string{"WebKitWebProcess", "WebKitNetworkProcess"}, asMainEnv+"=1", secret)
+}
+
+// wdClient speaks W3C WebDriver to the front, as a client library does.
+type wdClient struct {
+	t   *testing.T
+	ctx context.Context
+	url string
+}
+
+// do sends a command and returns its status and "value".
+func (c wdClient) do(method, path string, body any) (int, json.RawMessage) {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(c.ctx, method, c.url+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Value json.RawMessage `json:"value"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		c.t.Fatalf("%s %s: %d %q is not WebDriver's JSON", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, answer.Value
+}
+
+// errorOf decodes a W3C error value.
+func errorOf(v json.RawMessage) (code, message string) {
+	var e struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}
+	json.Unmarshal(v, &e)
+	return e.Error, e.Message
+}
+
+// until repeats a command until check accepts its answer, bounded by a
+// minute: a page the host loads, a consent screen shown, are not
+// WebDriver commands the session waits for.
+func (c wdClient) until(what, method, path string, body any, check func(int, json.RawMessage) bool) json.RawMessage {
+	c.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		status, v := c.do(method, path, body)
+		if check(status, v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("waiting for %s: %s %s last answered %d %s", what, method, path, status, v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// script runs Execute Script and returns its value as a string.
+func (c wdClient) script(sid, js string) (int, string) {
+	c.t.Helper()
+	status, v := c.do("POST", "/session/"+sid+"/execute/sync", map[string]any{"script": js, "args": []any{}})
+	var s string
+	json.Unmarshal(v, &s)
+	return status, s
+}
+
+// syncWriter is a log several processes write to.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestWebDriverFront drives the confidential demo through `miniapp-host
+// webdriver` (package webdriverfront): a New Session that leaves binary
+// out starts this binary's `open --webdriver`, the consent screen is read,
+// denied and approved with the extension commands (with their refusals
+// and no such alert), the host completes the consent with the secret the
+// front gave it on a pipe, no WebKit process has that secret, and Delete
+// Session ends the host.
+func TestWebDriverFront(t *testing.T) {
+	if !webkitgtk.Available {
+		t.Fatal("this build has no WebKitGTK engine: build with cgo and WebKitGTK (make test)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	secret := randomSecret(t, "front-secret")
+	p := startPlayground(t, ctx, secret)
+	origin := demo(t, ctx, p, "demo-confidential")
+	driver, err := exec.LookPath("WebKitWebDriver")
+	if err != nil {
+		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
+	}
+	log := &syncWriter{}
+	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
+		Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- f.Serve() }()
+	t.Cleanup(func() {
+		f.Close()
+		<-served
+		if t.Failed() {
+			t.Logf("the front's log:\n%s", log.String())
+		}
+	})
+	wd := wdClient{t: t, ctx: ctx, url: f.URL()}
+
+	status, v := wd.do("POST", "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
+		"webkitgtk:browserOptions": map[string]any{"args": []string{"open", "--webdriver", "--origin", origin, "--id", "demo-confidential",
+			"--dashboard", p.Services().Dashboard, "--service", p.Services().Issuer, "--host-client", playground.HostClientID, "--ephemeral"}},
+		"timeouts": map[string]any{"pageLoad": 60000, "script": 60000},
+	}}})
+	var made struct {
+		SessionID    string `json:"sessionId"`
+		Capabilities struct {
+			BrowserName string `json:"browserName"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(v, &made); status != 200 || made.SessionID == "" || made.Capabilities.BrowserName != "miniapp-host" {
+		t.Fatalf("New Session: %d %s, want a session of browser miniapp-host", status, v)
+	}
+	sid := made.SessionID
+	consent := "/session/" + sid + "/miniapp-host/consent"
+
+	// The first load asks for consent; the model is the channel's.
+	v = wd.until("the consent screen", "GET", consent, nil, func(s int, _ json.RawMessage) bool { return s == 200 })
+	var shown struct {
+		ClientID string   `json:"client_id"`
+		Scopes   []string `json:"scopes"`
+	}
+	if err := json.Unmarshal(v, &shown); err != nil || shown.ClientID != "demo-confidential" || !slices.Contains(shown.Scopes, "openid") {
+		t.Fatalf("Get Consent: %s, want demo-confidential asking for openid", v)
+	}
+	// Refusals: an account the screen does not offer, an unknown member,
+	// deny with an account.
+	for _, c := range []struct {
+		path string
+		body any
+		want string
+	}{
+		{"/approve", map[string]string{"account": "acc-nope"}, `account "acc-nope" is not offered`},
+		{"/approve", map[string]string{"acount": "x"}, "unknown field"},
+		{"/deny", map[string]string{"account": "x"}, "deny takes no account"},
+	} {
+		status, v := wd.do("POST", consent+c.path, c.body)
+		if code, msg := errorOf(v); status != 400 || code != "invalid argument" || !strings.Contains(msg, c.want) {
+			t.Errorf("POST %s %v: %d %s, want 400 invalid argument with %q", c.path, c.body, status, v, c.want)
+		}
+	}
+	if status, v := wd.do("GET", consent, nil); status != 200 {
+		t.Fatalf("the consent screen went after refused commands: %d %s", status, v)
+	}
+	if status, v := wd.do("POST", consent+"/deny", map[string]any{}); status != 200 || string(v) != `{"decision":"denied"}` {
+		t.Fatalf("deny: %d %s, want 200 {\"decision\":\"denied\"}", status, v)
+	}
+	// No screen now: no such alert, for every command.
+	for _, c := range []struct{ method, path string }{{"GET", ""}, {"POST", "/approve"}, {"POST", "/deny"}} {
+		var body any
+		if c.method == "POST" {
+			body = map[string]any{}
+		}
+		status, v := wd.do(c.method, consent+c.path, body)
+		if code, _ := errorOf(v); status != 404 || code != "no such alert" {
+			t.Errorf("%s %s with no screen: %d %s, want 404 no such alert", c.method, c.path, status, v)
+		}
+	}
+	wd.until("the denied page", "POST", "/session/"+sid+"/execute/sync",
+		map[string]any{"script": `return location.href + " " + document.readyState`, "args": []any{}},
+		func(s int, v json.RawMessage) bool {
+			return s == 200 && string(v) == strconv.Quote(origin+"/?error=access_denied complete")
+		})
+
+	// Sign in again; approved, the host completes with its secret and the
+	// demo's signed-in page loads.
+	if status, v := wd.script(sid, `document.getElementById("signin").click(); return "clicked"`); status != 200 || v != "clicked" {
+		t.Fatalf("click Sign in: %d %s", status, v)
+	}
+	wd.until("the second consent screen", "GET", consent, nil, func(s int, _ json.RawMessage) bool { return s == 200 })
+	if status, v := wd.do("POST", consent+"/approve", map[string]any{}); status != 200 || string(v) != `{"decision":"approved"}` {
+		t.Fatalf("approve: %d %s, want 200 {\"decision\":\"approved\"}", status, v)
+	}
+	wd.until("the signed-in page", "POST", "/session/"+sid+"/execute/sync",
+		map[string]any{"script": `return location.href + " " + document.body.dataset.signedIn`, "args": []any{}},
+		func(s int, v json.RawMessage) bool { return s == 200 && string(v) == strconv.Quote(origin+"/ true") })
+
+	// The host got its secret on a pipe: WebKit's processes never had it.
+	assertNoSecretInWebKit(t, os.Getpid(), []string{"WebKitWebProcess", "WebKitNetworkProcess"}, asMainEnv+"=1", secret)
+
+	if status, v := wd.do("DELETE", "/session/"+sid, nil); status != 200 || string(v) != "null" {
+		t.Fatalf("Delete Session: %d %s", status, v)
+	}
+	if got := f.Sessions(); len(got) != 0 {
+		t.Errorf("sessions %q after Delete Session", got)
+	}
+	if procs := webkitProcesses(t, os.Getpid()); len(procs["WebKitWebProcess"]) > 0 {
+		t.Errorf("WebKit processes %v remain after Delete Session", procs)
+	}
+	if status, v := wd.do("GET", "/session/"+sid+"/url", nil); status != 404 {
+		t.Errorf("a command of the deleted session: %d %s, want 404 invalid session id", status, v)
+	}
+}

@@ -1,0 +1,476 @@
+package webdriverfront
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/automation/client"
+	"github.com/miniapp-host/miniapp-host/host"
+)
+
+// session is one New Session's host, driver and automation channel.
+type session struct {
+	id       string
+	host     *exec.Cmd
+	hostDone chan struct{} // closed when the host has exited
+	driver   *exec.Cmd
+	drvDone  chan struct{} // closed when the driver has exited
+	drvURL   *url.URL
+	proxy    *httputil.ReverseProxy
+	auto     *client.Client
+	ended    sync.Once
+}
+
+// frontFlags are the flags of `open` the front passes itself; a session's
+// args may not carry them.
+var frontFlags = []string{"secret-fd", "automation-fd"}
+
+// sessionArgs checks a New Session's capabilities and returns the host's
+// arguments (from webkitgtk:browserOptions) and the body to forward, with
+// webkitgtk:browserOptions removed (the driver, with --target, starts
+// nothing). A refusal is a message for `invalid argument`.
+func (f *Front) sessionArgs(body []byte) (args []string, forward []byte, refusal string) {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var req map[string]any
+	if err := d.Decode(&req); err != nil || d.More() {
+		return nil, nil, "the New Session body is not one JSON object: " + fmt.Sprint(err)
+	}
+	caps, ok := req["capabilities"].(map[string]any)
+	if !ok {
+		return nil, nil, `New Session takes W3C capabilities: {"capabilities": {"alwaysMatch": {"webkitgtk:browserOptions": {"args": ["open", "--webdriver", ...]}}}}`
+	}
+	always := map[string]any{}
+	if v, present := caps["alwaysMatch"]; present {
+		if always, ok = v.(map[string]any); !ok {
+			return nil, nil, "capabilities.alwaysMatch is not an object"
+		}
+	}
+	if v, present := caps["firstMatch"]; present {
+		list, ok := v.([]any)
+		if !ok {
+			return nil, nil, "capabilities.firstMatch is not an array"
+		}
+		for i, m := range list {
+			if o, ok := m.(map[string]any); ok {
+				if _, has := o[browserOptions]; has {
+					return nil, nil, fmt.Sprintf("capabilities.firstMatch[%d] has %s: give it once, in alwaysMatch (the front starts one host per session)", i, browserOptions)
+				}
+			}
+		}
+	}
+	opts, ok := always[browserOptions].(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Sprintf(`capabilities.alwaysMatch.%s is required, an object: {"args": ["open", "--webdriver", "--origin", ORIGIN, "--id", ID, ...]} (the front fills in binary)`, browserOptions)
+	}
+	for k := range opts {
+		if k != "binary" && k != "args" {
+			return nil, nil, fmt.Sprintf("%s.%s is not supported by miniapp-host webdriver: give binary (optional) and args only", browserOptions, k)
+		}
+	}
+	if b, present := opts["binary"]; present {
+		bin, ok := b.(string)
+		if !ok || !sameFile(bin, f.cfg.Host) {
+			return nil, nil, fmt.Sprintf("%s.binary %v: this front starts %s only; leave binary out and the front fills it in", browserOptions, b, f.cfg.Host)
+		}
+	}
+	raw, _ := opts["args"].([]any)
+	for _, a := range raw {
+		s, ok := a.(string)
+		if !ok {
+			return nil, nil, fmt.Sprintf("%s.args holds %v, not a string", browserOptions, a)
+		}
+		args = append(args, s)
+	}
+	if len(args) < 2 || args[0] != "open" || args[1] != "--webdriver" {
+		return nil, nil, fmt.Sprintf(`%s.args %q: they must start with "open", "--webdriver" (the front starts miniapp-host open --webdriver only), then open's flags (docs/webdriver.md)`, browserOptions, args)
+	}
+	for _, a := range args[2:] {
+		name := strings.TrimLeft(a, "-")
+		if i := strings.IndexByte(name, '='); i >= 0 {
+			name = name[:i]
+		}
+		for _, own := range frontFlags {
+			if strings.HasPrefix(a, "-") && name == own {
+				return nil, nil, fmt.Sprintf("%s.args: --%s is the front's own (it passes the host's secret and reads its automation channel); leave it out", browserOptions, own)
+			}
+		}
+	}
+	delete(always, browserOptions)
+	if desired, ok := req["desiredCapabilities"].(map[string]any); ok {
+		delete(desired, browserOptions)
+	}
+	forward, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, "the New Session body cannot be re-encoded: " + err.Error()
+	}
+	return args, forward, ""
+}
+
+// startError is why a session could not start: status and code of the
+// W3C error the client receives.
+type startError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *startError) Error() string { return e.msg }
+
+func (f *Front) newSession(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, errInvalidArgument, "reading the New Session body: "+err.Error())
+		return
+	}
+	args, forward, refusal := f.sessionArgs(body)
+	if refusal != "" {
+		fmt.Fprintf(f.log, "miniapp-host webdriver: refused New Session: %s\n", refusal)
+		writeError(w, http.StatusBadRequest, errInvalidArgument, refusal)
+		return
+	}
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		writeError(w, http.StatusInternalServerError, errSessionNotMade, "miniapp-host webdriver is stopping")
+		return
+	}
+	f.starting.Add(1)
+	f.mu.Unlock()
+	defer f.starting.Done()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(f.ctx, cancel)
+	defer stop()
+
+	s, status, answer, err := f.start(ctx, args, forward)
+	if err != nil {
+		var se *startError
+		if !errors.As(err, &se) {
+			se = &startError{http.StatusInternalServerError, errSessionNotMade, err.Error()}
+		}
+		fmt.Fprintf(f.log, "miniapp-host webdriver: New Session failed: %s\n", se.msg)
+		writeError(w, se.status, se.code, se.msg)
+		return
+	}
+	if s == nil { // the driver refused: its answer goes back as it came
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(status)
+		w.Write(answer)
+		return
+	}
+	f.mu.Lock()
+	f.sessions[s.id] = s
+	f.mu.Unlock()
+	// A host that exits (its window closed, a crash) ends its session.
+	go func() {
+		<-s.hostDone
+		f.end(s)
+	}()
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(answer)
+}
+
+// start starts the host and its driver and forwards New Session. It
+// returns the session, or nil and the driver's refusal (status and body),
+// or an error; on anything but a session, what it started is stopped.
+func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *session, status int, answer []byte, err error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.StartTimeout)
+	defer cancel()
+	s := &session{hostDone: make(chan struct{}), drvDone: make(chan struct{})}
+	defer func() {
+		if err != nil || s.id == "" {
+			f.stop(s)
+		}
+	}()
+	inspector, err := freePort()
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	info, err := f.startHost(ctx, s, args, inspector)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if err := f.startDriver(ctx, s, inspector); err != nil {
+		return nil, 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.drvURL.String()+"/session", bytes.NewReader(forward))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("webdriverfront: New Session to the session's driver: %w", err)
+	}
+	answer, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	resp.Body.Close()
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("webdriverfront: New Session's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode, answer, nil
+	}
+	var made struct {
+		Value struct {
+			SessionID string `json:"sessionId"`
+		} `json:"value"`
+	}
+	if err := json.Unmarshal(answer, &made); err != nil || made.Value.SessionID == "" {
+		return nil, 0, nil, fmt.Errorf("webdriverfront: the driver's New Session answer names no session: %.200s", answer)
+	}
+	auto, err := client.Dial(ctx, info.URL, info.Token)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("webdriverfront: the host's automation channel: %w", err)
+	}
+	s.auto = auto
+	s.id = made.Value.SessionID
+	s.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(s.drvURL); pr.Out.Host = s.drvURL.Host },
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, http.StatusInternalServerError, errUnknown, "the session's driver did not answer: "+err.Error())
+		},
+	}
+	return s, resp.StatusCode, answer, nil
+}
+
+// startHost starts `miniapp-host open --webdriver ...` with the secret on
+// one pipe and waits (bounded by ctx) for the automation channel's address
+// on another, which the host writes once its window exists (and with it
+// the inspector server the driver connects to).
+func (f *Front) startHost(ctx context.Context, s *session, args []string, inspector int) (host.AutomationInfo, error) {
+	var info host.AutomationInfo
+	secretR, secretW, err := os.Pipe()
+	if err != nil {
+		return info, fmt.Errorf("webdriverfront: %w", err)
+	}
+	autoR, autoW, err := os.Pipe()
+	if err != nil {
+		secretR.Close()
+		secretW.Close()
+		return info, fmt.Errorf("webdriverfront: %w", err)
+	}
+	defer autoR.Close()
+	// The front's flags come first, before any of the session's.
+	own := []string{"open", "--automation-fd", "4"}
+	files := []*os.File{secretR, autoW}
+	if f.cfg.Secret != "" {
+		own = append(own, "--secret-fd", "3")
+	}
+	cmd := exec.Command(f.cfg.Host, append(own, args[1:]...)...)
+	cmd.Env = append(append([]string(nil), f.cfg.Env...), "WEBKIT_INSPECTOR_SERVER=127.0.0.1:"+strconv.Itoa(inspector))
+	reason := &tail{}
+	cmd.Stdout = f.log
+	cmd.Stderr = io.MultiWriter(f.log, reason)
+	cmd.ExtraFiles = files
+	// WebKit's processes keep the host's output open a moment after it
+	// exits: Wait does not wait for them.
+	cmd.WaitDelay = time.Second
+	err = cmd.Start()
+	secretR.Close()
+	autoW.Close()
+	if err != nil {
+		secretW.Close()
+		return info, fmt.Errorf("webdriverfront: start the host %s: %w", f.cfg.Host, err)
+	}
+	s.host = cmd
+	go func() {
+		cmd.Wait()
+		close(s.hostDone)
+	}()
+	if f.cfg.Secret != "" {
+		secretW.Write([]byte(f.cfg.Secret))
+	}
+	secretW.Close()
+	line := make(chan []byte, 1)
+	go func() {
+		b, _ := bufio.NewReader(autoR).ReadBytes('\n')
+		line <- b
+	}()
+	var b []byte
+	select {
+	case b = <-line:
+	case <-ctx.Done():
+		return info, fmt.Errorf("webdriverfront: the host's window was not ready within %s: %w", f.cfg.StartTimeout, ctx.Err())
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		<-s.hostDone
+		code := cmd.ProcessState.ExitCode()
+		msg := fmt.Sprintf("the host (miniapp-host %s) exited with code %d before its window ran: %s", strings.Join(args, " "), code, reason.String())
+		if code == 2 { // a usage error: the session's args
+			return info, &startError{http.StatusBadRequest, errInvalidArgument, msg}
+		}
+		return info, &startError{http.StatusInternalServerError, errSessionNotMade, msg}
+	}
+	if err := json.Unmarshal(b, &info); err != nil || info.URL == "" || info.Token == "" {
+		return info, fmt.Errorf("webdriverfront: the host's automation channel: %q is not its address", b)
+	}
+	return info, nil
+}
+
+// startDriver starts WebKitWebDriver on a free loopback port with --target
+// the host's inspector server, and waits until it answers /status. A port
+// taken meanwhile makes it exit: another is tried.
+func (f *Front) startDriver(ctx context.Context, s *session, inspector int) error {
+	var last error
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(f.cfg.Driver, "--host=127.0.0.1", "--port="+strconv.Itoa(port),
+			"--target=127.0.0.1:"+strconv.Itoa(inspector))
+		cmd.Env = f.cfg.Env
+		cmd.Stdout, cmd.Stderr = f.log, f.log
+		cmd.WaitDelay = time.Second
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("webdriverfront: start %s: %w", f.cfg.Driver, err)
+		}
+		done := make(chan struct{})
+		go func() {
+			cmd.Wait()
+			close(done)
+		}()
+		u := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		if err := waitReady(ctx, u, done); err == nil {
+			s.driver, s.drvDone, s.drvURL = cmd, done, u
+			return nil
+		} else {
+			last = err
+		}
+		stopProcess(cmd, done, f.cfg.StopTimeout)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("webdriverfront: %s did not listen: %w", f.cfg.Driver, last)
+}
+
+// waitReady asks the driver's /status until it answers, the driver exits
+// or ctx ends. The driver says nothing when it listens.
+func waitReady(ctx context.Context, u *url.URL, exited <-chan struct{}) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"/status", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return errors.New("it exited (its port may have been taken)")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("webdriverfront: a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// deleteSession forwards Delete Session, then ends the host as its user
+// closing it would (SIGTERM: an ephemeral data folder is removed; killed
+// after StopTimeout) and stops the driver, before it answers. A driver
+// with --target does not close the host's window itself.
+func (f *Front) deleteSession(w http.ResponseWriter, r *http.Request, s *session) {
+	rec := &recorder{header: http.Header{}}
+	s.proxy.ServeHTTP(rec, r)
+	f.end(s)
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.status)
+	w.Write(rec.body.Bytes())
+}
+
+// end removes the session and stops its processes. Only the first call
+// does anything.
+func (f *Front) end(s *session) {
+	s.ended.Do(func() {
+		f.mu.Lock()
+		delete(f.sessions, s.id)
+		f.mu.Unlock()
+		f.stop(s)
+	})
+}
+
+// stop ends what a session started, the host first (the driver then sees
+// its target go).
+func (f *Front) stop(s *session) {
+	if s.auto != nil {
+		s.auto.Close()
+	}
+	if s.host != nil {
+		stopProcess(s.host, s.hostDone, f.cfg.StopTimeout)
+	}
+	if s.driver != nil {
+		stopProcess(s.driver, s.drvDone, f.cfg.StopTimeout)
+	}
+}
+
+// stopProcess sends SIGTERM, then SIGKILL after grace, and waits for the
+// process to have exited (done closed).
+func stopProcess(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) {
+	select {
+	case <-done:
+		return
+	default:
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// recorder keeps a response to relay it later.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
