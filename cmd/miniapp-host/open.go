@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
 	"github.com/miniapp-host/miniapp-host/resolver"
@@ -27,7 +28,7 @@ func runOpen(ctx context.Context, e env) int {
 		fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it)")
 	})
 	cfg := host.OpenConfig{Log: e.stderr, HostVersion: "dev"}
-	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://127.0.0.1:8702")
+	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://"+demoapps.PublicAddr)
 	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
 	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
 	fs.StringVar(&cfg.Service, "service", defaultServiceURL, "the authorization service's issuer URL")
@@ -49,7 +50,8 @@ func runOpen(ctx context.Context, e env) int {
 	case len(args) > 0:
 		return usageError(e, "open", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
 	case cfg.Origin == "" || cfg.ID == "":
-		return usageError(e, "open", "--origin and --id are required, e.g. --origin http://127.0.0.1:8702 --id demo-public")
+		return usageError(e, "open", fmt.Sprintf("--origin and --id are required, e.g. --origin http://%s --id %s (the playground's public demo)",
+			demoapps.PublicAddr, demoapps.PublicID))
 	case !webkitgtk.Available:
 		fmt.Fprintln(e.stderr, "miniapp-host: open:", host.ErrNoWebview)
 		return exitUsage
