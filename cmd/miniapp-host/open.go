@@ -13,10 +13,6 @@ import (
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
-// defaultServiceURL is the service role of the embedded reference server
-// with its defaults (authserver.DefaultServiceAddr).
-const defaultServiceURL = "http://127.0.0.1:8600"
-
 // runOpen is `miniapp-host open`: resolve a Miniapp and run it in a
 // desktop window (package host). Exit codes: 0 the window was closed, 1
 // the Miniapp was rejected (the reason is printed and shown in the
@@ -31,7 +27,7 @@ func runOpen(ctx context.Context, e env) int {
 	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://"+demoapps.PublicAddr)
 	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
 	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
-	fs.StringVar(&cfg.Service, "service", defaultServiceURL, "the authorization service's issuer URL")
+	fs.StringVar(&cfg.Service, "service", "", "the authorization service's issuer URL (default: the one the dashboard names, GET {dashboard_url}/api/service)")
 	fs.StringVar(&cfg.Subject, "subject", "sub_ana", "the subject who signs in on the consent screen")
 	fs.StringVar(&cfg.HostClientID, "host-client", "miniapp-host", "the host's own client id (native-consent API)")
 	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "give the Miniapp a throw-away WebKit data folder")
