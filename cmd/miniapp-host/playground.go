@@ -17,6 +17,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/playground"
 )
 
@@ -64,7 +65,9 @@ func runPlayground(ctx context.Context, e env) int {
 		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(*launcher, 3+i))
 	}
 	if *verbose {
-		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
+		// Internal errors may quote a URL with a code in it: redacted as
+		// the network log keeps URLs, as the window's events are.
+		cfg.Logger = slog.New(slog.NewTextHandler(netlog.RedactingWriter(e.stderr), nil))
 	}
 	if !*noWindow {
 		if !webkitgtk.Available {
