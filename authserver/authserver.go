@@ -328,7 +328,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	dc := dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
 		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger,
-		Origin: s.urls.Dashboard, AllowedOrigins: cfg.DashboardOrigins}
+		Origin: s.urls.Dashboard, AllowedOrigins: cfg.DashboardOrigins, Issuer: s.urls.Issuer}
 	if st.Shared() {
 		// An approval extends the catalog every instance approved.
 		dc.RefreshCatalog = func(ctx context.Context) error { return s.refreshCatalog(ctx, cfg.Logger) }

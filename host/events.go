@@ -46,14 +46,17 @@ func (w *Window) decideMiniapp(n Navigation) bool {
 		// With WebDriver, a rejection is also loaded into this view
 		// (ShowRejection): the host's own document, as in its view.
 		if w.opts.WebDriver && decideHostView(n) {
-			w.emit(Event{Kind: EventNavigation, URL: n.URL, Action: Allow, Rule: "host-document", Navigation: &n})
+			w.emit(Event{Kind: EventNavigation, URL: n.URL, Action: Allow, Rule: RuleHostDocument, Navigation: &n})
 			return true
 		}
-		w.emit(Event{Kind: EventNavigation, URL: n.URL, Action: Block, Navigation: &n})
+		w.emit(Event{Kind: EventNavigation, URL: n.URL, Action: Block, Rule: RuleNoMiniapp, Navigation: &n})
 		return false
 	}
 	act, rule, u := app.Policy.DecideRule(n)
 	w.emit(Event{Kind: EventNavigation, URL: n.URL, Action: act, Rule: rule, Navigation: &n})
+	if act == Block {
+		w.noticeBlockedUI(app, n.URL, rule)
+	}
 	decision := bridge.NavigationBlocked
 	switch act {
 	case Allow:
@@ -253,6 +256,12 @@ func (w *Window) hostMessage(raw string) {
 	case "close":
 		w.abandonFlow()
 		w.showHostViewUI(false)
+	case "dismiss":
+		// The notice of blocked navigations only: a consent or an error
+		// that replaced it since stays.
+		if w.hostScreen == screenBlocked {
+			w.showHostViewUI(false)
+		}
 	}
 }
 

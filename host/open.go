@@ -26,7 +26,9 @@ type OpenConfig struct {
 	Origin, ID string
 	// Dashboard is {dashboard_url}, where the resolver reads the client.
 	Dashboard string
-	// Service is the authorization service's issuer URL.
+	// Service is the authorization service's issuer URL. Empty: the one
+	// the dashboard names (GET {dashboard_url}/api/service, see
+	// DiscoverService).
 	Service string
 	// Subject is who signs in on the consent screen.
 	Subject string
@@ -293,8 +295,13 @@ func (w *Window) openMiniapp(ctx context.Context, cfg OpenConfig) error {
 	}
 	dc := make(chan discovered, 1)
 	go func() {
-		svc, err := Discover(ctx, cfg.HTTP, cfg.Service)
+		svc, err := DiscoverService(ctx, cfg.HTTP, cfg.Service, cfg.Dashboard)
 		if err == nil {
+			how := "given"
+			if cfg.Service == "" {
+				how = "named by the dashboard " + cfg.Dashboard
+			}
+			fmt.Fprintf(cfg.Log, "open: authorization server %s (%s)\n", svc.Issuer, how)
 			var auth *url.URL
 			if auth, err = parseCanonical(svc.Authorize); err == nil {
 				err = w.PrepareFilter(ctx, auth)

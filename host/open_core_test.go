@@ -3,7 +3,12 @@ package host_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/miniapp-host/miniapp-host/host"
@@ -105,4 +110,116 @@ func TestOpenWebDriverRejection(t *testing.T) {
 			t.Errorf("the rejection document lacks %q:\n%s", s, docs[0])
 		}
 	}
+}
+
+// logBuffer is an OpenConfig.Log that Open's goroutines may write to
+// while the test reads it.
+type logBuffer struct {
+	mu sync.Mutex // guards b
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// dashboardWithService is a dashboard in front of the reference server's:
+// every route passes through but GET /api/service, answered with status
+// and body.
+func dashboardWithService(t *testing.T, dashboard string, status int, body string) string {
+	t.Helper()
+	target, err := url.Parse(dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/service" {
+			w.WriteHeader(status)
+			w.Write([]byte(body))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestOpenFindsItsService is `open` without --service: the host asks the
+// dashboard which authorization server its clients are registered with,
+// and its navigation policy and content filter watch that server's
+// authorization endpoint, not a guessed port's. A given --service wins
+// over what the dashboard says; a dashboard that names none is an error
+// in the window and from Open that says to give --service.
+func TestOpenFindsItsService(t *testing.T) {
+	srv, app := hosttest.StartServer(t)
+	u := srv.URLs()
+	// open runs Open; engine is its engine, to call once the window has
+	// reported an event (the engine is made before the loop that reports).
+	open := func(t *testing.T, service, dashboard string) (engine func() *hosttest.Engine, rec *hosttest.Recorder, log *logBuffer, stop func() error) {
+		var eng *hosttest.Engine
+		rec = hosttest.NewRecorder()
+		log = &logBuffer{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- host.Open(ctx, hosttest.Factory(&eng), host.OpenConfig{Origin: app.Origin, ID: "demo-public", Dashboard: dashboard,
+				Service: service, Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret,
+				Ephemeral: true, OnEvent: rec.Add, Log: log})
+		}()
+		t.Cleanup(cancel)
+		return func() *hosttest.Engine { return eng }, rec, log, func() error { cancel(); return <-done }
+	}
+	// signIn navigates the mounted Miniapp to the authorization endpoint
+	// of the service: the host must catch it as a consent.
+	signIn := func(t *testing.T, engine func() *hosttest.Engine, rec *hosttest.Recorder) {
+		loaded := rec.Wait(t, "the Miniapp's first page", func(e host.Event) bool {
+			return e.Kind == host.EventLoadFinished && strings.HasPrefix(e.URL, app.Origin)
+		})
+		eng := engine()
+		authz := u.Authorization + "?response_type=code&client_id=demo-public&scope=openid&state=s1&code_challenge=" +
+			"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256&redirect_uri=" + url.QueryEscape(app.RedirectURI())
+		eng.Navigate(host.ViewMiniapp, host.Navigation{URL: authz, Method: "GET", Trigger: host.TriggerLink, UserGesture: true})
+		nav := rec.WaitAfter(t, loaded, "the decision", kind(host.EventNavigation))
+		if nav.Action != host.Consent || nav.Rule != host.RuleAuthorize {
+			t.Errorf("the sign-in towards %s was decided %s by %q; want consent by %q", u.Authorization, nav.Action, nav.Rule, host.RuleAuthorize)
+		}
+	}
+
+	t.Run("named by the dashboard", func(t *testing.T) {
+		eng, rec, log, stop := open(t, "", u.Dashboard)
+		signIn(t, eng, rec)
+		if want := "open: authorization server " + u.Issuer + " (named by the dashboard " + u.Dashboard + ")"; !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say which server was found (%q):\n%s", want, log.String())
+		}
+		if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Open: %v", err)
+		}
+	})
+	t.Run("--service wins", func(t *testing.T) {
+		eng, rec, log, stop := open(t, u.Issuer, dashboardWithService(t, u.Dashboard, 200, `{"issuer":"http://127.0.0.1:9"}`))
+		signIn(t, eng, rec)
+		if want := "open: authorization server " + u.Issuer + " (given)"; !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log.String())
+		}
+		if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Open: %v", err)
+		}
+	})
+	t.Run("a dashboard that names none", func(t *testing.T) {
+		_, rec, _, stop := open(t, "", dashboardWithService(t, u.Dashboard, 404, `{"code":"issuer_unknown","status":404}`))
+		rec.Wait(t, "the error in the window", shown("rejection"))
+		err := stop()
+		if err == nil || !strings.Contains(err.Error(), "--service") || !strings.Contains(err.Error(), "issuer_unknown") {
+			t.Errorf("Open: %v; want an error naming issuer_unknown and --service", err)
+		}
+	})
 }

@@ -100,7 +100,44 @@ const (
 	RuleNotAllowed     = "not-allowed"                  // http(s) elsewhere, without a gesture or by redirect
 	RuleNoNewWindow    = "no-new-window"                // about: documents never open a window
 	RuleAuthorizeAlias = "authorization-endpoint-alias" // the endpoint by another spelling of the service's server
+	RuleOtherServer    = "other-authorization-server"   // an authorization request to a server that is not the service
+	// Rules of the window rather than of a Miniapp's policy.
+	RuleNoMiniapp    = "no-miniapp"    // no Miniapp is mounted (resolving, or rejected): the view loads nothing
+	RuleHostDocument = "host-document" // the host's own document in the Miniapp's view (a rejection shown to WebDriver)
 )
+
+// DescribeRule says in a sentence what a rule of the navigation policy
+// (or of the window) decided, for the host's notice of a blocked
+// navigation; "" for a name it does not know.
+func DescribeRule(rule string) string {
+	switch rule {
+	case RuleUnparsable:
+		return "the URL does not parse as a browser would, or its path cannot be read on the service's origin"
+	case RuleAuthorize:
+		return "the service's authorization endpoint: the host shows its own consent screen"
+	case RuleAboutFrame:
+		return "an about:blank or about:srcdoc document the page made itself"
+	case RuleNoOrigin:
+		return "a scheme without a network origin (data:, javascript:, file:, another origin's blob:)"
+	case RuleAllowedOrigin:
+		return "inside the client's allowed_origins"
+	case RuleExternal:
+		return "outside the client's allowed_origins, followed on a user gesture: opened in the system browser"
+	case RuleNotAllowed:
+		return "outside the client's allowed_origins, and not a link the user followed (a script, a redirect or a frame)"
+	case RuleNoNewWindow:
+		return "an about: document never opens a window"
+	case RuleAuthorizeAlias:
+		return "the service's authorization endpoint under another name of its server; only the service's own spelling starts a consent"
+	case RuleOtherServer:
+		return "an authorization request to a server that is not the service this host signs in with"
+	case RuleNoMiniapp:
+		return "no Miniapp is mounted in the view"
+	case RuleHostDocument:
+		return "the host's own document"
+	}
+	return ""
+}
 
 // Decide returns the action for n and the canonical URL it concerns: nil
 // when the URL does not parse, and also when a browser loads it but Go's
@@ -160,10 +197,34 @@ func (p *Policy) DecideRule(n Navigation) (Action, string, *url.URL) {
 	if origin.InList(o, p.Allowed) {
 		return Allow, RuleAllowedOrigin, u
 	}
+	if isAuthorizationRequest(u) {
+		// A sign-in with another server than the one the host knows (a
+		// Miniapp of another service, or a host started with the wrong
+		// --service): neither the view nor the system browser may take
+		// it, and the host says so (docs/host.md, "Blocked navigations").
+		return Block, RuleOtherServer, u
+	}
 	if (u.Scheme == "http" || u.Scheme == "https") && n.UserGesture && !n.Redirect {
 		return External, RuleExternal, u
 	}
 	return Block, RuleNotAllowed, u
+}
+
+// isAuthorizationRequest reports whether an http(s) URL looks like an
+// authorization request to some server: its last path segment is
+// "authorize" (/authorize, /oauth/authorize, /oauth2/v1/authorize), or its
+// query carries both parameters RFC 6749 section 4.1.1 requires of one,
+// response_type and client_id (as at Keycloak's
+// /protocol/openid-connect/auth).
+func isAuthorizationRequest(u *url.URL) bool {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return false
+	}
+	if strings.EqualFold(path.Base(path.Clean("/"+u.Path)), "authorize") {
+		return true
+	}
+	q := u.Query()
+	return q.Has("response_type") && q.Has("client_id")
 }
 
 // IsAuthorize reports whether u targets the service's authorization

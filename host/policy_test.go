@@ -84,13 +84,51 @@ func TestPolicyDecide(t *testing.T) {
 		{url: "data:text/html,50%", want: Block},
 	}
 	for _, c := range cases {
-		got, u := p.Decide(Navigation{URL: c.url, UserGesture: c.gesture, Redirect: c.redir, NewWindow: c.newWin})
+		got, rule, u := p.DecideRule(Navigation{URL: c.url, UserGesture: c.gesture, Redirect: c.redir, NewWindow: c.newWin})
 		if got != c.want {
 			t.Errorf("Decide(%q, gesture %v, redirect %v, new window %v) = %v, want %v", c.url, c.gesture, c.redir, c.newWin, got, c.want)
+		}
+		// Every decision names its rule, which the notice and -v explain.
+		if DescribeRule(rule) == "" {
+			t.Errorf("Decide(%q) = %v by the rule %q, which DescribeRule does not know", c.url, got, rule)
 		}
 		// The window needs the canonical URL to consent or hand it on.
 		if (got == Consent || got == External) && u == nil {
 			t.Errorf("Decide(%q) = %v without a URL", c.url, got)
+		}
+	}
+}
+
+// TestPolicyOtherServer: a sign-in with an authorization server that is
+// not the service (another port of the same machine, another host, an
+// endpoint named otherwise but carrying an authorization request) is
+// blocked by its own rule, even on a click, which would otherwise hand it
+// to the system browser; the Miniapp's own origins and pages that merely
+// look alike are not.
+func TestPolicyOtherServer(t *testing.T) {
+	p := &Policy{Authorize: &url.URL{Scheme: "http", Host: "127.0.0.1:8600", Path: "/oauth/authorize"},
+		Allowed: []string{"http://127.0.0.1:8701"}}
+	for _, c := range []struct {
+		url     string
+		gesture bool
+		want    Action
+		rule    string
+	}{
+		{"http://127.0.0.1:8610/oauth/authorize?response_type=code&client_id=demo-public&state=s", false, Block, RuleOtherServer},
+		{"http://127.0.0.1:8610/oauth/authorize?response_type=code&client_id=demo-public&state=s", true, Block, RuleOtherServer},
+		{"https://id.other.example/authorize", true, Block, RuleOtherServer},
+		{"https://id.other.example/oauth2/v1/AUTHORIZE/", true, Block, RuleOtherServer},
+		{"https://id.other.example/realms/x/protocol/openid-connect/auth?client_id=c&response_type=code", true, Block, RuleOtherServer},
+		{"http://127.0.0.1:8600/oauth/authorize?client_id=demo-public", false, Consent, RuleAuthorize},
+		{"http://localhost:8600/oauth/authorize", true, Block, RuleAuthorizeAlias},
+		{"http://127.0.0.1:8701/oauth/authorize", false, Allow, RuleAllowedOrigin},
+		{"https://docs.example/authorize-me", true, External, RuleExternal},
+		{"https://docs.example/help?client_id=c", true, External, RuleExternal},
+		{"https://docs.example/help", false, Block, RuleNotAllowed},
+	} {
+		got, rule, _ := p.DecideRule(Navigation{URL: c.url, UserGesture: c.gesture, Trigger: TriggerLink})
+		if got != c.want || rule != c.rule {
+			t.Errorf("DecideRule(%q, gesture %v) = %v by %q, want %v by %q", c.url, c.gesture, got, rule, c.want, c.rule)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -26,29 +27,29 @@ type Service struct {
 // {base_url}/authorization.
 func (s *Service) BaseURL() string { return strings.TrimSuffix(s.Grant, "/authorization") }
 
-// Discover reads the service's discovery document at issuer and checks it
-// as strict clients do: the issuer it names is the one asked for, and the
-// endpoints the host needs are there.
+// Discover reads the service's metadata at issuer and checks it as strict
+// clients do: the issuer it names is the one asked for (RFC 8414 section
+// 3.3), and the endpoints the host needs are there. It reads the RFC 8414
+// document, {issuer}/.well-known/oauth-authorization-server with the
+// well-known segment before the issuer's path (section 3.1), and, when
+// that is not found, OpenID Connect Discovery's
+// {issuer}/.well-known/openid-configuration.
 func Discover(ctx context.Context, client *http.Client, issuer string) (*Service, error) {
 	issuer = strings.TrimSuffix(issuer, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, issuer+"/.well-known/openid-configuration", nil)
-	if err != nil {
-		return nil, fmt.Errorf("host: discovery: %w", err)
+	u, err := url.Parse(issuer)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("host: discovery: the issuer %q is not an absolute http(s) URL without query or fragment (RFC 8414 section 2)", issuer)
 	}
 	if client == nil {
 		client = http.DefaultClient
 	}
-	resp, err := client.Do(req)
+	rfc8414 := u.Scheme + "://" + u.Host + "/.well-known/oauth-authorization-server" + u.EscapedPath()
+	s, status, err := readMetadata(ctx, client, rfc8414)
+	if status == http.StatusNotFound {
+		s, _, err = readMetadata(ctx, client, issuer+"/.well-known/openid-configuration")
+	}
 	if err != nil {
-		return nil, fmt.Errorf("host: discovery: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("host: discovery: %s answered %s", req.URL, resp.Status)
-	}
-	var s Service
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&s); err != nil {
-		return nil, fmt.Errorf("host: discovery: %w", err)
+		return nil, err
 	}
 	switch {
 	case s.Issuer != issuer:
@@ -56,5 +57,86 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*Service
 	case s.Authorize == "" || s.Token == "" || s.Native == "":
 		return nil, fmt.Errorf("host: discovery: %s lacks authorization_endpoint, token_endpoint or native_consent_endpoint", issuer)
 	}
-	return &s, nil
+	return s, nil
+}
+
+// readMetadata GETs one metadata document; the status is that of the
+// answer, 0 when there was none.
+func readMetadata(ctx context.Context, client *http.Client, at string) (*Service, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, at, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("host: discovery: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("host: discovery: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode, fmt.Errorf("host: discovery: %s answered %s", at, resp.Status)
+	}
+	var s Service
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&s); err != nil {
+		return nil, resp.StatusCode, fmt.Errorf("host: discovery: %s: %w", at, err)
+	}
+	return &s, resp.StatusCode, nil
+}
+
+// ServiceIssuer asks the dashboard at dashboard ({dashboard_url}) which
+// authorization server its clients are registered with: GET
+// {dashboard_url}/api/service, {"issuer": ...} (docs/dashboard.md, "The
+// service"). The issuer is only a name here: Discover then reads the
+// server's own metadata and checks that it names the same issuer.
+func ServiceIssuer(ctx context.Context, client *http.Client, dashboard string) (string, error) {
+	at := strings.TrimSuffix(dashboard, "/") + "/api/service"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, at, nil)
+	if err != nil {
+		return "", fmt.Errorf("host: the dashboard %q: %w", dashboard, err)
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("host: asking the dashboard which authorization server it serves (GET %s): %w; "+
+			"check --dashboard, or give the service's issuer with --service", at, err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Issuer  string `json:"issuer"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	dec := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body)
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		why := "it has no such route"
+		if body.Code != "" {
+			why = body.Code
+		}
+		return "", fmt.Errorf("host: the dashboard at %s does not name its authorization server (GET %s answered %s: %s); "+
+			"give the service's issuer with --service", dashboard, at, resp.Status, why)
+	case resp.StatusCode != http.StatusOK:
+		return "", fmt.Errorf("host: asking the dashboard which authorization server it serves: GET %s answered %s", at, resp.Status)
+	case dec != nil:
+		return "", fmt.Errorf("host: GET %s: the answer is not the JSON object {\"issuer\": ...}: %w", at, dec)
+	}
+	u, err := url.Parse(body.Issuer)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("host: GET %s names the issuer %q, which is not an absolute http(s) URL (RFC 8414 section 2)", at, body.Issuer)
+	}
+	return body.Issuer, nil
+}
+
+// DiscoverService finds the service a Miniapp of the dashboard signs in
+// with: the issuer given (`open --service`), which wins, or else the one
+// the dashboard names (ServiceIssuer); then its metadata (Discover).
+func DiscoverService(ctx context.Context, client *http.Client, issuer, dashboard string) (*Service, error) {
+	if issuer == "" {
+		var err error
+		if issuer, err = ServiceIssuer(ctx, client, dashboard); err != nil {
+			return nil, err
+		}
+	}
+	return Discover(ctx, client, issuer)
 }

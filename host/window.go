@@ -49,6 +49,9 @@ type Window struct {
 	hostLoading bool
 	hostLoaded  bool
 	hostPending []string
+	hostScreen  string       // the screen rendered in the host's view, "" while it is hidden
+	blocked     []blockedNav // the blocked navigations its notice lists, newest last
+	blockedMore int          // those blocked before them, counted
 
 	stop     chan struct{} // closed by Terminate
 	stopOnce sync.Once
@@ -482,22 +485,38 @@ func (w *Window) ensureHostPageUI() {
 // showHost renders a screen of the host's view and shows it over the
 // Miniapp. The screen is JSON-encoded, so nothing in it is ever code.
 func (w *Window) showHost(screen map[string]any) {
+	name, js, ok := w.hostRender(screen)
+	if ok {
+		w.Dispatch(func() { w.renderHostUI(name, js) })
+	}
+}
+
+// hostRender is the script that renders screen, and its name.
+func (w *Window) hostRender(screen map[string]any) (name, js string, ok bool) {
 	b, err := json.Marshal(screen)
 	if err != nil {
 		w.emit(Event{Kind: EventError, Detail: "host: render: " + err.Error()})
+		return "", "", false
+	}
+	name, _ = screen["screen"].(string)
+	return name, "window.hostRender(" + string(b) + ")", true
+}
+
+// renderHostUI runs a render of the host's view (hostRender) and shows
+// the view; UI thread.
+func (w *Window) renderHostUI(name, js string) {
+	w.hostScreen = name
+	if name != screenBlocked {
+		w.blocked, w.blockedMore = nil, 0
+	}
+	if !w.hostLoaded {
+		// The host page is loaded once; the render waits for it.
+		w.hostPending = append(w.hostPending, js)
+		w.ensureHostPageUI()
 		return
 	}
-	js := "window.hostRender(" + string(b) + ")"
-	w.Dispatch(func() {
-		if !w.hostLoaded {
-			// The host page is loaded once; the render waits for it.
-			w.hostPending = append(w.hostPending, js)
-			w.ensureHostPageUI()
-			return
-		}
-		w.eng.Eval(ViewHost, js, nil)
-		w.showHostViewUI(true)
-	})
+	w.eng.Eval(ViewHost, js, nil)
+	w.showHostViewUI(true)
 }
 
 // hostLoadedUI runs the renders that waited for the host page; UI thread.
@@ -515,6 +534,10 @@ func (w *Window) hostLoadedUI() {
 
 // showHostViewUI shows or hides the host's view; UI thread.
 func (w *Window) showHostViewUI(show bool) {
+	if !show {
+		w.hostScreen = ""
+		w.blocked, w.blockedMore = nil, 0
+	}
 	w.mu.Lock()
 	w.hostVisible = show
 	w.mu.Unlock()

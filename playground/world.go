@@ -36,8 +36,8 @@ const HostClientID = "miniapp-host"
 
 // Demo Miniapps: ids, which are also their client ids.
 const (
-	DemoPublicID       = "demo-public"
-	DemoConfidentialID = "demo-confidential"
+	DemoPublicID       = demoapps.PublicID
+	DemoConfidentialID = demoapps.ConfidentialID
 	// demoScope is what both demos ask for, with {base_url} as resource.
 	demoScope = "openid profile"
 )

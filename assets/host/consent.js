@@ -1,4 +1,5 @@
-// The host's own screens: consent, rejection, error, crashed. The host
+// The host's own screens: consent, rejection, error, crashed, blocked (a
+// notice of blocked navigations). The host
 // calls window.hostRender(screen) with JSON it encoded itself; everything
 // shown is set with textContent, never parsed as HTML, because the consent
 // model carries text chosen by whoever wrote the authorization request.
@@ -272,6 +273,9 @@
         [button("Reload", "primary", "reload", function () { post({ action: "reload" }); })]);
     case "error":
       return message(s, [button("Close", "", "close", function () { post({ action: "close" }); })]);
+    case "blocked":
+      // The notice of blocked navigations: Close only hides it.
+      return message(s, [button("Close", "primary", "dismiss", function () { post({ action: "dismiss" }); })]);
     default:
       return message(s, []);
     }

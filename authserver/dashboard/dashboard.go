@@ -21,6 +21,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,6 +67,12 @@ type Config struct {
 	// through the dashboard API (a web front end on another port); each is
 	// a bare origin that origin.Parse accepts. Empty means none.
 	AllowedOrigins []string
+	// Issuer is the issuer identifier (RFC 8414 section 2) of the
+	// authorization server the dashboard's clients are registered with,
+	// which GET /api/service names: a host that knows only the dashboard
+	// finds the service there (docs/dashboard.md, "The service"). Empty:
+	// that route answers 404 issuer_unknown.
+	Issuer string
 }
 
 // OperatorKeySetting is the store setting holding the SHA-256 hash of the
@@ -86,8 +94,16 @@ type Server struct {
 	own *origin.Origin // cfg.Origin parsed; nil when unset
 }
 
-// Validate reports a configured origin that origin.Parse refuses.
+// Validate reports a configured origin that origin.Parse refuses, and an
+// Issuer that is not an absolute http(s) URL without query or fragment.
 func (cfg *Config) Validate() error {
+	if cfg.Issuer != "" {
+		u, err := url.Parse(cfg.Issuer)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(cfg.Issuer, "#") {
+			return fmt.Errorf("dashboard: issuer %q: want an absolute http(s) URL without user, query or fragment (RFC 8414 section 2)", cfg.Issuer)
+		}
+	}
 	for _, raw := range append([]string{cfg.Origin}, cfg.AllowedOrigins...) {
 		if raw == "" {
 			continue
@@ -138,6 +154,8 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) routes(mux *http.ServeMux) {
 	// GET /api/oauth/clients/{client_id}: public client configuration (spec 4.2).
 	mux.HandleFunc("GET /api/oauth/clients/{client_id}", s.handleClient)
+	// GET /api/service: the issuer of the authorization server of these clients; public.
+	mux.HandleFunc("GET /api/service", s.handleService)
 
 	// POST /api/projects: create a project with a name only (spec 2.7); public.
 	mux.HandleFunc("POST /api/projects", s.handleCreateProject)
@@ -203,6 +221,25 @@ func (s *Server) handleClient(w http.ResponseWriter, r *http.Request) {
 	// Public data, read by browser-based hosts too.
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	writeJSON(w, http.StatusOK, clientConfigOf(c))
+}
+
+// serviceInfo names the authorization server whose clients the dashboard
+// serves. Only the issuer: a host reads the rest from the server's own
+// metadata (RFC 8414 section 3), whose issuer it checks against this one.
+type serviceInfo struct {
+	Issuer string `json:"issuer"`
+}
+
+// handleService names the issuer, or answers 404 issuer_unknown.
+func (s *Server) handleService(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Issuer == "" {
+		s.writeError(w, r, &Error{Code: codeIssuerUnknown, Message: "this dashboard was started without the issuer of its " +
+			"authorization server (dashboard.Config.Issuer); give the host the issuer itself (miniapp-host open --service URL)"})
+		return
+	}
+	// Public data, read by browser-based hosts too.
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	writeJSON(w, http.StatusOK, serviceInfo{Issuer: s.cfg.Issuer})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -27,7 +27,7 @@ func TestCodesAreDocumented(t *testing.T) {
 	}
 	for _, code := range []string{codeInvalidBody, codeMissingField, codeInvalidField, codeUnknownScope, codeUnknownType,
 		codeInvalidDeclaration, codeManifestRejected, codeNotConfidential, codeMissingKey, codeInvalidKey, codeOperatorOnly,
-		codeClientNotFound, codeCredentialNotFound, codeSubmissionNotFound, codeAlreadyDecided,
+		codeClientNotFound, codeCredentialNotFound, codeSubmissionNotFound, codeIssuerUnknown, codeAlreadyDecided,
 		codeDeclarationClash, codeInternal, codeOriginNotAllowed, codeUnsupportedMediaType} {
 		t.Run(code, func(t *testing.T) {
 			row, ok := rows[code]

@@ -44,6 +44,7 @@ const (
 	codeClientNotFound     = "client_not_found"
 	codeCredentialNotFound = "credential_not_found"
 	codeSubmissionNotFound = "submission_not_found"
+	codeIssuerUnknown      = "issuer_unknown"
 	codeAlreadyDecided     = "already_decided"
 	codeDeclarationClash   = "declaration_conflict"
 	codeInternal           = "internal_error"
@@ -61,7 +62,7 @@ func statusOf(code string) int {
 		return http.StatusForbidden
 	case codeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType
-	case codeClientNotFound, codeCredentialNotFound, codeSubmissionNotFound:
+	case codeClientNotFound, codeCredentialNotFound, codeSubmissionNotFound, codeIssuerUnknown:
 		return http.StatusNotFound
 	case codeAlreadyDecided, codeDeclarationClash:
 		return http.StatusConflict

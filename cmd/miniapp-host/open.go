@@ -7,14 +7,12 @@ import (
 	"io"
 	"os"
 
+	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
-
-// defaultServiceURL is the service role of the embedded reference server
-// with its defaults (authserver.DefaultServiceAddr).
-const defaultServiceURL = "http://127.0.0.1:8600"
 
 // runOpen is `miniapp-host open`: resolve a Miniapp and run it in a
 // desktop window (package host). Exit codes: 0 the window was closed, 1
@@ -22,74 +20,15 @@ const defaultServiceURL = "http://127.0.0.1:8600"
 // window), 2 usage, 3 the resolver or the service could not be reached.
 // With --webdriver, WebKitWebDriver starts it (docs/webdriver.md).
 func runOpen(ctx context.Context, e env) int {
-	fs := newFlagSet("open", func(w io.Writer) {
-		fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [--secret-fd N] [--automation-fd N] [-v]")
-		fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it), or from --secret-fd;")
-		fmt.Fprintln(w, "it and the other secret variables are removed from the environment before WebKit starts (docs/host.md, \"Secrets\")")
-	})
-	cfg := host.OpenConfig{Log: e.stderr, HostVersion: "dev"}
-	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://127.0.0.1:8702")
-	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
-	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
-	fs.StringVar(&cfg.Service, "service", defaultServiceURL, "the authorization service's issuer URL")
-	fs.StringVar(&cfg.Subject, "subject", "sub_ana", "the subject who signs in on the consent screen")
-	fs.StringVar(&cfg.HostClientID, "host-client", "miniapp-host", "the host's own client id (native-consent API)")
-	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "give the Miniapp a throw-away WebKit data folder")
-	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
-	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
-	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
-	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let a W3C WebDriver session drive the Miniapp's view: miniapp-host webdriver (or WebKitWebDriver) starts the host so; implies --automation, for the consent (docs/webdriver.md)")
-	fs.StringVar(&cfg.AutomationFile, "automation-file", "", "write the automation channel's URL and token to this file as JSON (mode 0600) before the window opens")
-	secretFD := fs.Int("secret-fd", -1, "read the host's secret from this inherited file descriptor (a pipe, read to its end) instead of MINIAPP_HOST_SECRET; miniapp-host webdriver passes it so")
-	automationFD := fs.Int("automation-fd", -1, "write the automation channel's URL and token as JSON to this inherited file descriptor, then close it, before the window opens")
-	verbose := fs.Bool("v", false, "print the window's events (navigation decisions, loads, consent, the Miniapp's console messages) to stderr")
-	// The secrets leave the environment before anything else, whatever
-	// happens next: WebKit's processes inherit it.
-	secrets, err := host.TakeSecretEnv()
-	if err != nil {
-		fmt.Fprintln(e.stderr, "miniapp-host: open:", err)
-		return exitUndecided
-	}
-	args, code, ok := parseFlags(e, fs, e.args)
+	cfg, code, ok := openConfig(e)
 	if !ok {
 		return code
 	}
-	cfg.HostSecret = secrets[host.HostSecretEnv]
-	switch {
-	case len(args) > 0:
-		return usageError(e, "open", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
-	case cfg.Origin == "" || cfg.ID == "":
-		return usageError(e, "open", "--origin and --id are required, e.g. --origin http://127.0.0.1:8702 --id demo-public")
-	case !webkitgtk.Available:
+	if !webkitgtk.Available {
 		fmt.Fprintln(e.stderr, "miniapp-host: open:", host.ErrNoWebview)
 		return exitUsage
-	case cfg.WebDriver && os.Getenv("WEBKIT_INSPECTOR_SERVER") == "":
-		return usageError(e, "open", "--webdriver: WEBKIT_INSPECTOR_SERVER is not set, so no WebDriver will connect;"+
-			" `miniapp-host webdriver` starts `open --webdriver` itself for each New Session (docs/webdriver.md)")
-	case cfg.AutomationFile != "" && !cfg.Automation && !cfg.WebDriver:
-		return usageError(e, "open", "--automation-file needs --automation (or --webdriver)")
-	case *automationFD >= 0 && !cfg.Automation && !cfg.WebDriver:
-		return usageError(e, "open", "--automation-fd needs --automation (or --webdriver)")
-	case *secretFD >= 0 && *secretFD < 3, *automationFD >= 0 && *automationFD < 3:
-		return usageError(e, "open", "--secret-fd and --automation-fd name an inherited descriptor, 3 or above (0, 1 and 2 are the standard streams)")
 	}
-	if *secretFD >= 0 {
-		s, err := host.ReadSecret(os.NewFile(uintptr(*secretFD), "secret-fd"))
-		if err != nil {
-			return usageError(e, "open", fmt.Sprintf("--secret-fd %d: %v", *secretFD, err))
-		}
-		cfg.HostSecret = s
-	}
-	if *automationFD >= 0 {
-		cfg.AutomationOut = os.NewFile(uintptr(*automationFD), "automation-fd")
-	}
-	// A WebDriver session cannot reach the consent screen (the host's own
-	// view): the automation channel answers it (docs/webdriver.md).
-	cfg.Automation = cfg.Automation || cfg.WebDriver
-	cfg.OnEvent = windowEvents(e, *verbose)
-	cfg.OnResolved = func(app *resolver.Miniapp, err error) { printResolve(e.stdout, e.stderr, app, err, false) }
-	cfg.Stuck = stuckExit(e, "open")
-	err = host.Open(ctx, webkitgtk.New, cfg)
+	err := host.Open(ctx, webkitgtk.New, cfg)
 	var rej *resolver.Rejection
 	switch {
 	case err == nil || errors.Is(err, context.Canceled):
@@ -105,18 +44,90 @@ func runOpen(ctx context.Context, e env) int {
 	}
 }
 
-// windowEvents prints the window's events to stderr: every one with -v (a
-// Miniapp's console messages as host.ConsoleMessage writes them), and
-// always those a user must know of (a stalled UI loop).
+// openConfig reads open's flags into what host.Open takes, wired to e:
+// the log and the window's events (-v) on stderr, URLs redacted
+// (netlog.RedactingWriter, host.Event.String), the resolver's answer on
+// stdout. It reports a usage error as runOpen's exit code.
+func openConfig(e env) (host.OpenConfig, int, bool) {
+	fs := newFlagSet("open", func(w io.Writer) {
+		fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [--secret-fd N] [--automation-fd N] [-v]")
+		fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it), or from --secret-fd;")
+		fmt.Fprintln(w, "it and the other secret variables are removed from the environment before WebKit starts (docs/host.md, \"Secrets\")")
+		fmt.Fprintln(w, "without --service, the authorization server is the one the dashboard names (docs/host.md, \"Which authorization server\")")
+	})
+	cfg := host.OpenConfig{Log: netlog.RedactingWriter(e.stderr), HostVersion: "dev"}
+	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://"+demoapps.PublicAddr)
+	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
+	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
+	fs.StringVar(&cfg.Service, "service", "", "the authorization service's issuer URL (default: the one the dashboard names, GET {dashboard_url}/api/service)")
+	fs.StringVar(&cfg.Subject, "subject", "sub_ana", "the subject who signs in on the consent screen")
+	fs.StringVar(&cfg.HostClientID, "host-client", "miniapp-host", "the host's own client id (native-consent API)")
+	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "give the Miniapp a throw-away WebKit data folder")
+	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
+	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
+	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
+	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let a W3C WebDriver session drive the Miniapp's view: miniapp-host webdriver (or WebKitWebDriver) starts the host so; implies --automation, for the consent (docs/webdriver.md)")
+	fs.StringVar(&cfg.AutomationFile, "automation-file", "", "write the automation channel's URL and token to this file as JSON (mode 0600) before the window opens")
+	secretFD := fs.Int("secret-fd", -1, "read the host's secret from this inherited file descriptor (a pipe, read to its end) instead of MINIAPP_HOST_SECRET; miniapp-host webdriver passes it so")
+	automationFD := fs.Int("automation-fd", -1, "write the automation channel's URL and token as JSON to this inherited file descriptor, then close it, before the window opens")
+	verbose := fs.Bool("v", false, "print the window's events (navigation decisions with their rules, loads, consent, the Miniapp's console messages; URLs redacted) to stderr")
+	// The secrets leave the environment before anything else, whatever
+	// happens next: WebKit's processes inherit it.
+	secrets, err := host.TakeSecretEnv()
+	if err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host: open:", err)
+		return cfg, exitUndecided, false
+	}
+	args, code, ok := parseFlags(e, fs, e.args)
+	if !ok {
+		return cfg, code, false
+	}
+	cfg.HostSecret = secrets[host.HostSecretEnv]
+	switch {
+	case len(args) > 0:
+		return cfg, usageError(e, "open", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0])), false
+	case cfg.Origin == "" || cfg.ID == "":
+		return cfg, usageError(e, "open", fmt.Sprintf("--origin and --id are required, e.g. --origin http://%s --id %s (the playground's public demo)",
+			demoapps.PublicAddr, demoapps.PublicID)), false
+	case cfg.WebDriver && os.Getenv("WEBKIT_INSPECTOR_SERVER") == "":
+		return cfg, usageError(e, "open", "--webdriver: WEBKIT_INSPECTOR_SERVER is not set, so no WebDriver will connect;"+
+			" `miniapp-host webdriver` starts `open --webdriver` itself for each New Session (docs/webdriver.md)"), false
+	case cfg.AutomationFile != "" && !cfg.Automation && !cfg.WebDriver:
+		return cfg, usageError(e, "open", "--automation-file needs --automation (or --webdriver)"), false
+	case *automationFD >= 0 && !cfg.Automation && !cfg.WebDriver:
+		return cfg, usageError(e, "open", "--automation-fd needs --automation (or --webdriver)"), false
+	case *secretFD >= 0 && *secretFD < 3, *automationFD >= 0 && *automationFD < 3:
+		return cfg, usageError(e, "open", "--secret-fd and --automation-fd name an inherited descriptor, 3 or above (0, 1 and 2 are the standard streams)"), false
+	}
+	if *secretFD >= 0 {
+		s, err := host.ReadSecret(os.NewFile(uintptr(*secretFD), "secret-fd"))
+		if err != nil {
+			return cfg, usageError(e, "open", fmt.Sprintf("--secret-fd %d: %v", *secretFD, err)), false
+		}
+		cfg.HostSecret = s
+	}
+	if *automationFD >= 0 {
+		cfg.AutomationOut = os.NewFile(uintptr(*automationFD), "automation-fd")
+	}
+	// A WebDriver session cannot reach the consent screen (the host's own
+	// view): the automation channel answers it (docs/webdriver.md).
+	cfg.Automation = cfg.Automation || cfg.WebDriver
+	cfg.OnEvent = windowEvents(e, *verbose)
+	cfg.OnResolved = func(app *resolver.Miniapp, err error) { printResolve(e.stdout, e.stderr, app, err, false) }
+	cfg.Stuck = stuckExit(e, "open")
+	return cfg, 0, true
+}
+
+// windowEvents prints the window's events to stderr: every one with -v,
+// as host.Event.String writes it (navigations with their rule, URLs
+// redacted), and always those a user must know of (a stalled UI loop).
 func windowEvents(e env, verbose bool) func(host.Event) {
 	return func(ev host.Event) {
 		switch {
 		case ev.Kind == host.EventUIStalled || ev.Kind == host.EventUIRecovered:
 			fmt.Fprintf(e.stderr, "miniapp-host: window: %s\n", ev.Detail)
-		case verbose && ev.Kind == host.EventConsole && ev.Console != nil:
-			fmt.Fprintf(e.stderr, "event %s\n", ev.Console)
 		case verbose:
-			fmt.Fprintf(e.stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
+			fmt.Fprintf(e.stderr, "event %s\n", ev)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
 )
@@ -21,7 +22,9 @@ func TestOpenUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no origin", []string{"open", "--id", "x"}, "--origin and --id are required"},
+		// The example names a demo by the port the playground serves it
+		// on (docs/playground.md): demo-public on 8701.
+		{"no origin", []string{"open", "--id", "x"}, "--origin and --id are required, e.g. --origin http://127.0.0.1:8701 --id demo-public"},
 		{"no id", []string{"open", "--origin", "http://127.0.0.1:8701"}, "--origin and --id are required"},
 		{"extra argument", []string{"open", "--origin", "http://127.0.0.1:8701", "--id", "x", "more"}, `unexpected argument "more"`},
 		{"unknown flag", []string{"open", "--nope"}, "flag provided but not defined"},
@@ -33,6 +36,11 @@ func TestOpenUsage(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitUsage, c.want)
 			}
 		})
+	}
+	// The playground serves the demos on the ports its example names.
+	if nextPort(defaultLauncherAddr, 1) != demoapps.PublicAddr || nextPort(defaultLauncherAddr, 2) != demoapps.ConfidentialAddr {
+		t.Errorf("the playground serves the demos on %s and %s; demoapps names %s and %s", nextPort(defaultLauncherAddr, 1),
+			nextPort(defaultLauncherAddr, 2), demoapps.PublicAddr, demoapps.ConfidentialAddr)
 	}
 	if !webkitgtk.Available {
 		code, _, stderr := runCLI(t, "", "open", "--origin", "http://127.0.0.1:8701", "--id", "x")

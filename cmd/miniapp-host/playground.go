@@ -18,6 +18,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
+	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/playground"
 )
 
@@ -92,7 +93,9 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(launcher, 3+i))
 	}
 	if *f.verbose {
-		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
+		// Internal errors may quote a URL with a code in it: redacted as
+		// the network log keeps URLs, as the window's events are.
+		cfg.Logger = slog.New(slog.NewTextHandler(netlog.RedactingWriter(e.stderr), nil))
 	}
 	if !*f.noWindow {
 		if !webkitgtk.Available {

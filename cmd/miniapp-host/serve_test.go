@@ -156,7 +156,7 @@ func printed(t *testing.T, out, name string) string {
 // TestServePublicAddresses: the public addresses come from the flags and
 // the environment, a flag winning; serve prints them and the listen
 // addresses, and the listener serves discovery below the issuer's path
-// with the public issuer.
+// with the public issuer, which the dashboard names.
 func TestServePublicAddresses(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -199,6 +199,18 @@ func TestServePublicAddresses(t *testing.T) {
 	resp.Body.Close()
 	if md["issuer"] != "https://id.example.test/miniapp" {
 		t.Errorf("discovery at the listener: issuer %v", md["issuer"])
+	}
+	// The dashboard names the public issuer, which a host then asks for
+	// its metadata (docs/dashboard.md, "The service").
+	resp, err = http.Get("http://" + printed(t, out.String(), "listen dashboard") + "/api/service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svc map[string]any
+	json.NewDecoder(resp.Body).Decode(&svc)
+	resp.Body.Close()
+	if svc["issuer"] != "https://id.example.test/miniapp" {
+		t.Errorf("the dashboard's GET /api/service: %v, want the public issuer", svc)
 	}
 	cancel()
 	if code := <-done; code != exitOK {

@@ -81,7 +81,7 @@ func BenchmarkFirstLoad(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		cmd := openChild(b, childConfig{Origin: app.Origin, ID: "demo-public", Dashboard: u.Dashboard, Service: u.Issuer,
 			Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret, Ephemeral: true})
-		open.measure(b, cmd, true, "event load-finished block "+app.Origin+"/ ")
+		open.measure(b, cmd, true, "event load-finished "+app.Origin+"/")
 		cmd = exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), bareWindowEnv+"="+page.URL, "WEBKIT_DISABLE_COMPOSITING_MODE=1")
 		bare.measure(b, cmd, false, "loaded")

@@ -69,7 +69,8 @@ func runWebDriverChild(args []string) int {
 	}
 	if *verbose {
 		cfg.OnEvent = func(ev host.Event) {
-			fmt.Fprintf(os.Stderr, "event %s %s %s %s\n", ev.Kind, ev.Action, ev.URL, ev.Detail)
+			// The line `miniapp-host open -v` prints (host.Event.String).
+			fmt.Fprintf(os.Stderr, "event %s\n", ev)
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -142,16 +143,12 @@ func (l *lineLog) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
-// eventLine matches a line of `open -v` (runWebDriverChild): "event KIND
-// ACTION URL DETAIL".
+// eventLine matches the line `open -v` (runWebDriverChild) prints of the
+// event of kind with that URL and detail ("" for none): "event " and
+// host.Event.String.
 func eventLine(kind host.EventKind, url, detail string) func(string) bool {
-	return func(l string) bool {
-		f := strings.SplitN(l, " ", 5)
-		if len(f) < 5 || f[0] != "event" || f[1] != string(kind) {
-			return false
-		}
-		return (url == "" || f[3] == url) && (detail == "" || f[4] == detail)
-	}
+	want := "event " + host.Event{Kind: kind, URL: url, Detail: detail}.String()
+	return func(l string) bool { return l == want }
 }
 
 // webDriver is a WebKitWebDriver process on a free loopback port, with

@@ -1,0 +1,84 @@
+package netlog
+
+import (
+	"io"
+	"strings"
+
+	"github.com/miniapp-host/miniapp-host/bridge"
+)
+
+// Redaction of what is printed rather than recorded: the `-v` lines of
+// `miniapp-host open` and `playground` (docs/automation.md, "Events") use
+// the log's own rule, so that a URL never shows more on a terminal than in
+// the log or on the automation channel.
+
+// RedactURL is how the log keeps a URL (an entry's request URL, a
+// Location): the value of every parameter that carries a code, a state or
+// a token becomes its fingerprint, and that of a client secret is
+// withheld (see redact.go). raw is not parsed, so it cannot escape
+// redaction by failing to parse.
+func RedactURL(raw string) string { return bridge.RedactURL(raw) }
+
+// RedactText returns s with every URL in it passed through RedactURL:
+// for free text that may quote one (an error message, a log line, a
+// console message). A word is whatever lies between white space, quotes,
+// angle brackets, backticks and backslashes (which escape a quote in
+// slog's and JSON's strings); each word with a query or a fragment
+// ("?" or "#") goes through RedactURL, which keeps every other word, and
+// every parameter that is not secret, byte for byte. A word that only
+// looks like a URL ("see?code=1") is redacted too, which costs nothing.
+func RedactText(s string) string {
+	if !strings.ContainsAny(s, "?#") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for s != "" {
+		end := strings.IndexFunc(s, wordSeparator)
+		if end < 0 {
+			end = len(s)
+		}
+		if word := s[:end]; strings.ContainsAny(word, "?#") {
+			b.WriteString(RedactURL(word))
+		} else {
+			b.WriteString(word)
+		}
+		s = s[end:]
+		// Copy the separators up to the next word.
+		sep := strings.IndexFunc(s, func(r rune) bool { return !wordSeparator(r) })
+		if sep < 0 {
+			sep = len(s)
+		}
+		b.WriteString(s[:sep])
+		s = s[sep:]
+	}
+	return b.String()
+}
+
+// wordSeparator reports whether r ends a word of RedactText: white space,
+// a control character, the characters that quote a URL in text and in
+// Go's, slog's and browsers' messages, and the backslash that escapes a
+// quote.
+func wordSeparator(r rune) bool {
+	switch r {
+	case '"', '\'', '`', '<', '>', '\\':
+		return true
+	}
+	return r <= ' ' || r == 0x7f || r == 0x85 || r == 0xa0 || r == 0x2028 || r == 0x2029
+}
+
+// RedactingWriter returns a writer that passes the text of every Write
+// through RedactText before w gets it: for a log whose lines may quote a
+// URL. Each Write is redacted on its own, so a writer of whole lines
+// (fmt.Fprintln, log/slog's handlers, one Write per line) is what it
+// expects: a value split across two Writes would show its second part.
+func RedactingWriter(w io.Writer) io.Writer { return redactingWriter{w} }
+
+type redactingWriter struct{ w io.Writer }
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, RedactText(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
