@@ -353,7 +353,7 @@ func runDashboard(ctx context.Context, e env, group string) int {
 		fmt.Fprintf(w, "usage: miniapp-host %s %s [--dashboard URL] [--key KEY] [--json]\n", cmd, act.usage)
 	})
 	dash := fs.String("dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
-	key := fs.String("key", "", "the project's key, or the operator key for review (default $"+keyEnv+")")
+	key := fs.String("key", "", "the project's key, or the operator key for review (default $"+keyEnv+"; for review $"+operatorKeyEnv+" first)")
 	asJSON := fs.Bool("json", false, "print the dashboard's answer as it came (also its error, on a refusal)")
 	build := act.flags(fs)
 	args, code, ok := parseFlags(e, fs, e.args[1:])
@@ -366,6 +366,10 @@ func runDashboard(ctx context.Context, e env, group string) int {
 	req, err := build(args)
 	if err != nil {
 		return usageError(e, cmd, err.Error())
+	}
+	if *key == "" && group == "review" {
+		// The variable serve and playground read their operator key from.
+		*key = os.Getenv(operatorKeyEnv)
 	}
 	if *key == "" {
 		*key = os.Getenv(keyEnv)
@@ -448,13 +452,14 @@ func printRefusal(w io.Writer, cmd, group string, keySent bool, ae *dashboard.AP
 	if ae.Status != http.StatusUnauthorized && ae.Err.Code != "operator_only" {
 		return
 	}
-	which := "the project's key (printed once by 'miniapp-host project create')"
+	which, vars := "the project's key (printed once by 'miniapp-host project create')", "the "+keyEnv+" environment variable"
 	if group == "review" {
-		which = "the operator key ('operator key' in the output of 'miniapp-host serve', or its --operator-key)"
+		which = "the operator key ('operator key' in the output of 'miniapp-host serve' or 'miniapp-host playground', or their --operator-key)"
+		vars = "the " + operatorKeyEnv + " or " + keyEnv + " environment variable"
 	}
 	how := "authenticate"
 	if keySent {
 		how = "the key sent is not the right one; authenticate"
 	}
-	fmt.Fprintf(w, "  %s with --key KEY or the %s environment variable: %s\n", how, keyEnv, which)
+	fmt.Fprintf(w, "  %s with --key KEY or %s: %s\n", how, vars, which)
 }

@@ -35,7 +35,7 @@ const stopGrace = 3 * time.Second
 // and the launcher page, until interrupted.
 func runPlayground(ctx context.Context, e env) int {
 	fs := newFlagSet("playground", func(w io.Writer) {
-		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--browser] [--no-window] [--devtools] [-v]")
+		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--operator-key KEY] [--browser] [--no-window] [--devtools] [-v]")
 		fmt.Fprintln(w, "prints every address (the ports actually bound, also with port 0), then serves until the window is closed or Ctrl-C")
 	})
 	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address; the dashboard, signing and invoicing roles take the next three ports (port 0: free ports for all)")
@@ -45,6 +45,7 @@ func runPlayground(ctx context.Context, e env) int {
 	noWindow := fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)")
 	devtools := fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
 	verbose := fs.Bool("v", false, "log internal errors and the window's events (the Miniapp's console messages among them) to stderr")
+	opKey := operatorKeyFlag(fs, e)
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
 		return code
@@ -60,6 +61,7 @@ func runPlayground(ctx context.Context, e env) int {
 	// `open` reads the same variable: with it, `open --dashboard <this
 	// playground's dashboard>` completes consents against this server.
 	cfg.HostSecret = os.Getenv("MINIAPP_HOST_SECRET")
+	cfg.OperatorKey = opKey()
 	for i := range playground.BrokenKinds() {
 		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(*launcher, 3+i))
 	}
@@ -206,6 +208,8 @@ func printPlayground(e env, p *playground.Playground, data string, window bool) 
 	row("host credential", hostID+" "+hostSecret)
 	row("", "(MINIAPP_HOST_SECRET="+hostSecret+" miniapp-host open --dashboard "+p.Services().Dashboard+" ... completes consents here;")
 	row("", " set MINIAPP_HOST_SECRET before starting the playground to keep the same secret across runs)")
+	printOperatorKey(w, 22, p.OperatorKey(), p.Services().Dashboard)
+	row("", "(the launcher's Pending reviews approve and reject too; set "+operatorKeyEnv+" or --operator-key to keep one key across runs)")
 	row("screenshots", "the automation channel's screenshot command returns a PNG; the end-to-end tests write theirs to artifacts/playground/")
 	fmt.Fprintln(w)
 	s := p.Services()
