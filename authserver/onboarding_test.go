@@ -266,19 +266,48 @@ func TestOnboardingEndToEnd(t *testing.T) {
 		other, otherKey := e.project("Unapproved viewer")
 		oc := e.mustDash(http.StatusCreated, "POST", "/api/projects/"+other+"/credentials", otherKey,
 			map[string]any{"type": "public", "redirect_uris": []string{"https://other.example/cb"}})
-		// A policy that is pending is no approval.
-		e.mustDash(http.StatusCreated, "POST", "/api/projects/"+other+"/policy", otherKey, map[string]any{"types": []string{rs.typ}})
 		ocfg := *cfg
 		ocfg.ClientID, ocfg.RedirectURL = oc["client_id"].(string), "https://other.example/cb"
 		u := ocfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()),
 			oauth2.SetAuthURLParam("authorization_details", rs.detail()), oauth2.SetAuthURLParam("resource", rs.resource),
 			oauth2.SetAuthURLParam("org_id", orgAndes))
+		// No policy asked for: the refusal says how to ask.
+		_, model := submit(u, subAna)
+		if c := check(model, "project_approval"); c["outcome"] != "fail" || !strings.Contains(c["message"].(string), "miniapp-host policy request") ||
+			strings.Contains(c["message"].(string), "pending") {
+			t.Fatalf("project_approval without a policy: %v", c)
+		}
+		// A policy that is pending is no approval; the refusal names the
+		// review and how the operator approves it.
+		sub := e.mustDash(http.StatusCreated, "POST", "/api/projects/"+other+"/policy", otherKey, map[string]any{"types": []string{rs.typ}})
+		subID := sub["id"].(string)
+		pending := "policy review " + subID + " asks for it and is pending"
+		approveWith := "miniapp-host review approve " + subID
 		id, model := submit(u, subAna)
-		if c := check(model, "project_approval"); c["outcome"] != "fail" || c["code"] != "project_not_approved" {
+		c := check(model, "project_approval")
+		if c["outcome"] != "fail" || c["code"] != "project_not_approved" || !strings.Contains(c["message"].(string), pending) ||
+			!strings.Contains(c["message"].(string), approveWith) || !strings.Contains(c["message"].(string), "Pending reviews") {
 			t.Fatalf("project_approval: %v", c)
 		}
-		if st, m := e.decide(id, map[string]string{"action": "approve"}); st != http.StatusForbidden || m["error"] != "project_not_approved" {
-			t.Fatalf("approve: want 403 project_not_approved, got %d %v", st, m)
+		st, m := e.decide(id, map[string]string{"action": "approve"})
+		if desc, _ := m["error_description"].(string); st != http.StatusForbidden || m["error"] != "project_not_approved" ||
+			!strings.Contains(desc, pending) || !strings.Contains(desc, approveWith) {
+			t.Fatalf("approve: want 403 project_not_approved naming the pending review, got %d %v", st, m)
+		}
+		// The browser's consent page says the same.
+		b := newBrowser(t, e.u.Issuer)
+		p := b.get(u)
+		f := parseForm(t, p)
+		f.values.Set("subject", subAna)
+		if p = b.post(f.action, f.values); !strings.Contains(p.body, pending) || !strings.Contains(p.body, approveWith) {
+			t.Fatalf("consent page: %d %s", p.status, p.body)
+		}
+		// A pending review that does not ask for it is named as such.
+		e.mustDash(http.StatusOK, "POST", "/api/review/"+subID+"/reject", e.srv.OperatorKey(), map[string]string{"reason": "not yet"})
+		sub = e.mustDash(http.StatusCreated, "POST", "/api/projects/"+other+"/policy", otherKey, map[string]any{"scopes": []string{"profile"}})
+		_, model = submit(u, subAna)
+		if c := check(model, "project_approval"); !strings.Contains(c["message"].(string), "nor in its pending policy review "+sub["id"].(string)) {
+			t.Fatalf("project_approval with a pending review that does not ask for it: %v", c)
 		}
 	})
 

@@ -13,13 +13,14 @@ import (
 const HostSecretEnv = "MINIAPP_HOST_SECRET"
 
 // SecretEnv are the environment variables that may carry a secret of the
-// host's user: the host's secret, the dashboard key (MINIAPP_HOST_KEY) and
-// a database URL, which may hold a password (MINIAPP_HOST_DB).
+// host's user: the host's secret, the dashboard keys (MINIAPP_HOST_KEY,
+// MINIAPP_HOST_OPERATOR_KEY) and a database URL, which may hold a password
+// (MINIAPP_HOST_DB).
 // TakeSecretEnv removes them all before a window exists: WebKit's web and
 // network processes inherit the environment of the process that starts
 // them, and a process's environment can be read in /proc/PID/environ by
 // anything running as the same user (docs/host.md, "Secrets").
-var SecretEnv = []string{HostSecretEnv, "MINIAPP_HOST_KEY", "MINIAPP_HOST_DB"}
+var SecretEnv = []string{HostSecretEnv, "MINIAPP_HOST_KEY", "MINIAPP_HOST_OPERATOR_KEY", "MINIAPP_HOST_DB"}
 
 // TakeSecretEnv returns the values of SecretEnv and removes those
 // variables from the process's environment. os.Unsetenv also removes them

@@ -120,6 +120,10 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("GET /api/flows/{id}/json", p.handleFlowJSON)
 	// GET /api/flows/{id}/har: one flow as HAR 1.2.
 	m.HandleFunc("GET /api/flows/{id}/har", p.handleFlowHAR)
+	// GET /api/reviews: the submissions pending on the dashboard (operator key).
+	m.HandleFunc("GET /api/reviews", p.handleReviews)
+	// POST /api/reviews/{kind}/{id}/{action} {reason}: approve or reject one.
+	m.HandleFunc("POST /api/reviews/{kind}/{id}/{action}", p.handleDecideReview)
 	// Anything else: 404 in the API's shape.
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errNotFound) })
 	return m

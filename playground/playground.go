@@ -78,6 +78,12 @@ type Config struct {
 	// secret in MINIAPP_HOST_SECRET, can complete consents. "": a fresh
 	// random secret at each start, read it from HostCredential.
 	HostSecret string
+	// OperatorKey fixes the operator credential of the playground's
+	// dashboard (authserver.Config.OperatorKey), so that `miniapp-host
+	// review ... --dashboard <its dashboard_url>` can be given a key known
+	// before the start. "": a fresh random key at each start, read it from
+	// Playground.OperatorKey.
+	OperatorKey string
 	// History is how many recent events GET /api/events keeps for a
 	// launcher that connects late; 0 means 500.
 	History int
@@ -158,7 +164,7 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 	p.obs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger, netlog: p.netlog}
 	if p.world, err = startWorld(ctx, worldConfig{
 		db: filepath.Join(dir, "authserver.db"), addrs: cfg.Addrs, now: cfg.Now, logger: p.cfg.Logger, obs: p.obs,
-		hostSecret: cfg.HostSecret,
+		hostSecret: cfg.HostSecret, operatorKey: cfg.OperatorKey,
 	}); err != nil {
 		return nil, err
 	}
@@ -301,10 +307,6 @@ func (p *Playground) Services() Services { return p.world.urls }
 func (p *Playground) HostCredential() (clientID, secret string) {
 	return p.world.hostID, p.world.hostSecret
 }
-
-// OperatorKey is the operator credential of the playground's server: the
-// Bearer key of the dashboard's review API (`miniapp-host review`).
-func (p *Playground) OperatorKey() string { return p.world.srv.OperatorKey() }
 
 // Subject is who signs in on the host's consent screen now.
 func (p *Playground) Subject() string {

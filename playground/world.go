@@ -61,6 +61,8 @@ type worldConfig struct {
 	obs *observer
 	// hostSecret fixes the host credential's secret; "" a random one.
 	hostSecret string
+	// operatorKey fixes the dashboard's operator key; "" a random one.
+	operatorKey string
 }
 
 // startWorld starts the reference server, then the demo Miniapps, and
@@ -74,7 +76,7 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 	}()
 	if w.srv, err = authserver.Start(ctx, authserver.Config{DB: cfg.db, ServiceAddr: cfg.addrs.Service,
 		DashboardAddr: cfg.addrs.Dashboard, SigningAddr: cfg.addrs.Signing, InvoicingAddr: cfg.addrs.Invoicing,
-		Now: cfg.now, Logger: cfg.logger, Secrets: hostSecrets(cfg.hostSecret)}); err != nil {
+		Now: cfg.now, Logger: cfg.logger, Secrets: hostSecrets(cfg.hostSecret), OperatorKey: cfg.operatorKey}); err != nil {
 		return nil, fmt.Errorf("playground: %w", err)
 	}
 	u := w.srv.URLs()

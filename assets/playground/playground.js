@@ -463,6 +463,64 @@
     notice("devtools-status", text);
   });
 
+  // ---- Pending reviews --------------------------------------------------
+
+  // The submissions waiting on the playground's dashboard (scope policies,
+  // Resource Servers, published Miniapps), approved or rejected through the
+  // launcher's API with the playground's operator key (docs/playground.md,
+  // "Pending reviews"). A decision stays on its entry until Refresh.
+  const reviewKinds = { policy: "Scope policy", resource_server: "Resource Server", miniapp: "Miniapp" };
+
+  function renderReview(r) {
+    const li = el("li", { "data-kind": "review", "data-id": r.id, "data-review-kind": r.kind },
+      el("div", { class: "entry-name" }, (reviewKinds[r.kind] || r.kind) + " " + r.id),
+      el("div", { class: "entry-origin mono" }, "project " + r.project_id + "  ·  submitted " + r.created_at),
+      r.summary ? el("div", { class: "entry-desc" }, r.summary) : null);
+    const reason = el("input", { type: "text", class: "reason", placeholder: "Reason (required to reject)",
+      "aria-label": "Reason for " + r.id, autocomplete: "off", spellcheck: "false" });
+    const outcome = el("div", { class: "review-outcome", "aria-live": "polite" });
+    const approve = el("button", { type: "button", class: "approve" }, "Approve");
+    const reject = el("button", { type: "button", class: "secondary reject" }, "Reject");
+    async function decide(action) {
+      outcome.classList.remove("error");
+      try {
+        const d = await api("POST", "/api/reviews/" + encodeURIComponent(r.kind) + "/" + encodeURIComponent(r.id) + "/" + action,
+          { reason: reason.value });
+        li.dataset.outcome = str(d.status);
+        outcome.textContent = str(d.status) + (d.assigned_id ? ", assigned id " + str(d.assigned_id) : "") +
+          (d.reason ? ": " + str(d.reason) : "");
+        approve.disabled = reject.disabled = reason.disabled = true;
+        // An approved Miniapp joins the published ones.
+        if (r.kind === "miniapp" && action === "approve") loadMiniapps().catch(() => {});
+      } catch (e) {
+        outcome.classList.add("error");
+        outcome.textContent = (action === "approve" ? "Approve" : "Reject") + ": " + e.message;
+      }
+    }
+    approve.addEventListener("click", () => decide("approve"));
+    reject.addEventListener("click", () => decide("reject"));
+    li.append(reason, el("div", { class: "buttons" }, approve, reject), outcome);
+    return li;
+  }
+
+  async function loadReviews() {
+    const list = $("reviews");
+    const note = $("reviews-note");
+    list.dataset.loaded = "false";
+    try {
+      const data = await api("GET", "/api/reviews");
+      fill(list, ...data.reviews.map(renderReview));
+      note.textContent = data.reviews.length ? "" : "Nothing waits for review. A project submits with miniapp-host policy request, " +
+        "rs declare or miniapp submit --dashboard " + str(data.dashboard_url) + "; press Refresh to see it here.";
+    } catch (e) {
+      list.replaceChildren();
+      note.textContent = "The pending reviews could not be read: " + e.message;
+    }
+    list.dataset.loaded = "true";
+  }
+  $("reviews-refresh").addEventListener("click", loadReviews);
+  if (token) loadReviews();
+
   // ---- Flow inspector ---------------------------------------------------
   //
   // The timeline groups events by launch (resolve.stage events name their

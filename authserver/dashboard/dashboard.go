@@ -167,6 +167,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/projects/{project_id}/credentials", s.project(s.handleListCredentials))
 	// POST /api/projects/{project_id}/credentials/{client_id}/rotate: new client_secret (project key).
 	mux.HandleFunc("POST /api/projects/{project_id}/credentials/{client_id}/rotate", s.project(s.handleRotateSecret))
+	// PATCH /api/projects/{project_id}/credentials/{client_id}: replace its redirect_uris or allowed_origins (project key).
+	mux.HandleFunc("PATCH /api/projects/{project_id}/credentials/{client_id}", s.project(s.handleUpdateCredential))
 	// DELETE /api/projects/{project_id}/credentials/{client_id}: remove a credential (project key).
 	mux.HandleFunc("DELETE /api/projects/{project_id}/credentials/{client_id}", s.project(s.handleRemoveCredential))
 	// POST /api/projects/{project_id}/policy: request a scope policy for review (project key).

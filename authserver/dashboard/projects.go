@@ -232,17 +232,31 @@ func checkCredential(c *newCredential) error {
 		return invalid("/id_token_signed_response_alg", fmt.Sprintf("id_token_signed_response_alg %q is not one of %s; omit it for %s",
 			c.IDTokenAlg, strings.Join(store.IDTokenAlgs, ", "), store.DefaultIDTokenAlg))
 	}
+	return checkAddresses(c.RedirectURIs, c.AllowedOrigins)
+}
+
+// maxAddresses caps a credential's redirect URIs, and its allowed origins.
+const maxAddresses = 20
+
+// checkAddresses checks a credential's redirect URIs and allowed origins,
+// when it is added and when it is updated: each allowed origin must be an
+// origin (origin.Parse), each redirect URI pass checkRedirectURI, at most
+// maxAddresses of each. The error names the member and the index.
+func checkAddresses(redirectURIs, allowedOrigins []string) error {
 	// No redirect URI is fine: a Resource Server's credential only reads
 	// grants and never asks for an authorization.
-	if len(c.RedirectURIs) > 20 || len(c.AllowedOrigins) > 20 {
-		return invalid("/redirect_uris", "at most 20 redirect URIs and 20 allowed origins")
+	if len(redirectURIs) > maxAddresses {
+		return invalid("/redirect_uris", fmt.Sprintf("at most %d redirect URIs, not %d", maxAddresses, len(redirectURIs)))
 	}
-	for i, raw := range c.RedirectURIs {
+	if len(allowedOrigins) > maxAddresses {
+		return invalid("/allowed_origins", fmt.Sprintf("at most %d allowed origins, not %d", maxAddresses, len(allowedOrigins)))
+	}
+	for i, raw := range redirectURIs {
 		if err := checkRedirectURI(raw); err != nil {
 			return invalid(fmt.Sprintf("/redirect_uris/%d", i), fmt.Sprintf("redirect URI %q: %s", raw, err))
 		}
 	}
-	for i, raw := range c.AllowedOrigins {
+	for i, raw := range allowedOrigins {
 		if _, err := origin.Parse(raw); err != nil {
 			return invalid(fmt.Sprintf("/allowed_origins/%d", i), fmt.Sprintf("allowed origin %q: %v", raw, err))
 		}
@@ -308,6 +322,57 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request, p st
 	out := credentialOf(c)
 	out.ClientSecret = secret
 	writeJSON(w, http.StatusOK, out)
+}
+
+// credentialUpdate is the body of PATCH .../credentials/{client_id}: each
+// member given replaces the credential's list; a member left out keeps it.
+type credentialUpdate struct {
+	RedirectURIs   *[]string `json:"redirect_uris"`
+	AllowedOrigins *[]string `json:"allowed_origins"`
+}
+
+// handleUpdateCredential replaces a credential's redirect URIs or allowed
+// origins, checked exactly as when a credential is added (checkAddresses).
+// The change is announced like every change of a client (the OAuth
+// server's client cache here, and those of other instances on a shared
+// database), so the next authorization request and the next CORS check
+// see it. Pending authorization requests are checked again against it
+// when they are decided on a shared database.
+func (s *Server) handleUpdateCredential(w http.ResponseWriter, r *http.Request, p store.Project) {
+	c, err := s.projectClient(r, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body credentialUpdate
+	if err := decode(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.RedirectURIs == nil && body.AllowedOrigins == nil {
+		s.writeError(w, r, missing("/redirect_uris", "give redirect_uris, allowed_origins or both: each replaces the credential's list"))
+		return
+	}
+	if body.RedirectURIs != nil {
+		c.RedirectURIs = *body.RedirectURIs
+	}
+	if body.AllowedOrigins != nil {
+		c.AllowedOrigins = *body.AllowedOrigins
+	}
+	if err := checkAddresses(c.RedirectURIs, c.AllowedOrigins); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	err = s.st.SetClientAddresses(r.Context(), c.ID, c.RedirectURIs, c.AllowedOrigins)
+	if errors.Is(err, store.ErrNotFound) {
+		err = &Error{Code: codeCredentialNotFound, Field: "client_id", Message: "project " + p.ID + " has no credential " + c.ID}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.cfg.InvalidateClient(c.ID)
+	writeJSON(w, http.StatusOK, credentialOf(c))
 }
 
 // handleRemoveCredential removes a credential and revokes its grants.

@@ -2,9 +2,11 @@ package oauth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/consent"
@@ -33,21 +35,61 @@ func (s *Server) projectCheck(ctx context.Context, p *pending) (consent.Check, e
 		return out
 	}
 	scopes, types := filled(pol.Scopes), filled(pol.Types)
-	fail := func(msg string) (consent.Check, error) {
-		return consent.Check{Name: consent.CheckProjectApproval, Outcome: consent.Fail, Code: consent.CodeProjectNotApproved,
-			Message: msg + "; the project asks the operator to approve it (miniapp-host policy request, docs/dashboard.md)"}, nil
+	fail := func(what string, inPolicy func(store.Policy) bool) (consent.Check, error) {
+		msg, err := s.notApproved(ctx, p.v.client.ProjectID, what, func(pol store.Policy) bool {
+			pol.Scopes, pol.Types = filled(pol.Scopes), filled(pol.Types)
+			return inPolicy(pol)
+		})
+		if err != nil {
+			return consent.Check{}, err
+		}
+		return consent.Check{Name: consent.CheckProjectApproval, Outcome: consent.Fail, Code: consent.CodeProjectNotApproved, Message: msg}, nil
 	}
 	for _, sc := range p.v.result.Scopes {
 		if !slices.Contains(scopes, sc) {
-			return fail(fmt.Sprintf("scope %q is not in the approved policy of project %s", sc, p.v.client.ProjectID))
+			return fail(fmt.Sprintf("scope %q", sc), func(pol store.Policy) bool { return slices.Contains(pol.Scopes, sc) })
 		}
 	}
 	for _, d := range p.v.result.Details {
 		if !slices.Contains(types, d.Type.Name) {
-			return fail(fmt.Sprintf("authorization_details type %q (index %d) is not in the approved policy of project %s", d.Type.Name, d.Index, p.v.client.ProjectID))
+			return fail(fmt.Sprintf("authorization_details type %q (index %d)", d.Type.Name, d.Index),
+				func(pol store.Policy) bool { return slices.Contains(pol.Types, d.Type.Name) })
 		}
 	}
 	return consent.Check{Name: consent.CheckProjectApproval, Outcome: consent.Pass}, nil
+}
+
+// notApproved says why what (a scope or type) is refused by the project
+// approval, and what to do: when a pending policy review of the project asks
+// for it (inPolicy), that the review is pending and how the operator
+// approves it; when the pending reviews do not ask for it, that they do
+// not; else how the project asks for it. It reads the submissions only on
+// this path, a refusal.
+func (s *Server) notApproved(ctx context.Context, projectID, what string, inPolicy func(store.Policy) bool) (string, error) {
+	subs, err := s.cfg.Store.Submissions(ctx, store.SubmissionFilter{ProjectID: projectID, Kind: store.KindPolicy, Status: store.StatusPending})
+	if err != nil {
+		return "", err
+	}
+	var pending []string
+	for _, sub := range subs {
+		var pol store.Policy
+		if err := json.Unmarshal(sub.Body, &pol); err != nil {
+			return "", fmt.Errorf("oauth: policy submission %s: %w", sub.ID, err)
+		}
+		if inPolicy(pol) {
+			return fmt.Sprintf("%s is not in the approved policy of project %s yet: policy review %s asks for it and is pending; "+
+				"the operator approves it with miniapp-host review approve %s (docs/dashboard.md), or with Approve under Pending reviews in the playground's launcher",
+				what, projectID, sub.ID, sub.ID), nil
+		}
+		pending = append(pending, sub.ID)
+	}
+	if len(pending) > 0 {
+		return fmt.Sprintf("%s is not in the approved policy of project %s, nor in its pending policy review %s; "+
+			"the project asks the operator to approve it (miniapp-host policy request, docs/dashboard.md)",
+			what, projectID, strings.Join(pending, ", ")), nil
+	}
+	return fmt.Sprintf("%s is not in the approved policy of project %s; "+
+		"the project asks the operator to approve it (miniapp-host policy request, docs/dashboard.md)", what, projectID), nil
 }
 
 // consentCheck passes when the subject already consented, for this client

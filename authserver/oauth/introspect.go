@@ -84,11 +84,15 @@ func (s *Server) describe(g *store.Grant, typ string, iat, exp int64, jti string
 // with it). A token that is unknown gets 200 as §2.2 requires, but a storage
 // failure is reported, never swallowed.
 func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	varyOrigin(w)
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
 	c, err := s.authenticateClient(r)
+	if err == nil {
+		err = allowOrigin(w, r, c)
+	}
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -131,6 +135,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 // handleUserinfo serves the OpenID Connect userinfo endpoint (OIDC Core
 // §5.3): the claims of the profile, email, phone and address scopes.
 func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
+	varyOrigin(w)
 	bearerErr := func(code, desc string) {
 		s.writeJSONError(w, r, &Error{Code: code, Description: desc, bearer: true})
 	}
@@ -139,7 +144,22 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 		bearerErr(codeInvalidToken, "a Bearer access token is required")
 		return
 	}
-	_, g, err := s.activeToken(r.Context(), tok)
+	// The token's client is known before its state is said (cors.go): a
+	// page of an allowed origin reads that its token expired, a page of
+	// another origin learns nothing.
+	at, g, err := s.issuedToken(r.Context(), tok)
+	if err == nil {
+		var c *store.Client
+		if c, err = s.clients.get(r.Context(), g.ClientID); errors.Is(err, store.ErrNotFound) {
+			err = oauthErr(codeInvalidToken, "the token's client was removed")
+		} else if err == nil {
+			if err = allowOrigin(w, r, c); err != nil {
+				s.writeJSONError(w, r, err)
+				return
+			}
+			err = s.usable(at, g)
+		}
+	}
 	if err != nil {
 		if oe, ok := err.(*Error); ok {
 			bearerErr(codeInvalidToken, oe.Description)

@@ -296,6 +296,12 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// GET and POST /oauth/userinfo (OIDC Core §5.3.1).
 	mux.HandleFunc("GET "+s.path(pathUserinfo), s.handleUserinfo)
 	mux.HandleFunc("POST "+s.path(pathUserinfo), s.handleUserinfo)
+	// OPTIONS /oauth/token, /oauth/revoke and /oauth/userinfo: the CORS
+	// preflight of browser-based public clients (cors.go); no other
+	// endpoint answers one.
+	mux.HandleFunc("OPTIONS "+s.path(pathToken), handlePreflight("POST"))
+	mux.HandleFunc("OPTIONS "+s.path(pathRevoke), handlePreflight("POST"))
+	mux.HandleFunc("OPTIONS "+s.path(pathUserinfo), handlePreflight("GET, POST"))
 	// POST /oauth/introspect (RFC 7662).
 	mux.HandleFunc("POST "+s.path(pathIntrospect), s.handleIntrospect)
 	// POST /oauth/revoke (RFC 7009).

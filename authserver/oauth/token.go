@@ -103,11 +103,15 @@ type tokenResponse struct {
 
 // handleToken serves the token endpoint (RFC 6749 §3.2).
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
+	varyOrigin(w)
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
 	c, err := s.authenticateClient(r)
+	if err == nil {
+		err = allowOrigin(w, r, c)
+	}
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return

@@ -166,6 +166,34 @@ func (s *Store) SetClientSecret(ctx context.Context, id string, hash []byte) err
 	return nil
 }
 
+// SetClientAddresses replaces a client's redirect URIs and allowed
+// origins (the dashboard's credential update). Like every change of a
+// client it is announced, so that the client caches of other instances on a
+// shared database drop the old ones.
+func (s *Store) SetClientAddresses(ctx context.Context, id string, redirectURIs, allowedOrigins []string) error {
+	ru, _ := json.Marshal(nonNil(redirectURIs))
+	ao, _ := json.Marshal(nonNil(allowedOrigins))
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`UPDATE clients SET redirect_uris = ?, allowed_origins = ? WHERE id = ? AND removed_at IS NULL`,
+			string(ru), string(ao), id)
+		if err != nil {
+			return wrap("set client addresses", err)
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return wrap("set client addresses", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedClient, Key: id})
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("store: set client addresses: client %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
 // Clients returns every client, ordered by id.
 func (s *Store) Clients(ctx context.Context) ([]*Client, error) {
 	rows, err := s.r.QueryContext(ctx, clientSelect+` WHERE removed_at IS NULL ORDER BY id`)

@@ -23,7 +23,7 @@ func runDev(ctx context.Context, e env) int {
 		fmt.Fprintln(w, "names on the embedded server, and opens it in the playground's window; a save reloads it, a changed manifest")
 		fmt.Fprintln(w, "is checked again. Runs until the window is closed or Ctrl-C.")
 	})
-	f := playgroundFlags(fs)
+	f := playgroundFlags(fs, e)
 	appAddr := fs.String("app-addr", "", "where DIR is served (default: the launcher's port + 7; port 0: a free port)")
 	ready := fs.String("ready-file", "", "once ready, write the run's addresses and keys there as JSON (mode 0600), for scripts and CI")
 	args, code, ok := parseFlags(e, fs, e.args)

@@ -62,7 +62,7 @@ func commands() map[string]command {
 		"open":       {"open a Miniapp in a desktop window", runOpen},
 		"serve":      {"run the reference authorization server and dashboard", runServe},
 		"project":    {"create a project on the dashboard, or show one (docs/dashboard.md)", dashboardCommand("project")},
-		"credential": {"add, list, rotate or remove a project's OAuth credentials", dashboardCommand("credential")},
+		"credential": {"add, list, update, rotate or remove a project's OAuth credentials", dashboardCommand("credential")},
 		"policy":     {"request the scopes and types a project may ask for, for review", dashboardCommand("policy")},
 		"rs":         {"declare a Resource Server for review, or list the approved ones", dashboardCommand("rs")},
 		"miniapp":    {"submit a published Miniapp's manifest for review, or list the approved ones", dashboardCommand("miniapp")},

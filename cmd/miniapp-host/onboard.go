@@ -174,6 +174,52 @@ func groups(e env) map[string]map[string]action {
 				return fmt.Sprintf("rotated the secret of credential %s of project %s; the old one no longer works; the new client_secret, shown only this once: %s",
 					a.str("client_id"), flagValue(fs, "project"), a.str("client_secret"))
 			}},
+			"update": {"--project ID CLIENT_ID [--redirect-uri U]... [--origin O]... [--clear-redirect-uris] [--clear-origins]", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
+				p := projectFlag(fs)
+				var redirects, origins repeated
+				fs.Var(&redirects, "redirect-uri", "a redirect URI (repeatable): the ones given replace the credential's")
+				fs.Var(&origins, "origin", "an allowed origin (repeatable): the ones given replace the credential's")
+				clearRedirects := fs.Bool("clear-redirect-uris", false, "remove every redirect URI")
+				clearOrigins := fs.Bool("clear-origins", false, "remove every allowed origin")
+				return func(a []string) (request, error) {
+					path, err := needProject(*p)
+					if err != nil {
+						return request{}, err
+					}
+					body := map[string]any{}
+					for _, l := range []struct {
+						member, flag, clearFlag string
+						list                    repeated
+						clear                   bool
+					}{{"redirect_uris", "redirect-uri", "clear-redirect-uris", redirects, *clearRedirects},
+						{"allowed_origins", "origin", "clear-origins", origins, *clearOrigins}} {
+						switch {
+						case l.clear && l.list != nil:
+							return request{}, fmt.Errorf("--%s and --%s contradict each other: give one", l.flag, l.clearFlag)
+						case l.clear || l.list != nil:
+							body[l.member] = nonNil(l.list)
+						}
+					}
+					if len(body) == 0 {
+						return request{}, errors.New("give --redirect-uri, --origin, --clear-redirect-uris or --clear-origins: each replaces the credential's list")
+					}
+					return request{"PATCH", path + "/credentials/" + url.PathEscape(a[0]), body}, nil
+				}
+			}, func(fs *flag.FlagSet, _ []string, a answer) string {
+				list := func(k string) string {
+					v, _ := a[k].([]any)
+					if len(v) == 0 {
+						return "none"
+					}
+					out := make([]string, len(v))
+					for i, x := range v {
+						out[i], _ = x.(string)
+					}
+					return strings.Join(out, " ")
+				}
+				return fmt.Sprintf("updated credential %s of project %s: redirect_uris %s; allowed_origins %s",
+					a.str("client_id"), flagValue(fs, "project"), list("redirect_uris"), list("allowed_origins"))
+			}},
 			"remove": {"--project ID CLIENT_ID", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
 				return func(a []string) (request, error) {
@@ -307,7 +353,7 @@ func runDashboard(ctx context.Context, e env, group string) int {
 		fmt.Fprintf(w, "usage: miniapp-host %s %s [--dashboard URL] [--key KEY] [--json]\n", cmd, act.usage)
 	})
 	dash := fs.String("dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
-	key := fs.String("key", "", "the project's key, or the operator key for review (default $"+keyEnv+")")
+	key := fs.String("key", "", "the project's key, or the operator key for review (default $"+keyEnv+"; for review $"+operatorKeyEnv+" first)")
 	asJSON := fs.Bool("json", false, "print the dashboard's answer as it came (also its error, on a refusal)")
 	build := act.flags(fs)
 	args, code, ok := parseFlags(e, fs, e.args[1:])
@@ -320,6 +366,10 @@ func runDashboard(ctx context.Context, e env, group string) int {
 	req, err := build(args)
 	if err != nil {
 		return usageError(e, cmd, err.Error())
+	}
+	if *key == "" && group == "review" {
+		// The variable serve and playground read their operator key from.
+		*key = os.Getenv(operatorKeyEnv)
 	}
 	if *key == "" {
 		*key = os.Getenv(keyEnv)
@@ -402,13 +452,14 @@ func printRefusal(w io.Writer, cmd, group string, keySent bool, ae *dashboard.AP
 	if ae.Status != http.StatusUnauthorized && ae.Err.Code != "operator_only" {
 		return
 	}
-	which := "the project's key (printed once by 'miniapp-host project create')"
+	which, vars := "the project's key (printed once by 'miniapp-host project create')", "the "+keyEnv+" environment variable"
 	if group == "review" {
-		which = "the operator key ('operator key' in the output of 'miniapp-host serve', or its --operator-key)"
+		which = "the operator key ('operator key' in the output of 'miniapp-host serve' or 'miniapp-host playground', or their --operator-key)"
+		vars = "the " + operatorKeyEnv + " or " + keyEnv + " environment variable"
 	}
 	how := "authenticate"
 	if keySent {
 		how = "the key sent is not the right one; authenticate"
 	}
-	fmt.Fprintf(w, "  %s with --key KEY or the %s environment variable: %s\n", how, keyEnv, which)
+	fmt.Fprintf(w, "  %s with --key KEY or %s: %s\n", how, vars, which)
 }

@@ -160,6 +160,13 @@ func TestDashboardTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("", exitOK, "credential", "list", "--project", prj.ID, "--dashboard", d)
+	// An update is checked as an addition is, and names the field it refuses.
+	step("", exitUsage, "credential", "update", public.ClientID, "--project", prj.ID, "--dashboard", d)
+	step("", exitUsage, "credential", "update", public.ClientID, "--project", prj.ID, "--origin", "https://app.payslips.example", "--clear-origins", "--dashboard", d)
+	step("", exitRejected, "credential", "update", public.ClientID, "--project", prj.ID, "--origin", "https://app.payslips.example/app", "--dashboard", d)
+	step("", exitOK, "credential", "update", public.ClientID, "--project", prj.ID, "--redirect-uri", "http://127.0.0.1:5000/cb",
+		"--origin", "https://app.payslips.example", "--origin", "http://127.0.0.1:5000", "--dashboard", d)
+	step("", exitOK, "credential", "update", public.ClientID, "--project", prj.ID, "--clear-redirect-uris", "--dashboard", d, "--json")
 	step("", exitRejected, "credential", "rotate", public.ClientID, "--project", prj.ID, "--dashboard", d)
 	// A refused declaration and a refused manifest list every violation;
 	// with --json the server's answer is printed as it came.

@@ -37,10 +37,10 @@ const stopGrace = 3 * time.Second
 // and the launcher page, until interrupted.
 func runPlayground(ctx context.Context, e env) int {
 	fs := newFlagSet("playground", func(w io.Writer) {
-		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--browser] [--no-window] [--devtools] [-v]")
+		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--operator-key KEY] [--browser] [--no-window] [--devtools] [-v]")
 		fmt.Fprintln(w, "prints every address (the ports actually bound, also with port 0), then serves until the window is closed or Ctrl-C")
 	})
-	f := playgroundFlags(fs)
+	f := playgroundFlags(fs, e)
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
 		return code
@@ -53,12 +53,14 @@ func runPlayground(ctx context.Context, e env) int {
 
 // pgFlags are the flags of the playground, which `dev` takes too.
 type pgFlags struct {
+	opKey                                func() string // --operator-key, else MINIAPP_HOST_OPERATOR_KEY
 	addr, launcher, data                 *string
 	browser, noWindow, devtools, verbose *bool
 }
 
-func playgroundFlags(fs *flag.FlagSet) *pgFlags {
+func playgroundFlags(fs *flag.FlagSet, e env) *pgFlags {
 	return &pgFlags{
+		opKey:    operatorKeyFlag(fs, e),
 		addr:     fs.String("addr", authserver.DefaultServiceAddr, "service address; the dashboard, signing and invoicing roles take the next three ports (port 0: free ports for all)"),
 		launcher: fs.String("launcher-addr", defaultLauncherAddr, "launcher address; the demo Miniapps take the next two ports, the broken ones the four after, the automation channel port+9 (port 0: free ports for all)"),
 		data:     fs.String("data", "", "folder of the server's database, kept between runs (default: a fresh temporary folder, removed on exit)"),
@@ -75,6 +77,7 @@ func playgroundFlags(fs *flag.FlagSet) *pgFlags {
 func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*playground.Playground)) int {
 	// The secrets leave the environment before anything else: WebKit's
 	// processes inherit it (docs/host.md, "Secrets").
+	opKey := f.opKey()
 	secrets, err := host.TakeSecretEnv()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", name, err)
@@ -89,6 +92,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	// `open` reads the same variable: with it, `open --dashboard <this
 	// playground's dashboard>` completes consents against this server.
 	cfg.HostSecret = secrets[host.HostSecretEnv]
+	cfg.OperatorKey = opKey
 	for i := range playground.BrokenKinds() {
 		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(launcher, 3+i))
 	}
@@ -243,6 +247,8 @@ func printPlayground(e env, p *playground.Playground, data string, window bool) 
 	row("host credential", hostID+" "+hostSecret)
 	row("", "(MINIAPP_HOST_SECRET="+hostSecret+" miniapp-host open --dashboard "+p.Services().Dashboard+" ... completes consents here;")
 	row("", " set MINIAPP_HOST_SECRET before starting the playground to keep the same secret across runs)")
+	printOperatorKey(w, 22, p.OperatorKey(), p.Services().Dashboard)
+	row("", "(the launcher's Pending reviews approve and reject too; set "+operatorKeyEnv+" or --operator-key to keep one key across runs)")
 	row("screenshots", "the automation channel's screenshot command returns a PNG; the end-to-end tests write theirs to artifacts/playground/")
 	fmt.Fprintln(w)
 	s := p.Services()

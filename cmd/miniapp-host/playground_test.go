@@ -21,8 +21,9 @@ func TestPlayground(t *testing.T) {
 	var out, errs syncBuffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, env{args: []string{"playground", "--no-window", "--addr", "127.0.0.1:0", "--launcher-addr", "127.0.0.1:0"},
-			stdout: &out, stderr: &errs})
+		done <- run(ctx, env{args: []string{"playground", "--no-window", "--addr", "127.0.0.1:0", "--launcher-addr", "127.0.0.1:0",
+			"--operator-key", "op-key-from-flag"}, stdout: &out, stderr: &errs,
+			getenv: func(k string) string { return map[string]string{operatorKeyEnv: "op-key-from-env"}[k] }})
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(out.String(), "Ctrl-C stops everything") {
@@ -51,6 +52,27 @@ func TestPlayground(t *testing.T) {
 		if !want.MatchString(text) {
 			t.Errorf("output lacks %s:\n%s", want, text)
 		}
+	}
+	// The operator key (the flag wins over MINIAPP_HOST_OPERATOR_KEY) is
+	// printed, and `review` decides the playground's submissions with it,
+	// taken from the environment variable.
+	dash := regexp.MustCompile(`(?m)^dashboard_url\s+(\S+)$`).FindStringSubmatch(text)
+	if !regexp.MustCompile(`(?m)^operator key\s+op-key-from-flag  \(review: miniapp-host review list --dashboard ` + regexp.QuoteMeta(dash[1])).MatchString(text) {
+		t.Errorf("output lacks the operator key:\n%s", text)
+	}
+	var prj struct{ ID, Key string }
+	if code, o, e := cli(t, "", "project", "create", "Reviewed", "--dashboard", dash[1], "--json"); code != exitOK || json.Unmarshal([]byte(o), &prj) != nil {
+		t.Fatalf("project create: %d %s %s", code, o, e)
+	}
+	var sub struct{ ID string }
+	if code, o, e := cli(t, "", "policy", "request", "--project", prj.ID, "--scope", "openid", "--dashboard", dash[1], "--key", prj.Key, "--json"); code != exitOK ||
+		json.Unmarshal([]byte(o), &sub) != nil {
+		t.Fatalf("policy request: %d %s %s", code, o, e)
+	}
+	t.Setenv(keyEnv, "")
+	t.Setenv(operatorKeyEnv, "op-key-from-flag")
+	if code, o, e := cli(t, "", "review", "approve", sub.ID, "--dashboard", dash[1]); code != exitOK || !strings.Contains(o, "approved policy submission "+sub.ID) {
+		t.Errorf("review approve with %s: %d %s %s", operatorKeyEnv, code, o, e)
 	}
 	// --addr and --launcher-addr 127.0.0.1:0: every printed address is the
 	// port actually bound.

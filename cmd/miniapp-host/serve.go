@@ -66,7 +66,7 @@ func runServe(ctx context.Context, e env) int {
 		fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
 		fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
 		fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
-		fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES (a flag wins)")
+		fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES, "+operatorKeyEnv+" (a flag wins)")
 	})
 	trusted := fs.String("trusted-proxy", "", "the reverse proxies in front of this instance, addresses or CIDR networks separated by commas: per-source limits then count the client they name in X-Forwarded-For (docs/deploy.md)")
 	db := fs.String("db", "", "the database: a SQLite file (default: the user's data directory, miniapp-host/authserver.db), or a postgres:// URL that several instances share (docs/deploy.md)")
@@ -84,7 +84,7 @@ func runServe(ctx context.Context, e env) int {
 	fs.Var(secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET (repeatable); the others get a new random secret at each start")
 	var dashOrigins originFlags
 	fs.Var(&dashOrigins, "dashboard-origin", "an origin, beside the dashboard's own, whose web pages may change state through the dashboard API (repeatable; docs/dashboard.md)")
-	opKey := fs.String("operator-key", "", "fix the operator credential of the dashboard's review API (default: a new random key at each start)")
+	opKey := operatorKeyFlag(fs, e)
 	verbose := fs.Bool("v", false, "log internal errors to stderr")
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
@@ -121,7 +121,7 @@ func runServe(ctx context.Context, e env) int {
 	}
 	cfg := authserver.Config{DB: *db, ServiceAddr: *addr, DashboardAddr: *dash, SigningAddr: *signing,
 		InvoicingAddr: *invoicing, Issuer: *issuer, DashboardURL: *dashURL, SigningURL: *signURL, InvoicingURL: *invURL,
-		Secrets: secrets, OperatorKey: *opKey, DashboardOrigins: dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies}}
+		Secrets: secrets, OperatorKey: opKey(), DashboardOrigins: dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies}}
 	if err := cfg.Validate(); err != nil {
 		var ae *authserver.AddressError
 		if !errors.As(err, &ae) {
@@ -163,12 +163,8 @@ func runServe(ctx context.Context, e env) int {
 			fmt.Fprintf(e.stdout, "%-20s%s\n", "listen "+l[0], l[1])
 		}
 	}
-	if k := srv.OperatorKey(); k != "" {
-		fmt.Fprintf(e.stdout, "\noperator key        %s  (review: miniapp-host review list --key KEY, docs/dashboard.md)\n", k)
-	} else {
-		// A shared database whose key another instance set (docs/authserver.md, "Several instances").
-		fmt.Fprintln(e.stdout, "\noperator key        kept: set by another instance on this database (fix it with --operator-key)")
-	}
+	fmt.Fprintln(e.stdout)
+	printOperatorKey(e.stdout, 20, srv.OperatorKey(), u.Dashboard)
 	fmt.Fprintln(e.stdout, "\nclients (secrets are valid until the server stops unless fixed with --secret):")
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(e.stdout, "  %-20s %-12s", c.ClientID, c.Type)
@@ -240,4 +236,34 @@ func nextPort(addr string, n int) string {
 		return net.JoinHostPort(host, "0")
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p+n))
+}
+
+// operatorKeyEnv is the environment variable of --operator-key, read by
+// serve and playground.
+const operatorKeyEnv = "MINIAPP_HOST_OPERATOR_KEY"
+
+// operatorKeyFlag adds --operator-key to a command that runs a reference
+// server (serve, playground); the function it returns gives the flag's
+// value, else operatorKeyEnv's, else "" (a new random key at each start).
+func operatorKeyFlag(fs *flag.FlagSet, e env) func() string {
+	key := fs.String("operator-key", "", "fix the operator credential of the dashboard's review API (default: $"+operatorKeyEnv+", else a new random key at each start)")
+	return func() string {
+		if *key == "" {
+			return e.envVar(operatorKeyEnv)
+		}
+		return *key
+	}
+}
+
+// printOperatorKey prints the operator key line of serve and playground,
+// its label padded to width, with how to use it; an empty key is one that
+// another instance on a shared database set.
+func printOperatorKey(w io.Writer, width int, key, dashboard string) {
+	if key == "" {
+		// A shared database whose key another instance set (docs/authserver.md, "Several instances").
+		fmt.Fprintf(w, "%-*skept: set by another instance on this database (fix it with --operator-key)\n", width, "operator key")
+		return
+	}
+	fmt.Fprintf(w, "%-*s%s  (review: miniapp-host review list --dashboard %s --key KEY, or %s=KEY; docs/dashboard.md)\n",
+		width, "operator key", key, dashboard, operatorKeyEnv)
 }

@@ -36,7 +36,8 @@ func TestServe(t *testing.T) {
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, env{args: []string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0",
-			"--secret", "miniapp-host=fixed-host-secret"}, stdout: &out, stderr: &errs})
+			"--secret", "miniapp-host=fixed-host-secret"}, stdout: &out, stderr: &errs,
+			getenv: func(k string) string { return map[string]string{operatorKeyEnv: "op-key-from-env"}[k] }})
 	}()
 	issuer := regexp.MustCompile(`(?m)^issuer\s+(\S+)$`)
 	deadline := time.Now().Add(20 * time.Second)
@@ -67,6 +68,13 @@ func TestServe(t *testing.T) {
 	}
 	if code, lines, errs := runCLI(t, "", "rs", "list", "--dashboard", dash[1], "--json"); code != exitOK || !strings.Contains(lines, `"resource_servers"`) {
 		t.Errorf("rs list at the printed dashboard_url: exit %d %s %s", code, lines, errs)
+	}
+	// The operator key from MINIAPP_HOST_OPERATOR_KEY is printed and opens review.
+	if !regexp.MustCompile(`(?m)^operator key\s+op-key-from-env  \(review: miniapp-host review list --dashboard ` + regexp.QuoteMeta(dash[1])).MatchString(out.String()) {
+		t.Errorf("output lacks the operator key from %s:\n%s", operatorKeyEnv, out.String())
+	}
+	if code, lines, errs := runCLI(t, "", "review", "list", "--dashboard", dash[1], "--key", "op-key-from-env"); code != exitOK {
+		t.Errorf("review list with the operator key: exit %d %s %s", code, lines, errs)
 	}
 	cancel()
 	if code := <-done; code != exitOK {
