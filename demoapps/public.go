@@ -10,10 +10,11 @@ import (
 // StartPublic serves the public demo on addr ("" for any loopback port).
 // Its start page signs in through the host's bridge (button #bridge-signin)
 // or by navigating to the service itself (button #signin), with PKCE made
-// in the page; /callback shows the authorization response it received.
-// The page cannot exchange a code itself (the service's token endpoint
-// sends no CORS headers), which is why a public Miniapp lets the host do it
-// through the bridge.
+// in the page; /callback shows the authorization response it received and
+// stops there: the demo shows the host's catching of the navigation. The
+// Miniapp `miniapp-host new` writes goes on and redeems its code from the
+// page, which the token endpoint allows by CORS for the client's allowed
+// origins (docs/your-miniapp.md).
 func StartPublic(cfg Config, addr string) (*App, error) {
 	return start(addr, func(origin string) http.Handler {
 		conf, _ := json.Marshal(map[string]string{
