@@ -253,5 +253,8 @@ func startHint(err error) string {
 	if errors.As(err, new(*store.LockedError)) {
 		return "another server uses the database of this --data folder; stop it, or pass another --data"
 	}
+	if se := (*authserver.SettingError)(nil); errors.As(err, &se) && se.Field == "Secrets" {
+		return "MINIAPP_HOST_SECRET is the host's secret: " + se.Rule
+	}
 	return "a port may be taken; --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 picks free ones"
 }

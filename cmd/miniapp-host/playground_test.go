@@ -15,7 +15,7 @@ import (
 // and stops it with the context. The host's credential is the one
 // MINIAPP_HOST_SECRET names, which `open` reads too.
 func TestPlayground(t *testing.T) {
-	t.Setenv("MINIAPP_HOST_SECRET", "shared-with-open")
+	t.Setenv("MINIAPP_HOST_SECRET", "shared-with-the-open-command")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errs syncBuffer
@@ -43,8 +43,8 @@ func TestPlayground(t *testing.T) {
 		regexp.MustCompile(`(?m)^issuer\s+http://127\.0\.0\.1:[1-9]\d*$`),
 		regexp.MustCompile(`(?m)^dashboard_url\s+http://127\.0\.0\.1:[1-9]\d*$`),
 		regexp.MustCompile(`(?m)^screenshots\s+\S`),
-		regexp.MustCompile(`(?m)^host credential\s+miniapp-host shared-with-open$`),
-		regexp.MustCompile(`(?m)^\s+\(MINIAPP_HOST_SECRET=shared-with-open miniapp-host open --dashboard http://127\.0\.0\.1:[1-9]\d* \.\.\. completes`),
+		regexp.MustCompile(`(?m)^host credential\s+miniapp-host shared-with-the-open-command$`),
+		regexp.MustCompile(`(?m)^\s+\(MINIAPP_HOST_SECRET=shared-with-the-open-command miniapp-host open --dashboard http://127\.0\.0\.1:[1-9]\d* \.\.\. completes`),
 		regexp.MustCompile(`(?m)^demo Miniapp\s+http://127\.0\.0\.1:[1-9]\d*  --id demo-confidential`),
 		regexp.MustCompile(`(?m)^broken Miniapp\s+http://127\.0\.0\.1:[1-9]\d*  --id broken-no-auth-url  \(broken, rejected at client with auth-url-required\)$`),
 	} {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -63,12 +62,13 @@ var serveEnv = map[string]string{
 func runServe(ctx context.Context, e env) int {
 	fs := newFlagSet("serve", func(w io.Writer) {
 		fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--issuer URL] [--dashboard-url URL] [--signing-url URL] [--invoicing-url URL]")
-		fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
+		fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--trust-any-proxy] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
 		fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
 		fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
 		fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES (a flag wins)")
 	})
-	trusted := fs.String("trusted-proxy", "", "the reverse proxies in front of this instance, addresses or CIDR networks separated by commas: per-source limits then count the client they name in X-Forwarded-For (docs/deploy.md)")
+	trusted := fs.String("trusted-proxy", "", "the reverse proxies in front of this instance, addresses or CIDR networks separated by commas: per-source limits then count the client they name in X-Forwarded-For; a network only inside a private one (docs/deploy.md)")
+	trustAny := fs.Bool("trust-any-proxy", false, "allow a --trusted-proxy network wider than one host outside the private networks (every peer in it may name any client)")
 	db := fs.String("db", "", "the database: a SQLite file (default: the user's data directory, miniapp-host/authserver.db), or a postgres:// URL that several instances share (docs/deploy.md)")
 	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address (authorization server and {base_url}); the dashboard, signing and invoicing roles take the next three ports unless set")
 	dash := fs.String("dashboard-addr", "", "dashboard address")
@@ -81,10 +81,10 @@ func runServe(ctx context.Context, e env) int {
 	drain := fs.Duration("drain", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz answering 503, so that a reverse proxy stops sending requests first (e.g. 5s behind a proxy)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "at shutdown, let the requests in flight finish for at most this long, then cut them off")
 	secrets := secretFlags{}
-	fs.Var(secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET (repeatable); the others get a new random secret at each start")
+	fs.Var(secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET, of at least 128 bits: 22 base64url characters or 32 hex digits (repeatable); the others get a new random secret at each start")
 	var dashOrigins originFlags
 	fs.Var(&dashOrigins, "dashboard-origin", "an origin, beside the dashboard's own, whose web pages may change state through the dashboard API (repeatable; docs/dashboard.md)")
-	opKey := fs.String("operator-key", "", "fix the operator credential of the dashboard's review API (default: a new random key at each start)")
+	opKey := fs.String("operator-key", "", "fix the operator credential of the dashboard's review API, of at least 128 bits like --secret (default: a new random key at each start)")
 	verbose := fs.Bool("v", false, "log internal errors to stderr")
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
@@ -121,9 +121,13 @@ func runServe(ctx context.Context, e env) int {
 	}
 	cfg := authserver.Config{DB: *db, ServiceAddr: *addr, DashboardAddr: *dash, SigningAddr: *signing,
 		InvoicingAddr: *invoicing, Issuer: *issuer, DashboardURL: *dashURL, SigningURL: *signURL, InvoicingURL: *invURL,
-		Secrets: secrets, OperatorKey: *opKey, DashboardOrigins: dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies}}
+		Secrets: secrets, OperatorKey: *opKey, DashboardOrigins: dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies},
+		TrustAnyProxy: *trustAny}
 	if err := cfg.Validate(); err != nil {
 		var ae *authserver.AddressError
+		if se := (*authserver.SettingError)(nil); errors.As(err, &se) {
+			return usageError(e, "serve", settingMessage(se, source["trusted-proxy"]))
+		}
 		if !errors.As(err, &ae) {
 			return usageError(e, "serve", err.Error())
 		}
@@ -139,6 +143,9 @@ func runServe(ctx context.Context, e env) int {
 		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
 	srv, err := authserver.Start(ctx, cfg)
+	if se := (*authserver.SettingError)(nil); errors.As(err, &se) {
+		return usageError(e, "serve", settingMessage(se, source["trusted-proxy"]))
+	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		if errors.As(err, new(*store.LockedError)) {
@@ -147,7 +154,7 @@ func runServe(ctx context.Context, e env) int {
 		return exitUndecided
 	}
 	u := srv.URLs()
-	fmt.Fprintf(e.stdout, "%-20s%s\n", "database", redactDB(*db))
+	fmt.Fprintf(e.stdout, "%-20s%s\n", "database", store.Redact(*db))
 	for _, l := range [][2]string{
 		{"issuer", u.Issuer}, {"discovery", u.Discovery}, {"authorization", u.Authorization}, {"token", u.Token},
 		{"base_url", u.BaseURL}, {"grant endpoint", u.Grant}, {"native consent", u.Native}, {"dashboard_url", u.Dashboard},
@@ -163,7 +170,12 @@ func runServe(ctx context.Context, e env) int {
 			fmt.Fprintf(e.stdout, "%-20s%s\n", "listen "+l[0], l[1])
 		}
 	}
-	if k := srv.OperatorKey(); k != "" {
+	// A secret is printed only when this start made it: one that was
+	// given is the operator's already, and a terminal's scrollback or a
+	// service's log is no place for it.
+	if *opKey != "" {
+		fmt.Fprintln(e.stdout, "\noperator key        as given (--operator-key)")
+	} else if k := srv.OperatorKey(); k != "" {
 		fmt.Fprintf(e.stdout, "\noperator key        %s  (review: miniapp-host review list --key KEY, docs/dashboard.md)\n", k)
 	} else {
 		// A shared database whose key another instance set (docs/authserver.md, "Several instances").
@@ -172,7 +184,9 @@ func runServe(ctx context.Context, e env) int {
 	fmt.Fprintln(e.stdout, "\nclients (secrets are valid until the server stops unless fixed with --secret):")
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(e.stdout, "  %-20s %-12s", c.ClientID, c.Type)
-		if c.ClientSecret != "" {
+		if c.SecretGiven {
+			fmt.Fprint(e.stdout, " secret as given (--secret)")
+		} else if c.ClientSecret != "" {
 			fmt.Fprintf(e.stdout, " secret %s", c.ClientSecret)
 		} else if c.Type == "confidential" {
 			fmt.Fprint(e.stdout, " secret kept: set by another instance (fix it with --secret)")
@@ -222,13 +236,17 @@ func stopServe(e env, srv *authserver.Server, drain, timeout time.Duration) int 
 	return exitOK
 }
 
-// redactDB hides the password of a database URL (postgres://user:pw@...),
-// which serve prints with its addresses.
-func redactDB(db string) string {
-	if u, err := url.Parse(db); err == nil && u.User != nil {
-		return u.Redacted()
+// settingMessage names the flag of a setting serve refuses.
+func settingMessage(se *authserver.SettingError, proxySource string) string {
+	switch se.Field {
+	case "OperatorKey":
+		return "--operator-key: " + se.Rule
+	case "Secrets":
+		return fmt.Sprintf("--secret %s=…: %s", se.Key, se.Rule)
+	case "HTTP.TrustedProxies":
+		return fmt.Sprintf("%s %s: %s", proxySource, se.Key, se.Rule)
 	}
-	return db
+	return se.Error()
 }
 
 // nextPort returns addr with its port increased by n, or a free port when
