@@ -215,6 +215,7 @@ type Server struct {
 	creds   []Credential
 	rand    io.Reader
 	opKey   string
+	warns   []string // Warnings
 
 	stopPurge chan struct{} // closed by Shutdown
 	purgeDone chan struct{} // closed when the purge loop has returned
@@ -303,6 +304,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("authserver: %w", err)
 	}
 	if err := s.seed(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err := s.checkRegistrations(ctx, cfg.Logger); err != nil {
 		return nil, err
 	}
 	oc := cfg.OAuth
@@ -573,6 +577,29 @@ func (s *Server) newSecret() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
+// checkRegistrations checks the redirect URIs of every registered client
+// with the dashboard's one check (dashboard.RedirectURIWarnings): one that
+// two URL parsers read differently, or that is not written as a browser
+// writes it, is a warning naming its client, logged and kept for Warnings.
+func (s *Server) checkRegistrations(ctx context.Context, log *slog.Logger) error {
+	clients, err := s.st.Clients(ctx)
+	if err != nil {
+		return err
+	}
+	s.warns = dashboard.RedirectURIWarnings(clients)
+	for _, w := range s.warns {
+		if log != nil {
+			log.Warn("authserver: a registered redirect URI breaks the redirect URI rules (docs/dashboard.md); register it again as said", "problem", w)
+		}
+	}
+	return nil
+}
+
+// Warnings returns what the server found wrong in its database at start
+// and serves nonetheless: registered redirect URIs that the dashboard
+// would refuse today, each naming its client and the fix.
+func (s *Server) Warnings() []string { return slices.Clone(s.warns) }
+
 // OperatorKey returns the operator credential of this run: the Bearer key
 // of the dashboard's review API.
 func (s *Server) OperatorKey() string { return s.opKey }
@@ -623,6 +650,11 @@ func (s *Server) RegisterClient(ctx context.Context, spec ClientSpec) (Credentia
 	if spec.IDTokenAlg != "" && !slices.Contains(store.IDTokenAlgs, spec.IDTokenAlg) {
 		return Credential{}, fmt.Errorf("authserver: client %q: ID token algorithm %q is not one of %s", spec.ID, spec.IDTokenAlg,
 			strings.Join(store.IDTokenAlgs, ", "))
+	}
+	for _, raw := range spec.RedirectURIs {
+		if err := dashboard.CheckRedirectURI(raw); err != nil {
+			return Credential{}, fmt.Errorf("authserver: client %q: redirect URI %q: %w", spec.ID, raw, err)
+		}
 	}
 	c := &store.Client{ID: spec.ID, ProjectID: "prj_demo", Name: spec.Name, Type: store.Public,
 		RedirectURIs: spec.RedirectURIs, AllowedOrigins: spec.AllowedOrigins, IDTokenAlg: spec.IDTokenAlg}

@@ -153,6 +153,9 @@ func runServe(ctx context.Context, e env) int {
 		}
 		return exitUndecided
 	}
+	for _, w := range srv.Warnings() {
+		fmt.Fprintln(e.stderr, "miniapp-host: serve: warning:", w)
+	}
 	u := srv.URLs()
 	fmt.Fprintf(e.stdout, "%-20s%s\n", "database", store.Redact(*db))
 	for _, l := range [][2]string{

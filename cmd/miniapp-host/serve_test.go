@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/seed"
+	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the command writes.
@@ -339,5 +342,50 @@ func TestServeDrainsThenStops(t *testing.T) {
 	if resp, err := http.Get(issuer + "/healthz"); err == nil {
 		resp.Body.Close()
 		t.Fatal("the stopped server still answers")
+	}
+}
+
+// TestServeWarnsOfRegisteredRedirectURIs: a database whose clients were
+// registered before the redirect URI rules (or written to directly) is
+// served, and serve names every redirect URI the dashboard would refuse
+// today, its client and how to write it.
+func TestServeWarnsOfRegisteredRedirectURIs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db := filepath.Join(t.TempDir(), "old.db")
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := seed.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Load(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutClient(ctx, &store.Client{ID: "old-client", ProjectID: "prj_demo", Name: "Old", Type: store.Public,
+		RedirectURIs: []string{"http://127.0.0.1:7000/cb", "HTTP://127.0.0.1:19556/cb", "http://2130706433/cb", `http://127.0.0.1\@evil.example/cb`},
+		AllowedOrigins: []string{"http://127.0.0.1:7000"}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, errs, done := startServe(t, ctx, env{args: []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}})
+	got := errs.String()
+	for _, want := range []string{
+		`warning: client old-client (project prj_demo): redirect URI "HTTP://127.0.0.1:19556/cb": write "http://127.0.0.1:19556/cb"`,
+		`warning: client old-client (project prj_demo): redirect URI "http://2130706433/cb": the host "2130706433" is a numeric IPv4 form`,
+		`warning: client old-client (project prj_demo): redirect URI "http://127.0.0.1\\@evil.example/cb": a redirect URI has no backslash`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("serve's warnings lack %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "warning:"); n != 3 {
+		t.Errorf("%d warnings, want 3 (the canonical redirect URI is fine):\n%s", n, got)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d", code)
 	}
 }
