@@ -365,7 +365,7 @@ func TestServeWarnsOfRegisteredRedirectURIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := st.PutClient(ctx, &store.Client{ID: "old-client", ProjectID: "prj_demo", Name: "Old", Type: store.Public,
-		RedirectURIs: []string{"http://127.0.0.1:7000/cb", "HTTP://127.0.0.1:19556/cb", "http://2130706433/cb", `http://127.0.0.1\@evil.example/cb`},
+		RedirectURIs:   []string{"http://127.0.0.1:7000/cb", "HTTP://127.0.0.1:19556/cb", "http://2130706433/cb", `http://127.0.0.1\@evil.example/cb`},
 		AllowedOrigins: []string{"http://127.0.0.1:7000"}}); err != nil {
 		t.Fatal(err)
 	}
