@@ -202,10 +202,15 @@ var (
 )
 
 // paramName is how a parameter or member name is compared: percent-decoded,
-// trimmed, without a trailing "[]" (PHP's array syntax), in lower case.
+// from its last ?, #, & or ; on (a lenient reader's parameter separators:
+// a form field or a JSON member named "x?code" reads as code), trimmed,
+// without a trailing "[]" (PHP's array syntax), in lower case.
 func paramName(name string) string {
 	if n, err := url.QueryUnescape(name); err == nil {
 		name = n
+	}
+	if i := strings.LastIndexAny(name, "?#&;"); i >= 0 {
+		name = name[i+1:]
 	}
 	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "[]"))
 }

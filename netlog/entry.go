@@ -232,7 +232,7 @@ func authorizeEntry(u *url.URL, at time.Time) Entry {
 	a := &Authorize{Params: []Param{}}
 	ep := *u
 	ep.RawQuery, ep.ForceQuery, ep.Fragment, ep.RawFragment = "", false, "", ""
-	a.Endpoint = ep.String()
+	a.Endpoint = bridge.RedactURL(ep.String())
 	for _, p := range strings.Split(u.RawQuery, "&") {
 		if p == "" {
 			continue
