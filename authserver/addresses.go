@@ -40,7 +40,7 @@ func (c *Config) Validate() error {
 			return &AddressError{Field: f.name, Value: f.v, Rule: rule}
 		}
 	}
-	return nil
+	return c.validateSettings()
 }
 
 // issuerPath is what an issuer's path may be: empty, or segments of

@@ -117,14 +117,16 @@ type Config struct {
 	// Logger receives internal errors; nil discards them.
 	Logger *slog.Logger
 	// OperatorKey fixes the operator credential of the dashboard's review
-	// API (docs/dashboard.md); empty means a new random key at each start,
+	// API (docs/dashboard.md), of at least MinSecretBits (SecretRule);
+	// empty means a new random key at each start,
 	// read it from Server.OperatorKey. Only its hash is stored. On a shared
 	// database an empty OperatorKey keeps the key another instance set (and
 	// Server.OperatorKey is then empty); a new one is made only when the
 	// database has none.
 	OperatorKey string
 	// Secrets fixes the secrets of seeded confidential clients, by client
-	// id. Every other seeded confidential client gets a fresh random secret
+	// id; each of at least MinSecretBits (SecretRule), and naming a seeded
+	// confidential client still in the database. Every other seeded confidential client gets a fresh random secret
 	// at each start (read it from Credentials): the database keeps only
 	// hashes, so a secret cannot be shown again later. On a shared
 	// database, only a client without a secret gets one; a secret another
@@ -139,6 +141,10 @@ type Config struct {
 	// means none: the CLI and other programs, which send no Origin header,
 	// need none (docs/dashboard.md, "Requests from browsers").
 	DashboardOrigins []string
+	// TrustAnyProxy allows HTTP.TrustedProxies wider than one host outside
+	// the private networks (Validate refuses them otherwise): every peer
+	// in such a range may name any client in X-Forwarded-For.
+	TrustAnyProxy bool
 	// HTTP bounds every listener (service, dashboard, providers): header,
 	// body and idle timeouts, the header size and the concurrent
 	// connections per source address; zero fields take httplimit's
@@ -191,6 +197,10 @@ type Credential struct {
 	RedirectURIs   []string `json:"redirect_uris"`
 	AllowedOrigins []string `json:"allowed_origins"`
 	Roles          []string `json:"roles,omitempty"`
+	// SecretGiven is true when ClientSecret is the one Config.Secrets
+	// gave, false when this start made it: a caller prints only the
+	// secrets it did not give (serve).
+	SecretGiven bool `json:"-"`
 }
 
 // Server is a running reference server.
@@ -205,6 +215,7 @@ type Server struct {
 	creds   []Credential
 	rand    io.Reader
 	opKey   string
+	warns   []string // Warnings
 
 	stopPurge chan struct{} // closed by Shutdown
 	purgeDone chan struct{} // closed when the purge loop has returned
@@ -293,6 +304,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("authserver: %w", err)
 	}
 	if err := s.seed(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err := s.checkRegistrations(ctx, cfg.Logger); err != nil {
 		return nil, err
 	}
 	oc := cfg.OAuth
@@ -508,6 +522,7 @@ func (s *Server) seedLocked(ctx context.Context, cfg Config, w *seed.World) erro
 			return err
 		}
 	}
+	given := 0
 	for _, wc := range w.Clients {
 		c, err := s.st.Client(ctx, wc.ID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -520,6 +535,8 @@ func (s *Server) seedLocked(ctx context.Context, cfg Config, w *seed.World) erro
 			secret, ok := cfg.Secrets[c.ID]
 			switch {
 			case ok:
+				given++
+				cred.SecretGiven = true
 			case s.st.Shared() && len(c.SecretHash) > 0:
 				s.creds = append(s.creds, cred) // set by another instance; unknown here
 				continue
@@ -534,6 +551,15 @@ func (s *Server) seedLocked(ctx context.Context, cfg Config, w *seed.World) erro
 			cred.ClientSecret = secret
 		}
 		s.creds = append(s.creds, cred)
+	}
+	if given < len(cfg.Secrets) {
+		// Validate checked the ids against the seed world; the
+		// database no longer has one of them as a confidential client.
+		for id := range cfg.Secrets {
+			if !slices.ContainsFunc(s.creds, func(c Credential) bool { return c.ClientID == id && c.SecretGiven }) {
+				return &SettingError{Field: "Secrets", Key: id, Rule: "the database has no confidential client of this id (removed, or made public, since it was seeded)"}
+			}
+		}
 	}
 	return nil
 }
@@ -550,6 +576,29 @@ func (s *Server) newSecret() (string, error) {
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
+
+// checkRegistrations checks the redirect URIs of every registered client
+// with the dashboard's one check (dashboard.RedirectURIWarnings): one that
+// two URL parsers read differently, or that is not written as a browser
+// writes it, is a warning naming its client, logged and kept for Warnings.
+func (s *Server) checkRegistrations(ctx context.Context, log *slog.Logger) error {
+	clients, err := s.st.Clients(ctx)
+	if err != nil {
+		return err
+	}
+	s.warns = dashboard.RedirectURIWarnings(clients)
+	for _, w := range s.warns {
+		if log != nil {
+			log.Warn("authserver: a registered redirect URI breaks the redirect URI rules (docs/dashboard.md); register it again as said", "problem", w)
+		}
+	}
+	return nil
+}
+
+// Warnings returns what the server found wrong in its database at start
+// and serves nonetheless: registered redirect URIs that the dashboard
+// would refuse today, each naming its client and the fix.
+func (s *Server) Warnings() []string { return slices.Clone(s.warns) }
 
 // OperatorKey returns the operator credential of this run: the Bearer key
 // of the dashboard's review API.
@@ -650,6 +699,11 @@ func (s *Server) registerClient(ctx context.Context, spec ClientSpec, projectID 
 	if spec.IDTokenAlg != "" && !slices.Contains(store.IDTokenAlgs, spec.IDTokenAlg) {
 		return Credential{}, fmt.Errorf("authserver: client %q: ID token algorithm %q is not one of %s", spec.ID, spec.IDTokenAlg,
 			strings.Join(store.IDTokenAlgs, ", "))
+	}
+	for _, raw := range spec.RedirectURIs {
+		if err := dashboard.CheckRedirectURI(raw); err != nil {
+			return Credential{}, fmt.Errorf("authserver: client %q: redirect URI %q: %w", spec.ID, raw, err)
+		}
 	}
 	c := &store.Client{ID: spec.ID, ProjectID: projectID, Name: spec.Name, Type: store.Public,
 		RedirectURIs: spec.RedirectURIs, AllowedOrigins: spec.AllowedOrigins, IDTokenAlg: spec.IDTokenAlg}

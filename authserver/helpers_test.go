@@ -32,7 +32,7 @@ const (
 	confID        = "test-confidential"
 	confRedir     = "https://conf.example/cb"
 	hostID        = "miniapp-host"
-	hostSecret    = "host-secret-for-tests"
+	hostSecret    = "host-secret-for-the-tests"
 	signingID     = "signing-provider"
 	signingSecret = "signing-secret-for-tests"
 )

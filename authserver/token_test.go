@@ -198,3 +198,48 @@ func TestVerifierWithoutStoredChallenge(t *testing.T) {
 		t.Fatalf("want invalid_grant, got %d %v", code, m)
 	}
 }
+
+// TestRefreshRefusalsSpendNothing: a refresh request that names another
+// client, fails the client's authentication or widens the scope is refused
+// and spends nothing: whoever stole a refresh token cannot revoke the
+// grant without the client's secret, and the owner's next refresh works.
+func TestRefreshRefusalsSpendNothing(t *testing.T) {
+	e := start(t)
+	v, c := pkce(t)
+	code := e.nativeCode(e.confAuthParams(c), subAna, map[string]string{"action": "approve"}).Get("code")
+	st, m := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {confRedir}, "code_verifier": {v}},
+		confID, e.confSecret)
+	if st != http.StatusOK {
+		t.Fatalf("redemption: %d %v", st, m)
+	}
+	rt := m["refresh_token"].(string)
+	granted := m["scope"].(string)
+	refusals := []struct {
+		name       string
+		form       url.Values
+		id, secret string
+		status     int
+		code       string
+	}{
+		{"another client named", url.Values{"client_id": {publicID}}, "", "", http.StatusBadRequest, "invalid_grant"},
+		{"a wrong secret", nil, confID, "not-the-secret", http.StatusUnauthorized, "invalid_client"},
+		{"no client authentication", nil, "", "", http.StatusUnauthorized, "invalid_client"},
+		{"a widened scope", url.Values{"scope": {granted + " signing:sign"}}, confID, e.confSecret, http.StatusBadRequest, "invalid_scope"},
+	}
+	for _, r := range refusals {
+		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}
+		for k, vs := range r.form {
+			form[k] = vs
+		}
+		if st, m := e.token(form, r.id, r.secret); st != r.status || m["error"] != r.code {
+			t.Errorf("%s: %d %v, want %d %s", r.name, st, m, r.status, r.code)
+		}
+	}
+	st, m = e.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}, confID, e.confSecret)
+	if st != http.StatusOK || m["scope"] != granted {
+		t.Fatalf("the owner's refresh after the refusals: %d %v, want new tokens of scope %q", st, m, granted)
+	}
+	if st, g := e.grant(m["access_token"].(string), confID, e.confSecret); st != http.StatusOK {
+		t.Fatalf("the grant after the owner's refresh: %d %v", st, g)
+	}
+}

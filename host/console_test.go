@@ -71,7 +71,7 @@ func TestConsoleMessages(t *testing.T) {
 		in:   map[string]any{"type": "console", "level": "log", "message": "signed in", "source": "https://app.example/cb?code=SplxlOBeZQQYbYS6WxSbIA:7:1", "frame": "https://app.example/cb?code=SplxlOBeZQQYbYS6WxSbIA&state=s", "main": true},
 		want: host.ConsoleMessage{Type: host.ConsoleCall, Level: host.ConsoleLog, Message: "signed in",
 			Source:    "https://app.example/cb?code=" + bridge.Fingerprint("SplxlOBeZQQYbYS6WxSbIA") + ":7:1",
-			Frame:     "https://app.example/cb?code=" + bridge.Fingerprint("SplxlOBeZQQYbYS6WxSbIA") + "&state=" + bridge.Fingerprint("s"),
+			Frame:     "https://app.example/cb?code=" + bridge.Fingerprint("SplxlOBeZQQYbYS6WxSbIA") + "&state=" + bridge.Withheld,
 			MainFrame: true},
 	}}
 	for _, tc := range cases {

@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
 
 	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
@@ -258,4 +263,90 @@ func header(hs []netlog.Header, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestNetworkLogCanaries runs a real flow against the reference server
+// whose client registered its redirect URI with an upper-case scheme (as
+// the dashboard once stored it), with a canary for every secret the flow
+// carries: the state and PKCE verifier the Miniapp made up, the code the
+// server issued, the host's own secret; the view's requests add the code
+// in the headers that carry URLs (Referer, Refresh, Link). No canary, in
+// any encoding, is in the flow list, the JSON or HAR export, or on the
+// automation channel; the state and verifier not even as fingerprints.
+func TestNetworkLogCanaries(t *testing.T) {
+	e := world(t)
+	redirect := "HTTP://" + strings.TrimPrefix(e.Public.Origin, "http://") + "/cb"
+	if err := e.Store.PutClient(t.Context(), &store.Client{ID: "canary-public", ProjectID: "prj_demo", Name: "Canary", Type: store.Public,
+		RedirectURIs: []string{redirect}, AllowedOrigins: []string{e.Public.Origin}}); err != nil {
+		t.Fatal(err)
+	}
+	e.Srv.InvalidateClient("canary-public")
+	const state, verifier = "cnrySTATE-7Qx2Lw9Zp", "cnryVERIFIER-s6Yj0Qe3Tn1Hd8Km4Vb2Xc5Lp9Rq7Wz1Nf6"
+	c := newCore(t, host.Options{})
+	log := netlog.New(netlog.Config{Events: c.bus})
+	app := host.Miniapp{Name: "Canary", LoadURL: mustURL(t, e.Public.Origin+"/"), ClientID: "canary-public",
+		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{e.Public.Origin}}, Consent: e.Consent,
+		NetLog: log.BeginLaunch(e.Public.Origin, "canary", "canary-public")}
+	if err := c.w.Mount(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
+	q := url.Values{"response_type": {"code"}, "client_id": {"canary-public"}, "redirect_uri": {redirect}, "scope": {hosttest.Scope},
+		"state": {state}, "code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"},
+		"resource": {e.Svc.URL + "/api"}}
+	c.eng.Navigate(host.ViewMiniapp, host.Navigation{URL: e.Authorize + "?" + q.Encode(), Method: "GET", Trigger: host.TriggerLink, UserGesture: true})
+	c.rec.Wait(t, "the consent screen", shown("consent"))
+	c.eng.Post(host.ViewHost, `{"action":"approve"}`)
+	done := c.rec.Wait(t, "the completion", kind(host.EventCompleted))
+	code := mustURL(t, done.URL).Query().Get("code")
+	if code == "" {
+		t.Fatalf("the completion carries no code: %+v", done)
+	}
+	// The view's own requests, as WebKit reports them: the redirect URI's
+	// page, and a later request that names it in its headers.
+	now := time.Now()
+	cb := redirect + "?code=" + code + "&state=" + url.QueryEscape(state)
+	c.eng.Resource(host.Resource{Method: "GET", URL: cb, Status: 200, Size: -1, Started: now, Finished: now,
+		ResponseHeaders: http.Header{"Refresh": {"0; url=" + cb}, "Link": {"<" + cb + `>; rel="canonical"`}}})
+	c.eng.Resource(host.Resource{Method: "GET", URL: e.Public.Origin + "/app.js", Status: 200, Size: -1, Started: now, Finished: now,
+		RequestHeaders: http.Header{"Referer": {" " + cb}}})
+
+	fs := log.Flows()
+	if len(fs) != 1 || fs[0].Outcome != netlog.OutcomeCompleted {
+		t.Fatalf("flows %+v, want one completed", fs)
+	}
+	x, _ := log.Flow(fs[0].ID)
+	har, _ := log.HAR(fs[0].ID)
+	list, _ := json.Marshal(fs)
+	js, _ := json.Marshal(x)
+	hs, _ := json.Marshal(har)
+	var events []string
+	c.bus.mu.Lock()
+	for _, ev := range c.bus.evs {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, string(b))
+	}
+	c.bus.mu.Unlock()
+	decision := false
+	for _, en := range x.Entries {
+		if r := en.Response; r != nil && r.Body != nil && strings.Contains(r.Body.Text, `"redirect_url": "HTTP://`) {
+			decision = true
+		}
+	}
+	if !decision {
+		t.Errorf("the decision's answer, with its upper-case redirect URL, is not in the export (nothing was checked):\n%s", js)
+	}
+	for what, doc := range map[string]string{"flow list": string(list), "JSON export": string(js), "HAR export": string(hs),
+		"automation channel": strings.Join(events, "\n")} {
+		for _, s := range []struct {
+			name, value string
+			withheld    bool
+		}{{"code", code, false}, {"state", state, true}, {"verifier", verifier, true}, {"host secret", hosttest.HostSecret, true}} {
+			if how := hosttest.Leak(doc, s.value, s.withheld); how != "" {
+				t.Errorf("the %s holds the %s (%s)", what, s.name, how)
+			}
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/privatefile"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -431,25 +432,14 @@ func writeAutomationOut(w io.WriteCloser, url, token string) error {
 // writeAutomationFile writes the channel's address and token for a
 // program that started the host without reading its stderr (a WebDriver
 // client: docs/webdriver.md). The token approves consent: the file is
-// the user's only.
+// the user's only, and never written through a symbolic link
+// (package privatefile).
 func writeAutomationFile(path, url, token string) error {
 	b, err := json.Marshal(AutomationInfo{URL: url, Token: token})
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("host: automation file: %w", err)
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("host: automation file: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("host: automation file: %w", err)
-	}
-	if err := f.Close(); err != nil {
+	if err := privatefile.Write(path, b); err != nil {
 		return fmt.Errorf("host: automation file: %w", err)
 	}
 	return nil

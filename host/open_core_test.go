@@ -2,11 +2,14 @@ package host_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -222,4 +225,58 @@ func TestOpenFindsItsService(t *testing.T) {
 			t.Errorf("Open: %v; want an error naming issuer_unknown and --service", err)
 		}
 	})
+}
+
+// TestOpenAutomationFileRefusesLink: an --automation-file that is a
+// symbolic link is refused with an error that names it, and the file it
+// points to (which the link's planter wanted overwritten with the token)
+// is untouched; a plain path gets the channel's token, mode 0600.
+func TestOpenAutomationFileRefusesLink(t *testing.T) {
+	srv, app := hosttest.StartServer(t)
+	u := srv.URLs()
+	dir := t.TempDir()
+	victim, link := filepath.Join(dir, "victim"), filepath.Join(dir, "automation.json")
+	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	var eng *hosttest.Engine
+	err := host.Open(t.Context(), hosttest.Factory(&eng), host.OpenConfig{Origin: app.Origin, ID: "demo-public", Dashboard: u.Dashboard,
+		Service: u.Issuer, Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret,
+		Ephemeral: true, Automation: true, AutomationFile: link})
+	if err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("Open returned %v, want an error naming the link", err)
+	}
+	got, _ := os.ReadFile(victim)
+	fi, _ := os.Stat(victim)
+	if string(got) != "precious" || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("the link's target holds %q, mode %v: want it untouched", got, fi.Mode().Perm())
+	}
+
+	// A plain path: the token lands there, for its owner only.
+	plain := filepath.Join(dir, "plain.json")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	resolved := make(chan error, 1)
+	go func() {
+		done <- host.Open(ctx, hosttest.Factory(&eng), host.OpenConfig{Origin: app.Origin, ID: "demo-public", Dashboard: u.Dashboard,
+			Service: u.Issuer, Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret,
+			Ephemeral: true, Automation: true, AutomationFile: plain,
+			OnResolved: func(_ *resolver.Miniapp, err error) { resolved <- err }})
+	}()
+	if err := <-resolved; err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Open: %v", err)
+	}
+	b, err := os.ReadFile(plain)
+	fi, _ = os.Stat(plain)
+	var info host.AutomationInfo
+	if err != nil || json.Unmarshal(b, &info) != nil || info.Token == "" || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the automation file holds %q (%v), mode %v; want the token, mode 0600", b, err, fi.Mode().Perm())
+	}
 }

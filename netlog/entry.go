@@ -105,7 +105,8 @@ type Param struct {
 type Authorize struct {
 	// Endpoint is the URL without its query.
 	Endpoint string `json:"endpoint"`
-	// Params are the query's parameters in order; state is redacted.
+	// Params are the query's parameters in order, decoded; secret ones
+	// redacted (state, code_verifier... withheld, a code fingerprinted).
 	Params []Param `json:"params"`
 	// AuthorizationDetails is the authorization_details parameter
 	// (RFC 9396) pretty-printed; AuthorizationDetailsError says why it
@@ -166,7 +167,7 @@ type Exchange struct {
 
 // record makes the entry the log keeps of x.
 func record(x Exchange) Entry {
-	e := Entry{Source: x.Source, Kind: x.Kind, Started: x.Started, Error: x.Err}
+	e := Entry{Source: x.Source, Kind: x.Kind, Started: x.Started, Error: bridge.RedactURL(x.Err)}
 	e.Request = Request{Method: strings.ToUpper(x.Method), URL: bridge.RedactURL(x.URL)}
 	e.Request.Headers, e.Request.Cookies = redactHeaders(x.RequestHeader, false)
 	e.Request.Body = redactBody(x.RequestHeader.Get("Content-Type"), x.RequestBody, x.RequestSize, len(x.RequestBody) > maxBody)
@@ -231,7 +232,7 @@ func authorizeEntry(u *url.URL, at time.Time) Entry {
 	a := &Authorize{Params: []Param{}}
 	ep := *u
 	ep.RawQuery, ep.ForceQuery, ep.Fragment, ep.RawFragment = "", false, "", ""
-	a.Endpoint = ep.String()
+	a.Endpoint = bridge.RedactURL(ep.String())
 	for _, p := range strings.Split(u.RawQuery, "&") {
 		if p == "" {
 			continue
@@ -245,10 +246,14 @@ func authorizeEntry(u *url.URL, at time.Time) Entry {
 		if err != nil {
 			dv = value
 		}
-		if secretField(dn) {
-			dv = bridge.Fingerprint(dv)
+		switch {
+		case secretField(dn):
+			dv = bridge.RedactParam(dn, dv)
+		case dn != "authorization_details":
+			// redirect_uri and any other value may hold a URL.
+			dv = bridge.RedactURL(dv)
 		}
-		a.Params = append(a.Params, Param{Name: dn, Value: capString(dv, maxHeaderValue)})
+		a.Params = append(a.Params, Param{Name: bridge.RedactURL(dn), Value: capString(dv, maxHeaderValue)})
 		if dn == "authorization_details" && a.AuthorizationDetails == "" {
 			text, ok := redactJSON([]byte(dv))
 			switch {

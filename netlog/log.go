@@ -190,7 +190,7 @@ func (f *Flow) SetConsent(model json.RawMessage, err error) {
 		}
 		a := *f.entries[i].Authorize
 		if err != nil {
-			a.ConsentError = err.Error()
+			a.ConsentError = bridge.RedactURL(err.Error())
 		} else if text, ok := redactJSON(model); ok && len(text) <= 4*maxBody {
 			a.Consent = json.RawMessage(text)
 		}
@@ -220,7 +220,7 @@ func (f *Flow) End(outcome, detail string) {
 	if !f.ended.IsZero() {
 		return
 	}
-	f.ended, f.outcome, f.detail = f.log.cfg.Now(), outcome, detail
+	f.ended, f.outcome, f.detail = f.log.cfg.Now(), outcome, bridge.RedactURL(detail)
 }
 
 // Ended reports whether the flow has an outcome.

@@ -180,7 +180,7 @@ func shellWords(s string) ([]string, bool) {
 }
 
 // TestAuthorizeDecoded: the caught request is listed parameter by
-// parameter, its authorization_details pretty-printed and state redacted.
+// parameter, its authorization_details pretty-printed and state withheld.
 func TestAuthorizeDecoded(t *testing.T) {
 	u, _ := url.Parse("https://svc.example/oauth/authorize?response_type=code&client_id=c1&state=" + secretCode +
 		"&authorization_details=" + url.QueryEscape(`[{"type":"payment_initiation","actions":["initiate"]}]`))
@@ -190,8 +190,8 @@ func TestAuthorizeDecoded(t *testing.T) {
 	if a == nil || a.Endpoint != "https://svc.example/oauth/authorize" || len(a.Params) != 4 {
 		t.Fatalf("authorize %+v", a)
 	}
-	if a.Params[2].Name != "state" || a.Params[2].Value != bridge.Fingerprint(secretCode) {
-		t.Errorf("state %+v, want its fingerprint", a.Params[2])
+	if a.Params[2].Name != "state" || a.Params[2].Value != bridge.Withheld {
+		t.Errorf("state %+v, want it withheld (the client made it up: no fingerprint to check a guess against)", a.Params[2])
 	}
 	if !strings.Contains(a.AuthorizationDetails, "\n  {\n    \"actions\": [") {
 		t.Errorf("authorization_details not pretty-printed: %s", a.AuthorizationDetails)

@@ -14,18 +14,23 @@ import (
 
 // Redaction (docs/host.md, "Network log"). Nothing secret is stored: the
 // log redacts as it records, so no export, event or copy as curl can leak
-// what it never kept.
+// what it never kept. The rule is structural, not a matter of how a value
+// looks: every string the log keeps goes through it.
 //
-//   - URLs go through bridge.RedactURL, the automation channel's rule: the
-//     value of code, state, access_token, id_token, refresh_token,
-//     client_secret and code_verifier becomes its fingerprint.
-//   - Header, cookie and body values that are secrets become
-//     "redacted:<fingerprint>" (bridge.Fingerprint): a reader can tell two
-//     values apart, or match a token they hold, and cannot use one.
-//   - Secrets that people choose (client_secret and password members,
-//     Basic credentials, headers named like a secret, password or key)
-//     become "redacted:withheld": a fingerprint of a guessable value could
-//     be reversed by trying candidates.
+//   - Every text that may hold a URL, in whatever spelling (the request's
+//     URL, every header value, every string of a JSON body at any depth,
+//     every value of a form, an error), goes through bridge.RedactURL, the
+//     automation channel's rule: the value of every secret parameter
+//     (bridge.SecretParam: code, state, tokens, code_verifier,
+//     client_secret, password, assertions, DPoP) is replaced.
+//   - Header, cookie and body values that are secrets the server issued
+//     (codes, tokens, session cookies) become "redacted:<fingerprint>"
+//     (bridge.Fingerprint): a reader can tell two values apart, or match a
+//     token they hold, and cannot use one.
+//   - Every other secret (client_secret, password, state, code_verifier,
+//     assertions, DPoP proofs, Basic credentials, headers named like a
+//     secret, password or key) becomes "redacted:withheld": a fingerprint of
+//     a value someone chose could be reversed by trying candidates.
 
 // redacted is how a secret value appears in headers, cookies and bodies.
 func redacted(secret string) string { return "redacted:" + bridge.Fingerprint(secret) }
@@ -34,27 +39,41 @@ func redacted(secret string) string { return "redacted:" + bridge.Fingerprint(se
 // fingerprint, which a guess could be checked against.
 const withheld = "redacted:" + bridge.Withheld
 
-// secretFields are the form and JSON members whose values are secrets or
-// correlate with one: RFC 6749 sections 4.1.2, 4.1.3, 5.1 and 2.3.1, RFC
-// 7636 section 4.5, RFC 7009 and RFC 7662 (token), RFC 7523 (assertions),
-// OpenID Connect Core 3.1.3.3 (id_token).
-var secretFields = map[string]bool{
-	"code": true, "state": true, "access_token": true, "id_token": true, "refresh_token": true,
-	"client_secret": true, "code_verifier": true, "password": true, "token": true,
-	"assertion": true, "client_assertion": true,
+// secretField reports whether a form or JSON member holds a secret: the
+// parameters of bridge.SecretParam, one list for URLs, forms and JSON.
+func secretField(name string) bool { return bridge.SecretParam(name) }
+
+// redactField is what the log keeps of the value of the secret member name.
+func redactField(name, value string) string {
+	if bridge.ChosenSecretParam(name) {
+		return withheld
+	}
+	return redacted(value)
 }
 
-func secretField(name string) bool { return secretFields[strings.ToLower(name)] }
+// RedactURL is the log's rule for a text that may hold a URL, in any
+// spelling: bridge.RedactURL. It is exported for the host's other outputs
+// (a command's -v lines) so that they redact as the log does.
+func RedactURL(s string) string { return bridge.RedactURL(s) }
 
-// urlHeaders carry a URL that may hold an authorization response.
-var urlHeaders = map[string]bool{"Location": true, "Referer": true, "Content-Location": true}
+// RedactHeader is what the log keeps of one header value: a credential
+// withheld or fingerprinted, a cookie's value fingerprinted, and any URL
+// in any other header through RedactURL. name is any spelling of the
+// header's name.
+func RedactHeader(name, value string, response bool) string {
+	v, _ := redactHeader(http.CanonicalHeaderKey(name), value, response)
+	return v
+}
 
-// chosenSecretHeader reports whether a header is named like a secret that
-// people choose (X-Client-Secret, X-Api-Key, a password): withheld, not
-// fingerprinted.
+// chosenSecretHeader reports whether a header is named like a secret the
+// server did not issue (X-Client-Secret, X-Api-Key, a password, a DPoP
+// proof or a client assertion): withheld, not fingerprinted.
 func chosenSecretHeader(canonical string) bool {
 	n := strings.ToLower(canonical)
-	for _, s := range []string{"secret", "password", "api-key", "apikey", "credential"} {
+	if n == "dpop" {
+		return true
+	}
+	for _, s := range []string{"secret", "password", "api-key", "apikey", "credential", "assertion"} {
 		if strings.Contains(n, s) {
 			return true
 		}
@@ -94,24 +113,8 @@ func redactHeaders(h http.Header, response bool) ([]Header, []Cookie) {
 	for _, n := range names {
 		cn := http.CanonicalHeaderKey(n)
 		for _, v := range h[n] {
-			switch {
-			case cn == "Cookie" && !response:
-				cs, line := redactCookieHeader(v)
-				cookies = append(cookies, cs...)
-				v = line
-			case cn == "Set-Cookie" && response:
-				c, line := redactSetCookie(v)
-				cookies = append(cookies, c)
-				v = line
-			case cn == "Authorization" || cn == "Proxy-Authorization":
-				v = redactCredentials(v)
-			case chosenSecretHeader(cn):
-				v = withheld
-			case secretHeader(cn):
-				v = redacted(v)
-			case urlHeaders[cn]:
-				v = bridge.RedactURL(v)
-			}
+			v, cs := redactHeader(cn, v, response)
+			cookies = append(cookies, cs...)
 			if len(out) == maxHeaders {
 				out = append(out, Header{Name: "X-Netlog-Truncated", Value: "more headers were not kept"})
 				return out, cookies
@@ -120,6 +123,29 @@ func redactHeaders(h http.Header, response bool) ([]Header, []Cookie) {
 		}
 	}
 	return out, cookies
+}
+
+// redactHeader redacts one value of the header named canonical, and
+// returns the cookies it holds (Cookie, Set-Cookie) with their values
+// redacted. Any header but a credential goes through RedactURL, whatever
+// its name: Location, Refresh (0; url=...), Link (<...>), Referer,
+// Content-Location and any other may carry an authorization response.
+func redactHeader(canonical, v string, response bool) (string, []Cookie) {
+	switch {
+	case canonical == "Cookie" && !response:
+		cs, line := redactCookieHeader(v)
+		return line, cs
+	case canonical == "Set-Cookie" && response:
+		c, line := redactSetCookie(v)
+		return line, []Cookie{c}
+	case canonical == "Authorization" || canonical == "Proxy-Authorization":
+		return redactCredentials(v), nil
+	case chosenSecretHeader(canonical):
+		return withheld, nil
+	case secretHeader(canonical):
+		return redacted(v), nil
+	}
+	return bridge.RedactURL(v), nil
 }
 
 // redactCredentials keeps the scheme of an Authorization value (RFC 9110
@@ -185,16 +211,17 @@ func redactSetCookie(line string) (Cookie, string) {
 			c.SameSite = "None"
 		}
 	}
+	c.Path, c.Domain = bridge.RedactURL(c.Path), bridge.RedactURL(c.Domain)
 	out := name + "=" + c.Value
 	if attrs != "" {
-		out += ";" + attrs
+		out += ";" + bridge.RedactURL(attrs)
 	}
 	return c, out
 }
 
 // redactBody returns what the log keeps of a body: a JSON or form body
-// with its secret members redacted (and URLs in JSON strings through
-// bridge.RedactURL), at most maxBody bytes; any other body only by size
+// with its secret members redacted and every other string through
+// bridge.RedactURL, at most maxBody bytes; any other body only by size
 // and type, since the log cannot tell what in it is secret.
 func redactBody(mimeType string, body []byte, size int64, truncated bool) *Body {
 	if size == 0 && len(body) == 0 {
@@ -227,30 +254,34 @@ func redactBody(mimeType string, body []byte, size int64, truncated bool) *Body 
 }
 
 // redactForm redacts the secret fields of a form body (or query), keeping
-// the order and spelling of everything else.
+// the order and spelling of everything else; a value that holds a URL
+// (redirect_uri) is redacted as one, decoded.
 func redactForm(form string) string {
 	parts := strings.Split(form, "&")
 	for i, p := range parts {
 		name, value, ok := strings.Cut(p, "=")
 		if !ok {
+			parts[i] = bridge.RedactURL(p)
 			continue
 		}
 		dn, err := url.QueryUnescape(name)
 		if err != nil {
 			dn = name
 		}
-		if !secretField(dn) {
-			continue
-		}
-		if bridge.ChosenSecretParam(dn) {
-			parts[i] = name + "=" + url.QueryEscape(withheld)
-			continue
-		}
 		dv, err := url.QueryUnescape(value)
 		if err != nil {
 			dv = value
 		}
-		parts[i] = name + "=" + url.QueryEscape(redacted(dv))
+		switch {
+		case secretField(dn):
+			parts[i] = name + "=" + url.QueryEscape(redactField(dn, dv))
+		case bridge.RedactURL(dv) != dv:
+			parts[i] = name + "=" + url.QueryEscape(bridge.RedactURL(dv))
+		default:
+			// A name may hold what a lenient reader takes for a
+			// parameter (a;code=...): the pair as a whole, too.
+			parts[i] = bridge.RedactURL(p)
+		}
 	}
 	return strings.Join(parts, "&")
 }
@@ -271,36 +302,47 @@ func redactJSON(body []byte) (string, bool) {
 	return string(out), true
 }
 
+// redactValue redacts a decoded JSON value: a secret member whatever its
+// value, every string at any depth through bridge.RedactURL (a string that
+// is itself a JSON object or array is redacted as one), member names too.
 func redactValue(v any, depth int) any {
 	if depth > 64 {
 		return "redacted: nested too deep"
 	}
 	switch x := v.(type) {
 	case map[string]any:
+		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if _, ok := e.(string); ok && bridge.ChosenSecretParam(k) {
-				x[k] = withheld
-				continue
-			}
-			if s, ok := e.(string); ok && secretField(k) {
-				x[k] = redacted(s)
-				continue
-			}
-			if secretField(k) && e != nil {
+			rk := bridge.RedactURL(k)
+			switch s, isString := e.(string); {
+			case secretField(k) && isString:
+				out[rk] = redactField(k, s)
+			case secretField(k) && e != nil:
 				b, _ := json.Marshal(e)
-				x[k] = redacted(string(b))
-				continue
+				out[rk] = redactField(k, string(b))
+			default:
+				out[rk] = redactValue(e, depth+1)
 			}
-			x[k] = redactValue(e, depth+1)
 		}
+		return out
 	case []any:
 		for i, e := range x {
 			x[i] = redactValue(e, depth+1)
 		}
 	case string:
-		if strings.HasPrefix(x, "http://") || strings.HasPrefix(x, "https://") {
-			return bridge.RedactURL(x)
+		if t := strings.TrimSpace(x); len(t) > 1 && (t[0] == '{' || t[0] == '[') {
+			var inner any
+			dec := json.NewDecoder(strings.NewReader(t))
+			dec.UseNumber()
+			if dec.Decode(&inner) == nil && !dec.More() {
+				b, err := json.Marshal(redactValue(inner, depth+1))
+				if err == nil {
+					return string(b)
+				}
+				return "redacted: nested JSON"
+			}
 		}
+		return bridge.RedactURL(x)
 	}
 	return v
 }

@@ -3,21 +3,12 @@ package netlog
 import (
 	"io"
 	"strings"
-
-	"github.com/miniapp-host/miniapp-host/bridge"
 )
 
 // Redaction of what is printed rather than recorded: the `-v` lines of
 // `miniapp-host open` and `playground` (docs/automation.md, "Events") use
 // the log's own rule, so that a URL never shows more on a terminal than in
 // the log or on the automation channel.
-
-// RedactURL is how the log keeps a URL (an entry's request URL, a
-// Location): the value of every parameter that carries a code, a state or
-// a token becomes its fingerprint, and that of a client secret is
-// withheld (see redact.go). raw is not parsed, so it cannot escape
-// redaction by failing to parse.
-func RedactURL(raw string) string { return bridge.RedactURL(raw) }
 
 // RedactText returns s with every URL in it passed through RedactURL:
 // for free text that may quote one (an error message, a log line, a

@@ -15,6 +15,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
 // apiError is a refusal of the launcher's API, written as
@@ -308,15 +309,22 @@ func (p *Playground) handleFlowHAR(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
-// readJSON decodes one strict JSON object of at most 64 KiB.
+// maxAPIBody is the largest request body the launcher's API reads.
+const maxAPIBody = 64 << 10
+
+// readJSON decodes one JSON object of at most maxAPIBody bytes with the
+// project's strict rules (package strictjson): a member named twice, a
+// member v has no field for, or anything after the object is refused.
 func readJSON(r *http.Request, v any) *apiError {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return invalid("the body is not the expected JSON object: " + err.Error())
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxAPIBody+1))
+	if err != nil {
+		return invalid("the body could not be read: " + err.Error())
 	}
-	if dec.More() {
-		return invalid("the body has data after the JSON object")
+	if len(raw) > maxAPIBody {
+		return &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is longer than %d bytes", maxAPIBody)}
+	}
+	if err := strictjson.Unmarshal(raw, v, strictjson.Limits{}); err != nil {
+		return invalid("the body is not the expected JSON object: " + err.Error())
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,13 +23,23 @@ import (
 // secrets that cross it (the demo's client credential, its tokens), so that
 // the test can look for them in the exports.
 type spy struct {
-	mu      sync.Mutex // guards secrets
-	secrets []string
+	mu       sync.Mutex // guards secrets and withheld
+	secrets  []string
+	withheld map[string]bool // secrets the server did not issue: no fingerprint either
 }
 
 func (s *spy) RoundTrip(req *http.Request) (*http.Response, error) {
 	if _, secret, ok := req.BasicAuth(); ok {
-		s.keep(secret)
+		s.keepWithheld(secret)
+	}
+	if req.Body != nil && req.Header.Get("Content-Type") == "application/x-www-form-urlencoded" {
+		body, _ := io.ReadAll(req.Body)
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if f, err := url.ParseQuery(string(body)); err == nil {
+			s.keep(f.Get("code"))
+			s.keepWithheld(f.Get("code_verifier"))
+		}
 	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil || !strings.HasSuffix(req.URL.Path, "/token") {
@@ -52,8 +63,24 @@ func (s *spy) keep(v string) {
 	if sec, err := url.QueryUnescape(v); err == nil {
 		v = sec
 	}
+	if v == "" {
+		return
+	}
 	s.mu.Lock()
 	s.secrets = append(s.secrets, v)
+	s.mu.Unlock()
+}
+
+func (s *spy) keepWithheld(v string) {
+	if v == "" {
+		return
+	}
+	s.keep(v)
+	s.mu.Lock()
+	if s.withheld == nil {
+		s.withheld = map[string]bool{}
+	}
+	s.withheld[v] = true
 	s.mu.Unlock()
 }
 
@@ -140,7 +167,9 @@ type harCookie struct {
 // entry has a request and a response, timings >= 0 and a valid start
 // time; the flow has the backend's token exchange and grant read besides
 // the host's calls; and no secret (the demo's cookies, its client secret,
-// its tokens, the host's secret) is anywhere in either export.
+// its state, code and verifier, its tokens, the host's secret) is in the
+// flow list, either export or the playground's log, in any encoding
+// (hosttest.Leak), nor a secret the server did not issue as a fingerprint.
 func TestFlowLogAPI(t *testing.T) {
 	bus := bridge.NewBus(nil)
 	var eng *hosttest.Engine
@@ -155,7 +184,9 @@ func TestFlowLogAPI(t *testing.T) {
 	t.Cleanup(func() { w.Terminate(); <-ran })
 	pw := NewWindow(w, "test")
 	sp := &spy{}
-	p := start(t, Config{Opener: pw, Bus: bus, HTTP: &http.Client{Transport: sp, Timeout: 30 * time.Second}})
+	var logs syncBuffer
+	p := start(t, Config{Opener: pw, Bus: bus, HTTP: &http.Client{Transport: sp, Timeout: 30 * time.Second},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	grant := bus.Subscribe(256)
 	defer grant.Close()
 
@@ -173,6 +204,9 @@ func TestFlowLogAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	if loc, err := url.Parse(resp.Header.Get("Location")); err == nil {
+		sp.keepWithheld(loc.Query().Get("state"))
+	}
 	for _, ck := range resp.Cookies() {
 		sp.keep(ck.Value)
 		done := make(chan error, 1)
@@ -197,7 +231,7 @@ func TestFlowLogAPI(t *testing.T) {
 		}
 	}
 	_, hostSecret := p.HostCredential()
-	sp.keep(hostSecret)
+	sp.keepWithheld(hostSecret)
 
 	var list struct {
 		Flows []netlog.FlowSummary `json:"flows"`
@@ -259,18 +293,20 @@ func TestFlowLogAPI(t *testing.T) {
 		t.Errorf("GET /api/flows/%s/json: %v, %d entries", f.ID, err, len(x.Entries))
 	}
 	sp.mu.Lock()
-	secrets := sp.secrets
+	secrets, withheld := sp.secrets, sp.withheld
 	sp.mu.Unlock()
-	if len(secrets) < 5 {
-		t.Fatalf("the test caught %d secrets; it needs the cookies, the client secret, the tokens and the host's secret", len(secrets))
+	if len(secrets) < 8 || len(withheld) < 4 {
+		t.Fatalf("the test caught %d secrets (%d withheld); it needs the cookies, the client secret, the state, code and verifier, "+
+			"the tokens and the host's secret", len(secrets), len(withheld))
 	}
+	flows := get(t, p, "/api/flows")
 	for _, s := range secrets {
 		if len(s) < 8 {
 			continue
 		}
-		for what, doc := range map[string][]byte{"HAR": raw, "JSON": js} {
-			if bytes.Contains(doc, []byte(s)) || bytes.Contains(doc, []byte(url.QueryEscape(s))) {
-				t.Errorf("the %s export holds a secret: %q", what, s)
+		for what, doc := range map[string][]byte{"HAR": raw, "JSON": js, "flow list": flows, "log": []byte(logs.String())} {
+			if how := hosttest.Leak(string(doc), s, withheld[s]); how != "" {
+				t.Errorf("the %s holds a secret (%s): %q", what, how, s)
 			}
 		}
 	}
@@ -320,4 +356,23 @@ func waitKind(t *testing.T, sub *bridge.Subscription, kind string) {
 			t.Fatalf("no %s event", kind)
 		}
 	}
+}
+
+// syncBuffer is a strings.Builder the playground's logger may write to
+// from any goroutine.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

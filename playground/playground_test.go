@@ -396,6 +396,43 @@ func TestAPIGate(t *testing.T) {
 	}
 }
 
+// TestAPIStrictJSON: the API reads its bodies with the project's strict
+// JSON rules: a member named twice is refused rather than read as its last
+// value (a launch of a Miniapp other than the one a checker saw), and so
+// are data after the object and a body over the limit.
+func TestAPIStrictJSON(t *testing.T) {
+	p := start(t, Config{})
+	demo := entry(t, p, DemoPublicID)
+	cases := []struct {
+		name, body string
+		status     int
+		code, says string
+	}{
+		{"origin named twice", `{"origin":"http://127.0.0.1:9","origin":"` + demo.Origin + `","id":"demo-public"}`, 400, "invalid_request", `"origin"`},
+		{"data after the object", `{"origin":"` + demo.Origin + `","id":"demo-public"} {}`, 400, "invalid_request", "after"},
+		{"a body over 64 KiB", `{"origin":"` + demo.Origin + `","id":"` + strings.Repeat("a", 64<<10) + `"}`, 413, "too_large", "65536"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", p.LauncherOrigin()+"/api/launch", strings.NewReader(c.body))
+			req.Header.Set("Authorization", "Bearer "+p.AutomationToken())
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var out struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&out)
+			if resp.StatusCode != c.status || out.Error.Code != c.code || !strings.Contains(out.Error.Message, c.says) {
+				t.Errorf("%d %q %q, want %d %q saying %q", resp.StatusCode, out.Error.Code, out.Error.Message, c.status, c.code, c.says)
+			}
+		})
+	}
+}
+
 // TestSubjects lists the seeded subjects and switches between them.
 func TestSubjects(t *testing.T) {
 	p := start(t, Config{})

@@ -3,8 +3,11 @@ package dashboard
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -264,16 +267,60 @@ func checkAddresses(redirectURIs, allowedOrigins []string) error {
 	return nil
 }
 
+// CheckRedirectURI is checkRedirectURI for the server's other ways of
+// registering a client (authserver.RegisterClient) and its start-up check
+// of the clients already registered (RedirectURIWarnings).
+func CheckRedirectURI(raw string) error { return checkRedirectURI(raw) }
+
+// RedirectURIWarnings checks the redirect URIs of registered clients with
+// checkRedirectURI: those registered before the check refused what they
+// hold, or written to the database directly. The authorization endpoint
+// still matches them exactly, so each is named, with its client and why,
+// for the operator to register again as the message says.
+func RedirectURIWarnings(clients []*store.Client) []string {
+	var out []string
+	for _, c := range clients {
+		for _, raw := range c.RedirectURIs {
+			if err := checkRedirectURI(raw); err != nil {
+				out = append(out, fmt.Sprintf("client %s (project %s): redirect URI %q: %v", c.ID, c.ProjectID, raw, err))
+			}
+		}
+	}
+	return out
+}
+
+// checkRedirectURI is the one check of a redirect URI a credential
+// registers (create, and any later change of its redirect URIs): an
+// absolute https URL, or http on a loopback host (RFC 8252 §7.3, RFC 9700
+// §4.1.1), without fragment (RFC 6749 §3.1.2) or userinfo, written exactly
+// as a browser serializes it (origin.ParseURL, the WHATWG parser) and read
+// the same by Go's net/url. The authorization endpoint compares redirect
+// URIs character for character (RFC 9700 §4.1.3), and the host's checks and
+// the webview each parse the URL: a string that two parsers read
+// differently (a backslash, a numeric IPv4 form, an upper-case host, a dot
+// segment) could send a code somewhere other than where a reader of the
+// registration believes. So what is accepted is canonical, and what is
+// stored is what was accepted; a refusal says how to write it.
 func checkRedirectURI(raw string) error {
 	if strings.Contains(raw, "#") {
 		return errors.New("a redirect URI has no fragment (RFC 6749 §3.1.2)")
+	}
+	if strings.Contains(raw, "\\") {
+		return errors.New(`a redirect URI has no backslash: a browser reads "\" as "/" where Go's URL parser keeps it, so the two would disagree on the host or the path`)
+	}
+	if i := strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("a redirect URI has no spaces or control characters (one at byte %d): a browser removes or trims them, Go's URL parser does not", i)
 	}
 	u, err := origin.ParseURL(raw)
 	if err != nil {
 		return fmt.Errorf("not an absolute URL: %w", err)
 	}
-	if u.User != nil {
-		return errors.New("a redirect URI has no user name or password")
+	g, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("the Go URL parser refuses it (%v), where a browser reads %q", err, u.String())
+	}
+	if u.User != nil || g.User != nil {
+		return errors.New("a redirect URI has no user name or password (userinfo): write the host alone")
 	}
 	o := origin.Of(u)
 	switch {
@@ -283,6 +330,26 @@ func checkRedirectURI(raw string) error {
 		return errors.New("http is allowed only on a loopback host (127.0.0.1, [::1], localhost); use https")
 	default:
 		return fmt.Errorf("the scheme must be https (or http on loopback), not %q", u.Scheme)
+	}
+	canonical := u.String()
+	browserHost, goHost := u.Hostname(), g.Hostname()
+	switch {
+	case goHost != browserHost && net.ParseIP(browserHost) != nil && !strings.EqualFold(goHost, browserHost):
+		return fmt.Errorf("the host %q is a numeric IPv4 form (decimal, hexadecimal, octal or shortened) that a browser reads as %s; write %q",
+			goHost, browserHost, canonical)
+	case goHost != browserHost:
+		return fmt.Errorf("a browser reads the host %q as %q (lower case, IDNA, percent-decoding); write %q", goHost, browserHost, canonical)
+	case g.Port() != u.Port():
+		port := strconv.Quote(u.Port())
+		if u.Port() == "" {
+			port = "the scheme's default, written without a port"
+		}
+		return fmt.Errorf("a browser reads the port %q as %s; write %q", g.Port(), port, canonical)
+	case raw != canonical:
+		return fmt.Errorf("write %q, as a browser reads it (a lower-case scheme, a path of at least \"/\", no dot segments, "+
+			"percent-encoding where it encodes): the authorization endpoint compares redirect URIs character for character", canonical)
+	case g.Scheme != u.Scheme || g.Host != u.Host || g.EscapedPath() != u.EscapedPath() || g.RawQuery != u.RawQuery:
+		return fmt.Errorf("a browser and the Go URL parser read %q differently; write it more plainly", raw)
 	}
 	return nil
 }

@@ -219,25 +219,26 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values) (*t
 		return nil, oauthErr(codeInvalidRequest, "refresh_token is missing")
 	}
 	now := s.cfg.Now()
-	rt, err := s.cfg.Store.UseRefreshToken(ctx, store.SecretKey(tok), now)
+	key := store.SecretKey(tok)
+	// Everything the request can get wrong is checked before the token is
+	// spent: the client it was issued to, its expiry, the scope asked for.
+	// Otherwise whoever holds a stolen token could spend it by naming
+	// another client, or a wider scope, without the owner's secret, and
+	// the owner's next refresh would then be a replay that revokes the
+	// grant (RFC 9700 §4.14.2 wants the binding checked first).
+	rt, g, err := s.cfg.Store.LookupRefreshToken(ctx, key)
 	switch {
-	case errors.Is(err, store.ErrReplayed):
-		return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
 	case errors.Is(err, store.ErrNotFound):
 		return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
 	case err != nil:
 		return nil, err
 	}
-	g, err := s.cfg.Store.Grant(ctx, rt.GrantID)
-	if err != nil {
-		return nil, err
-	}
 	switch {
 	case g.ClientID != c.ID:
 		return nil, oauthErr(codeInvalidGrant, "the refresh token was issued to another client")
-	case g.Revoked():
+	case !rt.Used && g.Revoked():
 		return nil, oauthErr(codeInvalidGrant, "the grant was revoked")
-	case now.After(rt.ExpiresAt):
+	case !rt.Used && now.After(rt.ExpiresAt):
 		return nil, oauthErr(codeInvalidGrant, "the refresh token has expired")
 	}
 	scopes := g.Scopes
@@ -248,6 +249,27 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values) (*t
 				return nil, oauthErr(codeInvalidScope, "scope "+x+" was not granted (RFC 6749 §6)")
 			}
 		}
+	}
+	// A used token goes on to UseRefreshToken, whose replay revokes the
+	// grant: its owner presented it twice.
+	if _, err = s.cfg.Store.UseRefreshToken(ctx, key, now); err != nil {
+		switch {
+		case errors.Is(err, store.ErrReplayed):
+			return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
+		case errors.Is(err, store.ErrNotFound):
+			return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
+		}
+		return nil, err
+	}
+	// The grant may have been revoked between the read and the spend.
+	if g, err = s.cfg.Store.Grant(ctx, rt.GrantID); err != nil {
+		return nil, err
+	}
+	switch {
+	case g.Revoked():
+		return nil, oauthErr(codeInvalidGrant, "the grant was revoked")
+	case now.After(rt.ExpiresAt):
+		return nil, oauthErr(codeInvalidGrant, "the refresh token has expired")
 	}
 	m, err := s.mint(c, g, scopes, "", true)
 	if err != nil {

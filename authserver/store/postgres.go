@@ -76,11 +76,25 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 	return s, nil
 }
 
-// urlPassword is the password part of a URL in a driver's message.
-var urlPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+// urlPassword is the password of a URL's userinfo, and passwordParam a
+// parameter holding one (password=, sslpassword=; in a query or a
+// keyword/value connection string), wherever a database name is printed.
+var (
+	urlPassword   = regexp.MustCompile(`(://[^:/@\s]*:)[^/?#\s]*@`)
+	passwordParam = regexp.MustCompile(`(?i)((?:^|[?&;\s])[a-z_]*password=)(?:'(?:[^'\\]|\\.)*'|[^&;\s"']*)`)
+)
+
+// Redact returns a database name, or a message that repeats one, without
+// the password it holds: a PostgreSQL URL's userinfo password and every
+// password= or sslpassword= parameter become xxxxx. A SQLite path is
+// returned as it is.
+func Redact(s string) string {
+	s = urlPassword.ReplaceAllString(s, "${1}xxxxx@")
+	return passwordParam.ReplaceAllString(s, "${1}xxxxx")
+}
 
 // redact drops a URL's password from a driver's error.
-func redact(err error) string { return urlPassword.ReplaceAllString(err.Error(), "${1}xxxxx@") }
+func redact(err error) string { return Redact(err.Error()) }
 
 // pgState is what a Store on PostgreSQL has beside its pool.
 type pgState struct {

@@ -37,3 +37,23 @@ func TestRebind(t *testing.T) {
 		}
 	}
 }
+
+// TestRedact: a database name is printed without its password, wherever
+// the password sits.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"/home/me/.local/share/miniapp-host/authserver.db":                   "/home/me/.local/share/miniapp-host/authserver.db",
+		"postgres://miniapp@db.internal/miniapp":                             "postgres://miniapp@db.internal/miniapp",
+		"postgres://miniapp:s3cret@db.internal/miniapp":                      "postgres://miniapp:xxxxx@db.internal/miniapp",
+		"postgres://miniapp@db.internal/miniapp?password=s3cret":             "postgres://miniapp@db.internal/miniapp?password=xxxxx",
+		"postgresql://db.internal/m?sslmode=verify-full&PassWord=s3cret&x=1": "postgresql://db.internal/m?sslmode=verify-full&PassWord=xxxxx&x=1",
+		"postgres://db.internal/m?sslpassword=s3cret":                        "postgres://db.internal/m?sslpassword=xxxxx",
+		"postgres://u:s3c@ret@db.internal/m":                                 "postgres://u:xxxxx@db.internal/m",
+		"cannot parse `host=db password=s3cret user=u`: failed":              "cannot parse `host=db password=xxxxx user=u`: failed",
+		"host=db password='s3 cret' user=u":                                  "host=db password=xxxxx user=u",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

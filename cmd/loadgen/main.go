@@ -36,7 +36,7 @@ import (
 )
 
 const (
-	hostSecret = "loadgen-host-secret"
+	hostSecret = "loadgen-host-secret-of-runs"
 	redirect   = "https://loadgen.example/cb"
 )
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/privatefile"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -320,7 +321,7 @@ func writeJUnit(path string, items []batchItem) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(out, '\n')...), 0o644)
+	return privatefile.Write(path, append([]byte(xml.Header), append(out, '\n')...))
 }
 
 // summary is a report's one-line outcome: "rejected: schema/code, client/code".

@@ -27,7 +27,7 @@ func cli(t *testing.T, stdin string, args ...string) (int, string, string) {
 // against an in-process server: a project with a credential declares a
 // Resource Server, which only the operator credential approves.
 func TestDashboardCommands(t *testing.T) {
-	srv, err := authserver.Start(context.Background(), authserver.Config{DB: filepath.Join(t.TempDir(), "a.db"), OperatorKey: "op-key-for-tests"})
+	srv, err := authserver.Start(context.Background(), authserver.Config{DB: filepath.Join(t.TempDir(), "a.db"), OperatorKey: "op-key-for-the-cli-tests"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestDashboardCommands(t *testing.T) {
 		want string
 	}{
 		{"a project key cannot approve", []string{"review", "approve", sub.ID, "--dashboard", d}, exitRejected, "operator_only"},
-		{"reject needs a reason", []string{"review", "reject", sub.ID, "--dashboard", d, "--key", "op-key-for-tests"}, exitRejected, "/reason"},
+		{"reject needs a reason", []string{"review", "reject", sub.ID, "--dashboard", d, "--key", "op-key-for-the-cli-tests"}, exitRejected, "/reason"},
 		{"an unknown action", []string{"review", "promote", sub.ID}, exitUsage, "unknown action"},
 		{"a missing argument", []string{"review", "approve", "--dashboard", d}, exitUsage, "want 1 argument"},
 		{"the dashboard is down", []string{"rs", "list", "--dashboard", "http://127.0.0.1:1"}, exitUndecided, "dashboard:"},
@@ -78,7 +78,7 @@ func TestDashboardCommands(t *testing.T) {
 			}
 		})
 	}
-	code, out, errs = cli(t, "", "review", "approve", sub.ID, "--reason", "reviewed", "--dashboard", d, "--key", "op-key-for-tests", "--json")
+	code, out, errs = cli(t, "", "review", "approve", sub.ID, "--reason", "reviewed", "--dashboard", d, "--key", "op-key-for-the-cli-tests", "--json")
 	if code != exitOK || json.Unmarshal([]byte(out), &sub) != nil || !strings.HasPrefix(sub.AssignedID, "rs_") {
 		t.Fatalf("review approve: %d %s %s", code, out, errs)
 	}
@@ -94,7 +94,7 @@ func TestDashboardCommands(t *testing.T) {
 // replaced by numbered placeholders; a timestamp only matches in the one
 // format of the dashboard, RFC 3339 in whole seconds, UTC.
 func TestDashboardTranscript(t *testing.T) {
-	srv, err := authserver.Start(context.Background(), authserver.Config{DB: filepath.Join(t.TempDir(), "a.db"), OperatorKey: "op-key-for-tests"})
+	srv, err := authserver.Start(context.Background(), authserver.Config{DB: filepath.Join(t.TempDir(), "a.db"), OperatorKey: "op-key-for-the-cli-tests"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,16 +177,16 @@ func TestDashboardTranscript(t *testing.T) {
 	step("", exitOK, "rs", "declare", decl, "--project", prj.ID, "--dashboard", d)
 	step("", exitOK, "policy", "request", "--project", prj.ID, "--scope", "openid", "--dashboard", d)
 	step("", exitRejected, "review", "list", "--dashboard", d)
-	step("", exitOK, "review", "list", "--kind", "resource_server", "--dashboard", d, "--key", "op-key-for-tests")
-	step("", exitOK, "review", "list", "--kind", "resource_server", "--dashboard", d, "--key", "op-key-for-tests", "--json")
+	step("", exitOK, "review", "list", "--kind", "resource_server", "--dashboard", d, "--key", "op-key-for-the-cli-tests")
+	step("", exitOK, "review", "list", "--kind", "resource_server", "--dashboard", d, "--key", "op-key-for-the-cli-tests", "--json")
 	var subs struct {
 		Submissions []struct{ ID string } `json:"submissions"`
 	}
 	if err := json.Unmarshal([]byte(lastOut), &subs); err != nil || len(subs.Submissions) != 1 {
 		t.Fatalf("review list --json: %v %q", err, lastOut)
 	}
-	step("", exitOK, "review", "approve", subs.Submissions[0].ID, "--reason", "reviewed", "--dashboard", d, "--key", "op-key-for-tests")
-	step("", exitRejected, "review", "approve", subs.Submissions[0].ID, "--dashboard", d, "--key", "op-key-for-tests")
+	step("", exitOK, "review", "approve", subs.Submissions[0].ID, "--reason", "reviewed", "--dashboard", d, "--key", "op-key-for-the-cli-tests")
+	step("", exitRejected, "review", "approve", subs.Submissions[0].ID, "--dashboard", d, "--key", "op-key-for-the-cli-tests")
 	step("", exitOK, "rs", "list", "--dashboard", d)
 	step("", exitOK, "credential", "remove", public.ClientID, "--project", prj.ID, "--dashboard", d)
 	step("", exitOK, "project", "show", "--project", prj.ID, "--dashboard", d)

@@ -53,7 +53,7 @@ func runPlayground(ctx context.Context, e env) int {
 
 // pgFlags are the flags of the playground, which `dev` takes too.
 type pgFlags struct {
-	opKey                                func() string // --operator-key, else MINIAPP_HOST_OPERATOR_KEY
+	opKey                                func() (key, source string) // --operator-key, else MINIAPP_HOST_OPERATOR_KEY
 	addr, launcher, data                 *string
 	browser, noWindow, devtools, verbose *bool
 }
@@ -77,7 +77,7 @@ func playgroundFlags(fs *flag.FlagSet, e env) *pgFlags {
 func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*playground.Playground)) int {
 	// The secrets leave the environment before anything else: WebKit's
 	// processes inherit it (docs/host.md, "Secrets").
-	opKey := f.opKey()
+	opKey, opKeySource := f.opKey()
 	secrets, err := host.TakeSecretEnv()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", name, err)
@@ -107,7 +107,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 			fmt.Fprintf(e.stderr, "miniapp-host: %s: --no-window serves the launcher without a window\n", name)
 			return exitUsage
 		}
-		return runPlaygroundWindow(ctx, e, cfg, *f.data, *f.browser, *f.verbose, *f.devtools, started)
+		return runPlaygroundWindow(ctx, e, cfg, *f.data, opKeySource, *f.browser, *f.verbose, *f.devtools, started)
 	}
 	p, err := playground.Start(ctx, cfg)
 	if err != nil {
@@ -115,7 +115,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 		fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err))
 		return exitUndecided
 	}
-	printPlayground(e, p, *f.data, false)
+	printPlayground(e, p, *f.data, opKeySource, false)
 	if started != nil {
 		go started(p)
 	}
@@ -136,7 +136,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 // webview_go locked to the main thread, while the servers start on
 // another; the launcher loads in the window as soon as they serve. It
 // returns when the window is closed or ctx ends.
-func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data string, browser, verbose, devtools bool, started func(*playground.Playground)) int {
+func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data, opKeySource string, browser, verbose, devtools bool, started func(*playground.Playground)) int {
 	// Before UseDataDir moves XDG_CONFIG_HOME into dir.
 	sizeFile := windowSizeFile("playground")
 	size, err := loadWindowSize(sizeFile, windowSize{1280, 860})
@@ -189,7 +189,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 			return
 		}
 		running <- p
-		printPlayground(e, p, data, true)
+		printPlayground(e, p, data, opKeySource, true)
 		if err := w.ShowLauncher(p.LauncherURL()); err != nil {
 			fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		}
@@ -233,7 +233,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 }
 
 // printPlayground prints every address of a running playground.
-func printPlayground(e env, p *playground.Playground, data string, window bool) {
+func printPlayground(e env, p *playground.Playground, data, opKeySource string, window bool) {
 	w := e.stdout
 	row := func(k, v string) { fmt.Fprintf(w, "%-22s%s\n", k, v) }
 	fmt.Fprintln(w, "Miniapp Host playground")
@@ -247,7 +247,7 @@ func printPlayground(e env, p *playground.Playground, data string, window bool) 
 	row("host credential", hostID+" "+hostSecret)
 	row("", "(MINIAPP_HOST_SECRET="+hostSecret+" miniapp-host open --dashboard "+p.Services().Dashboard+" ... completes consents here;")
 	row("", " set MINIAPP_HOST_SECRET before starting the playground to keep the same secret across runs)")
-	printOperatorKey(w, 22, p.OperatorKey(), p.Services().Dashboard)
+	printOperatorKey(w, 22, p.OperatorKey(), opKeySource, p.Services().Dashboard)
 	row("", "(the launcher's Pending reviews approve and reject too; set "+operatorKeyEnv+" or --operator-key to keep one key across runs)")
 	row("screenshots", "the automation channel's screenshot command returns a PNG; the end-to-end tests write theirs to artifacts/playground/")
 	fmt.Fprintln(w)
@@ -295,6 +295,9 @@ func printPlayground(e env, p *playground.Playground, data string, window bool) 
 func startHint(err error) string {
 	if errors.As(err, new(*store.LockedError)) {
 		return "another server uses the database of this --data folder; stop it, or pass another --data"
+	}
+	if se := (*authserver.SettingError)(nil); errors.As(err, &se) && se.Field == "Secrets" {
+		return "MINIAPP_HOST_SECRET is the host's secret: " + se.Rule
 	}
 	return "a port may be taken; --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 picks free ones"
 }

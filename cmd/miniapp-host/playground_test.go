@@ -15,15 +15,15 @@ import (
 // and stops it with the context. The host's credential is the one
 // MINIAPP_HOST_SECRET names, which `open` reads too.
 func TestPlayground(t *testing.T) {
-	t.Setenv("MINIAPP_HOST_SECRET", "shared-with-open")
+	t.Setenv("MINIAPP_HOST_SECRET", "shared-with-the-open-command")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errs syncBuffer
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, env{args: []string{"playground", "--no-window", "--addr", "127.0.0.1:0", "--launcher-addr", "127.0.0.1:0",
-			"--operator-key", "op-key-from-flag"}, stdout: &out, stderr: &errs,
-			getenv: func(k string) string { return map[string]string{operatorKeyEnv: "op-key-from-env"}[k] }})
+			"--operator-key", fixedOperatorKey}, stdout: &out, stderr: &errs,
+			getenv: func(k string) string { return map[string]string{operatorKeyEnv: "an-operator-key-from-the-env"}[k] }})
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(out.String(), "Ctrl-C stops everything") {
@@ -44,8 +44,8 @@ func TestPlayground(t *testing.T) {
 		regexp.MustCompile(`(?m)^issuer\s+http://127\.0\.0\.1:[1-9]\d*$`),
 		regexp.MustCompile(`(?m)^dashboard_url\s+http://127\.0\.0\.1:[1-9]\d*$`),
 		regexp.MustCompile(`(?m)^screenshots\s+\S`),
-		regexp.MustCompile(`(?m)^host credential\s+miniapp-host shared-with-open$`),
-		regexp.MustCompile(`(?m)^\s+\(MINIAPP_HOST_SECRET=shared-with-open miniapp-host open --dashboard http://127\.0\.0\.1:[1-9]\d* \.\.\. completes`),
+		regexp.MustCompile(`(?m)^host credential\s+miniapp-host shared-with-the-open-command$`),
+		regexp.MustCompile(`(?m)^\s+\(MINIAPP_HOST_SECRET=shared-with-the-open-command miniapp-host open --dashboard http://127\.0\.0\.1:[1-9]\d* \.\.\. completes`),
 		regexp.MustCompile(`(?m)^demo Miniapp\s+http://127\.0\.0\.1:[1-9]\d*  --id demo-confidential`),
 		regexp.MustCompile(`(?m)^broken Miniapp\s+http://127\.0\.0\.1:[1-9]\d*  --id broken-no-auth-url  \(broken, rejected at client with auth-url-required\)$`),
 	} {
@@ -54,11 +54,11 @@ func TestPlayground(t *testing.T) {
 		}
 	}
 	// The operator key (the flag wins over MINIAPP_HOST_OPERATOR_KEY) is
-	// printed, and `review` decides the playground's submissions with it,
+	// not printed, only said to be given, and `review` decides the playground's submissions with it,
 	// taken from the environment variable.
 	dash := regexp.MustCompile(`(?m)^dashboard_url\s+(\S+)$`).FindStringSubmatch(text)
-	if !regexp.MustCompile(`(?m)^operator key\s+op-key-from-flag  \(review: miniapp-host review list --dashboard ` + regexp.QuoteMeta(dash[1])).MatchString(text) {
-		t.Errorf("output lacks the operator key:\n%s", text)
+	if !regexp.MustCompile(`(?m)^operator key\s+as given \(--operator-key\)$`).MatchString(text) || strings.Contains(text, fixedOperatorKey) {
+		t.Errorf("output does not say the operator key was given, or prints it:\n%s", text)
 	}
 	var prj struct{ ID, Key string }
 	if code, o, e := cli(t, "", "project", "create", "Reviewed", "--dashboard", dash[1], "--json"); code != exitOK || json.Unmarshal([]byte(o), &prj) != nil {
@@ -70,7 +70,7 @@ func TestPlayground(t *testing.T) {
 		t.Fatalf("policy request: %d %s %s", code, o, e)
 	}
 	t.Setenv(keyEnv, "")
-	t.Setenv(operatorKeyEnv, "op-key-from-flag")
+	t.Setenv(operatorKeyEnv, fixedOperatorKey)
 	if code, o, e := cli(t, "", "review", "approve", sub.ID, "--dashboard", dash[1]); code != exitOK || !strings.Contains(o, "approved policy submission "+sub.ID) {
 		t.Errorf("review approve with %s: %d %s %s", operatorKeyEnv, code, o, e)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -63,12 +62,13 @@ var serveEnv = map[string]string{
 func runServe(ctx context.Context, e env) int {
 	fs := newFlagSet("serve", func(w io.Writer) {
 		fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--issuer URL] [--dashboard-url URL] [--signing-url URL] [--invoicing-url URL]")
-		fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
+		fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--trust-any-proxy] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
 		fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
 		fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
 		fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES, "+operatorKeyEnv+" (a flag wins)")
 	})
-	trusted := fs.String("trusted-proxy", "", "the reverse proxies in front of this instance, addresses or CIDR networks separated by commas: per-source limits then count the client they name in X-Forwarded-For (docs/deploy.md)")
+	trusted := fs.String("trusted-proxy", "", "the reverse proxies in front of this instance, addresses or CIDR networks separated by commas: per-source limits then count the client they name in X-Forwarded-For; a network only inside a private one (docs/deploy.md)")
+	trustAny := fs.Bool("trust-any-proxy", false, "allow a --trusted-proxy network wider than one host outside the private networks (every peer in it may name any client)")
 	db := fs.String("db", "", "the database: a SQLite file (default: the user's data directory, miniapp-host/authserver.db), or a postgres:// URL that several instances share (docs/deploy.md)")
 	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address (authorization server and {base_url}); the dashboard, signing and invoicing roles take the next three ports unless set")
 	dash := fs.String("dashboard-addr", "", "dashboard address")
@@ -81,10 +81,10 @@ func runServe(ctx context.Context, e env) int {
 	drain := fs.Duration("drain", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz answering 503, so that a reverse proxy stops sending requests first (e.g. 5s behind a proxy)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "at shutdown, let the requests in flight finish for at most this long, then cut them off")
 	secrets := secretFlags{}
-	fs.Var(secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET (repeatable); the others get a new random secret at each start")
+	fs.Var(secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET, of at least 128 bits: 22 base64url characters or 32 hex digits (repeatable); the others get a new random secret at each start")
 	var dashOrigins originFlags
 	fs.Var(&dashOrigins, "dashboard-origin", "an origin, beside the dashboard's own, whose web pages may change state through the dashboard API (repeatable; docs/dashboard.md)")
-	opKey := operatorKeyFlag(fs, e)
+	opKeyFlag := operatorKeyFlag(fs, e)
 	verbose := fs.Bool("v", false, "log internal errors to stderr")
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
@@ -119,11 +119,16 @@ func runServe(ctx context.Context, e env) int {
 		}
 		*db = p
 	}
+	opKey, opKeySource := opKeyFlag()
 	cfg := authserver.Config{DB: *db, ServiceAddr: *addr, DashboardAddr: *dash, SigningAddr: *signing,
 		InvoicingAddr: *invoicing, Issuer: *issuer, DashboardURL: *dashURL, SigningURL: *signURL, InvoicingURL: *invURL,
-		Secrets: secrets, OperatorKey: opKey(), DashboardOrigins: dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies}}
+		Secrets: secrets, OperatorKey: opKey, DashboardOrigins: dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies},
+		TrustAnyProxy: *trustAny}
 	if err := cfg.Validate(); err != nil {
 		var ae *authserver.AddressError
+		if se := (*authserver.SettingError)(nil); errors.As(err, &se) {
+			return usageError(e, "serve", settingMessage(se, source["trusted-proxy"]))
+		}
 		if !errors.As(err, &ae) {
 			return usageError(e, "serve", err.Error())
 		}
@@ -139,6 +144,9 @@ func runServe(ctx context.Context, e env) int {
 		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
 	srv, err := authserver.Start(ctx, cfg)
+	if se := (*authserver.SettingError)(nil); errors.As(err, &se) {
+		return usageError(e, "serve", settingMessage(se, source["trusted-proxy"]))
+	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		if errors.As(err, new(*store.LockedError)) {
@@ -146,8 +154,11 @@ func runServe(ctx context.Context, e env) int {
 		}
 		return exitUndecided
 	}
+	for _, w := range srv.Warnings() {
+		fmt.Fprintln(e.stderr, "miniapp-host: serve: warning:", w)
+	}
 	u := srv.URLs()
-	fmt.Fprintf(e.stdout, "%-20s%s\n", "database", redactDB(*db))
+	fmt.Fprintf(e.stdout, "%-20s%s\n", "database", store.Redact(*db))
 	for _, l := range [][2]string{
 		{"issuer", u.Issuer}, {"discovery", u.Discovery}, {"authorization", u.Authorization}, {"token", u.Token},
 		{"base_url", u.BaseURL}, {"grant endpoint", u.Grant}, {"native consent", u.Native}, {"dashboard_url", u.Dashboard},
@@ -164,11 +175,13 @@ func runServe(ctx context.Context, e env) int {
 		}
 	}
 	fmt.Fprintln(e.stdout)
-	printOperatorKey(e.stdout, 20, srv.OperatorKey(), u.Dashboard)
+	printOperatorKey(e.stdout, 20, srv.OperatorKey(), opKeySource, u.Dashboard)
 	fmt.Fprintln(e.stdout, "\nclients (secrets are valid until the server stops unless fixed with --secret):")
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(e.stdout, "  %-20s %-12s", c.ClientID, c.Type)
-		if c.ClientSecret != "" {
+		if c.SecretGiven {
+			fmt.Fprint(e.stdout, " secret as given (--secret)")
+		} else if c.ClientSecret != "" {
 			fmt.Fprintf(e.stdout, " secret %s", c.ClientSecret)
 		} else if c.Type == "confidential" {
 			fmt.Fprint(e.stdout, " secret kept: set by another instance (fix it with --secret)")
@@ -218,13 +231,17 @@ func stopServe(e env, srv *authserver.Server, drain, timeout time.Duration) int 
 	return exitOK
 }
 
-// redactDB hides the password of a database URL (postgres://user:pw@...),
-// which serve prints with its addresses.
-func redactDB(db string) string {
-	if u, err := url.Parse(db); err == nil && u.User != nil {
-		return u.Redacted()
+// settingMessage names the flag of a setting serve refuses.
+func settingMessage(se *authserver.SettingError, proxySource string) string {
+	switch se.Field {
+	case "OperatorKey":
+		return "--operator-key: " + se.Rule
+	case "Secrets":
+		return fmt.Sprintf("--secret %s=…: %s", se.Key, se.Rule)
+	case "HTTP.TrustedProxies":
+		return fmt.Sprintf("%s %s: %s", proxySource, se.Key, se.Rule)
 	}
-	return db
+	return se.Error()
 }
 
 // nextPort returns addr with its port increased by n, or a free port when
@@ -245,25 +262,33 @@ const operatorKeyEnv = "MINIAPP_HOST_OPERATOR_KEY"
 // operatorKeyFlag adds --operator-key to a command that runs a reference
 // server (serve, playground); the function it returns gives the flag's
 // value, else operatorKeyEnv's, else "" (a new random key at each start).
-func operatorKeyFlag(fs *flag.FlagSet, e env) func() string {
-	key := fs.String("operator-key", "", "fix the operator credential of the dashboard's review API (default: $"+operatorKeyEnv+", else a new random key at each start)")
-	return func() string {
-		if *key == "" {
-			return e.envVar(operatorKeyEnv)
+func operatorKeyFlag(fs *flag.FlagSet, e env) func() (key, source string) {
+	key := fs.String("operator-key", "", "fix the operator credential of the dashboard's review API, of at least 128 bits like --secret (default: $"+operatorKeyEnv+", else a new random key at each start)")
+	return func() (string, string) {
+		if *key != "" {
+			return *key, "--operator-key"
 		}
-		return *key
+		if v := e.envVar(operatorKeyEnv); v != "" {
+			return v, operatorKeyEnv
+		}
+		return "", ""
 	}
 }
 
 // printOperatorKey prints the operator key line of serve and playground,
-// its label padded to width, with how to use it; an empty key is one that
-// another instance on a shared database set.
-func printOperatorKey(w io.Writer, width int, key, dashboard string) {
-	if key == "" {
+// its label padded to width: the key when this start made it, with how to
+// use it; "as given" with where from (source) when it was given, since a
+// terminal's scrollback or a service's log is no place for it; "kept" when
+// another instance on a shared database set it.
+func printOperatorKey(w io.Writer, width int, key, source, dashboard string) {
+	switch {
+	case source != "":
+		fmt.Fprintf(w, "%-*sas given (%s)\n", width, "operator key", source)
+	case key == "":
 		// A shared database whose key another instance set (docs/authserver.md, "Several instances").
 		fmt.Fprintf(w, "%-*skept: set by another instance on this database (fix it with --operator-key)\n", width, "operator key")
-		return
+	default:
+		fmt.Fprintf(w, "%-*s%s  (review: miniapp-host review list --dashboard %s --key KEY, or %s=KEY; docs/dashboard.md)\n",
+			width, "operator key", key, dashboard, operatorKeyEnv)
 	}
-	fmt.Fprintf(w, "%-*s%s  (review: miniapp-host review list --dashboard %s --key KEY, or %s=KEY; docs/dashboard.md)\n",
-		width, "operator key", key, dashboard, operatorKeyEnv)
 }

@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/seed"
+	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the command writes.
@@ -28,6 +31,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
+// Fixed credentials of the serve tests: 128 bits or more.
+const (
+	fixedHostSecret  = "fixed-host-secret-of-the-tests"
+	fixedOperatorKey = "0123456789abcdef0123456789ABCDEF"
+)
+
 // TestServe starts `serve` on free ports, waits for the printed addresses,
 // fetches the discovery document and stops it with the context.
 func TestServe(t *testing.T) {
@@ -36,8 +45,8 @@ func TestServe(t *testing.T) {
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, env{args: []string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0",
-			"--secret", "miniapp-host=fixed-host-secret"}, stdout: &out, stderr: &errs,
-			getenv: func(k string) string { return map[string]string{operatorKeyEnv: "op-key-from-env"}[k] }})
+			"--secret", "miniapp-host=" + fixedHostSecret, "--operator-key", fixedOperatorKey,
+			"--trusted-proxy", "0.0.0.0/0", "--trust-any-proxy"}, stdout: &out, stderr: &errs})
 	}()
 	issuer := regexp.MustCompile(`(?m)^issuer\s+(\S+)$`)
 	deadline := time.Now().Add(20 * time.Second)
@@ -49,8 +58,16 @@ func TestServe(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	m := issuer.FindStringSubmatch(out.String())
-	if m == nil || !strings.Contains(out.String(), "miniapp-host         confidential secret fixed-host-secret") {
+	if m == nil || !strings.Contains(out.String(), "miniapp-host         confidential secret as given (--secret)") {
 		t.Fatalf("output lacks the issuer or the host credential:\n%s", out.String())
+	}
+	// A secret serve was given is never printed; one it made is, once.
+	if strings.Contains(out.String(), fixedHostSecret) || strings.Contains(out.String(), fixedOperatorKey) ||
+		!strings.Contains(out.String(), "operator key        as given (--operator-key)") {
+		t.Errorf("serve printed a secret it was given, or not that it was given:\n%s", out.String())
+	}
+	if !regexp.MustCompile(`(?m)^  demo-confidential\s+confidential secret [A-Za-z0-9_-]{43}\b`).MatchString(out.String()) {
+		t.Errorf("serve did not print the secret it made for demo-confidential:\n%s", out.String())
 	}
 	resp, err := http.Get(m[1] + "/.well-known/openid-configuration")
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -69,11 +86,8 @@ func TestServe(t *testing.T) {
 	if code, lines, errs := runCLI(t, "", "rs", "list", "--dashboard", dash[1], "--json"); code != exitOK || !strings.Contains(lines, `"resource_servers"`) {
 		t.Errorf("rs list at the printed dashboard_url: exit %d %s %s", code, lines, errs)
 	}
-	// The operator key from MINIAPP_HOST_OPERATOR_KEY is printed and opens review.
-	if !regexp.MustCompile(`(?m)^operator key\s+op-key-from-env  \(review: miniapp-host review list --dashboard ` + regexp.QuoteMeta(dash[1])).MatchString(out.String()) {
-		t.Errorf("output lacks the operator key from %s:\n%s", operatorKeyEnv, out.String())
-	}
-	if code, lines, errs := runCLI(t, "", "review", "list", "--dashboard", dash[1], "--key", "op-key-from-env"); code != exitOK {
+	// The operator key it was given opens review.
+	if code, lines, errs := runCLI(t, "", "review", "list", "--dashboard", dash[1], "--key", fixedOperatorKey); code != exitOK {
 		t.Errorf("review list with the operator key: exit %d %s %s", code, lines, errs)
 	}
 	cancel()
@@ -254,6 +268,19 @@ func TestServeRefusesBadAddresses(t *testing.T) {
 			[]string{"--trusted-proxy", `"proxy.internal"`, "CIDR"}},
 		{"trusted proxies from the environment", nil, map[string]string{"MINIAPP_HOST_TRUSTED_PROXIES": "10.0.0.0/33"},
 			[]string{"MINIAPP_HOST_TRUSTED_PROXIES", `"10.0.0.0/33"`}},
+		{"every peer trusted", []string{"--trusted-proxy", "10.0.0.2,0.0.0.0/0"}, nil,
+			[]string{"--trusted-proxy 0.0.0.0/0", "public network", "--trust-any-proxy"}},
+		{"a public IPv6 network trusted", nil, map[string]string{"MINIAPP_HOST_TRUSTED_PROXIES": "2001:db8::/32"},
+			[]string{"MINIAPP_HOST_TRUSTED_PROXIES 2001:db8::/32", "private network"}},
+		{"a private network wider than private", []string{"--trusted-proxy", "10.0.0.0/7"}, nil, []string{"--trusted-proxy 10.0.0.0/7"}},
+		{"a one-letter operator key", []string{"--operator-key", "a"}, nil, []string{"--operator-key", "too short", "22 characters of base64url or 32 hexadecimal digits"}},
+		{"a 31-digit hex operator key", []string{"--operator-key", strings.Repeat("0123456789abcdef", 2)[:31]}, nil, []string{"--operator-key", "124 bits"}},
+		{"a long but regular operator key", []string{"--operator-key", strings.Repeat("ab", 20)}, nil, []string{"--operator-key", "too regular"}},
+		{"a short secret", []string{"--secret", "miniapp-host=letmein"}, nil, []string{"--secret miniapp-host=…", "too short"}},
+		{"a secret of a public client", []string{"--secret", "demo-public=" + fixedHostSecret}, nil,
+			[]string{"--secret demo-public=…", "public client has no secret", "demo-confidential", "miniapp-host"}},
+		{"a secret of an unknown client", []string{"--secret", "nobody=" + fixedHostSecret}, nil,
+			[]string{"--secret nobody=…", "no seeded client", "demo-confidential"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errs bytes.Buffer
@@ -261,6 +288,9 @@ func TestServeRefusesBadAddresses(t *testing.T) {
 			code := run(context.Background(), env{args: args, stdout: &out, stderr: &errs, getenv: func(k string) string { return tc.environ[k] }})
 			if code != exitUsage || out.Len() != 0 {
 				t.Fatalf("exit %d, want %d and nothing printed: %s", code, exitUsage, out.String())
+			}
+			if strings.Contains(errs.String(), "letmein") || strings.Contains(errs.String(), fixedHostSecret) {
+				t.Errorf("the error repeats the secret:\n%s", errs.String())
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(errs.String(), w) {
@@ -331,15 +361,47 @@ func TestServeDrainsThenStops(t *testing.T) {
 	}
 }
 
-// TestRedactDB: serve prints the database without its password.
-func TestRedactDB(t *testing.T) {
-	for in, want := range map[string]string{
-		"/home/me/.local/share/miniapp-host/authserver.db": "/home/me/.local/share/miniapp-host/authserver.db",
-		"postgres://miniapp@db.internal/miniapp":           "postgres://miniapp@db.internal/miniapp",
-		"postgres://miniapp:s3cret@db.internal/miniapp":    "postgres://miniapp:xxxxx@db.internal/miniapp",
+// TestServeWarnsOfRegisteredRedirectURIs: a database whose clients were
+// registered before the redirect URI rules (or written to directly) is
+// served, and serve names every redirect URI the dashboard would refuse
+// today, its client and how to write it.
+func TestServeWarnsOfRegisteredRedirectURIs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db := filepath.Join(t.TempDir(), "old.db")
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := seed.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Load(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutClient(ctx, &store.Client{ID: "old-client", ProjectID: "prj_demo", Name: "Old", Type: store.Public,
+		RedirectURIs:   []string{"http://127.0.0.1:7000/cb", "HTTP://127.0.0.1:19556/cb", "http://2130706433/cb", `http://127.0.0.1\@evil.example/cb`},
+		AllowedOrigins: []string{"http://127.0.0.1:7000"}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, errs, done := startServe(t, ctx, env{args: []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}})
+	got := errs.String()
+	for _, want := range []string{
+		`warning: client old-client (project prj_demo): redirect URI "HTTP://127.0.0.1:19556/cb": write "http://127.0.0.1:19556/cb"`,
+		`warning: client old-client (project prj_demo): redirect URI "http://2130706433/cb": the host "2130706433" is a numeric IPv4 form`,
+		`warning: client old-client (project prj_demo): redirect URI "http://127.0.0.1\\@evil.example/cb": a redirect URI has no backslash`,
 	} {
-		if got := redactDB(in); got != want || strings.Contains(got, "s3cret") {
-			t.Errorf("redactDB(%q) = %q, want %q", in, got, want)
+		if !strings.Contains(got, want) {
+			t.Errorf("serve's warnings lack %q:\n%s", want, got)
 		}
+	}
+	if n := strings.Count(got, "warning:"); n != 3 {
+		t.Errorf("%d warnings, want 3 (the canonical redirect URI is fine):\n%s", n, got)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d", code)
 	}
 }

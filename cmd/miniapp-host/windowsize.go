@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/miniapp-host/miniapp-host/privatefile"
 )
 
 // The desktop windows (`playground`, `open`) open at the size the user
@@ -60,7 +62,8 @@ func loadWindowSize(path string, def windowSize) (windowSize, error) {
 	return s, nil
 }
 
-// saveWindowSize keeps s in path (written whole or not at all). A size
+// saveWindowSize keeps s in path (written whole or not at all, mode
+// 0600, never through a symbolic link: package privatefile). A size
 // that is not known (0) or out of bounds is not kept.
 func saveWindowSize(path string, s windowSize) error {
 	if path == "" || s.Width < minWindowWidth || s.Height < minWindowHeight || s.Width > maxWindowSize || s.Height > maxWindowSize {
@@ -70,17 +73,7 @@ func saveWindowSize(path string, s windowSize) error {
 		return fmt.Errorf("window size: %w", err)
 	}
 	b, _ := json.Marshal(s)
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".window-*.json")
-	if err != nil {
-		return fmt.Errorf("window size: %w", err)
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("window size: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := privatefile.Write(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("window size: %w", err)
 	}
 	return nil

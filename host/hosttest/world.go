@@ -46,7 +46,7 @@ type World struct {
 
 const (
 	// HostSecret is the host's own credential's secret in the world.
-	HostSecret = "host-secret-for-tests"
+	HostSecret = "host-secret-for-the-tests"
 	// ConfidentialSecret is the confidential demo's secret.
 	ConfidentialSecret = "confidential-secret-for-tests"
 	// Scope is what the demo Miniapps ask for.
