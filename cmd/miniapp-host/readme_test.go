@@ -24,15 +24,25 @@ func TestReadmeCommandBlock(t *testing.T) {
 	block := text[start+len("## Command line\n\n```\n"):]
 	block = block[:strings.Index(block, "```")]
 	flagsOf := map[string]string{} // command -> its -h output
-	help := func(name string) string {
-		if h, ok := flagsOf[name]; ok {
+	// help is the -h of a command, or of its subcommand (credential
+	// update) when the line names one the command has.
+	help := func(name string, rest []string) string {
+		args := []string{name, "-h"}
+		if len(rest) > 0 && regexp.MustCompile(`^[a-z]+$`).MatchString(rest[0]) {
+			var out, errs syncBuffer
+			if run(context.Background(), env{args: []string{name, rest[0], "-h"}, stdout: &out, stderr: &errs}) == exitOK {
+				args = []string{name, rest[0], "-h"}
+			}
+		}
+		key := strings.Join(args, " ")
+		if h, ok := flagsOf[key]; ok {
 			return h
 		}
 		var out, errs syncBuffer
-		if code := run(context.Background(), env{args: []string{name, "-h"}, stdout: &out, stderr: &errs}); code != exitOK {
-			t.Fatalf("%s -h: exit %d: %s", name, code, errs.String())
+		if code := run(context.Background(), env{args: args, stdout: &out, stderr: &errs}); code != exitOK {
+			t.Fatalf("%s: exit %d: %s", key, code, errs.String())
 		}
-		flagsOf[name] = out.String()
+		flagsOf[key] = out.String()
 		return out.String()
 	}
 	shown := map[string]bool{}
@@ -57,7 +67,7 @@ func TestReadmeCommandBlock(t *testing.T) {
 			if name == "help" {
 				continue
 			}
-			h := help(name)
+			h := help(name, fields[2:])
 			for _, m := range flagRE.FindAllStringSubmatch(strings.Join(fields[2:], " "), -1) {
 				if !regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(m[1]) + `(\s|$)`).MatchString(h) {
 					t.Errorf("README shows --%s for %s, which %s -h does not list: %q", m[1], name, name, line)
