@@ -66,8 +66,8 @@ func approvedScopes(t *testing.T, p *Playground, s submitted) []string {
 // playground's dashboard and approves or rejects them with the operator
 // key given in the configuration; refusals name what to fix.
 func TestReviewsAPI(t *testing.T) {
-	p := start(t, Config{OperatorKey: "op-key-for-tests"})
-	if p.OperatorKey() != "op-key-for-tests" {
+	p := start(t, Config{OperatorKey: "an-operator-key-for-the-tests"})
+	if p.OperatorKey() != "an-operator-key-for-the-tests" {
 		t.Fatalf("OperatorKey %q", p.OperatorKey())
 	}
 	s := submitForReview(t, p)

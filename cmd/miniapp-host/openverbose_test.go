@@ -87,7 +87,7 @@ func TestOpenVerboseRedacts(t *testing.T) {
 		"(rule " + host.RuleAuthorize + ")",
 		"event completed " + app.RedirectURI() + "?code=" + bridge.Fingerprint(codeValue),
 		"event load-finished " + app.RedirectURI() + "?code=" + bridge.Fingerprint(codeValue),
-		"state=" + bridge.Fingerprint(state),
+		"state=withheld",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("open -v printed no %q:\n%s", want, out)
