@@ -228,17 +228,30 @@ func isAuthorizationRequest(u *url.URL) bool {
 }
 
 // IsAuthorize reports whether u targets the service's authorization
-// endpoint: same origin, and a decoded path equal to the endpoint's or
-// below it. The decoded path is compared because servers route on it
-// (/%61uthorize reaches /authorize).
+// endpoint: an http(s) URL (isRequest) of the same origin, and a decoded
+// path equal to the endpoint's or below it. The decoded path is compared
+// because servers route on it (/%61uthorize reaches /authorize).
 func (p *Policy) IsAuthorize(u *url.URL) bool {
-	return u != nil && origin.Of(u).Equal(origin.Of(p.Authorize)) && p.endpointPath(u)
+	return isRequest(u) && origin.Of(u).Equal(origin.Of(p.Authorize)) && p.endpointPath(u)
 }
 
 // reachesEndpoint reports whether u targets the endpoint's path on the
 // service's server under any spelling (origin.SameServer).
 func (p *Policy) reachesEndpoint(u *url.URL) bool {
-	return u != nil && origin.SameServer(origin.Of(u), origin.Of(p.Authorize)) && p.endpointPath(u)
+	return isRequest(u) && origin.SameServer(origin.Of(u), origin.Of(p.Authorize)) && p.endpointPath(u)
+}
+
+// isRequest reports whether u is a request a server could receive: an
+// http(s) URL with a hierarchical path. Only such a URL is ever a request
+// to the authorization endpoint, whatever text it carries: a javascript:
+// URL is a script (any navigation it starts is decided on its own), a
+// data: URL a document, and a blob: URL, though it has the origin of the
+// URL inside it (blob:http://service/oauth/authorize?client_id=...), names
+// an object in the page's memory that no request fetches. Their opaque
+// paths would otherwise read as the path "/" and match an endpoint served
+// at the root, and their queries would be read as the sign-in's.
+func isRequest(u *url.URL) bool {
+	return u != nil && (u.Scheme == "http" || u.Scheme == "https") && u.Opaque == ""
 }
 
 func (p *Policy) endpointPath(u *url.URL) bool {

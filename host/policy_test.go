@@ -210,3 +210,76 @@ func TestPolicyFilterRules(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyNoSignInFromOpaqueSchemes: a URL with a scheme that no server
+// receives (javascript:, data:, blob:) is never a request to the
+// authorization endpoint, whatever authorization URL its text carries: in
+// any spelling of the scheme, %-encoded and JSON-escaped as a page puts it
+// in a frame's src, and also with an endpoint served at the root of the
+// service, where an opaque path would otherwise read as "/". A blob: URL
+// has the origin of its inner URL, so the service's own blob: URL is
+// blocked as not allowed, and an allowed origin's loads.
+func TestPolicyNoSignInFromOpaqueSchemes(t *testing.T) {
+	for _, ep := range []string{"/oauth/authorize", "/"} {
+		authz := "http://127.0.0.1:8080" + strings.TrimSuffix(ep, "/")
+		q := "?client_id=cli_x&code_challenge=c&probe=nav-javascript-frame&redirect_uri=http%3A%2F%2F127.0.0.1%3A8701%2Fcb&response_type=code"
+		full := authz + q
+		if ep == "/" {
+			full = authz + "/" + q
+		}
+		lit, err := json.Marshal(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What a hostile page sets as a frame's src: the script, its
+		// string JSON-escaped, the whole %-encoded.
+		frameSrc := "javascript:" + url.PathEscape("void(location.href="+string(lit)+")")
+		escapedAmp := strings.ReplaceAll(string(lit), "&", `\u0026`)
+		p := &Policy{Authorize: mustParse(t, "http://127.0.0.1:8080"+ep), Allowed: []string{"http://127.0.0.1:8701"}}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			url  string
+			want Action
+			rule string
+		}{
+			{"javascript:location.href=" + string(lit), Block, RuleNoOrigin},
+			{"JaVaScRiPt:location.href=" + string(lit), Block, RuleNoOrigin},
+			{"java\tscript:location.href=" + string(lit), Block, RuleNoOrigin},
+			{" javascript:" + full, Block, RuleNoOrigin},
+			{"javascript:" + full, Block, RuleNoOrigin},
+			{"javascript://" + strings.TrimPrefix(full, "http://"), Block, RuleNoOrigin},
+			{frameSrc, Block, RuleNoOrigin},
+			{"javascript:void(location.href=" + escapedAmp + ")", Block, RuleNoOrigin},
+			{"data:text/html,<script>location.href=" + string(lit) + "</script>", Block, RuleNoOrigin},
+			{"DATA:text/html;base64,aHR0cDovLzEyNy4wLjAuMTo4MDgwL29hdXRoL2F1dGhvcml6ZQ==", Block, RuleNoOrigin},
+			{"blob:" + full, Block, RuleNotAllowed},
+			{"BLOB:" + full, Block, RuleNotAllowed},
+			{"blob:http://127.0.0.1:8701/" + q, Allow, RuleAllowedOrigin},
+			{"blob:https://evil.example/3f1a" + q, Block, RuleNotAllowed},
+			// The control: the URL the script navigates to is the sign-in,
+			// decided on its own when the view asks for it.
+			{full, Consent, RuleAuthorize},
+		} {
+			for _, gesture := range []bool{false, true} {
+				got, rule, _ := p.DecideRule(Navigation{URL: c.url, UserGesture: gesture, Trigger: TriggerOther})
+				if got != c.want || rule != c.rule {
+					t.Errorf("endpoint %s: DecideRule(%q, gesture %v) = %v by %q, want %v by %q", ep, c.url, gesture, got, rule, c.want, c.rule)
+				}
+			}
+			if u, err := parseCanonical(c.url); err == nil && c.want != Consent && p.IsAuthorize(u) {
+				t.Errorf("endpoint %s: IsAuthorize(%q) = true", ep, c.url)
+			}
+		}
+	}
+}
+
+func mustParse(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
