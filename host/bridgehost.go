@@ -135,7 +135,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	w.mu.Unlock()
 	f.deliver = func(_ context.Context, r *url.URL) { ch <- outcome{redirect: r} }
 	f.fail = func(err error) { ch <- outcome{err: err} }
-	if err := w.beginFlow(f, u); err != nil {
+	if err := w.beginFlow(f, u, nil); err != nil {
 		return bridge.AuthorizeResult{}, bridge.Errorf(bridge.CodeBusy, "%v", err)
 	}
 	var out outcome
@@ -150,7 +150,11 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 		return bridge.AuthorizeResult{}, ctx.Err()
 	}
 	if out.err != nil {
-		f.net.End(netlog.OutcomeError, out.err.Error())
+		outcome := netlog.OutcomeError
+		if errors.Is(out.err, errFlowAbandoned) {
+			outcome = netlog.OutcomeAbandoned
+		}
+		f.net.End(outcome, out.err.Error())
 		return bridge.AuthorizeResult{}, out.err
 	}
 	code, err := h.readResponse(out.redirect, state)
@@ -180,7 +184,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	}
 	w.emit(Event{Kind: EventCompleted, URL: h.cfg.RedirectURI, Detail: "token issued to the bridge"})
 	w.publish(bridge.TokenIssuedEvent{ClientID: h.cfg.ClientID, TokenType: res.TokenType, Scope: res.Scope, ExpiresIn: res.ExpiresIn,
-		AuthorizationDetails: res.AuthorizationDetails, Fingerprint: bridge.Fingerprint(res.AccessToken)})
+		AuthorizationDetails: res.AuthorizationDetails, Fingerprint: bridge.Fingerprint(res.AccessToken), Flow: f.net.ID()})
 	return res, nil
 }
 
