@@ -199,11 +199,19 @@ func TestPlaygroundWindow(t *testing.T) {
 		}
 		pollJS(t, `document.body.dataset.state`, "signed-in")
 		testWin.ShowPage(host.PageLauncher)
+		var list struct{ Flows []netlog.FlowSummary }
+		apiGet(t, p, "/api/flows", &list)
+		last := list.Flows[len(list.Flows)-1]
+		if last.ClientID != playground.DemoPublicID || last.Outcome != netlog.OutcomeCompleted {
+			t.Fatalf("the last flow of GET /api/flows is %+v, want the bridge's sign-in, completed", last)
+		}
+		// The bridge's flow, under the network log's id and with its
+		// outcome: the host's token.issued (published once the flow has
+		// ended), the token's claims and the grant are in it.
 		pollLauncher(t, `(() => {
-			// The bridge's flow: its call, the token's claims and the grant.
-			const f = [...document.querySelectorAll('#timeline .flow')].find((f) =>
-				f.querySelector('li[data-kind="bridge.call"]') && f.querySelector('li[data-kind="token.claims"]') && f.querySelector('li[data-kind="grant"]'));
-			return f !== undefined && f.dataset.status === "completed";
+			const f = document.querySelector('#timeline .flow[data-flow="`+last.ID+`"]');
+			return f !== null && f.dataset.status === "completed" && f.querySelector(".flow-head .title").textContent.startsWith("Flow `+last.ID+`") &&
+				["consent.shown", "token.issued", "token.claims", "grant", "flow.ended"].every((k) => f.querySelector('li[data-kind="' + k + '"]'));
 		})()`)
 	})
 
