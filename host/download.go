@@ -101,3 +101,6 @@ func (w *Window) DownloadFinished(v View, suggested, path, errMsg string) {
 	w.emit(Event{Kind: EventDownload, URL: ev.Path, Detail: ev.Error})
 	w.publish(ev)
 }
+
+// DownloadDir is the folder the window saves downloads in.
+func (w *Window) DownloadDir() string { return w.opts.DownloadDir }
