@@ -152,6 +152,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		}
 		started <- p
 		printPlayground(e, p, data, true)
+		fmt.Fprintf(e.stdout, "%-22s%s\n", "downloads", w.DownloadDir()+" (the launcher's Export HAR and Export JSON; it says where each went)")
 		if err := w.ShowLauncher(p.LauncherURL()); err != nil {
 			fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		}
@@ -206,7 +207,8 @@ func printPlayground(e env, p *playground.Playground, data string, window bool) 
 	row("host credential", hostID+" "+hostSecret)
 	row("", "(MINIAPP_HOST_SECRET="+hostSecret+" miniapp-host open --dashboard "+p.Services().Dashboard+" ... completes consents here;")
 	row("", " set MINIAPP_HOST_SECRET before starting the playground to keep the same secret across runs)")
-	row("screenshots", "the automation channel's screenshot command returns a PNG; the end-to-end tests write theirs to artifacts/playground/")
+	row("screenshots", `the automation channel's screenshot command returns a PNG of the Miniapp's view, with {"area":"window"} of the whole window;`)
+	row("", "the end-to-end tests write theirs to artifacts/playground/")
 	fmt.Fprintln(w)
 	s := p.Services()
 	for _, l := range [][2]string{
