@@ -142,11 +142,12 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	select {
 	case out = <-ch:
 	case <-ctx.Done():
-		// The page went away: take the consent off the screen.
+		// The page went away: the flow ends in the network log first, then
+		// the consent leaves the screen.
+		f.net.End(netlog.OutcomeAbandoned, "the page went away: "+ctx.Err().Error())
 		if w.endFlow(f) {
 			w.Dispatch(func() { w.showHostViewUI(false) })
 		}
-		f.net.End(netlog.OutcomeAbandoned, "the page went away: "+ctx.Err().Error())
 		return bridge.AuthorizeResult{}, ctx.Err()
 	}
 	if out.err != nil {
