@@ -840,8 +840,11 @@
       sel.replaceChildren(el("option", { value: "" }, "every kind"), ...opts.map((k) => el("option", { value: k }, k)));
       sel.value = cur;
     }
-    const g = groupFor(env);
+    let g = groupFor(env);
     const f = flowFor(g, env);
+    // An event of a flow belongs to the launch its flow started in, even
+    // when it arrives after another launch began (a late grant).
+    if (f) g = f.group;
     // A step's duration is counted from the previous step of its flow, or
     // of its launch for an event outside any flow.
     const prev = f ? f.events[f.events.length - 1] : g.events[g.events.length - 1];
