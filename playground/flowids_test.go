@@ -401,7 +401,9 @@ func TestInspectorFlowsInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := flows[2].ID
-	click(t, ctx, `#timeline .flow[data-flow="`+id+`"] a.har`)
+	// Clicked from the page: the flow's head is drawn again with each of
+	// its events, so a node found by the driver may be gone at its click.
+	eval[bool](t, ctx, `(() => { document.querySelector('#timeline .flow[data-flow="`+id+`"] a.har').click(); return true; })()`)
 	raw, err := os.ReadFile(waitFile(t, filepath.Join(dir, "flow-"+id+".har")))
 	if err != nil {
 		t.Fatal(err)
