@@ -121,11 +121,14 @@ func (c *memController) Eval(_ context.Context, cmd EvalCommand) (json.RawMessag
 	return nil, Errorf("eval_error", "ReferenceError: %s", cmd.Script)
 }
 
-func (c *memController) Screenshot(_ context.Context, cmd ViewCommand) (Screenshot, error) {
+func (c *memController) Screenshot(_ context.Context, cmd ScreenshotCommand) (Screenshot, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.view(cmd.View); err != nil {
 		return Screenshot{}, err
+	}
+	if cmd.Area == ScreenshotWindow {
+		return Screenshot{Format: "png", Width: 2, Height: 1, Data: []byte("\x89PNG\r\n")}, nil
 	}
 	return Screenshot{Format: "png", Width: 1, Height: 1, Data: []byte("\x89PNG\r\n")}, nil
 }
@@ -330,6 +333,10 @@ func TestAutomationCommands(t *testing.T) {
 			`{"type":"reply","id":8,"ok":true,"result":null}`},
 		{"screenshot", `{"id":9,"command":"screenshot","params":{}}`,
 			`{"type":"reply","id":9,"ok":true,"result":{"format":"png","width":1,"height":1,"data":"iVBORw0K"}}`},
+		{"screenshot of the window", `{"id":91,"command":"screenshot","params":{"area":"window"}}`,
+			`{"type":"reply","id":91,"ok":true,"result":{"format":"png","width":2,"height":1,"data":"iVBORw0K"}}`},
+		{"screenshot of another area", `{"id":92,"command":"screenshot","params":{"area":"screen"}}`,
+			`{"type":"reply","id":92,"ok":false,"error":{"code":"invalid_params","message":"area: \"screen\" is not one of \"view\" (the Miniapp's view, the default) and \"window\" (the whole window)"}}`},
 		{"close", `{"id":10,"command":"close","params":{"view":"view-1"}}`, `{"type":"reply","id":10,"ok":true}`},
 		{"closed view", `{"id":11,"command":"eval","params":{"script":"location.href"}}`,
 			`{"type":"reply","id":11,"ok":false,"error":{"code":"no_view","message":"no open view \"view-1\""}}`},

@@ -24,8 +24,8 @@ type Controller interface {
 	// Eval evaluates a script in the view's main frame and returns its
 	// completion value as JSON.
 	Eval(ctx context.Context, cmd EvalCommand) (json.RawMessage, error)
-	// Screenshot captures the view.
-	Screenshot(ctx context.Context, cmd ViewCommand) (Screenshot, error)
+	// Screenshot captures the view, or the whole window (cmd.Area).
+	Screenshot(ctx context.Context, cmd ScreenshotCommand) (Screenshot, error)
 	// Close closes the view.
 	Close(ctx context.Context, cmd ViewCommand) error
 }
@@ -97,6 +97,24 @@ type NavigateCommand struct {
 type EvalCommand struct {
 	View   string `json:"view,omitempty"`
 	Script string `json:"script"`
+}
+
+// Areas a screenshot covers.
+const (
+	// ScreenshotView is the Miniapp's view as it shows (with the host's
+	// consent view when that is over it): the default.
+	ScreenshotView = "view"
+	// ScreenshotWindow is the whole window as it is composed: its tabs,
+	// the page shown (the launcher's or the Miniapp's) and any screen of
+	// the host over it.
+	ScreenshotWindow = "window"
+)
+
+// ScreenshotCommand is the params of screenshot.
+type ScreenshotCommand struct {
+	View string `json:"view,omitempty"`
+	// Area is ScreenshotView ("" too) or ScreenshotWindow.
+	Area string `json:"area,omitempty"`
 }
 
 // Screenshot is the result of screenshot. Data marshals as base64.
@@ -203,7 +221,24 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 			return nil, invalid(err)
 		}
 		return nil, ctl.ApproveConsent(ctx, cmd)
-	case CommandConsentDeny, CommandScreenshot, CommandClose:
+	case CommandScreenshot:
+		if err := p.only("view", "area"); err != nil {
+			return nil, invalid(err)
+		}
+		var cmd ScreenshotCommand
+		var err error
+		if cmd.View, err = view(); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.Area, _, err = p.str("area"); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.Area != "" && cmd.Area != ScreenshotView && cmd.Area != ScreenshotWindow {
+			return nil, Errorf(CodeInvalidParams, "area: %s is not one of %q (the Miniapp's view, the default) and %q (the whole window)",
+				quote(cmd.Area), ScreenshotView, ScreenshotWindow)
+		}
+		return ctl.Screenshot(ctx, cmd)
+	case CommandConsentDeny, CommandClose:
 		if err := p.only("view"); err != nil {
 			return nil, invalid(err)
 		}
@@ -212,11 +247,8 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 			return nil, invalid(err)
 		}
 		cmd := ViewCommand{View: v}
-		switch c.name {
-		case CommandConsentDeny:
+		if c.name == CommandConsentDeny {
 			return nil, ctl.DenyConsent(ctx, cmd)
-		case CommandScreenshot:
-			return ctl.Screenshot(ctx, cmd)
 		}
 		return nil, ctl.Close(ctx, cmd)
 	case CommandDevToolsShow:

@@ -76,6 +76,8 @@ type NavigationEvent struct {
 	URL      string `json:"url"`
 	Decision string `json:"decision"` // NavigationAllowed, NavigationBlocked or NavigationConsent
 	Rule     string `json:"rule"`     // the name of the rule that decided
+	// Flow is set on a navigation caught for consent (see ConsentShownEvent).
+	Flow string `json:"flow,omitempty"`
 }
 
 // MarshalJSON writes the event with its URL redacted (RedactURL).
@@ -95,12 +97,17 @@ type ConsentShownEvent struct {
 	// Accounts are the choices the screen offers, the values that
 	// consent.approve takes as "account".
 	Accounts []string `json:"accounts,omitempty"`
+	// Flow is the id of the consent flow the event belongs to in the
+	// host's network log (GET /api/flows in the playground, docs/playground.md):
+	// "" when the host keeps no network log or the event is in no flow.
+	Flow string `json:"flow,omitempty"`
 }
 
 // ConsentDecidedEvent reports the subject's decision.
 type ConsentDecidedEvent struct {
 	Decision string `json:"decision"` // ConsentApproved or ConsentDenied
 	Account  string `json:"account,omitempty"`
+	Flow     string `json:"flow,omitempty"` // see ConsentShownEvent
 }
 
 // CodeIssuedEvent reports an authorization code. The code itself never
@@ -109,6 +116,7 @@ type CodeIssuedEvent struct {
 	ClientID    string `json:"client_id"`
 	RedirectURI string `json:"redirect_uri"`
 	Fingerprint string `json:"fingerprint"`
+	Flow        string `json:"flow,omitempty"` // see ConsentShownEvent
 }
 
 // TokenIssuedEvent reports a token response, without the tokens
@@ -120,6 +128,7 @@ type TokenIssuedEvent struct {
 	ExpiresIn            int64           `json:"expires_in,omitempty"`
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 	Fingerprint          string          `json:"fingerprint"`
+	Flow                 string          `json:"flow,omitempty"` // see ConsentShownEvent
 }
 
 // CookiesSyncedEvent reports the cookies copied from a callback response
@@ -127,6 +136,7 @@ type TokenIssuedEvent struct {
 type CookiesSyncedEvent struct {
 	Origin string   `json:"origin"`
 	Names  []string `json:"names"`
+	Flow   string   `json:"flow,omitempty"` // see ConsentShownEvent
 }
 
 // BridgeCallEvent reports a call of the Miniapp's bridge script (a message

@@ -135,22 +135,27 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	w.mu.Unlock()
 	f.deliver = func(_ context.Context, r *url.URL) { ch <- outcome{redirect: r} }
 	f.fail = func(err error) { ch <- outcome{err: err} }
-	if err := w.beginFlow(f, u); err != nil {
+	if err := w.beginFlow(f, u, nil); err != nil {
 		return bridge.AuthorizeResult{}, bridge.Errorf(bridge.CodeBusy, "%v", err)
 	}
 	var out outcome
 	select {
 	case out = <-ch:
 	case <-ctx.Done():
-		// The page went away: take the consent off the screen.
+		// The page went away: the flow ends in the network log first, then
+		// the consent leaves the screen.
+		f.net.End(netlog.OutcomeAbandoned, "the page went away: "+ctx.Err().Error())
 		if w.endFlow(f) {
 			w.Dispatch(func() { w.showHostViewUI(false) })
 		}
-		f.net.End(netlog.OutcomeAbandoned, "the page went away: "+ctx.Err().Error())
 		return bridge.AuthorizeResult{}, ctx.Err()
 	}
 	if out.err != nil {
-		f.net.End(netlog.OutcomeError, out.err.Error())
+		outcome := netlog.OutcomeError
+		if errors.Is(out.err, errFlowAbandoned) {
+			outcome = netlog.OutcomeAbandoned
+		}
+		f.net.End(outcome, out.err.Error())
 		return bridge.AuthorizeResult{}, out.err
 	}
 	code, err := h.readResponse(out.redirect, state)
@@ -180,7 +185,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	}
 	w.emit(Event{Kind: EventCompleted, URL: h.cfg.RedirectURI, Detail: "token issued to the bridge"})
 	w.publish(bridge.TokenIssuedEvent{ClientID: h.cfg.ClientID, TokenType: res.TokenType, Scope: res.Scope, ExpiresIn: res.ExpiresIn,
-		AuthorizationDetails: res.AuthorizationDetails, Fingerprint: bridge.Fingerprint(res.AccessToken)})
+		AuthorizationDetails: res.AuthorizationDetails, Fingerprint: bridge.Fingerprint(res.AccessToken), Flow: f.net.ID()})
 	return res, nil
 }
 

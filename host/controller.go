@@ -152,9 +152,10 @@ func (c *controller) Eval(ctx context.Context, cmd bridge.EvalCommand) (json.Raw
 	return json.RawMessage(out), nil
 }
 
-// Screenshot implements bridge.Controller: what the window shows, the
-// host's view when it is over the Miniapp.
-func (c *controller) Screenshot(ctx context.Context, cmd bridge.ViewCommand) (bridge.Screenshot, error) {
+// Screenshot implements bridge.Controller: what the Miniapp's view shows,
+// the host's view when it is over the Miniapp; or, with area "window", the
+// whole window as it is composed (tabs, the page shown, the host's view).
+func (c *controller) Screenshot(ctx context.Context, cmd bridge.ScreenshotCommand) (bridge.Screenshot, error) {
 	if err := checkView(cmd.View); err != nil {
 		return bridge.Screenshot{}, err
 	}
@@ -167,9 +168,12 @@ func (c *controller) Screenshot(ctx context.Context, cmd bridge.ViewCommand) (br
 	c.w.mu.Lock()
 	host := c.w.hostVisible
 	c.w.mu.Unlock()
-	if host {
+	switch {
+	case cmd.Area == bridge.ScreenshotWindow:
+		err = c.w.SnapshotWindow(ctx, path)
+	case host:
 		err = c.w.Snapshot(ctx, path)
-	} else {
+	default:
 		err = c.w.SnapshotMiniapp(ctx, path)
 	}
 	if err != nil {

@@ -99,6 +99,13 @@ func (b *busLog) Publish(e bridge.Event) {
 	b.mu.Unlock()
 }
 
+// all returns what was published so far.
+func (b *busLog) all() []bridge.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]bridge.Event(nil), b.evs...)
+}
+
 func (b *busLog) kinds() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -233,6 +233,14 @@ type EngineEvents interface {
 	// UserInput reports real native input (key, click, touch) on the
 	// Miniapp's view, not synthesised by another program.
 	UserInput(at time.Time)
+	// DownloadDestination asks where a download of v (a page's <a
+	// download>, a response to save) goes: the engine saves it at the
+	// path returned, or cancels it for "". suggested is the name the
+	// page or the response gave.
+	DownloadDestination(v View, suggested string) string
+	// DownloadFinished reports the end of a download of v: saved at path
+	// (as DownloadDestination chose it) when errMsg is "", else failed.
+	DownloadFinished(v View, suggested, path, errMsg string)
 	// ResourceLoaded reports a request of the Miniapp's view (a document,
 	// a subresource, a fetch or XHR of its pages), once it finished or
 	// failed. Never for the host's view or the launcher's.

@@ -64,7 +64,14 @@ func (w *Window) decideMiniapp(n Navigation) bool {
 	case Consent:
 		decision = bridge.NavigationConsent
 	}
-	w.publish(bridge.NavigationEvent{URL: n.URL, Decision: decision, Rule: rule})
+	nav := bridge.NavigationEvent{URL: n.URL, Decision: decision, Rule: rule}
+	if act == Consent {
+		// The flow starts first, so that the event names it (its network
+		// log's id); startConsent publishes nav.
+		w.startConsent(u, nav)
+		return false
+	}
+	w.publish(nav)
 	switch act {
 	case Allow:
 		if n.NewWindow {
@@ -80,8 +87,6 @@ func (w *Window) decideMiniapp(n Navigation) bool {
 			return false
 		}
 		return true
-	case Consent:
-		w.startConsent(u)
 	case External:
 		go w.opts.OpenExternal(u.String())
 	}

@@ -60,7 +60,7 @@ func shownEvent(u *url.URL, model json.RawMessage) *bridge.ConsentShownEvent {
 // fingerprint.
 func (w *Window) publishCode(f *flow, redirect *url.URL) {
 	if code := redirect.Query().Get("code"); code != "" {
-		w.publish(bridge.CodeIssuedEvent{ClientID: f.clientID, RedirectURI: f.redirectURI, Fingerprint: bridge.Fingerprint(code)})
+		w.publish(bridge.CodeIssuedEvent{ClientID: f.clientID, RedirectURI: f.redirectURI, Fingerprint: bridge.Fingerprint(code), Flow: f.net.ID()})
 	}
 }
 
@@ -73,9 +73,11 @@ var errFlowBusy = errors.New("host: another authorization is in progress")
 var errFlowAbandoned = errors.New("host: the authorization was abandoned")
 
 // startConsent runs on the main thread when the policy caught a navigation
-// towards the authorization endpoint. The navigation is already refused;
-// the response will be delivered as ARCHITECTURE.md's ways 1 and 3 say.
-func (w *Window) startConsent(u *url.URL) {
+// towards the authorization endpoint, and publishes nav, the navigation's
+// event, with the id of the flow it started. The navigation is already
+// refused; the response will be delivered as ARCHITECTURE.md's ways 1 and 3
+// say.
+func (w *Window) startConsent(u *url.URL, nav bridge.NavigationEvent) {
 	w.mu.Lock()
 	app, gen := w.app, w.mountGen
 	w.mu.Unlock()
@@ -83,18 +85,27 @@ func (w *Window) startConsent(u *url.URL) {
 	f.deliver = func(ctx context.Context, redirect *url.URL) { w.complete(ctx, f, redirect) }
 	f.fail = func(err error) { w.showFlowError(f, err) }
 	if app != nil && app.ClientID != "" && u.Query().Get("client_id") != app.ClientID {
+		w.publish(nav)
 		go f.fail(fmt.Errorf("host: the Miniapp asked to sign in as client %q; it is %q", u.Query().Get("client_id"), app.ClientID))
 		return
 	}
-	if err := w.beginFlow(f, u); err != nil {
+	announce := func(id string) {
+		nav.Flow = id
+		w.publish(nav)
+	}
+	if err := w.beginFlow(f, u, announce); err != nil {
+		w.publish(nav)
 		// A redirect chain or a double click: one consent at a time.
 		w.emit(Event{Kind: EventConsentIgnored, URL: u.String(), Detail: err.Error()})
 	}
 }
 
 // beginFlow makes f the running flow and asks the service for the consent
-// screen of the authorization request u, on a goroutine.
-func (w *Window) beginFlow(f *flow, u *url.URL) error {
+// screen of the authorization request u, on a goroutine. Before that, when
+// it is not nil, announce receives the id of the flow in the network log
+// ("" without one): the event that starts a flow names it before any other
+// of the flow's events can be published.
+func (w *Window) beginFlow(f *flow, u *url.URL, announce func(flowID string)) error {
 	w.mu.Lock()
 	if w.flow != nil {
 		w.mu.Unlock()
@@ -113,6 +124,9 @@ func (w *Window) beginFlow(f *flow, u *url.URL) error {
 		w.netFlow, w.netFlowUntil = f.net, time.Time{}
 	}
 	w.mu.Unlock()
+	if announce != nil {
+		announce(f.net.ID())
+	}
 	w.emit(Event{Kind: EventConsentRequested, URL: u.String()})
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
@@ -135,6 +149,7 @@ func (w *Window) beginFlow(f *flow, u *url.URL) error {
 		}
 		f.net.SetConsent(screen.Model, nil)
 		shown := shownEvent(u, screen.Model)
+		shown.Flow = f.net.ID()
 		w.mu.Lock()
 		current := w.flow == f
 		if current {
@@ -207,9 +222,9 @@ func (w *Window) decide(d consent.Decision) {
 		return // no consent on screen, or its screen is not shown yet
 	}
 	w.emit(Event{Kind: EventConsentDecided, Detail: d.Action})
-	decided := bridge.ConsentDecidedEvent{Decision: bridge.ConsentDenied}
+	decided := bridge.ConsentDecidedEvent{Decision: bridge.ConsentDenied, Flow: f.net.ID()}
 	if d.Action == consent.Approve {
-		decided = bridge.ConsentDecidedEvent{Decision: bridge.ConsentApproved, Account: d.AccountID}
+		decided = bridge.ConsentDecidedEvent{Decision: bridge.ConsentApproved, Account: d.AccountID, Flow: f.net.ID()}
 	}
 	w.publish(decided)
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
@@ -260,7 +275,7 @@ func (w *Window) complete(ctx context.Context, f *flow, redirect *url.URL) {
 		for _, c := range res.Cookies {
 			names = append(names, c.Name)
 		}
-		w.publish(bridge.CookiesSyncedEvent{Origin: origin.Of(redirect).String(), Names: names})
+		w.publish(bridge.CookiesSyncedEvent{Origin: origin.Of(redirect).String(), Names: names, Flow: f.net.ID()})
 		next = res.Next
 	}
 	w.mu.Lock()

@@ -58,6 +58,11 @@ type Options struct {
 	// loads; the consent screen stays in the host's view, answered
 	// through the automation channel.
 	WebDriver bool
+	// DownloadDir is where the window saves what its pages download (the
+	// launcher's exports, the Miniapp's files) and says so
+	// (DownloadEvent); $XDG_DOWNLOAD_DIR, else ~/Downloads when it
+	// exists, else the home folder.
+	DownloadDir string
 	// Events receives the automation channel's events (navigation
 	// decisions, consent, codes and tokens by fingerprint, cookie sync);
 	// a *bridge.Bus. Nil: none.
@@ -76,6 +81,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
+	}
+	if o.DownloadDir == "" {
+		o.DownloadDir = defaultDownloadDir()
 	}
 	if o.OpenExternal == nil {
 		o.OpenExternal = func(u string) { _ = exec.Command("xdg-open", u).Run() }
@@ -162,6 +170,7 @@ const (
 	EventConsentDecided       EventKind = "consent-decided"        // Detail: approve or deny
 	EventConsentRemembered    EventKind = "consent-remembered"     // consented to all of it before: approved without asking (URL)
 	EventCallback             EventKind = "callback"               // the host made the confidential callback request
+	EventDownload             EventKind = "download"               // a page's download ended: saved at URL (a path), or failed (Detail)
 	EventCompleted            EventKind = "completed"              // the view is sent to URL after an authorization
 	EventBridgeMessage        EventKind = "bridge-message"         // a top-frame bridge message was passed on
 	EventBridgeRefused        EventKind = "bridge-refused"         // a bridge message was refused (Detail: why)

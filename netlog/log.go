@@ -210,18 +210,39 @@ func (f *Flow) SetCode(code string) {
 	f.log.mu.Unlock()
 }
 
-// End records the flow's outcome; only the first End counts.
+// End records the flow's outcome; only the first End counts. It then
+// publishes a FlowEndedEvent: whoever hears it reads the same outcome in
+// Flows.
 func (f *Flow) End(outcome, detail string) {
 	if f == nil {
 		return
 	}
 	f.log.mu.Lock()
-	defer f.log.mu.Unlock()
 	if !f.ended.IsZero() {
+		f.log.mu.Unlock()
 		return
 	}
-	f.ended, f.outcome, f.detail = f.log.cfg.Now(), outcome, bridge.RedactURL(detail)
+	detail = bridge.RedactURL(detail)
+	f.ended, f.outcome, f.detail = f.log.cfg.Now(), outcome, detail
+	ev := FlowEndedEvent{Flow: f.id, Launch: f.launch.ID, Outcome: outcome, Detail: detail}
+	f.log.mu.Unlock()
+	if f.log.cfg.Events != nil {
+		f.log.cfg.Events.Publish(ev)
+	}
 }
+
+// FlowEndedEvent is the end of a flow on the automation channel (kind
+// "flow.ended"), published once the log holds its outcome: the outcome is
+// the one GET /api/flows lists for it from then on.
+type FlowEndedEvent struct {
+	Flow    string `json:"flow"`
+	Launch  string `json:"launch"`
+	Outcome string `json:"outcome"` // OutcomeCompleted, OutcomeDenied, OutcomeError or OutcomeAbandoned
+	Detail  string `json:"detail,omitempty"`
+}
+
+// Kind implements bridge.Event.
+func (FlowEndedEvent) Kind() string { return "flow.ended" }
 
 // Ended reports whether the flow has an outcome.
 func (f *Flow) Ended() bool {

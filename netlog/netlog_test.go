@@ -220,6 +220,9 @@ func TestTransportRecordsFlow(t *testing.T) {
 	f := la.BeginFlow(u)
 	c := Client(srv.Client())
 	ctx := Into(t.Context(), f, SourceHost, KindNativeConsent)
+	if FlowOf(ctx) != f || FlowOf(t.Context()) != nil {
+		t.Error("FlowOf does not give the flow the context records in")
+	}
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/native", strings.NewReader(`{"client_secret":"`+secretClient+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
@@ -249,8 +252,18 @@ func TestTransportRecordsFlow(t *testing.T) {
 	if x.Outcome != OutcomeCompleted || x.Ended == nil || x.ClientID != "c1" || x.Origin != "https://app.example" {
 		t.Errorf("summary %+v", x.FlowSummary)
 	}
-	if len(bus.evs) != 2 || bus.evs[1].(NetworkEvent).EntryKind != KindNativeConsent {
-		t.Errorf("events %+v, want one network event per entry", bus.evs)
+	// Then one flow.ended, once the log holds the outcome; a second End
+	// changes nothing and says nothing.
+	f.End(OutcomeError, "too late")
+	if len(bus.evs) != 3 || bus.evs[1].(NetworkEvent).EntryKind != KindNativeConsent {
+		t.Fatalf("events %+v, want one network event per entry, then flow.ended", bus.evs)
+	}
+	if end, ok := bus.evs[2].(FlowEndedEvent); !ok || end != (FlowEndedEvent{Flow: f.ID(), Launch: la.ID, Outcome: OutcomeCompleted}) ||
+		end.Kind() != "flow.ended" {
+		t.Errorf("last event %+v, want flow.ended completed of %s", bus.evs[2], f.ID())
+	}
+	if x, _ := l.Flow(f.ID()); x.Outcome != OutcomeCompleted {
+		t.Errorf("a second End changed the outcome to %s", x.Outcome)
 	}
 	h, ok := l.HAR(f.ID())
 	if !ok || h.Log.Version != "1.2" || len(h.Log.Entries) != 2 {

@@ -27,6 +27,13 @@ func Into(ctx context.Context, f *Flow, source, kind string) context.Context {
 	return context.WithValue(ctx, ctxKey{}, target{flow: f, source: source, kind: kind})
 }
 
+// FlowOf returns the flow a context's requests are recorded in (Into), or
+// nil.
+func FlowOf(ctx context.Context) *Flow {
+	tg, _ := ctx.Value(ctxKey{}).(target)
+	return tg.flow
+}
+
 // Transport records the requests whose context names a flow (Into) and
 // passes every request on to Base unchanged. The response body is read by
 // the caller as before; the entry is recorded when it has been read to its

@@ -87,7 +87,7 @@ func (c *controller) Eval(ctx context.Context, cmd bridge.EvalCommand) (json.Raw
 }
 
 // Screenshot implements bridge.Controller.
-func (c *controller) Screenshot(ctx context.Context, cmd bridge.ViewCommand) (bridge.Screenshot, error) {
+func (c *controller) Screenshot(ctx context.Context, cmd bridge.ScreenshotCommand) (bridge.Screenshot, error) {
 	w, err := c.window()
 	if err != nil {
 		return bridge.Screenshot{}, err

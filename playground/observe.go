@@ -34,6 +34,9 @@ type TokenClaimsEvent struct {
 	CodeFingerprint string          `json:"code_fingerprint,omitempty"`
 	Claims          json.RawMessage `json:"claims,omitempty"`
 	Error           string          `json:"error,omitempty"`
+	// Flow is the network log's flow whose code was exchanged; "" for a
+	// token obtained outside the window (a plain browser tab).
+	Flow string `json:"flow,omitempty"`
 }
 
 // Kind implements bridge.Event.
@@ -52,6 +55,8 @@ type GrantEvent struct {
 	// grant endpoint could not be asked: what is known without it.
 	Scope                string          `json:"scope,omitempty"`
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
+	// Flow is as in TokenClaimsEvent.
+	Flow string `json:"flow,omitempty"`
 }
 
 // errPublicGrant says why a public client's grant is not read: the grant
@@ -107,11 +112,20 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 		form, _ = url.ParseQuery(string(body))
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	// The exchange joins the flow that issued its code, if the window ran
-	// one: the code is the link (netlog.Flow.SetCode).
-	flow := o.netlog.FlowByCode(form.Get("code"))
-	req = req.WithContext(netlog.Into(req.Context(), flow, netlog.SourceBackend, netlog.KindToken))
-	resp, err := (&netlog.Transport{Base: base}).RoundTrip(req)
+	// The host's own token request (the bridge's authorize) is recorded
+	// in its flow by the host's client already. A backend's joins the
+	// flow that issued its code, if the window ran one: the code is the
+	// link (netlog.Flow.SetCode).
+	var resp *http.Response
+	var err error
+	flow := netlog.FlowOf(req.Context())
+	if flow != nil {
+		resp, err = base.RoundTrip(req)
+	} else {
+		flow = o.netlog.FlowByCode(form.Get("code"))
+		req = req.WithContext(netlog.Into(req.Context(), flow, netlog.SourceBackend, netlog.KindToken))
+		resp, err = (&netlog.Transport{Base: base}).RoundTrip(req)
+	}
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
@@ -148,9 +162,9 @@ func (o *observer) publish(flow *netlog.Flow, clientID, secret, code string, bod
 	fp := bridge.Fingerprint(tr.AccessToken)
 	if !o.hostIssues {
 		o.bus.Publish(bridge.TokenIssuedEvent{ClientID: clientID, TokenType: tr.TokenType, Scope: tr.Scope, ExpiresIn: tr.ExpiresIn,
-			AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp})
+			AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp, Flow: flow.ID()})
 	}
-	claims := TokenClaimsEvent{ClientID: clientID, Fingerprint: fp}
+	claims := TokenClaimsEvent{ClientID: clientID, Fingerprint: fp, Flow: flow.ID()}
 	if code != "" {
 		claims.CodeFingerprint = bridge.Fingerprint(code)
 	}
@@ -162,7 +176,7 @@ func (o *observer) publish(flow *netlog.Flow, clientID, secret, code string, bod
 	o.bus.Publish(claims)
 	if secret == "" {
 		o.bus.Publish(GrantEvent{ClientID: clientID, Fingerprint: fp, Error: errPublicGrant,
-			Scope: tr.Scope, AuthorizationDetails: tr.AuthorizationDetails})
+			Scope: tr.Scope, AuthorizationDetails: tr.AuthorizationDetails, Flow: flow.ID()})
 		return
 	}
 	o.wg.Add(1)
@@ -175,7 +189,7 @@ func (o *observer) publish(flow *netlog.Flow, clientID, secret, code string, bod
 // readGrant asks the grant endpoint about token, as the client it was
 // issued to (docs/authserver.md, "GET {base_url}/authorization").
 func (o *observer) readGrant(flow *netlog.Flow, clientID, secret, token, fp string) GrantEvent {
-	ev := GrantEvent{ClientID: clientID, Fingerprint: fp}
+	ev := GrantEvent{ClientID: clientID, Fingerprint: fp, Flow: flow.ID()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ctx = netlog.Into(ctx, flow, netlog.SourceBackend, netlog.KindGrant)

@@ -30,9 +30,11 @@ esac
 # Run without a display: Xvfb and xauth (xvfb-run).
 # The playground's plain-browser-tab tests drive Debian's headless Chromium.
 # The host's tests click with xdotool (XTest): real input, as a user gives it.
+# `make run` without a display prints how to take a screenshot of its virtual display with
+# ImageMagick's import (imagemagick; scripts/run.sh).
 # WebKitWebDriver (webkit2gtk-driver) drives a WebKitGTK browser over WebDriver.
 # The store's tests run a temporary PostgreSQL server from Debian's postgresql (authserver/store/pgtest).
-pkgs=(pkg-config gcc libgtk-3-dev xvfb xauth chromium xdotool webkit2gtk-driver postgresql)
+pkgs=(pkg-config gcc libgtk-3-dev xvfb xauth chromium xdotool imagemagick webkit2gtk-driver postgresql)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 

@@ -525,12 +525,12 @@
   //
   // The timeline groups events by launch (resolve.stage events name their
   // launch; what follows belongs to it until the next launch) and, within a
-  // launch, by authorization flow: a flow starts at a caught authorization
-  // (navigation "consent"), the bridge's authorize, a consent screen, or a
-  // token exchange seen on its own (a plain browser tab), and takes what
-  // follows until the next starts. Token claims and grants join the flow
-  // whose code or token they name by fingerprint, whenever they arrive.
-  // Events that carry a flow id of their own ("flow") are grouped by it.
+  // launch, by consent flow: the events that name a flow of the network log
+  // ("flow": "f2") are grouped by that id, whenever they arrive; the page
+  // never numbers flows of its own, so the id shown is the one of
+  // GET /api/flows and of the HAR link. A flow's status is its outcome in
+  // the network log: "running" until its flow.ended event (published once
+  // the log holds the outcome) or GET /api/flows says otherwise.
 
   function types(details) {
     return Array.isArray(details) ? details.map((d) => d && d.type).filter(Boolean).map(str).join(", ") : "";
@@ -586,6 +586,10 @@
       case "network":
         return str(d.method) + " " + str(d.url) + (d.status !== undefined ? " → " + str(d.status) : "") +
           (typeof d.duration_ms === "number" ? " in " + d.duration_ms + " ms" : "");
+      case "flow.ended":
+        return "flow " + str(d.flow) + " " + str(d.outcome) + (d.detail ? ": " + str(d.detail) : "");
+      case "download":
+        return d.error ? "download of " + str(d.filename) + " failed: " + str(d.error) : "saved " + str(d.path);
       default:
         return "";
     }
@@ -604,6 +608,10 @@
     if (kind === "network") {
       if (d.error || (typeof d.status === "number" && (d.status >= 400 || d.status === 0))) return "error";
       return "info";
+    }
+    if (kind === "flow.ended") {
+      if (d.outcome === "error" || d.outcome === "denied") return "error";
+      return d.outcome === "abandoned" ? "warn" : "info";
     }
     if (kind === "grant" || kind === "token.claims") {
       if (typeof d.status === "number" && d.status !== 200) return "error";
@@ -689,8 +697,7 @@
     groups: [],       // launch groups, oldest first
     groupByKey: new Map(),
     flowById: new Map(),
-    flowByFingerprint: new Map(),
-    flowCount: 0,
+    outcomes: new Map(), // flow id → {outcome, detail}, from flow.ended and GET /api/flows
     kinds: new Set(),
   };
 
@@ -735,97 +742,63 @@
     return currentGroup();
   }
 
-  function newFlow(g, serverID) {
-    model.flowCount++;
-    const f = { id: serverID || "flow-" + model.flowCount, serverID: serverID || "", n: model.flowCount, group: g, events: [],
-      clientID: "", decided: false, status: "in-progress" };
+  function newFlow(g, id) {
+    const f = { id, group: g, events: [], clientID: "", status: "running" };
     const head = el("div", { class: "flow-head" });
     const evs = el("ol", { class: "events" });
-    f.node = el("div", { class: "flow", "data-flow": f.id, "data-status": f.status }, head, evs);
+    f.node = el("div", { class: "flow", "data-flow": id, "data-status": f.status }, head, evs);
     f.head = head;
     f.list = evs;
     g.flows.push(f);
     g.body.append(f.node);
-    if (serverID) model.flowById.set(serverID, f);
+    model.flowById.set(id, f);
     return f;
   }
 
-  const startsFlow = (kind, d, cur) =>
-    (kind === "navigation" && d.decision === "consent") ||
-    (kind === "bridge.call" && d.method === "authorize" && d.decision === "allowed") ||
-    (kind === "consent.shown" && (!cur || cur.decided || cur.events.some((e) => e.kind === "consent.shown")));
-  const tokenKinds = new Set(["code.issued", "token.issued", "token.claims", "grant"]);
-
+  // flowFor is the flow an event names, made in its launch group the first
+  // time; null for an event of no flow.
   function flowFor(g, env) {
     const d = env.data || {};
-    const kind = env.kind;
-    if (kind === "resolve.stage") return null;
-    if (typeof d.flow === "string" && d.flow) {
-      const known = model.flowById.get(d.flow);
-      if (known) return known;
-      // The network log names the flow the page started on its own (from
-      // the caught navigation): the flow takes the log's id, which the
-      // HAR export needs.
-      const cur = g.flow;
-      if (cur && !cur.serverID && !cur.closed) {
-        cur.id = cur.serverID = d.flow;
-        cur.node.dataset.flow = d.flow;
-        model.flowById.set(d.flow, cur);
-        return cur;
-      }
-      return (g.flow = newFlow(g, d.flow));
-    }
-    if ((kind === "token.claims" || kind === "grant") && model.flowByFingerprint.has(d.fingerprint)) {
-      return model.flowByFingerprint.get(d.fingerprint);
-    }
-    if (kind === "token.claims" && d.code_fingerprint && model.flowByFingerprint.has(d.code_fingerprint)) {
-      return model.flowByFingerprint.get(d.code_fingerprint);
-    }
-    const cur = g.flow;
-    if (startsFlow(kind, d, cur)) {
-      // The network log may report the caught request before the
-      // navigation event that starts its flow: that flow is this one.
-      if (cur && cur.serverID && !cur.closed && cur.events.every((e) => e.kind === "network")) return cur;
-      return (g.flow = newFlow(g));
-    }
-    if (cur && !cur.closed) return cur;
-    if (cur && kind === "cookies.synced" && !cur.events.some((e) => e.kind === "cookies.synced") &&
-      cur.events.some((e) => e.kind === "code.issued")) return cur;
-    if (tokenKinds.has(kind)) return (g.flow = newFlow(g));
-    return null;
+    if (typeof d.flow !== "string" || !d.flow) return null;
+    return model.flowById.get(d.flow) || newFlow(g, d.flow);
   }
 
-  // updateFlow recomputes a flow's status and head after an event.
+  // updateFlow redraws a flow's head after an event, or after its outcome
+  // became known.
   function updateFlow(f, env) {
-    const d = env.data || {};
+    const d = (env && env.data) || {};
     if (d.client_id && !f.clientID) f.clientID = str(d.client_id);
-    if (d.fingerprint && (env.kind === "code.issued" || env.kind === "token.issued" || env.kind === "token.claims")) {
-      model.flowByFingerprint.set(d.fingerprint, f);
-    }
-    if (env.kind === "consent.decided") f.decided = true;
-    const has = (k, pred) => f.events.some((e) => e.kind === k && (!pred || pred(e.data || {})));
-    let status = "in-progress";
-    if (has("consent.decided", (x) => x.decision === "denied")) status = "denied";
-    else if (has("bridge.call", (x) => x.method === "authorize" && x.decision === "refused") ||
-      // A failed request of the view is shown as an error but does not end
-      // the flow: the host itself interrupts the loads it catches.
-      f.events.some((e) => e.kind !== "network" && levelOf(e.kind, e.data || {}) === "error")) status = "error";
-    else if (has("token.issued") || has("cookies.synced") || has("grant")) status = "completed";
+    if (env && env.kind === "flow.ended" && d.outcome) model.outcomes.set(f.id, { outcome: str(d.outcome), detail: str(d.detail) });
+    const known = model.outcomes.get(f.id);
+    const status = known ? known.outcome : "running";
     f.status = status;
-    // A flow ends with its grant (the last step of every completion), a
-    // denial or an error; later claims and grants still join by fingerprint.
-    f.closed = status === "denied" || status === "error" || has("grant");
     f.node.dataset.status = status;
     const first = f.events[0], last = f.events[f.events.length - 1];
     const dur = new Date(last.time) - new Date(first.time);
     const har = el("a", { class: "har", href: "/api/flows/" + encodeURIComponent(f.id) + "/har" }, "Export HAR");
     har.addEventListener("click", (ev) => { ev.preventDefault(); exportHAR(f); });
-    fill(f.head, 
-      el("span", { class: "title" }, "Flow " + f.n + (f.clientID ? " · " + f.clientID : "")),
-      el("span", { class: "badge", "data-outcome": status }, status.replace("-", " ")),
+    fill(f.head,
+      el("span", { class: "title" }, "Flow " + f.id + (f.clientID ? " · " + f.clientID : "")),
+      el("span", { class: "badge", "data-outcome": status, title: known && known.detail ? known.detail : null }, status),
       el("span", { class: "duration" }, f.events.length + " event" + (f.events.length > 1 ? "s" : "") + ", " + fmtDuration(dur)),
       har,
       f.harResult || null);
+  }
+
+  // refreshOutcomes reads every flow's outcome from GET /api/flows: the
+  // flows whose flow.ended event the page did not see (it connected later
+  // than the history kept) show the log's outcome all the same. An outcome
+  // never changes once set, so an answer older than a live event cannot
+  // undo it.
+  async function refreshOutcomes() {
+    let list;
+    try { list = (await api("GET", "/api/flows")).flows || []; } catch (_) { return; }
+    for (const x of list) {
+      if (!x || typeof x.id !== "string" || !x.outcome || x.outcome === "running") continue;
+      model.outcomes.set(x.id, { outcome: str(x.outcome), detail: str(x.detail) });
+      const f = model.flowById.get(x.id);
+      if (f && f.events.length) updateFlow(f, null);
+    }
   }
 
   // exportHAR downloads the flow's HAR from the playground's API; without
@@ -835,7 +808,7 @@
     try {
       const resp = await apiFetch("GET", "/api/flows/" + encodeURIComponent(f.id) + "/har");
       if (resp.ok) {
-        download("miniapp-" + f.id + ".har", await resp.text(), "application/json");
+        download("flow-" + f.id + ".har", await resp.text(), "application/json");
       } else {
         const err = await apiError(resp);
         msg = "HAR: " + resp.status + " " + JSON.stringify(err.body || { error: { code: err.code, message: err.message } });
@@ -925,8 +898,11 @@
       sel.replaceChildren(el("option", { value: "" }, "every kind"), ...opts.map((k) => el("option", { value: k }, k)));
       sel.value = cur;
     }
-    const g = groupFor(env);
+    let g = groupFor(env);
     const f = flowFor(g, env);
+    // An event of a flow belongs to the launch its flow started in, even
+    // when it arrives after another launch began (a late grant).
+    if (f) g = f.group;
     // A step's duration is counted from the previous step of its flow, or
     // of its launch for an event outside any flow.
     const prev = f ? f.events[f.events.length - 1] : g.events[g.events.length - 1];
@@ -957,8 +933,6 @@
     model.groups = [];
     model.groupByKey.clear();
     model.flowById.clear();
-    model.flowByFingerprint.clear();
-    model.flowCount = 0;
     for (const env of model.events) addEvent(env, true);
     refreshFilter();
   }
@@ -1058,6 +1032,17 @@
     rebuild();
   });
 
+  // showDownload says under the header where the window wrote a file this
+  // page (Export HAR, Export JSON) or the Miniapp downloaded: the window
+  // saves downloads itself and reports each on the channel.
+  function showDownload(d) {
+    const n = $("download-status");
+    n.classList.toggle("error", !!d.error);
+    n.dataset.path = d.error ? "" : str(d.path);
+    notice("download-status", d.error ? "Download of " + str(d.filename) + " failed: " + str(d.error) :
+      "Saved to " + str(d.path) + (d.view && d.view !== "launcher" ? " (downloaded by the " + str(d.view) + ")" : ""));
+  }
+
   let retry = 500;
   function connect(url) {
     const state = $("channel");
@@ -1077,11 +1062,13 @@
       try {
         for (const env of (await api("GET", "/api/events")).events) addEvent(env);
       } catch (_) { /* the live stream still works */ }
+      await refreshOutcomes();
     });
     ws.addEventListener("message", (m) => {
       let env;
       try { env = JSON.parse(m.data); } catch (_) { return; }
       addEvent(env);
+      if (env && env.type === "event" && env.kind === "download") showDownload(env.data || {});
     });
     ws.addEventListener("close", () => {
       state.dataset.state = "closed";

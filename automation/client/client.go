@@ -310,7 +310,15 @@ func (c *Client) Eval(ctx context.Context, view, script string) (json.RawMessage
 // Screenshot returns a PNG of view.
 func (c *Client) Screenshot(ctx context.Context, view string) (bridge.Screenshot, error) {
 	var res bridge.Screenshot
-	err := c.Do(ctx, bridge.CommandScreenshot, bridge.ViewCommand{View: view}, &res)
+	err := c.Do(ctx, bridge.CommandScreenshot, bridge.ScreenshotCommand{View: view}, &res)
+	return res, err
+}
+
+// ScreenshotWindow returns a PNG of the whole window, as it is composed
+// (its tabs, the page shown, the host's consent view over it).
+func (c *Client) ScreenshotWindow(ctx context.Context) (bridge.Screenshot, error) {
+	var res bridge.Screenshot
+	err := c.Do(ctx, bridge.CommandScreenshot, bridge.ScreenshotCommand{Area: bridge.ScreenshotWindow}, &res)
 	return res, err
 }
 

@@ -190,6 +190,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		}
 		running <- p
 		printPlayground(e, p, data, opKeySource, true)
+		fmt.Fprintf(e.stdout, "%-22s%s\n", "downloads", w.DownloadDir()+" (the launcher's Export HAR and Export JSON; it says where each went)")
 		if err := w.ShowLauncher(p.LauncherURL()); err != nil {
 			fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		}
@@ -249,7 +250,8 @@ func printPlayground(e env, p *playground.Playground, data, opKeySource string, 
 	row("", " set MINIAPP_HOST_SECRET before starting the playground to keep the same secret across runs)")
 	printOperatorKey(w, 22, p.OperatorKey(), opKeySource, p.Services().Dashboard)
 	row("", "(the launcher's Pending reviews approve and reject too; set "+operatorKeyEnv+" or --operator-key to keep one key across runs)")
-	row("screenshots", "the automation channel's screenshot command returns a PNG; the end-to-end tests write theirs to artifacts/playground/")
+	row("screenshots", `the automation channel's screenshot command returns a PNG of the Miniapp's view, with {"area":"window"} of the whole window;`)
+	row("", "the end-to-end tests write theirs to artifacts/playground/")
 	fmt.Fprintln(w)
 	s := p.Services()
 	for _, l := range [][2]string{

@@ -354,6 +354,27 @@ func (e *Engine) Input() { e.onUI(func() { e.events.UserInput(time.Now()) }) }
 // WebKit's resource-load-started and the resource's finished signal do.
 func (e *Engine) Resource(r host.Resource) { e.onUI(func() { e.events.ResourceLoaded(r) }) }
 
+// Download plays a page of v downloading a file named suggested with
+// body, as WebKit's download signals do: the core chooses the destination,
+// the engine writes the file there (or, for "", cancels) and reports the
+// end. It returns the destination.
+func (e *Engine) Download(v host.View, suggested string, body []byte) string {
+	ch := make(chan string, 1)
+	e.onUI(func() {
+		path := e.events.DownloadDestination(v, suggested)
+		msg := "the download was cancelled"
+		if path != "" {
+			msg = ""
+			if err := os.WriteFile(path, body, 0o644); err != nil {
+				msg = err.Error()
+			}
+		}
+		e.events.DownloadFinished(v, suggested, path, msg)
+		ch <- path
+	})
+	return <-ch
+}
+
 // Crash plays the Miniapp view's web process crashing.
 func (e *Engine) Crash() { e.onUI(func() { e.events.WebProcessTerminated(host.TerminationCrashed) }) }
 

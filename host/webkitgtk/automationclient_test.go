@@ -91,4 +91,11 @@ func TestAutomationClientSignsIn(t *testing.T) {
 	if err != nil || shot.Format != "png" || len(shot.Data) == 0 {
 		t.Fatalf("screenshot: %v (%s, %d bytes)", err, shot.Format, len(shot.Data))
 	}
+	// The whole window, through the channel: of the window's size.
+	win, err := c.ScreenshotWindow(ctx)
+	size := make(chan [2]int, 1)
+	testEng.Dispatch(func() { w, h := testEng.WindowSize(); size <- [2]int{w, h} })
+	if ws := <-size; err != nil || win.Format != "png" || win.Width != ws[0] || win.Height != ws[1] {
+		t.Errorf("window screenshot: %v, %d×%d, the window is %d×%d", err, win.Width, win.Height, ws[0], ws[1])
+	}
 }

@@ -96,6 +96,16 @@ func goResourceLoaded(h C.uintptr_t, method, uri, reqHeaders *C.char, status C.i
 	engineOf(h).events.ResourceLoaded(r)
 }
 
+//export goDownloadDestination
+func goDownloadDestination(h C.uintptr_t, view C.int, suggested *C.char) *C.char {
+	return C.CString(engineOf(h).events.DownloadDestination(host.View(view), C.GoString(suggested)))
+}
+
+//export goDownloadFinished
+func goDownloadFinished(h C.uintptr_t, view C.int, suggested, path, errMsg *C.char) {
+	engineOf(h).events.DownloadFinished(host.View(view), C.GoString(suggested), C.GoString(path), C.GoString(errMsg))
+}
+
 //export goConsoleMessage
 func goConsoleMessage(h C.uintptr_t, msg *C.char, n C.int) {
 	engineOf(h).events.ConsoleMessage(C.GoStringN(msg, n))

@@ -3,8 +3,10 @@
 package webkitgtk
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"image/png"
 	"strings"
 	"testing"
 	"time"
@@ -49,9 +51,22 @@ func TestController(t *testing.T) {
 		jsString(e.Svc.URL+"/api") + `], subject: {type: "profile"}, selection: {min: 1, max: 1}}]}).then(function (r) {
 		document.body.dataset.details = JSON.stringify(r.authorization_details); }, function (err) { document.body.dataset.details = err.code; })`)
 	rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
-	shot, err := ctl.Screenshot(ctx, bridge.ViewCommand{})
+	shot, err := ctl.Screenshot(ctx, bridge.ScreenshotCommand{})
 	if err != nil || shot.Format != "png" || shot.Width < 100 || len(shot.Data) < 1000 {
 		t.Errorf("screenshot: %d×%d %d bytes, %v", shot.Width, shot.Height, len(shot.Data), err)
+	}
+	// The whole window: the PNG has the window's size, the tabs above
+	// the Miniapp's page with the consent over it.
+	win, err := ctl.Screenshot(ctx, bridge.ScreenshotCommand{Area: bridge.ScreenshotWindow})
+	size := make(chan [2]int, 1)
+	testEng.Dispatch(func() { w, h := testEng.WindowSize(); size <- [2]int{w, h} })
+	ws := <-size
+	if err != nil || win.Format != "png" || win.Width != ws[0] || win.Height != ws[1] || win.Height <= shot.Height {
+		t.Errorf("window screenshot: %d×%d (%v), the window is %d×%d, its Miniapp view shot %d×%d", win.Width, win.Height, err,
+			ws[0], ws[1], shot.Width, shot.Height)
+	}
+	if cfg, err := png.DecodeConfig(bytes.NewReader(win.Data)); err != nil || cfg.Width != ws[0] || cfg.Height != ws[1] {
+		t.Errorf("the window screenshot's PNG is %d×%d (%v), want %d×%d", cfg.Width, cfg.Height, err, ws[0], ws[1])
 	}
 	if err := ctl.ApproveConsent(ctx, bridge.ApproveCommand{Account: "5d4c3b2a-1908-4e7f-8d6c-5b4a39281706"}); code(err) != bridge.CodeInvalidParams {
 		t.Errorf("approve with another subject's account: %v, want invalid_params", err)

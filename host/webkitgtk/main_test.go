@@ -5,6 +5,7 @@ package webkitgtk
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -89,7 +90,8 @@ func runMain(m *testing.M) int {
 		return e, err
 	}
 	w, err := host.NewWindow(newEngine, host.Options{DataDir: dir, Ephemeral: true, Subject: "sub_ana", OpenExternal: openExternal,
-		HangTimeout: 2 * time.Second, Title: "host tests", Events: testBus, Launcher: true, ConsentArm: testConsentArm})
+		HangTimeout: 2 * time.Second, Title: "host tests", Events: testBus, Launcher: true, ConsentArm: testConsentArm,
+		DownloadDir: filepath.Join(dir, "downloads")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

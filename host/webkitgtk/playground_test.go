@@ -199,12 +199,63 @@ func TestPlaygroundWindow(t *testing.T) {
 		}
 		pollJS(t, `document.body.dataset.state`, "signed-in")
 		testWin.ShowPage(host.PageLauncher)
+		var list struct{ Flows []netlog.FlowSummary }
+		apiGet(t, p, "/api/flows", &list)
+		last := list.Flows[len(list.Flows)-1]
+		if last.ClientID != playground.DemoPublicID || last.Outcome != netlog.OutcomeCompleted {
+			t.Fatalf("the last flow of GET /api/flows is %+v, want the bridge's sign-in, completed", last)
+		}
+		// The bridge's flow, under the network log's id and with its
+		// outcome: the host's token.issued (published once the flow has
+		// ended), the token's claims and the grant are in it.
 		pollLauncher(t, `(() => {
-			// The bridge's flow: its call, the token's claims and the grant.
-			const f = [...document.querySelectorAll('#timeline .flow')].find((f) =>
-				f.querySelector('li[data-kind="bridge.call"]') && f.querySelector('li[data-kind="token.claims"]') && f.querySelector('li[data-kind="grant"]'));
-			return f !== undefined && f.dataset.status === "completed";
+			const f = document.querySelector('#timeline .flow[data-flow="`+last.ID+`"]');
+			return f !== null && f.dataset.status === "completed" && f.querySelector(".flow-head .title").textContent.startsWith("Flow `+last.ID+`") &&
+				["consent.shown", "token.issued", "token.claims", "grant", "flow.ended"].every((k) => f.querySelector('li[data-kind="' + k + '"]'));
 		})()`)
+	})
+
+	t.Run("exports say where", func(t *testing.T) {
+		// Export HAR and Export JSON are downloads of the launcher's page:
+		// the window saves each in its download folder and the launcher
+		// says where, under its header.
+		var list struct{ Flows []netlog.FlowSummary }
+		apiGet(t, p, "/api/flows", &list)
+		id := list.Flows[len(list.Flows)-1].ID
+		var want netlog.HAR
+		apiGet(t, p, "/api/flows/"+id+"/har", &want)
+		for _, x := range []struct{ what, click, name string }{
+			{"the HAR", `#timeline .flow[data-flow="` + id + `"] a.har`, "flow-" + id + ".har"},
+			{"the timeline", `#export-timeline`, "miniapp-timeline-"},
+		} {
+			before := len(rec.All(kind(host.EventDownload)))
+			launcherClick(t, x.click)
+			ev := nth(t, rec, x.what+"'s download", before+1, kind(host.EventDownload))
+			if ev.URL != "" {
+				// The folder is the test process's: the next run's file
+				// takes the same name.
+				t.Cleanup(func() { os.Remove(ev.URL) })
+			}
+			if ev.Detail != "" || filepath.Dir(ev.URL) != testWin.DownloadDir() || !strings.HasPrefix(filepath.Base(ev.URL), x.name) ||
+				strings.Contains(filepath.Base(ev.URL), " (") {
+				t.Fatalf("%s was downloaded to %q (%s), want %s… in %s", x.what, ev.URL, ev.Detail, x.name, testWin.DownloadDir())
+			}
+			raw, err := os.ReadFile(ev.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x.name != "miniapp-timeline-" {
+				var got netlog.HAR
+				if err := json.Unmarshal(raw, &got); err != nil || len(got.Log.Entries) != len(want.Log.Entries) || got.Log.Entries[0].Flow != id {
+					t.Errorf("the saved HAR: %v, %d entries, want the API's %d of flow %s", err, len(got.Log.Entries), len(want.Log.Entries), id)
+				}
+			} else if !json.Valid(raw) {
+				t.Errorf("the saved timeline is not JSON: %.200s", raw)
+			}
+			pollLauncher(t, `(() => { const n = document.getElementById("download-status");
+				return !n.hidden && n.dataset.path === `+jsString(ev.URL)+` && n.textContent.includes("Saved to "+`+jsString(ev.URL)+`); })()`)
+		}
+		snapWindow(t, filepath.Join(dir, "window-download.png"))
 	})
 
 	t.Run("reset storage", func(t *testing.T) {
@@ -327,4 +378,17 @@ func snapWindow(t *testing.T, path string) {
 	if err := testWin.SnapshotWindow(ctx, path); err != nil {
 		t.Errorf("window screenshot: %v", err)
 	}
+}
+
+// nth waits for the n-th recorded window event (from 1) that matches.
+func nth(t *testing.T, rec *recorder, what string, n int, match func(host.Event) bool) host.Event {
+	t.Helper()
+	seen := 0
+	return rec.Wait(t, what, func(e host.Event) bool {
+		if match(e) {
+			seen++
+			return seen == n
+		}
+		return false
+	})
 }

@@ -372,6 +372,90 @@ static void on_console_message(WebKitUserContentManager *m, WebKitJavascriptResu
 	g_free(s);
 }
 
+// Downloads (host.EngineEvents.DownloadDestination, docs/playground.md,
+// "Downloads"). A download of one of the window's views (its mh_ref is on
+// it) is saved where Go says, and its end reported to Go with where it
+// went; a download of another view (the web inspector's) is WebKit's.
+
+typedef struct {
+	mh_ref *ref;
+	char *suggested;
+	char *path;
+	char *error;
+} mh_dl;
+
+static void mh_dl_free(gpointer data) {
+	mh_dl *d = data;
+	g_free(d->suggested);
+	g_free(d->path);
+	g_free(d->error);
+	g_free(d);
+}
+
+static gboolean on_download_decide(WebKitDownload *dl, gchar *suggested, gpointer data) {
+	mh_dl *d = data;
+	g_free(d->suggested);
+	d->suggested = g_strdup(suggested ? suggested : "");
+	char *path = NULL;
+	MH_TO_GO(path = goDownloadDestination(d->ref->handle, d->ref->view, d->suggested));
+	if (!path || !*path) {
+		free(path);
+		webkit_download_cancel(dl);
+		return TRUE;
+	}
+	GError *err = NULL;
+	char *uri = g_filename_to_uri(path, NULL, &err);
+	if (!uri) {
+		g_free(d->error);
+		d->error = g_strdup(err ? err->message : "not a file name");
+		if (err) g_error_free(err);
+		free(path);
+		webkit_download_cancel(dl);
+		return TRUE;
+	}
+	g_free(d->path);
+	d->path = g_strdup(path);
+	free(path);
+	webkit_download_set_allow_overwrite(dl, FALSE);
+	webkit_download_set_destination(dl, uri);
+	g_free(uri);
+	return TRUE;
+}
+
+static void on_download_failed(WebKitDownload *dl, GError *err, gpointer data) {
+	mh_dl *d = data;
+	if (d->error) return; // the first reason
+	d->error = g_strdup(err && err->message ? err->message : "the download failed");
+}
+
+static void on_download_finished(WebKitDownload *dl, gpointer data) {
+	mh_dl *d = data;
+	MH_TO_GO(goDownloadFinished(d->ref->handle, d->ref->view, d->suggested ? d->suggested : "", d->path ? d->path : "",
+	                            d->error ? d->error : ""));
+}
+
+static void on_download_started(WebKitWebContext *ctx, WebKitDownload *dl, gpointer data) {
+	WebKitWebView *v = webkit_download_get_web_view(dl);
+	mh_ref *r = v ? g_object_get_data(G_OBJECT(v), "mh-ref") : NULL;
+	if (!r) return;
+	mh_dl *d = g_new0(mh_dl, 1);
+	d->ref = r;
+	// The record lives as long as the download.
+	g_object_set_data_full(G_OBJECT(dl), "miniapp-host-download", d, mh_dl_free);
+	g_signal_connect(dl, "decide-destination", G_CALLBACK(on_download_decide), d);
+	g_signal_connect(dl, "failed", G_CALLBACK(on_download_failed), d);
+	g_signal_connect(dl, "finished", G_CALLBACK(on_download_finished), d);
+}
+
+// watch_downloads reports the downloads of the web context of view, once
+// per context.
+static void watch_downloads(WebKitWebView *view) {
+	WebKitWebContext *ctx = webkit_web_view_get_context(view);
+	if (!ctx || g_object_get_data(G_OBJECT(ctx), "miniapp-host-downloads")) return;
+	g_object_set_data(G_OBJECT(ctx), "miniapp-host-downloads", GINT_TO_POINTER(1));
+	g_signal_connect(ctx, "download-started", G_CALLBACK(on_download_started), NULL);
+}
+
 // new_view makes a view with a content manager of its own, so that no
 // script, filter or message handler of another view reaches it, and
 // connects the signals every view reports.
@@ -386,6 +470,8 @@ static WebKitWebView *new_view(uintptr_t handle, int view, const char *handler) 
 	}
 	WebKitWebView *v = WEBKIT_WEB_VIEW(g_object_new(WEBKIT_TYPE_WEB_VIEW, "user-content-manager", ucm, NULL));
 	g_object_unref(ucm);
+	g_object_set_data(G_OBJECT(v), "mh-ref", r);
+	watch_downloads(v);
 	WebKitSettings *s = webkit_web_view_get_settings(v);
 	webkit_settings_set_enable_developer_extras(s, FALSE);
 	webkit_settings_set_javascript_can_open_windows_automatically(s, FALSE);
@@ -455,6 +541,8 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	// The network log's view requests: the Miniapp's view only, never the
 	// host's consent view or the launcher.
 	g_signal_connect(view, "resource-load-started", G_CALLBACK(on_resource_started), r);
+	g_object_set_data(G_OBJECT(view), "mh-ref", r);
+	watch_downloads(view);
 	WebKitUserContentManager *vucm = webkit_web_view_get_user_content_manager(view);
 	// webview_go's own "external" handler feeds page input to its C++
 	// JSON reader; the host binds nothing through it, so it goes.
