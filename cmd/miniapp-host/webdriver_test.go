@@ -194,7 +194,7 @@ func TestOpenKeepsSecretsFromWebKit(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "open", "--automation", "--automation-fd", "3", "--origin", origin, "--id", "demo-confidential",
 		"--dashboard", p.Services().Dashboard, "--service", p.Services().Issuer, "--host-client", playground.HostClientID, "--ephemeral")
 	cmd.Env = childEnv("MINIAPP_HOST_SECRET="+secret, "MINIAPP_HOST_KEY="+key, "XDG_DATA_HOME="+t.TempDir())
-	var stderr bytes.Buffer
+	var stderr syncBuffer // written by exec's goroutine while the test reads it
 	cmd.Stderr = &stderr
 	cmd.ExtraFiles = []*os.File{w}
 	if err := cmd.Start(); err != nil {
@@ -244,7 +244,7 @@ func TestPlaygroundKeepsSecretsFromWebKit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
+	var stderr syncBuffer // written by exec's goroutine while the test reads it
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -265,6 +265,10 @@ func TestPlaygroundKeepsSecretsFromWebKit(t *testing.T) {
 		}
 	}
 	if sc.Err() != nil || !credential {
+		// Its stderr is read once it has exited: until then exec's
+		// goroutine writes it.
+		cmd.Process.Kill()
+		cmd.Wait()
 		t.Fatalf("the playground did not load its launcher with the secret as its credential (%v):\n%s", sc.Err(), stderr.String())
 	}
 	go io.Copy(io.Discard, out)
