@@ -232,25 +232,28 @@ func TestNew(t *testing.T) {
 }
 
 // TestWriteReady: mode 0600, and a symbolic link planted at the path is
-// replaced, its target untouched.
+// refused with an error naming it, its target untouched.
 func TestWriteReady(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "precious")
 	if err := os.WriteFile(target, []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "ready.json")
-	if err := os.Symlink(target, path); err != nil {
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteReady(path, Ready{ID: "x"}); err != nil {
-		t.Fatal(err)
+	if err := WriteReady(link, Ready{ID: "x"}); err == nil || !strings.Contains(err.Error(), link) {
+		t.Errorf("a ready file through a link: %v, want it refused, naming the link", err)
 	}
 	if b, _ := os.ReadFile(target); string(b) != "keep" {
 		t.Errorf("the link's target became %q", b)
 	}
-	fi, err := os.Lstat(path)
-	if err != nil || fi.Mode()&os.ModeSymlink != 0 || fi.Mode().Perm() != 0o600 {
+	path := filepath.Join(dir, "ready.json")
+	if err := WriteReady(path, Ready{ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
 		t.Errorf("ready file %v (%v), want a regular file of mode 0600", fi.Mode(), err)
 	}
 }

@@ -3,8 +3,8 @@ package devapp
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+
+	"github.com/miniapp-host/miniapp-host/privatefile"
 )
 
 // Ready is what `miniapp-host dev --ready-file FILE` writes once the
@@ -33,29 +33,17 @@ type Automation struct {
 	Token string `json:"token"`
 }
 
-// WriteReady writes r to path with mode 0600, whole or not at all: into a
-// fresh file beside it (created exclusively), then renamed over path. A
-// symbolic link at path is replaced, never followed: its target is left
-// as it was.
+// WriteReady writes r to path as the host writes every file it leaves
+// for its user (package privatefile): mode 0600, whole or not at all, and
+// never through a symbolic link (a link at path is refused, its target
+// left as it was).
 func WriteReady(path string, r Ready) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("devapp: ready file: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	if err := privatefile.Write(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("devapp: ready file: %w", err)
-	}
-	_, werr := f.Write(append(b, '\n'))
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("devapp: ready file: %w", werr)
 	}
 	return nil
 }
