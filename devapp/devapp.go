@@ -93,8 +93,8 @@ func Start(cfg Config) (*App, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	if err := loopback(addr); err != nil {
-		return nil, err
+	if err := origin.CheckLoopbackAddr(addr); err != nil {
+		return nil, fmt.Errorf("devapp: %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -112,19 +112,6 @@ func Start(cfg Config) (*App, error) {
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
 	go a.srv.Serve(ln)
 	return a, nil
-}
-
-// loopback refuses an address that is not on loopback: the folder is
-// the developer's, not the network's.
-func loopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("devapp: address %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("devapp: address %q is not a loopback address", addr)
-	}
-	return nil
 }
 
 // Origin is the Miniapp's origin: where the folder is served, or the

@@ -13,7 +13,7 @@ import (
 // written) is never read half done, because the change is only seen when
 // the writer closes the file.
 //
-// run gathers events into one pending Change and hands it over whenever
+// gather collects events into one pending Change and hands it over whenever
 // the receiver is ready: while the receiver is busy (checking the
 // manifest, reloading), the events of several saves pile up into one
 // delivery, and none is lost.

@@ -1,6 +1,8 @@
 package origin
 
 import (
+	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -249,4 +251,19 @@ func SameServer(a, b Origin) bool {
 	return strings.TrimSuffix(a.Host, ".") == strings.TrimSuffix(b.Host, ".") ||
 		a.IsLoopback() && strings.TrimSuffix(b.Host, ".") == "localhost" ||
 		b.IsLoopback() && strings.TrimSuffix(a.Host, ".") == "localhost"
+}
+
+// CheckLoopbackAddr refuses a listen address (host:port) whose host is not
+// a loopback address or "localhost": what the host and the playground
+// serve (the launcher, the automation channel, a developer's folder) can
+// open Miniapps or approve consent, and is for this machine only.
+func CheckLoopbackAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("origin: address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("origin: address %q is not a loopback address", addr)
+	}
+	return nil
 }

@@ -420,3 +420,13 @@ func TestSameServer(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckLoopbackAddr: only loopback listen addresses pass.
+func TestCheckLoopbackAddr(t *testing.T) {
+	for addr, ok := range map[string]bool{"127.0.0.1:0": true, "127.9.9.9:80": true, "[::1]:8080": true, "localhost:8700": true,
+		"0.0.0.0:8700": false, "192.168.1.2:80": false, "example.com:80": false, "127.0.0.1": false, "": false} {
+		if err := CheckLoopbackAddr(addr); (err == nil) != ok {
+			t.Errorf("CheckLoopbackAddr(%q) = %v, want ok %v", addr, err, ok)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -211,12 +212,8 @@ func (a Addrs) validate() error {
 		if addr == "" {
 			continue
 		}
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			return fmt.Errorf("playground: address %q: %w", addr, err)
-		}
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return fmt.Errorf("playground: address %q is not a loopback address", addr)
+		if err := origin.CheckLoopbackAddr(addr); err != nil {
+			return fmt.Errorf("playground: %w", err)
 		}
 	}
 	return nil
