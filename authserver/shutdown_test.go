@@ -17,8 +17,13 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver"
 )
 
-// watch tells when a connection of the watched listeners has received
-// marker: the server has read the request that far.
+// watch tells when the server, having received marker on a connection of
+// the watched listeners, asks that connection for more: the handler is
+// reading the rest of the body. Receiving the marker alone is not enough:
+// net/http reads the header and the start of the body in one read, and a
+// request whose header was still being read when Shutdown began is dropped
+// unanswered, as documented for http.Server.Shutdown; only a request whose
+// handler runs is one in flight.
 type watch struct {
 	marker []byte
 	once   sync.Once
@@ -40,22 +45,24 @@ func (l *watchListener) Accept() (net.Conn, error) {
 
 type watchConn struct {
 	net.Conn
-	w   *watch
-	got []byte
+	w      *watch
+	got    []byte
+	marked bool
 }
 
 func (c *watchConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.got = append(c.got, p[:n]...)
-	if bytes.Contains(c.got, c.w.marker) {
+	if c.marked {
 		c.w.once.Do(func() { close(c.w.seen) })
 	}
+	n, err := c.Conn.Read(p)
+	c.got = append(c.got, p[:n]...)
+	c.marked = c.marked || bytes.Contains(c.got, c.w.marker)
 	return n, err
 }
 
 // heldToken is a token request whose body the test sends in two halves:
-// the server has the first (seen is closed) and waits for the second,
-// which finish sends.
+// the server's handler has the first (seen is closed) and waits for the
+// second, which finish sends.
 type heldToken struct {
 	seen   chan struct{}
 	finish func() (int, map[string]any, error)
