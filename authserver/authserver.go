@@ -203,6 +203,13 @@ type Credential struct {
 	SecretGiven bool `json:"-"`
 }
 
+// The store is the storage the OAuth server and the dashboard declare
+// (oauth/storage.go, dashboard/storage.go).
+var (
+	_ oauth.Storage     = (*store.Store)(nil)
+	_ dashboard.Storage = (*store.Store)(nil)
+)
+
 // Server is a running reference server.
 type Server struct {
 	st      *store.Store

@@ -10,6 +10,9 @@
 // project is created) for that project's routes, and the operator
 // credential for review. There is no self-service approval: no project key
 // opens a review route.
+//
+// What the dashboard keeps is declared in storage.go (Storage); package
+// store implements it.
 package dashboard
 
 import (
@@ -34,8 +37,9 @@ import (
 // Config configures a Server. Only Store is required for the client
 // configuration API; the onboarding API needs Catalog and SetCatalog too.
 type Config struct {
-	// Store holds projects, clients and submissions.
-	Store *store.Store
+	// Store holds projects, clients and submissions (storage.go says what
+	// it must guarantee); package store's *Store is one.
+	Store Storage
 	// Catalog returns the catalog in force: policies are checked against
 	// it and Resource Server declarations must not collide with it.
 	Catalog func() *catalog.Catalog
@@ -82,7 +86,7 @@ const OperatorKeySetting = "operator_key_hash"
 // Server serves the dashboard API.
 type Server struct {
 	cfg Config
-	st  *store.Store
+	st  Storage
 	log *slog.Logger
 
 	// reviewMu serializes review decisions: approving a Resource Server

@@ -376,7 +376,7 @@ func (s *Server) approvedResource(r *http.Request, projectID string) (string, er
 // with their assigned ids, oldest first: those of one project, or of every
 // project when projectID is empty. The server extends its catalog with
 // them at start.
-func ApprovedDeclarations(ctx context.Context, st *store.Store, projectID string) ([]catalog.Declaration, error) {
+func ApprovedDeclarations(ctx context.Context, st Reviews, projectID string) ([]catalog.Declaration, error) {
 	subs, err := st.Submissions(ctx, store.SubmissionFilter{ProjectID: projectID, Kind: store.KindResourceServer, Status: store.StatusApproved})
 	if err != nil {
 		return nil, err

@@ -88,7 +88,7 @@ const quotaPeriods = 16
 // is derived from the id (csrfOf) rather than stored, so that what the
 // database holds lets no one forge a form for a browser.
 type dbSessions struct {
-	st                       *store.Store
+	st                       FlowState
 	perSource, total         int
 	anonPeriod, signedPeriod time.Duration
 }

@@ -50,7 +50,7 @@ func (ks *keySet) idSigner(c *store.Client) *jwsSigner {
 // create one key of each algorithm between them. Keys come from
 // crypto/rand, not Config.Rand: Go's key generation ignores a caller's
 // reader, and a test gains nothing from predictable keys.
-func loadKeys(ctx context.Context, st *store.Store, now func() time.Time) (ks *keySet, err error) {
+func loadKeys(ctx context.Context, st Storage, now func() time.Time) (ks *keySet, err error) {
 	err = st.Exclusive(ctx, func() error {
 		ks, err = loadKeysLocked(ctx, st, now)
 		return err
@@ -58,7 +58,7 @@ func loadKeys(ctx context.Context, st *store.Store, now func() time.Time) (ks *k
 	return ks, err
 }
 
-func loadKeysLocked(ctx context.Context, st *store.Store, now func() time.Time) (*keySet, error) {
+func loadKeysLocked(ctx context.Context, st Keys, now func() time.Time) (*keySet, error) {
 	stored, err := st.Keys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)

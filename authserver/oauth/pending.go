@@ -158,7 +158,7 @@ func (ps *pendingSet) len() int {
 // requests in a pendingSet, their models with them.
 type memPending struct {
 	set *pendingSet
-	st  *store.Store
+	st  Grants
 }
 
 func (m *memPending) add(_ context.Context, p *pending, now time.Time) error {

@@ -11,6 +11,10 @@
 // (validateAuthorize), and the three checks of spec 1 beside the catalog
 // (checks.go: projectCheck, consentCheck, resourceChecks; transaction
 // limits in handleCharge).
+//
+// What the server keeps between requests, and what its storage must
+// guarantee, is declared in storage.go (Storage); package store implements
+// it.
 package oauth
 
 import (
@@ -47,8 +51,10 @@ type Config struct {
 	// Catalog is the permission catalog; its BaseURL is {base_url}, the
 	// resource address of the service. Required.
 	Catalog *catalog.Catalog
-	// Store holds clients, the world, keys, grants and tokens. Required.
-	Store *store.Store
+	// Store holds clients, the world, keys, grants and tokens (storage.go
+	// says what it must guarantee); package store's *Store is one.
+	// Required.
+	Store Storage
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -347,7 +353,7 @@ func (s *Server) fill(v string) string { return s.cfg.Catalog.Fill(v) }
 // again empty, which bounds it without bookkeeping (the clients a server
 // serves are few, and reading one again costs one query).
 type clientCache struct {
-	st    *store.Store
+	st    clientSource
 	mu    sync.RWMutex // guards m, gen and bytes
 	m     map[string]*store.Client
 	gen   uint64 // incremented by every invalidation
@@ -369,7 +375,13 @@ func clientSize(c *store.Client) int {
 	return n
 }
 
-func newClientCache(st *store.Store) *clientCache {
+// clientSource is what the client cache reads.
+type clientSource interface {
+	Clients
+	Cacheable() bool
+}
+
+func newClientCache(st clientSource) *clientCache {
 	return &clientCache{st: st, m: map[string]*store.Client{}}
 }
 
