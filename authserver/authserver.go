@@ -204,10 +204,23 @@ type Credential struct {
 }
 
 // The store is the storage the OAuth server and the dashboard declare
-// (oauth/storage.go, dashboard/storage.go).
+// (oauth/storage.go, dashboard/storage.go): each group of theirs is served
+// by one part of the store, and the whole *store.Store is what New takes.
 var (
-	_ oauth.Storage     = (*store.Store)(nil)
-	_ dashboard.Storage = (*store.Store)(nil)
+	_ oauth.Clients         = (*store.ClientStore)(nil)
+	_ oauth.World           = (*store.WorldStore)(nil)
+	_ oauth.Reviews         = (*store.ReviewStore)(nil)
+	_ oauth.FlowState       = (*store.FlowStore)(nil)
+	_ oauth.Grants          = (*store.GrantStore)(nil)
+	_ oauth.Consents        = (*store.ConsentStore)(nil)
+	_ oauth.Keys            = (*store.KeyStore)(nil)
+	_ oauth.Instances       = (*store.Store)(nil)
+	_ oauth.Storage         = (*store.Store)(nil)
+	_ dashboard.Projects    = (*store.WorldStore)(nil)
+	_ dashboard.Credentials = (*store.ClientStore)(nil)
+	_ dashboard.Reviews     = (*store.ReviewStore)(nil)
+	_ dashboard.Settings    = (*store.ReviewStore)(nil)
+	_ dashboard.Storage     = (*store.Store)(nil)
 )
 
 // Server is a running reference server.

@@ -83,7 +83,7 @@ func (s *Store) Shared() bool { return s.pg != nil }
 
 // cacheable reports whether the in-process caches may answer a read: always
 // on SQLite, and on PostgreSQL while the listening connection is up.
-func (s *Store) cacheable() bool {
+func (s *core) cacheable() bool {
 	return s.pg == nil || s.coh.live.Load()
 }
 
@@ -95,7 +95,7 @@ func (s *Store) Cacheable() bool { return s.cacheable() }
 
 // announce tells the other processes, when tx commits, what it changed.
 // On SQLite it does nothing: no other process has the database.
-func (s *Store) announce(tx *sql.Tx, c Change) error {
+func (s *core) announce(tx *sql.Tx, c Change) error {
 	if s.pg == nil {
 		return nil
 	}
@@ -110,7 +110,7 @@ func (s *Store) announce(tx *sql.Tx, c Change) error {
 
 // parseChange reads a payload of announce; ok is false for this process's
 // own changes and for payloads it does not understand.
-func (s *Store) parseChange(p string) (Change, bool) {
+func (s *core) parseChange(p string) (Change, bool) {
 	inst, rest, _ := strings.Cut(p, " ")
 	if inst == s.coh.instance {
 		return Change{}, false
@@ -130,7 +130,7 @@ func (s *Store) parseChange(p string) (Change, bool) {
 
 // apply brings this package's caches in line with a change, then tells the
 // listeners.
-func (s *Store) apply(c Change) {
+func (s *core) apply(c Change) {
 	switch c.Kind {
 	case ChangedGrant:
 		s.cache.revokedGrant(c.Key, c.At)
@@ -168,7 +168,7 @@ func (s *Store) apply(c Change) {
 // startListener connects the listening session and starts the goroutine
 // that applies notifications; it returns once the first LISTEN is in
 // place, so that no change committed after Open is missed.
-func (s *Store) startListener(ctx context.Context, o Options) error {
+func (s *core) startListener(ctx context.Context, o Options) error {
 	var id [8]byte
 	rand.Read(id[:])
 	s.coh.instance = hex.EncodeToString(id[:])
@@ -183,7 +183,7 @@ func (s *Store) startListener(ctx context.Context, o Options) error {
 	return nil
 }
 
-func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
+func (s *core) listen(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pg.cfg)
 	if err != nil {
 		return nil, wrap("listen", err)
@@ -198,7 +198,7 @@ func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
 // listenLoop applies notifications until the Store closes. On a lost
 // connection it bypasses the caches, reconnects (at most every 100 ms),
 // and empties every cache once listening again.
-func (s *Store) listenLoop(ctx context.Context, conn *pgx.Conn, log *slog.Logger) {
+func (s *core) listenLoop(ctx context.Context, conn *pgx.Conn, log *slog.Logger) {
 	defer close(s.pg.listenerDone)
 	defer func() {
 		if conn != nil {
@@ -243,7 +243,7 @@ func (s *Store) listenLoop(ctx context.Context, conn *pgx.Conn, log *slog.Logger
 }
 
 // announceRevoked announces the revocation of grants, and then cs.
-func (s *Store) announceRevoked(tx *sql.Tx, grants []string, at time.Time, cs ...Change) error {
+func (s *core) announceRevoked(tx *sql.Tx, grants []string, at time.Time, cs ...Change) error {
 	for _, g := range grants {
 		if err := s.announce(tx, Change{Kind: ChangedGrant, Key: g, At: at}); err != nil {
 			return err

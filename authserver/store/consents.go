@@ -27,7 +27,7 @@ type Consent struct {
 // Consent returns the remembered consent of a subject for a client, or
 // ErrNotFound. It is served from memory once read (consentCache), except
 // on a shared database while other instances' changes may go unheard.
-func (s *Store) Consent(ctx context.Context, subjectID, clientID string) (*Consent, error) {
+func (s *ConsentStore) Consent(ctx context.Context, subjectID, clientID string) (*Consent, error) {
 	cacheable := s.cacheable()
 	c, found, epoch := s.consents.get(subjectID, clientID)
 	if found && cacheable {
@@ -64,7 +64,7 @@ func (s *Store) Consent(ctx context.Context, subjectID, clientID string) (*Conse
 }
 
 // Consents returns every remembered consent of a subject, by client id.
-func (s *Store) Consents(ctx context.Context, subjectID string) ([]*Consent, error) {
+func (s *ConsentStore) Consents(ctx context.Context, subjectID string) ([]*Consent, error) {
 	rows, err := s.r.QueryContext(ctx, consentSelect+` WHERE subject_id = ? ORDER BY client_id`, subjectID)
 	if err != nil {
 		return nil, wrap("consents", err)
@@ -96,7 +96,7 @@ func scanConsents(rows *sql.Rows) ([]*Consent, error) {
 
 // PutConsent remembers a consent, replacing the previous one of the same
 // subject and client.
-func (s *Store) PutConsent(ctx context.Context, c *Consent) error {
+func (s *ConsentStore) PutConsent(ctx context.Context, c *Consent) error {
 	perms, _ := json.Marshal(nonNil(c.Permissions))
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Stmt(s.stmts.putConsent).Exec(c.SubjectID, c.ClientID, c.OrgID, string(perms), c.AccountID, c.UpdatedAt.Unix()); err != nil {
@@ -115,7 +115,7 @@ func (s *Store) PutConsent(ctx context.Context, c *Consent) error {
 // RevokeConsent forgets a subject's consent for a client and revokes the
 // grants issued on it, so that the client's tokens stop working and the
 // next request asks again. A consent that does not exist is ErrNotFound.
-func (s *Store) RevokeConsent(ctx context.Context, subjectID, clientID string, now time.Time) error {
+func (s *ConsentStore) RevokeConsent(ctx context.Context, subjectID, clientID string, now time.Time) error {
 	var n int64
 	var revoked []string
 	err := s.write(ctx, func(tx *sql.Tx) error {

@@ -139,7 +139,7 @@ type Session struct {
 
 // AddSession stores a new session, charged to c; a used-up quota is a
 // *QuotaError.
-func (s *Store) AddSession(ctx context.Context, se *Session, c Charge, now time.Time) error {
+func (s *FlowStore) AddSession(ctx context.Context, se *Session, c Charge, now time.Time) error {
 	return s.putSession(ctx, nil, se, c, now)
 }
 
@@ -147,11 +147,11 @@ func (s *Store) AddSession(ctx context.Context, se *Session, c Charge, now time.
 // se, charged to c, in one transaction: signing in gives the browser a new
 // session id (session fixation). A used-up quota is a *QuotaError, and
 // nothing changes.
-func (s *Store) ReplaceSession(ctx context.Context, old []byte, se *Session, c Charge, now time.Time) error {
+func (s *FlowStore) ReplaceSession(ctx context.Context, old []byte, se *Session, c Charge, now time.Time) error {
 	return s.putSession(ctx, old, se, c, now)
 }
 
-func (s *Store) putSession(ctx context.Context, old []byte, se *Session, c Charge, now time.Time) error {
+func (s *FlowStore) putSession(ctx context.Context, old []byte, se *Session, c Charge, now time.Time) error {
 	end, ns := endOf(se.ExpiresAt, c.Period), now.UnixNano()
 	// A refusal is an error, so that nothing of the transaction is kept:
 	// neither the old session's deletion nor an eviction.
@@ -228,7 +228,7 @@ func deleteRowFound(tx *sql.Tx, query string, args ...any) (bool, error) {
 
 // Session returns the live session whose id hashes to idHash, or
 // ErrNotFound.
-func (s *Store) Session(ctx context.Context, idHash []byte, now time.Time) (*Session, error) {
+func (s *FlowStore) Session(ctx context.Context, idHash []byte, now time.Time) (*Session, error) {
 	se := &Session{IDHash: idHash}
 	var exp int64
 	err := s.r.QueryRowContext(ctx, `SELECT bind, source, subject, expires_at FROM sessions WHERE id_hash = ? AND expires_at > ?`,
@@ -261,7 +261,7 @@ type PendingRequest struct {
 
 // AddPending stores a pending request, charged to c; a used-up quota is a
 // *QuotaError.
-func (s *Store) AddPending(ctx context.Context, p *PendingRequest, c Charge, now time.Time) error {
+func (s *FlowStore) AddPending(ctx context.Context, p *PendingRequest, c Charge, now time.Time) error {
 	params, err := json.Marshal(p.Params)
 	if err != nil {
 		return fmt.Errorf("store: pending request: %w", err)
@@ -283,7 +283,7 @@ func (s *Store) AddPending(ctx context.Context, p *PendingRequest, c Charge, now
 
 // Pending returns the unexpired pending request whose id hashes to idHash,
 // or ErrNotFound.
-func (s *Store) Pending(ctx context.Context, idHash []byte, now time.Time) (*PendingRequest, error) {
+func (s *FlowStore) Pending(ctx context.Context, idHash []byte, now time.Time) (*PendingRequest, error) {
 	p := &PendingRequest{IDHash: idHash}
 	var params string
 	var exp int64
@@ -301,7 +301,7 @@ func (s *Store) Pending(ctx context.Context, idHash []byte, now time.Time) (*Pen
 
 // SetPendingSubject records the subject a pending request is decided for;
 // ErrNotFound when the request is gone.
-func (s *Store) SetPendingSubject(ctx context.Context, idHash []byte, subject string) error {
+func (s *FlowStore) SetPendingSubject(ctx context.Context, idHash []byte, subject string) error {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.Exec(`UPDATE pending_requests SET subject = ? WHERE id_hash = ?`, subject, idHash)
@@ -319,7 +319,7 @@ func (s *Store) SetPendingSubject(ctx context.Context, idHash []byte, subject st
 
 // DeletePending removes a pending request that will not be decided (a
 // refused prompt=none), giving its quotas back.
-func (s *Store) DeletePending(ctx context.Context, idHash []byte) error {
+func (s *FlowStore) DeletePending(ctx context.Context, idHash []byte) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		return deleteRow(tx, `DELETE FROM pending_requests WHERE id_hash = ? RETURNING quotas, ends_at`, idHash)
 	})
@@ -332,7 +332,7 @@ func (s *Store) DeletePending(ctx context.Context, idHash []byte) error {
 // other gets ErrNotFound, with nothing stored. A subject that is not ""
 // must be the one recorded on the request, so that a decision checked for
 // one subject is never stored for another.
-func (s *Store) DecidePending(ctx context.Context, idHash []byte, subject string, now time.Time, g *Grant, c *Code, remember *Consent) error {
+func (s *FlowStore) DecidePending(ctx context.Context, idHash []byte, subject string, now time.Time, g *Grant, c *Code, remember *Consent) error {
 	var ins *grantInsert
 	if g != nil {
 		ins = s.prepareGrant(g, c, remember)

@@ -130,25 +130,9 @@ func (st *statements) close() {
 	}
 }
 
-// Client returns a client by id, or ErrNotFound.
-func (s *Store) Client(ctx context.Context, id string) (*Client, error) {
-	rows, err := s.stmts.client.QueryContext(ctx, id)
-	if err != nil {
-		return nil, wrap("client", err)
-	}
-	cs, err := scanClients(rows)
-	if err != nil {
-		return nil, err
-	}
-	if len(cs) == 0 {
-		return nil, ErrNotFound
-	}
-	return cs[0], nil
-}
-
 // CreateGrant stores a new grant and the authorization code that will
 // redeem it, in one transaction.
-func (s *Store) CreateGrant(ctx context.Context, g *Grant, c *Code) error {
+func (s *GrantStore) CreateGrant(ctx context.Context, g *Grant, c *Code) error {
 	return s.CreateGrantRemembering(ctx, g, c, nil)
 }
 
@@ -157,7 +141,7 @@ func (s *Store) CreateGrant(ctx context.Context, g *Grant, c *Code) error {
 // the client (replacing the previous one, as PutConsent does), in one
 // transaction: an approval is one write, and a consent is never kept for
 // a grant that was not stored.
-func (s *Store) CreateGrantRemembering(ctx context.Context, g *Grant, c *Code, remember *Consent) error {
+func (s *GrantStore) CreateGrantRemembering(ctx context.Context, g *Grant, c *Code, remember *Consent) error {
 	ins := s.prepareGrant(g, c, remember)
 	if err := s.write(ctx, ins.exec); err != nil {
 		ins.failed()
@@ -170,7 +154,7 @@ func (s *Store) CreateGrantRemembering(ctx context.Context, g *Grant, c *Code, r
 // grantInsert is the write of an approval: a grant, its code and the
 // consent to remember (CreateGrantRemembering, DecidePending).
 type grantInsert struct {
-	s        *Store
+	s        *core
 	g        *Grant
 	c        *Code
 	remember *Consent
@@ -178,7 +162,7 @@ type grantInsert struct {
 	perms    string
 }
 
-func (s *Store) prepareGrant(g *Grant, c *Code, remember *Consent) *grantInsert {
+func (s *core) prepareGrant(g *Grant, c *Code, remember *Consent) *grantInsert {
 	aud, _ := json.Marshal(nonNil(g.Audience))
 	if len(g.Details) == 0 {
 		g.Details = json.RawMessage("[]")
@@ -239,7 +223,7 @@ func (in *grantInsert) cache() {
 // ErrReplayed. Expiry and the binding checks (client, redirect_uri, PKCE) are
 // the caller's: the code is spent either way, so a failed attempt cannot be
 // retried with other guesses.
-func (s *Store) RedeemCode(ctx context.Context, hash []byte, now time.Time) (*Code, error) {
+func (s *GrantStore) RedeemCode(ctx context.Context, hash []byte, now time.Time) (*Code, error) {
 	defer s.cache.spentCode(hash)
 	c := &Code{Hash: hash}
 	var exp int64
@@ -275,7 +259,7 @@ func (s *Store) RedeemCode(ctx context.Context, hash []byte, now time.Time) (*Co
 // PeekCode reads a code without spending it, so that the token endpoint can
 // check it and sign the tokens before the one write that spends the code
 // and stores the tokens (RedeemCodeFor). used reports a spent code.
-func (s *Store) PeekCode(ctx context.Context, hash []byte) (c *Code, used bool, err error) {
+func (s *GrantStore) PeekCode(ctx context.Context, hash []byte) (c *Code, used bool, err error) {
 	if cc, ok := s.cache.code(hash); ok && s.cacheable() {
 		return &cc, false, nil
 	}
@@ -292,7 +276,7 @@ func (s *Store) PeekCode(ctx context.Context, hash []byte) (c *Code, used bool, 
 // transaction; rt may be nil. If the code was spent meanwhile (a concurrent
 // or replayed redemption), nothing is stored, the grant is revoked and
 // ErrReplayed is returned.
-func (s *Store) RedeemCodeFor(ctx context.Context, hash []byte, now time.Time, at *AccessToken, rt *RefreshToken) error {
+func (s *GrantStore) RedeemCodeFor(ctx context.Context, hash []byte, now time.Time, at *AccessToken, rt *RefreshToken) error {
 	defer s.cache.spentCode(hash)
 	var replayed string
 	var won bool
@@ -328,7 +312,7 @@ func (s *Store) RedeemCodeFor(ctx context.Context, hash []byte, now time.Time, a
 // revokeSpent looks up the grant of a spent single-use credential and
 // revokes it, in the transaction that found it spent; it returns "" when
 // the credential never existed.
-func (s *Store) revokeSpent(tx *sql.Tx, lookup *sql.Stmt, hash []byte, now time.Time) (string, error) {
+func (s *GrantStore) revokeSpent(tx *sql.Tx, lookup *sql.Stmt, hash []byte, now time.Time) (string, error) {
 	var grantID string
 	err := tx.Stmt(lookup).QueryRow(hash).Scan(&grantID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -344,7 +328,7 @@ func (s *Store) revokeSpent(tx *sql.Tx, lookup *sql.Stmt, hash []byte, now time.
 
 // UseRefreshToken marks a refresh token used (rotation, RFC 9700 §4.14.2) and
 // returns it. A reused token revokes its grant and returns ErrReplayed.
-func (s *Store) UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (*RefreshToken, error) {
+func (s *GrantStore) UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (*RefreshToken, error) {
 	t := &RefreshToken{Hash: hash, Used: true}
 	var iat, exp int64
 	var found bool
@@ -376,7 +360,7 @@ func (s *Store) UseRefreshToken(ctx context.Context, hash []byte, now time.Time)
 
 // AddTokens stores the tokens issued from a grant in one transaction; rt may
 // be nil.
-func (s *Store) AddTokens(ctx context.Context, at *AccessToken, rt *RefreshToken) error {
+func (s *GrantStore) AddTokens(ctx context.Context, at *AccessToken, rt *RefreshToken) error {
 	err := s.write(ctx, func(tx *sql.Tx) error { return insertTokens(tx, &s.stmts, at, rt) })
 	if err != nil {
 		return err
@@ -406,7 +390,7 @@ func cachedToken(at *AccessToken) *AccessToken {
 
 // RevokeGrant revokes a grant and with it every token issued from it:
 // token lookups read the grant's state, so no token outlives it.
-func (s *Store) RevokeGrant(ctx context.Context, id string, now time.Time) error {
+func (s *GrantStore) RevokeGrant(ctx context.Context, id string, now time.Time) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Stmt(s.stmts.revokeGrant).Exec(now.Unix(), id); err != nil {
 			return wrap("revoke grant", err)
@@ -421,7 +405,7 @@ func (s *Store) RevokeGrant(ctx context.Context, id string, now time.Time) error
 }
 
 // RevokeAccessToken revokes one access token.
-func (s *Store) RevokeAccessToken(ctx context.Context, hash []byte) error {
+func (s *GrantStore) RevokeAccessToken(ctx context.Context, hash []byte) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`UPDATE access_tokens SET revoked = 1 WHERE hash = ?`, hash); err != nil {
 			return wrap("revoke access token", err)
@@ -436,7 +420,7 @@ func (s *Store) RevokeAccessToken(ctx context.Context, hash []byte) error {
 }
 
 // Grant returns a grant by id, or ErrNotFound.
-func (s *Store) Grant(ctx context.Context, id string) (*Grant, error) {
+func (s *GrantStore) Grant(ctx context.Context, id string) (*Grant, error) {
 	g, epoch := s.cache.grant(id)
 	if g != nil && s.cacheable() {
 		return g, nil
@@ -454,7 +438,7 @@ func (s *Store) Grant(ctx context.Context, id string) (*Grant, error) {
 
 // LookupAccessToken returns an access token by hash with its grant, or
 // ErrNotFound.
-func (s *Store) LookupAccessToken(ctx context.Context, hash []byte) (*AccessToken, *Grant, error) {
+func (s *GrantStore) LookupAccessToken(ctx context.Context, hash []byte) (*AccessToken, *Grant, error) {
 	t, g, epoch := s.cache.lookup(hash)
 	if t != nil && s.cacheable() {
 		return t, g, nil
@@ -475,7 +459,7 @@ func (s *Store) LookupAccessToken(ctx context.Context, hash []byte) (*AccessToke
 
 // LookupRefreshToken returns a refresh token by hash with its grant, or
 // ErrNotFound.
-func (s *Store) LookupRefreshToken(ctx context.Context, hash []byte) (*RefreshToken, *Grant, error) {
+func (s *GrantStore) LookupRefreshToken(ctx context.Context, hash []byte) (*RefreshToken, *Grant, error) {
 	t, g := &RefreshToken{Hash: hash}, &Grant{}
 	var iat, exp int64
 	dest := append([]any{&t.GrantID, &iat, &exp, &t.Used}, grantDest(g)...)

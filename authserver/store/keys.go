@@ -16,7 +16,7 @@ type Key struct {
 }
 
 // Keys returns every stored key, oldest first.
-func (s *Store) Keys(ctx context.Context) ([]Key, error) {
+func (s *KeyStore) Keys(ctx context.Context) ([]Key, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT kid, alg, der, created_at FROM keys ORDER BY created_at, kid`)
 	if err != nil {
 		return nil, wrap("keys", err)
@@ -36,7 +36,7 @@ func (s *Store) Keys(ctx context.Context) ([]Key, error) {
 }
 
 // AddKey stores a key.
-func (s *Store) AddKey(ctx context.Context, k Key) error {
+func (s *KeyStore) AddKey(ctx context.Context, k Key) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Exec(`INSERT INTO keys(kid, alg, der, created_at) VALUES(?, ?, ?, ?)`, k.KID, k.Alg, k.DER, k.CreatedAt.Unix()); err != nil {
 			return wrap("add key", err)

@@ -65,7 +65,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 	if err := migratePostgres(ctx, db); err != nil {
 		return nil, err
 	}
-	s := &Store{w: db, r: db, pg: &pgState{cfg: cfg}, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), quit: make(chan struct{})}
+	s := newStore(&core{w: db, r: db, pg: &pgState{cfg: cfg}, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), quit: make(chan struct{})})
 	if err := s.stmts.prepare(ctx, db, db); err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ type pgState struct {
 // writePG runs fn in a transaction of its own. The transaction does not
 // follow ctx once begun, for the same reason as on SQLite: the caller must
 // learn whether a code was spent.
-func (s *Store) writePG(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *core) writePG(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	select {
 	case <-s.quit:
 		return errClosed

@@ -30,10 +30,64 @@ import (
 // ErrNotFound is returned when a looked-up record does not exist.
 var ErrNotFound = errors.New("store: not found")
 
-// Store is an open database. One connection writes (SQLite has one writer
-// at a time; queueing in Go is cheaper than SQLITE_BUSY retries) and a pool
-// of read-only connections reads, which WAL lets run beside the writer.
+// Store is an open database, in parts by concern: each part is the
+// storage of one kind of record, and all of them share one core (the
+// connections, the writer, the caches, the notifications between
+// processes). The parts are embedded, so a Store has every part's methods;
+// a part can also be handed on alone (st.GrantStore). The methods declared
+// on Store itself concern the whole database.
+//
+// Its consumers declare what they need of it, grouped the same way:
+// package oauth in its storage.go, package dashboard in its.
 type Store struct {
+	*core
+
+	*ClientStore  // OAuth clients (clients.go)
+	*WorldStore   // projects, subjects, companies, memberships, accounts (world.go, worldcache.go)
+	*ReviewStore  // submissions under review, approved policies, settings (onboarding.go)
+	*FlowStore    // browser sessions and pending requests of a shared database (flowstate.go)
+	*GrantStore   // grants, codes, access and refresh tokens (grants.go)
+	*ConsentStore // remembered consents (consents.go)
+	*KeyStore     // signing keys (keys.go)
+}
+
+// ClientStore keeps the OAuth clients of projects.
+type ClientStore struct{ *core }
+
+// WorldStore keeps the seed world and the projects, read from a snapshot
+// in memory (worldcache.go).
+type WorldStore struct{ *core }
+
+// ReviewStore keeps what projects submit for the operator's review, the
+// policies approved, and the server's settings (the operator credential).
+type ReviewStore struct{ *core }
+
+// FlowStore keeps the state of flows in progress for server instances
+// that share a database: browser sessions, pending authorization requests
+// and the quota counts that bound both.
+type FlowStore struct{ *core }
+
+// GrantStore keeps grants, authorization codes and access and refresh
+// tokens.
+type GrantStore struct{ *core }
+
+// ConsentStore keeps the consents subjects asked to be remembered.
+type ConsentStore struct{ *core }
+
+// KeyStore keeps the private signing keys.
+type KeyStore struct{ *core }
+
+// newStore gives the parts their shared core.
+func newStore(c *core) *Store {
+	return &Store{core: c, ClientStore: &ClientStore{c}, WorldStore: &WorldStore{c}, ReviewStore: &ReviewStore{c},
+		FlowStore: &FlowStore{c}, GrantStore: &GrantStore{c}, ConsentStore: &ConsentStore{c}, KeyStore: &KeyStore{c}}
+}
+
+// core is what the parts of a Store share. One connection writes (SQLite
+// has one writer at a time; queueing in Go is cheaper than SQLITE_BUSY
+// retries) and a pool of read-only connections reads, which WAL lets run
+// beside the writer.
+type core struct {
 	w  *sql.DB // the single writer connection, used only by the writer goroutine
 	r  *sql.DB // read-only pool
 	cp *sql.DB // the checkpointer's connection
@@ -156,8 +210,8 @@ func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error)
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	cp.SetMaxOpenConns(1)
-	s := &Store{lock: lock, w: w, r: r, cp: cp, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), ops: make(chan *writeOp),
-		quit: make(chan struct{}), writerDone: make(chan struct{}), cpDone: make(chan struct{})}
+	s := newStore(&core{lock: lock, w: w, r: r, cp: cp, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), ops: make(chan *writeOp),
+		quit: make(chan struct{}), writerDone: make(chan struct{}), cpDone: make(chan struct{})})
 	go s.writer()
 	go s.checkpointer()
 	if err := s.stmts.prepare(ctx, w, r); err != nil {
@@ -203,7 +257,7 @@ const maxWALFrames = 16384
 // some WAL frames, so the WAL is never restarted and would grow without
 // bound. Past maxWALFrames a TRUNCATE checkpoint waits for the readers,
 // briefly holds off the writer, and empties the WAL.
-func (s *Store) checkpointer() {
+func (s *core) checkpointer() {
 	defer close(s.cpDone)
 	t := time.NewTicker(checkpointInterval)
 	defer t.Stop()

@@ -8,24 +8,6 @@ import (
 	"fmt"
 )
 
-// ClientType distinguishes clients that can keep a secret (RFC 6749 §2.1).
-type ClientType string
-
-// The two client types; the strings are the dashboard API's `client_type`.
-const (
-	Public       ClientType = "public"
-	Confidential ClientType = "confidential"
-)
-
-// Client roles beyond an ordinary OAuth client.
-const (
-	// RoleHost may call the native-consent API on behalf of subjects.
-	RoleHost = "host"
-	// RoleResourceServer may read grants of tokens whose audience is its
-	// Resource (GET {base_url}/authorization, introspection).
-	RoleResourceServer = "resource_server"
-)
-
 // Project is a dashboard project (spec 2.7).
 type Project struct {
 	ID   string `json:"id"`
@@ -34,48 +16,6 @@ type Project struct {
 	// of the accounts an automatic charge may pay (spec 2.4 beneficiaries).
 	// Empty until set by the seed or the operator.
 	OperatorCompany string `json:"operator_company,omitempty"`
-}
-
-// Client is an OAuth client registered under a project.
-type Client struct {
-	ID             string
-	ProjectID      string
-	Name           string
-	Type           ClientType
-	SecretHash     []byte // nil for a public client
-	RedirectURIs   []string
-	AllowedOrigins []string
-	Roles          []string
-	// Resource is the resource address of a Resource Server client.
-	Resource string
-	// IDTokenAlg signs the client's ID tokens (OpenID Connect Dynamic
-	// Client Registration 1.0 §2, id_token_signed_response_alg): one of
-	// IDTokenAlgs; "" is RS256, the default OpenID Connect Core §15.1
-	// requires every relying party to accept.
-	IDTokenAlg string
-}
-
-// IDTokenAlgs are the ID token algorithms a client may register.
-var IDTokenAlgs = []string{"RS256", "ES256", "EdDSA"}
-
-// DefaultIDTokenAlg is the ID token algorithm of a client that chose none.
-const DefaultIDTokenAlg = "RS256"
-
-func (c *Client) idTokenAlg() string {
-	if c.IDTokenAlg == "" {
-		return DefaultIDTokenAlg
-	}
-	return c.IDTokenAlg
-}
-
-// HasRole reports whether the client has the role.
-func (c *Client) HasRole(role string) bool {
-	for _, r := range c.Roles {
-		if r == role {
-			return true
-		}
-	}
-	return false
 }
 
 // Address is a postal address (OpenID Connect Core §5.1.1 fields).
@@ -125,114 +65,50 @@ type Account struct {
 }
 
 // PutProject inserts or replaces a project.
-func (s *Store) PutProject(ctx context.Context, p Project) error {
+func (s *WorldStore) PutProject(ctx context.Context, p Project) error {
 	return s.exec(ctx, "put project", `INSERT INTO projects(id, name, operator_company) VALUES(?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET name = excluded.name, operator_company = excluded.operator_company`, p.ID, p.Name, p.OperatorCompany)
 }
 
-// PutClient inserts or replaces a client.
-func (s *Store) PutClient(ctx context.Context, c *Client) error {
-	ru, _ := json.Marshal(nonNil(c.RedirectURIs))
-	ao, _ := json.Marshal(nonNil(c.AllowedOrigins))
-	ro, _ := json.Marshal(nonNil(c.Roles))
-	return s.execChange(ctx, Change{Kind: ChangedClient, Key: c.ID}, "put client", `INSERT INTO clients(id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource, id_token_alg)
-		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT(id) DO UPDATE SET project_id = excluded.project_id, name = excluded.name, type = excluded.type,
-			secret_hash = excluded.secret_hash, redirect_uris = excluded.redirect_uris,
-			allowed_origins = excluded.allowed_origins, roles = excluded.roles, resource = excluded.resource,
-			id_token_alg = excluded.id_token_alg, removed_at = NULL`,
-		c.ID, c.ProjectID, c.Name, string(c.Type), c.SecretHash, string(ru), string(ao), string(ro), c.Resource, c.idTokenAlg())
-}
-
-// SetClientSecret replaces a confidential client's secret hash.
-func (s *Store) SetClientSecret(ctx context.Context, id string, hash []byte) error {
+// CreateProject inserts a new project with the hash of its key; a project
+// with the same id is ErrExists.
+func (s *WorldStore) CreateProject(ctx context.Context, p Project, keyHash []byte) error {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`UPDATE clients SET secret_hash = ? WHERE id = ? AND type = 'confidential'`, hash, id)
+		res, err := tx.Exec(`INSERT INTO projects(id, name, operator_company, key_hash) VALUES(?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+			p.ID, p.Name, p.OperatorCompany, keyHash)
 		if err != nil {
-			return wrap("set client secret", err)
+			return wrap("create project", err)
 		}
 		if n, err = res.RowsAffected(); err != nil || n == 0 {
-			return wrap("set client secret", err)
+			return wrap("create project", err)
 		}
-		return s.announce(tx, Change{Kind: ChangedClient, Key: id})
+		return s.announce(tx, Change{Kind: ChangedWorld})
 	})
-	if err != nil {
-		return err
+	s.forgetWorld()
+	if err == nil && n == 0 {
+		return fmt.Errorf("store: create project %q: %w", p.ID, ErrExists)
 	}
-	if n == 0 {
-		return fmt.Errorf("store: set client secret: confidential client %q: %w", id, ErrNotFound)
-	}
-	return nil
+	return err
 }
 
-// SetClientAddresses replaces a client's redirect URIs and allowed
-// origins (the dashboard's credential update). Like every change of a
-// client it is announced, so that the client caches of other instances on a
-// shared database drop the old ones.
-func (s *Store) SetClientAddresses(ctx context.Context, id string, redirectURIs, allowedOrigins []string) error {
-	ru, _ := json.Marshal(nonNil(redirectURIs))
-	ao, _ := json.Marshal(nonNil(allowedOrigins))
-	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`UPDATE clients SET redirect_uris = ?, allowed_origins = ? WHERE id = ? AND removed_at IS NULL`,
-			string(ru), string(ao), id)
-		if err != nil {
-			return wrap("set client addresses", err)
-		}
-		if n, err = res.RowsAffected(); err != nil || n == 0 {
-			return wrap("set client addresses", err)
-		}
-		return s.announce(tx, Change{Kind: ChangedClient, Key: id})
-	})
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return fmt.Errorf("store: set client addresses: client %q: %w", id, ErrNotFound)
-	}
-	return nil
-}
-
-// Clients returns every client, ordered by id.
-func (s *Store) Clients(ctx context.Context) ([]*Client, error) {
-	rows, err := s.r.QueryContext(ctx, clientSelect+` WHERE removed_at IS NULL ORDER BY id`)
-	if err != nil {
-		return nil, wrap("clients", err)
-	}
-	return scanClients(rows)
-}
-
-const clientSelect = `SELECT id, project_id, name, type, secret_hash, redirect_uris, allowed_origins, roles, resource, id_token_alg FROM clients`
-
-func scanClients(rows *sql.Rows) ([]*Client, error) {
-	defer rows.Close()
-	var out []*Client
-	for rows.Next() {
-		var c Client
-		var typ, ru, ao, ro string
-		if err := rows.Scan(&c.ID, &c.ProjectID, &c.Name, &typ, &c.SecretHash, &ru, &ao, &ro, &c.Resource, &c.IDTokenAlg); err != nil {
-			return nil, wrap("client", err)
-		}
-		c.Type = ClientType(typ)
-		if err := errors.Join(json.Unmarshal([]byte(ru), &c.RedirectURIs), json.Unmarshal([]byte(ao), &c.AllowedOrigins),
-			json.Unmarshal([]byte(ro), &c.Roles)); err != nil {
-			return nil, fmt.Errorf("store: client %q: %w", c.ID, err)
-		}
-		out = append(out, &c)
-	}
-	return out, wrap("clients", rows.Err())
+// ProjectKeyHash returns the hash of a project's key; nil for a seeded
+// project, which has no key (it is managed by the operator).
+func (s *WorldStore) ProjectKeyHash(ctx context.Context, id string) ([]byte, error) {
+	var h []byte
+	err := s.r.QueryRowContext(ctx, `SELECT key_hash FROM projects WHERE id = ?`, id).Scan(&h)
+	return h, wrap("project key", err)
 }
 
 // PutSubject inserts or replaces a subject.
-func (s *Store) PutSubject(ctx context.Context, sub Subject) error {
+func (s *WorldStore) PutSubject(ctx context.Context, sub Subject) error {
 	p, _ := json.Marshal(sub.Profile)
 	return s.exec(ctx, "put subject", `INSERT INTO subjects(id, profile) VALUES(?, ?)
 		ON CONFLICT(id) DO UPDATE SET profile = excluded.profile`, sub.ID, string(p))
 }
 
 // PutCompany inserts or replaces a company.
-func (s *Store) PutCompany(ctx context.Context, c Company) error {
+func (s *WorldStore) PutCompany(ctx context.Context, c Company) error {
 	a, _ := json.Marshal(nonNilAddr(c.Addresses))
 	return s.exec(ctx, "put company", `INSERT INTO companies(id, name, legal_id, country, addresses) VALUES(?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET name = excluded.name, legal_id = excluded.legal_id,
@@ -241,13 +117,13 @@ func (s *Store) PutCompany(ctx context.Context, c Company) error {
 }
 
 // PutMembership records that a subject may act for a company.
-func (s *Store) PutMembership(ctx context.Context, subjectID, companyID, role string) error {
+func (s *WorldStore) PutMembership(ctx context.Context, subjectID, companyID, role string) error {
 	return s.exec(ctx, "put membership", `INSERT INTO memberships(subject_id, company_id, role) VALUES(?, ?, ?)
 		ON CONFLICT(subject_id, company_id) DO UPDATE SET role = excluded.role`, subjectID, companyID, role)
 }
 
 // PutAccount inserts or replaces a bank account.
-func (s *Store) PutAccount(ctx context.Context, a Account) error {
+func (s *WorldStore) PutAccount(ctx context.Context, a Account) error {
 	return s.exec(ctx, "put account", `INSERT INTO accounts(id, subject_id, company_id, name, number, currency)
 		VALUES(?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET subject_id = excluded.subject_id, company_id = excluded.company_id,
@@ -258,11 +134,11 @@ func (s *Store) PutAccount(ctx context.Context, a Account) error {
 // exec runs one statement through the writer and forgets the cached world,
 // which the next read loads again; so do the other processes on a shared
 // database, told by c (ChangedWorld when c is empty).
-func (s *Store) exec(ctx context.Context, op, query string, args ...any) error {
+func (s *core) exec(ctx context.Context, op, query string, args ...any) error {
 	return s.execChange(ctx, Change{Kind: ChangedWorld}, op, query, args...)
 }
 
-func (s *Store) execChange(ctx context.Context, c Change, op, query string, args ...any) error {
+func (s *core) execChange(ctx context.Context, c Change, op, query string, args ...any) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Exec(query, args...); err != nil {
 			return wrap(op, err)
@@ -275,7 +151,7 @@ func (s *Store) execChange(ctx context.Context, c Change, op, query string, args
 
 // Empty reports whether the database holds no project yet, which is how
 // the server knows to load the seed world.
-func (s *Store) Empty(ctx context.Context) (bool, error) {
+func (s *WorldStore) Empty(ctx context.Context) (bool, error) {
 	var n int
 	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM projects`).Scan(&n)
 	return n == 0, wrap("count projects", err)

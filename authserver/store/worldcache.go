@@ -43,7 +43,7 @@ type world struct {
 }
 
 // forgetWorld drops the snapshot after a world write has committed.
-func (s *Store) forgetWorld() {
+func (s *core) forgetWorld() {
 	s.wc.mu.Lock()
 	s.wc.gen++
 	s.wc.snap = nil
@@ -51,7 +51,7 @@ func (s *Store) forgetWorld() {
 }
 
 // loadWorld returns the snapshot, reading the tables when there is none.
-func (s *Store) loadWorld(ctx context.Context) (*world, error) {
+func (s *WorldStore) loadWorld(ctx context.Context) (*world, error) {
 	s.wc.mu.Lock()
 	snap, gen := s.wc.snap, s.wc.gen
 	s.wc.mu.Unlock()
@@ -71,7 +71,7 @@ func (s *Store) loadWorld(ctx context.Context) (*world, error) {
 	return w, nil
 }
 
-func (s *Store) readWorld(ctx context.Context) (*world, error) {
+func (s *WorldStore) readWorld(ctx context.Context) (*world, error) {
 	w := &world{projects: map[string]Project{}, bySubject: map[string]int{}, companies: map[string]Company{}, members: map[[2]string]bool{}}
 	tx, err := s.r.BeginTx(ctx, nil) // one read transaction: a consistent snapshot
 	if err != nil {
@@ -153,7 +153,7 @@ func (s *Store) readWorld(ctx context.Context) (*world, error) {
 }
 
 // Project returns a project by id, or ErrNotFound.
-func (s *Store) Project(ctx context.Context, id string) (Project, error) {
+func (s *WorldStore) Project(ctx context.Context, id string) (Project, error) {
 	w, err := s.loadWorld(ctx)
 	if err != nil {
 		return Project{}, err
@@ -176,7 +176,7 @@ func (s *Store) Project(ctx context.Context, id string) (Project, error) {
 }
 
 // Subject returns a subject by id, or ErrNotFound.
-func (s *Store) Subject(ctx context.Context, id string) (Subject, error) {
+func (s *WorldStore) Subject(ctx context.Context, id string) (Subject, error) {
 	w, err := s.loadWorld(ctx)
 	if err != nil {
 		return Subject{}, err
@@ -189,7 +189,7 @@ func (s *Store) Subject(ctx context.Context, id string) (Subject, error) {
 }
 
 // Subjects returns every subject, ordered by id.
-func (s *Store) Subjects(ctx context.Context) ([]Subject, error) {
+func (s *WorldStore) Subjects(ctx context.Context) ([]Subject, error) {
 	w, err := s.loadWorld(ctx)
 	if err != nil {
 		return nil, err
@@ -198,7 +198,7 @@ func (s *Store) Subjects(ctx context.Context) ([]Subject, error) {
 }
 
 // Company returns a company by id, or ErrNotFound.
-func (s *Store) Company(ctx context.Context, id string) (Company, error) {
+func (s *WorldStore) Company(ctx context.Context, id string) (Company, error) {
 	w, err := s.loadWorld(ctx)
 	if err != nil {
 		return Company{}, err
@@ -211,7 +211,7 @@ func (s *Store) Company(ctx context.Context, id string) (Company, error) {
 }
 
 // MemberOf reports whether a subject may act for a company.
-func (s *Store) MemberOf(ctx context.Context, subjectID, companyID string) (bool, error) {
+func (s *WorldStore) MemberOf(ctx context.Context, subjectID, companyID string) (bool, error) {
 	w, err := s.loadWorld(ctx)
 	if err != nil {
 		return false, err
@@ -221,7 +221,7 @@ func (s *Store) MemberOf(ctx context.Context, subjectID, companyID string) (bool
 
 // AccountsOf returns the accounts of a subject (companyID empty) or of a
 // company, ordered by id.
-func (s *Store) AccountsOf(ctx context.Context, subjectID, companyID string) ([]Account, error) {
+func (s *WorldStore) AccountsOf(ctx context.Context, subjectID, companyID string) ([]Account, error) {
 	w, err := s.loadWorld(ctx)
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ type writeOp struct {
 // Writes that arrive while another transaction runs are committed together
 // (group commit): SQLite has one writer, and its commit is the expensive
 // part, so sharing it is what lets the token endpoint scale with clients.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *core) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.pg != nil {
 		return s.writePG(ctx, fn)
 	}
@@ -42,7 +42,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 // writer is the goroutine that owns the write connection.
-func (s *Store) writer() {
+func (s *core) writer() {
 	defer close(s.writerDone)
 	for {
 		var op *writeOp
@@ -79,7 +79,7 @@ func (s *Store) writer() {
 // partial write of the failed one is committed. A write function returns
 // an error only for a failure; outcomes such as "code already used" travel
 // in the caller's variables, so that what the write did is committed.
-func (s *Store) runBatch(batch []*writeOp) {
+func (s *core) runBatch(batch []*writeOp) {
 	if len(batch) > 1 && s.runTx(batch) == nil {
 		for _, op := range batch {
 			op.done <- nil
@@ -93,7 +93,7 @@ func (s *Store) runBatch(batch []*writeOp) {
 
 // runTx runs ops in one transaction and commits it, or rolls it back on
 // the first error.
-func (s *Store) runTx(ops []*writeOp) error {
+func (s *core) runTx(ops []*writeOp) error {
 	tx, err := s.w.BeginTx(context.Background(), nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
