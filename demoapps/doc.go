@@ -10,5 +10,5 @@
 //     (window.miniapp.authorize, way 2) or by navigating to the service
 //     itself with PKCE made in the page (way 3).
 //
-// Each serves its manifest at /miniapp.webmanifest (spec 4.3).
+// Each serves its manifest at /miniapp.webmanifest (docs/service.md §4.3).
 package demoapps

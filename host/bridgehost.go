@@ -32,7 +32,7 @@ type BridgeConfig struct {
 	// AuthorizeURL and TokenURL are the service's endpoints.
 	AuthorizeURL, TokenURL string
 	// Resource is the service's {base_url}, sent as resource when the
-	// page asks for scopes (spec 2.1).
+	// page asks for scopes (docs/service.md §2.1).
 	Resource string
 	// Issuer, when set, must equal the iss of every authorization
 	// response (RFC 9207).

@@ -160,7 +160,7 @@ func (w *Window) beginFlow(f *flow, u *url.URL, announce func(flowID string)) er
 			return
 		}
 		if m, ok := rememberedModel(screen.Model); ok {
-			// Spec 1: the subject's consent is remembered per subject and
+			// docs/service.md §1: the subject's consent is remembered per subject and
 			// client, and the subject is not asked again for what they
 			// granted; the service approves with the account bound then.
 			w.emit(Event{Kind: EventConsentRemembered, URL: u.String()})

@@ -1,5 +1,5 @@
 // Package origin is Miniapp Host's one origin policy (ARCHITECTURE.md, "One
-// origin policy"; spec sections 2.9 and 4.3). The resolver, the host's
+// origin policy"; docs/service.md §2.9 and §4.3). The resolver, the host's
 // navigation policy, the bridge and the cookie sync all ask this package, and
 // nothing else, whether two URLs share an origin or whether an origin is
 // allowed.

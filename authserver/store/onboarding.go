@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Onboarding records (spec 2.7, 5.8): project keys, the operator
+// Onboarding records (docs/service.md §2.7, §5.8): project keys, the operator
 // credential, credentials added by projects, and the submissions the
 // operator reviews. Keys are random 256-bit values, kept as SHA-256 hashes
 // like client secrets.
@@ -205,7 +205,7 @@ const (
 
 // Submission is something a project submitted for the operator's review: a
 // scope policy, a Resource Server declaration or a published Miniapp's
-// manifest (spec 5.8).
+// manifest (docs/service.md §5.8).
 type Submission struct {
 	ID        string          `json:"id"`
 	ProjectID string          `json:"project_id"`
@@ -314,7 +314,7 @@ func (s *Store) DecideSubmission(ctx context.Context, id, status, reason, assign
 }
 
 // Policy is a project's scope policy: the catalog scopes and
-// authorization_details types it may request (spec 1, the project's
+// authorization_details types it may request (docs/service.md §1, the project's
 // approval). Type names are as in discovery; seeded policies may hold the
 // endpoint placeholders ({base_url}, {signing_origin}...).
 type Policy struct {
