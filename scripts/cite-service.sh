@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Rewrites citations of the service contract written the old way ("spec 2.2 rule 3",
-# "spec sections 2.9 and 4.3", "(spec 4.1, 5.6)") into the form docs/service.md defines
-# ("docs/service.md §2.2 rule 3", "docs/service.md §2.9 and §4.3", "(docs/service.md §4.1, §5.6)"),
-# in every tracked text file. Run it from anywhere in the checkout; it prints the files it changed.
-# Idempotent: a second run changes nothing. What it cannot rewrite (prose such as "the spec's
-# routes") TestReferencesResolve (docs_test.go) does not look for; a bare "spec 2.2" it does.
+# Rewrites citations of the service contract written the old way, the word "spec" (or
+# "spec section(s)") and section numbers, such as "spec N.N rule N", "spec sections N.N and N.N",
+# "(spec N.N, N.N)", into the form docs/service.md defines: "docs/service.md §2.2 rule 3",
+# "docs/service.md §2.9 and §4.3", "(docs/service.md §4.1, §5.6)", in every tracked text file.
+# Run it from anywhere in the checkout; it prints the files it changed. Idempotent: a second run
+# changes nothing. Prose such as "the spec's routes" it leaves for a person; a bare citation it
+# missed fails TestReferencesResolve (references_test.go).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 
