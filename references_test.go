@@ -246,7 +246,7 @@ var (
 	// pathRE matches a path-like token: segments of name characters joined
 	// by slashes, not preceded by anything that makes it part of a larger
 	// word, URL, absolute path or placeholder.
-	pathRE = regexp.MustCompile(`(^|[\s"'\x60(\[,;=])((?:\.\.?/)*[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_.-]+)*/?)`)
+	pathRE = regexp.MustCompile(`(^|[\s"'\x60(\[,;=])((?:\.\.?/)+[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_.-]+)*/?|[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_.-]+)+/?|[A-Za-z0-9_][A-Za-z0-9_.-]*\.md)`)
 	// mdLinkRE matches a Markdown link or image target.
 	mdLinkRE = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 	// citeRE matches a citation of the contract: the page, then a list of
@@ -312,15 +312,26 @@ func (r *repoIndex) check(name string, data []byte) []string {
 	case ".json", ".html", ".sql":
 		blank = ""
 	}
-	blank = urlRE.ReplaceAllStringFunc(blank, spaces)
-	for _, m := range pathRE.FindAllStringSubmatchIndex(blank, -1) {
-		tok := strings.TrimRight(blank[m[4]:m[5]], ".")
-		if !r.pathExists(name, ext, tok) {
-			where := tok
-			if strings.HasPrefix(tok, "../") || strings.HasPrefix(tok, "./") {
-				where = fmt.Sprintf("%s (%s)", tok, path.Join(dir, tok))
+	lineStart := 0
+	for _, line := range strings.SplitAfter(blank, "\n") {
+		start := lineStart
+		lineStart += len(line)
+		// Only a line with a slash or a .md name can hold a reference.
+		if !strings.Contains(line, "/") && !strings.Contains(line, ".md") {
+			continue
+		}
+		if strings.Contains(line, ":") {
+			line = urlRE.ReplaceAllStringFunc(line, spaces)
+		}
+		for _, m := range pathRE.FindAllStringSubmatchIndex(line, -1) {
+			tok := strings.TrimRight(line[m[4]:m[5]], ".")
+			if !r.pathExists(name, ext, tok) {
+				where := tok
+				if strings.HasPrefix(tok, "../") || strings.HasPrefix(tok, "./") {
+					where = fmt.Sprintf("%s (%s)", tok, path.Join(dir, tok))
+				}
+				add(start+m[4], "names %s, which the repository does not have; cite the repository page that says it (docs/...)", where)
 			}
-			add(m[4], "names %s, which the repository does not have; cite the repository page that says it (docs/...)", where)
 		}
 	}
 
@@ -351,9 +362,16 @@ func (r *repoIndex) check(name string, data []byte) []string {
 			at += len(sep) - len("§")
 		}
 	}
+	if !strings.Contains(text, "spec") && !strings.Contains(text, "Spec") {
+		return sortProblems(problems)
+	}
 	for _, m := range bareRE.FindAllStringIndex(text, -1) {
 		add(m[0], "bare citation %q: cite the contract as docs/service.md §N (scripts/cite-service.sh rewrites it)", text[m[0]:m[1]])
 	}
+	return sortProblems(problems)
+}
+
+func sortProblems(problems []string) []string {
 	sort.SliceStable(problems, func(i, j int) bool { return lineOf(problems[i]) < lineOf(problems[j]) })
 	return problems
 }
