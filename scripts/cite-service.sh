@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 
 git ls-files -z -- '*.go' '*.md' '*.json' '*.js' '*.html' '*.css' '*.sh' '*.yml' '*.yaml' '*.txt' 'Makefile' \
-	':!docs/service.md' ':!scripts/cite-service.sh' |
+	':!docs/service.md' ':!scripts/cite-service.sh' ':!references_test.go' |
 	xargs -0 perl -0777 -i -ne '
 		my $orig = $_;
 		# A section number, then the items cited inside it, kept as written.
