@@ -5,7 +5,7 @@ GO        ?= go
 BIN       := $(CURDIR)/bin
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck
-# Under Xvfb WebKit renders without compositing faster and with less memory (notes/webkitgtk.md).
+# Under Xvfb WebKit renders without compositing faster and with less memory (docs/webkitgtk.md, "Measured facts").
 export WEBKIT_DISABLE_COMPOSITING_MODE := 1
 
 # The WebKitGTK API to build against (docs/webkitgtk.md, "WebKitGTK 4.0 and 4.1"): 4.1

@@ -11,7 +11,7 @@ import (
 )
 
 // TestEveryPackageHasADocComment walks the repository and fails for a Go
-// package none of whose files carries a package doc comment (CONVENTIONS.md 10).
+// package none of whose files carries a package doc comment (docs/architecture.md, "Rules that keep the house simple").
 func TestEveryPackageHasADocComment(t *testing.T) {
 	documented := map[string]bool{}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {

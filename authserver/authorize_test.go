@@ -9,7 +9,7 @@ import (
 )
 
 // TestRedirectURIExactMatch sends the redirect_uri variants that loose
-// matching has let through (notes/security.md): each gets an error page,
+// matching has let through (docs/security.md, "Authorization servers"): each gets an error page,
 // never a redirect, from the browser endpoint and the native API alike.
 func TestRedirectURIExactMatch(t *testing.T) {
 	e := start(t)

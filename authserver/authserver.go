@@ -1,5 +1,5 @@
 // Package authserver is the embedded reference authorization server: it
-// implements the service of spec/service.md on the developer's machine so
+// implements the service of docs/service.md on the developer's machine so
 // that a Miniapp can be developed end to end with nothing outside. Start
 // opens the database (loading the seed world on first start) and serves
 // each role on its own loopback origin, as in production: the service
@@ -8,7 +8,7 @@
 //
 // The roles live in sub-packages: store (SQLite), seed (the seed world),
 // oauth (the OAuth/OIDC endpoints, native-consent API, grant endpoint and
-// the three checks of spec 1), dashboard (the client configuration API,
+// the three checks of docs/service.md §1), dashboard (the client configuration API,
 // onboarding and operator review) and providers (the example Resource
 // Servers). Approved Resource Servers extend the catalog in force, rebuilt
 // from the database at every start.
@@ -336,7 +336,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	// The approved Resource Servers' permissions live in the database; the
-	// catalog in force is rebuilt from them at every start (spec 5.8).
+	// catalog in force is rebuilt from them at every start (docs/service.md §5.8).
 	if err := s.extendCatalog(ctx, cfg.Logger); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ const (
 )
 
 // TestResourceControls: the resource's controls that can be checked before
-// approval (spec 1, 2.3, 2.4) are checks of the consent model, and an
+// approval (docs/service.md §1, §2.3, §2.4) are checks of the consent model, and an
 // approval of a model with a failed check is refused with its code.
 func TestResourceControls(t *testing.T) {
 	e := start(t)
@@ -67,7 +67,7 @@ func TestResourceControls(t *testing.T) {
 }
 
 // TestChargeLimits: transaction limits are enforced when a charge is made
-// (spec 2.4), at POST {base_url}/automatic-charges.
+// (docs/service.md §2.4), at POST {base_url}/automatic-charges.
 func TestChargeLimits(t *testing.T) {
 	e := start(t)
 	base := e.u.BaseURL

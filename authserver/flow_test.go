@@ -129,7 +129,7 @@ func TestFullFlows(t *testing.T) {
 
 // checkAccessToken verifies an access token as a strict RFC 9068 resource
 // server would: typ at+jwt, ES256 from the JWKS, the required claims, and
-// no authorization_details (spec 5.6).
+// no authorization_details (docs/service.md §5.6).
 func checkAccessToken(t *testing.T, e *env, provider *oidc.Provider, tok, clientID string) {
 	t.Helper()
 	jws, err := jose.ParseSignedCompact(tok, []jose.SignatureAlgorithm{jose.ES256})
@@ -165,7 +165,7 @@ func checkAccessToken(t *testing.T, e *env, provider *oidc.Provider, tok, client
 		t.Errorf("access token claims: %v", c)
 	}
 	if _, ok := c["authorization_details"]; ok {
-		t.Error("access token carries authorization_details; spec 5.6 forbids it")
+		t.Error("access token carries authorization_details; docs/service.md §5.6 forbids it")
 	}
 }
 
@@ -215,7 +215,7 @@ func TestRestartKeepsGrants(t *testing.T) {
 }
 
 // companyPair is the company-identity and company-addresses details, which
-// are requested together (spec 2.5).
+// are requested together (docs/service.md §2.5).
 func companyPair(base string) string {
 	return `[{"type":"` + base + `/authorization-details/company-identity","actions":["read"],"locations":["` + base + `"]},` +
 		`{"type":"` + base + `/authorization-details/company-addresses","actions":["read"],"locations":["` + base + `"]}]`

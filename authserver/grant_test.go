@@ -14,7 +14,7 @@ func signingDetails(e *env) string {
 }
 
 // TestGrantEndpointErrors: GET {base_url}/authorization answers every
-// failure with {"code", "status"} and a distinct code (spec 4.1, 7).
+// failure with {"code", "status"} and a distinct code (docs/service.md §4.1, §7).
 func TestGrantEndpointErrors(t *testing.T) {
 	e := start(t)
 	v, c := pkce(t)
@@ -109,7 +109,7 @@ func TestGrantEndpointErrors(t *testing.T) {
 }
 
 // TestExampleProvider: the signing provider reads the grant with its own
-// credential and answers as spec 5.7 describes.
+// credential and answers as docs/service.md §5.7 describes.
 func TestExampleProvider(t *testing.T) {
 	e := start(t)
 	v, c := pkce(t)

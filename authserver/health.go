@@ -10,9 +10,9 @@ import (
 )
 
 // Paths of the health and readiness checks, on every role's listener. They
-// sit beside the spec's routes, never under them: the service's routes are
+// sit beside the routes of docs/service.md §4, never under them: the service's routes are
 // below /.well-known/, /oauth/, /native/ and {base_url}, the dashboard's
-// below /api/, the providers' below ProviderPath (spec 4; docs/authserver.md,
+// below /api/, the providers' below ProviderPath (docs/service.md §4; docs/authserver.md,
 // "Health, readiness and shutdown").
 const (
 	HealthPath = "/healthz"

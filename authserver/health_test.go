@@ -33,7 +33,7 @@ func TestHealthAndReadiness(t *testing.T) {
 		// Only the exact paths are the checks'.
 		check("GET", base+"/healthz/more", http.StatusNotFound, "")
 	}
-	// The spec's routes are untouched (spec 4.1, 4.2).
+	// The contract's routes are untouched (docs/service.md §4.1, §4.2).
 	check("GET", e.u.Dashboard+"/api/oauth/clients/"+publicID, http.StatusOK, "{")
 	check("GET", e.u.Grant, http.StatusUnauthorized, "{")
 

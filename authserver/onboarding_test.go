@@ -68,7 +68,7 @@ func (e *env) discovery() (scopes, types []string) {
 
 // payslips is a Resource Server of the test: one endpoint that needs the
 // payslips type, reading grants with the Resource Server's own credential
-// exactly as a third party would (spec 5.6, 5.7).
+// exactly as a third party would (docs/service.md §5.6, §5.7).
 type payslips struct {
 	srv      *httptest.Server
 	resource string // its resource address: srv.URL + "/api"
@@ -132,18 +132,18 @@ func (p *payslips) detail() string {
 	return `[{"type":"` + p.typ + `","actions":["read"],"locations":["` + p.resource + `"]}]`
 }
 
-// TestOnboardingEndToEnd is the whole onboarding (spec 5) over real HTTP:
+// TestOnboardingEndToEnd is the whole onboarding (docs/service.md §5) over real HTTP:
 // a third party becomes a Resource Server under review, another project is
 // approved for its type, a subject consents through the native API, and
 // the token (obtained with golang.org/x/oauth2) works at the Resource
-// Server; then the same flow refused at each of the three checks of spec 1.
+// Server; then the same flow refused at each of the three checks of docs/service.md §1.
 func TestOnboardingEndToEnd(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	op := e.srv.OperatorKey()
 	rs := newPayslips(t)
 
-	// (a) The third party creates a project and a credential (spec 5.8 a).
+	// (a) The third party creates a project and a credential (docs/service.md §5.8 a).
 	rsProject, rsKey := e.project("Payslips Inc.")
 	cred := e.mustDash(http.StatusCreated, "POST", "/api/projects/"+rsProject+"/credentials", rsKey,
 		map[string]any{"type": "confidential", "name": "payslips API"})

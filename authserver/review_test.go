@@ -11,7 +11,7 @@ import (
 
 // TestOperatorActionsNeedOperatorCredential: no review route opens without
 // the operator credential; a project's own key is refused (no self-service
-// approval, spec 5.8), and nothing is decided by the refused calls.
+// approval, docs/service.md §5.8), and nothing is decided by the refused calls.
 func TestOperatorActionsNeedOperatorCredential(t *testing.T) {
 	e := start(t)
 	prj, key := e.project("Self approver")
@@ -149,7 +149,7 @@ func TestDeclarationCheckedBeforeReview(t *testing.T) {
 }
 
 // TestProjectCredentials: credentials are added to a project created with
-// a name only, listed without secrets, rotated and removed (spec 2.7), and
+// a name only, listed without secrets, rotated and removed (docs/service.md §2.7), and
 // the hosts' client configuration API follows each change.
 func TestProjectCredentials(t *testing.T) {
 	e := start(t)

@@ -58,7 +58,7 @@ type AuthorizeRequest struct {
 	// compacted; each item is an object with a string "type". Nil when
 	// the page sent none.
 	AuthorizationDetails json.RawMessage
-	// OrgID is the Company chosen for company-scoped details (spec 2.2
+	// OrgID is the Company chosen for company-scoped details (docs/service.md §2.2
 	// rule 3); empty when absent.
 	OrgID string
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
-// Endpoints are the addresses that the spec writes as placeholders
+// Endpoints are the addresses that docs/service.md writes as placeholders
 // ({base_url}, {signing_base_url}, {invoicing_base_url}); the origins
 // ({signing_origin}, {invoicing_origin}) are derived from them.
 type Endpoints struct {
@@ -45,7 +45,7 @@ func (e Endpoints) InvoicingOrigin() string { o, _ := originOf(e.InvoicingBaseUR
 // query or fragment, and returns the ASCII serialization of its origin, as
 // the one origin policy (package origin) computes it. The resource address
 // itself is kept as configured: `locations` and `resource` compare with it
-// exactly (spec 2.2 rule 2).
+// exactly (docs/service.md §2.2 rule 2).
 func originOf(raw string) (string, error) {
 	u, err := origin.ParseURL(raw)
 	if err != nil {
@@ -60,7 +60,7 @@ func originOf(raw string) (string, error) {
 	return origin.Of(u).String(), nil
 }
 
-// Provider names the owner of a permission (spec 1, "Providers in the catalog").
+// Provider names the owner of a permission (docs/service.md §1, "Providers in the catalog").
 type Provider string
 
 // The three providers of the catalog. A Resource Server approved by the
@@ -71,8 +71,8 @@ const (
 	Invoicing Provider = "invoicing"
 )
 
-// Scope is one of the 12 catalog scopes (spec 2.1), or a scope of an
-// approved Resource Server (spec 5.8).
+// Scope is one of the 12 catalog scopes (docs/service.md §2.1), or a scope of an
+// approved Resource Server (docs/service.md §5.8).
 type Scope struct {
 	Name    string
 	Meaning string
@@ -88,7 +88,7 @@ type Action struct {
 	Meaning string
 }
 
-// Type is one authorization_details type (spec 2.3 to 2.5).
+// Type is one authorization_details type (docs/service.md §2.3 to §2.5).
 type Type struct {
 	// Name is the value of the detail's `type` member, with placeholders
 	// filled in, for example "https://bank.example/authorization-details/company-identity".
@@ -103,9 +103,9 @@ type Type struct {
 	// value allowed in `locations`.
 	Provider Provider
 	Resource string
-	// CompanyScoped types need `org_id` on the request (spec 2.2 rule 3).
+	// CompanyScoped types need `org_id` on the request (docs/service.md §2.2 rule 3).
 	CompanyScoped bool
-	// Actions is the enumeration of `actions`, in spec order.
+	// Actions is the enumeration of `actions`, in the order of docs/service.md.
 	Actions []Action
 }
 

@@ -130,8 +130,8 @@ func TestValidDetailsOfEveryType(t *testing.T) {
 	})
 }
 
-// TestDetailRules covers every rule of spec 2.2 to 2.5 and every limit of
-// spec 8 at its boundary. want lists the exact "pointer code" violations.
+// TestDetailRules covers every rule of docs/service.md §2.2 to §2.5 and every limit of
+// docs/service.md §8 at its boundary. want lists the exact "pointer code" violations.
 func TestDetailRules(t *testing.T) {
 	c := newTestCatalog(t)
 	const p = "/authorization_details/0"
@@ -186,7 +186,7 @@ func TestDetailRules(t *testing.T) {
 		{"selection empty object", ba("selection", map[string]any{}), nil},
 		{"selection not integer", ba("selection.max", 1.5), []string{p + "/selection/max wrong_type"}},
 		{"selection unknown field", ba("selection.count", 1), []string{p + "/selection/count unknown_field"}},
-		// UUID edges (spec 2.2 rule 4)
+		// UUID edges (docs/service.md §2.2 rule 4)
 		{"uuid version 0", baIDs([]any{"123e4567-e89b-02d3-a456-426614174000"}), []string{p + "/identifiers/0 invalid_uuid"}},
 		{"uuid version 1", baIDs([]any{"123e4567-e89b-12d3-a456-426614174000"}), nil},
 		{"uuid version 8", baIDs([]any{"123e4567-e89b-82d3-a456-426614174000"}), nil},
@@ -198,7 +198,7 @@ func TestDetailRules(t *testing.T) {
 		{"uuid variant c", baIDs([]any{"123e4567-e89b-42d3-c456-426614174000"}), []string{p + "/identifiers/0 invalid_uuid"}},
 		{"uuid without dashes", baIDs([]any{"123e4567e89b42d3a456426614174000"}), []string{p + "/identifiers/0 invalid_uuid"}},
 		{"uuid a number", baIDs([]any{12}), []string{p + "/identifiers/0 wrong_type"}},
-		// locations (spec 2.2 rule 2)
+		// locations (docs/service.md §2.2 rule 2)
 		{"bank_account locations ok", ba("locations", []any{"https://bank.example"}), nil},
 		{"bank_account locations other address", ba("locations", []any{"https://bank.example.evil"}), []string{p + "/locations/0 location_mismatch"}},
 		{"locations 0 items", ac("locations", []any{}), []string{p + "/locations too_few_items"}},
@@ -206,7 +206,7 @@ func TestDetailRules(t *testing.T) {
 		{"locations missing", ac("locations", nil), []string{p + "/locations missing_field"}},
 		{"signing detail at banking address", set(validDetail("signatures"), "locations", []any{"https://bank.example"}), []string{p + "/locations/0 location_mismatch"}},
 		{"documents at signing address", set(validDetail("documents"), "locations", []any{"https://sign.example/api"}), []string{p + "/locations/0 location_mismatch"}},
-		// automatic-charge transaction (spec 2.4, 8)
+		// automatic-charge transaction (docs/service.md §2.4, §8)
 		{"transaction missing", ac("transaction", nil), []string{p + "/transaction missing_field"}},
 		{"currency USD", ac("transaction.currency", "USD"), []string{p + "/transaction/currency not_allowed_value"}},
 		{"minimum 15 digits", ac("transaction.minimum", repeat("9", 15)), nil},
@@ -259,7 +259,7 @@ func TestDetailRules(t *testing.T) {
 		{"interval count 1.5", budget("interval.count", json.Number("1.5")), []string{p + "/budget/interval/count wrong_type"}},
 		{"editable a string", ac("account_binding", map[string]any{"key": "k", "name": map[string]any{"suggested": "x", "editable": "yes"}}), []string{p + "/account_binding/name/editable wrong_type"}},
 		{"account_binding without name", ac("account_binding", map[string]any{"key": "k"}), []string{p + "/account_binding/name missing_field"}},
-		// spec 2.5 types
+		// docs/service.md §2.5 types
 		{"documents action delete", set(validDetail("documents"), "actions", []any{"delete"}), []string{p + "/actions/0 not_allowed_value"}},
 		{"signing-key action create", set(validDetail("signing-key"), "actions", []any{"create"}), []string{p + "/actions/0 not_allowed_value"}},
 		{"company-key unknown field", set(validDetail("company-key"), "org_id", "x"), []string{p + "/org_id unknown_field"}},

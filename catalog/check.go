@@ -37,7 +37,7 @@ const (
 )
 
 // Request is an authorization request as the catalog reads it: the
-// parameters of spec 5.1 and 5.2.
+// parameters of docs/service.md §5.1 and §5.2.
 type Request struct {
 	// Scope is the space-delimited scope parameter (RFC 6749 §3.3).
 	Scope string
@@ -46,7 +46,7 @@ type Request struct {
 	// AuthorizationDetails is the JSON text of `authorization_details`
 	// (RFC 9396 §2), nil when the parameter is absent.
 	AuthorizationDetails json.RawMessage
-	// OrgID is the `org_id` parameter that picks the Company (spec 2.2 rule 3).
+	// OrgID is the `org_id` parameter that picks the Company (docs/service.md §2.2 rule 3).
 	OrgID string
 }
 
@@ -116,7 +116,7 @@ type Error struct {
 func (e *Error) Error() string { return "catalog: " + e.Code + ": " + e.Description }
 
 // Check checks a whole authorization request against the catalog and
-// returns every violation (spec 2.1 to 2.5, 5.1, 5.2, 7, 8).
+// returns every violation (docs/service.md §2.1 to §2.5, §5.1, §5.2, §7, §8).
 func (c *Catalog) Check(req Request) *Result {
 	r := &Result{}
 	allKnown := c.checkScopes(req, r)
@@ -131,7 +131,7 @@ func (c *Catalog) Check(req Request) *Result {
 	return r
 }
 
-// checkScopes applies spec 2.1: every scope is in the catalog. It reports
+// checkScopes applies docs/service.md §2.1: every scope is in the catalog. It reports
 // whether every scope was known.
 func (c *Catalog) checkScopes(req Request, r *Result) bool {
 	allKnown := true
@@ -161,7 +161,7 @@ func (c *Catalog) checkScopes(req Request, r *Result) bool {
 	return allKnown
 }
 
-// checkResource applies spec 2.1 and RFC 8707: a request names the resource
+// checkResource applies docs/service.md §2.1 and RFC 8707: a request names the resource
 // of every scope it asks for ({base_url} for the catalog scopes), and every
 // resource it names is the address of a provider whose scopes or details it
 // requests.
@@ -212,7 +212,7 @@ func (c *Catalog) checkResource(req Request, r *Result) {
 	}
 }
 
-// checkDetails applies RFC 9396 §2 and spec 2.2 to 2.5 to authorization_details.
+// checkDetails applies RFC 9396 §2 and docs/service.md §2.2 to §2.5 to authorization_details.
 func (c *Catalog) checkDetails(req Request, r *Result) {
 	if req.AuthorizationDetails == nil {
 		return
@@ -282,7 +282,7 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 			r.Details = append(r.Details, Detail{Index: i, Type: t, Actions: stringsOf(obj["actions"]), Object: obj, JSON: raw})
 		}
 	}
-	// spec 2.5: company-identity and company-addresses are requested together.
+	// docs/service.md §2.5: company-identity and company-addresses are requested together.
 	a, b := pairedTypes[0], pairedTypes[1]
 	for _, pair := range [][2]string{{a, b}, {b, a}} {
 		if idx, ok := present[pair[0]]; ok && len(present[pair[1]]) == 0 {
@@ -291,7 +291,7 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 				fmt.Sprintf("%s is only granted together with %s: add a detail of type %q to authorization_details", pair[0], pair[1], t.Name))
 		}
 	}
-	// spec 2.2 rule 3 and spec 5.2: a Company-scoped detail needs org_id.
+	// docs/service.md §2.2 rule 3 and docs/service.md §5.2: a Company-scoped detail needs org_id.
 	if companyScoped >= 0 && strings.TrimSpace(req.OrgID) == "" {
 		r.add("/org_id", "org_id_missing", ErrInvalidRequest,
 			fmt.Sprintf("authorization_details/%d is Company-scoped: add org_id with the id of the Company it acts for", companyScoped))
@@ -315,7 +315,7 @@ func (c *Catalog) verdictOf(t *Type, obj map[string]any, text []byte) []Violatio
 	return r.Violations
 }
 
-// crossFieldRules are the rules of spec 2.3 to 2.5 that the schemas leave to code.
+// crossFieldRules are the rules of docs/service.md §2.3 to §2.5 that the schemas leave to code.
 func crossFieldRules(r *Result, p string, t *Type, obj map[string]any) {
 	if t.Key == "bank_account" {
 		_, sel := obj["selection"]

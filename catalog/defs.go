@@ -1,10 +1,10 @@
 package catalog
 
-// The catalog's contents, as spec sections 2.1 to 2.5 list them. Type names
+// The catalog's contents, as docs/service.md §2.1 to §2.5 list them. Type names
 // are templates: "{base_url}", "{signing_origin}" and "{invoicing_origin}"
 // are filled in from Endpoints by New.
 
-// scopeDefs are the 12 scopes of spec 2.1, in the spec's order: name and
+// scopeDefs are the 12 scopes of docs/service.md §2.1, in its order: name and
 // meaning. All belong to the banking API at {base_url}.
 var scopeDefs = [][2]string{
 	{"addresses:read", "Read profile addresses"},
@@ -31,13 +31,13 @@ type typeDef struct {
 	actions       []Action
 }
 
-// typeDefs are the 8 authorization_details types of spec 2.3 to 2.5.
+// typeDefs are the 8 authorization_details types of docs/service.md §2.3 to §2.5.
 var typeDefs = []typeDef{
 	{
 		key: "bank_account", nameTemplate: "bank_account",
 		meaning:  "Use the subject's bank accounts",
 		provider: Banking,
-		actions: []Action{ // spec 2.3, "Actions"
+		actions: []Action{ // docs/service.md §2.3, "Actions"
 			{"read", "Read selected accounts"},
 			{"read_movements", "Read selected account movements"},
 			{"create_deposit_intent", "Create deposit intents"},
@@ -52,7 +52,7 @@ var typeDefs = []typeDef{
 		key: "automatic-charge", nameTemplate: "{base_url}/authorization-details/automatic-charge",
 		meaning:  "Charge the Company's accounts automatically",
 		provider: Banking, companyScoped: true,
-		actions: []Action{ // spec 2.4, "Actions"
+		actions: []Action{ // docs/service.md §2.4, "Actions"
 			{"read", "Read selected paying accounts"},
 			{"create_deposit_intent", "Create funding deposits"},
 			{"read_deposit_intents", "Read funding progress"},
@@ -100,5 +100,5 @@ var typeDefs = []typeDef{
 	},
 }
 
-// pairedTypes must be requested together (spec 2.5, "Additional rule").
+// pairedTypes must be requested together (docs/service.md §2.5, "Additional rule").
 var pairedTypes = [2]string{"company-identity", "company-addresses"}

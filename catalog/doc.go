@@ -1,5 +1,5 @@
 // Package catalog owns the service's catalog of 20 requestable permissions
-// (spec section 2): 12 scopes and 8 authorization_details types (RFC 9396),
+// (docs/service.md §2): 12 scopes and 8 authorization_details types (RFC 9396),
 // each type a draft-07 JSON Schema embedded in assets, plus the cross-field
 // rules that a schema does not express well. It checks a whole authorization
 // request and reports every violation with a JSON pointer into the request,

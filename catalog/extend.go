@@ -17,11 +17,11 @@ import (
 )
 
 // Declaration is what a third party declares to become a Resource Server
-// (spec 5.8): its resource address, its own scopes and its own
+// (docs/service.md §5.8): its resource address, its own scopes and its own
 // authorization_details types with their JSON Schemas. Only declarations the
 // operator approved are added to a catalog, with Extend.
 type Declaration struct {
-	// ID is the identifier the operator assigned on approval (spec 5.8 c).
+	// ID is the identifier the operator assigned on approval (docs/service.md §5.8 c).
 	ID string `json:"id"`
 	// Resource is the Resource Server's resource address.
 	Resource string          `json:"resource"`
@@ -43,10 +43,10 @@ type DeclaredType struct {
 	// Actions is the enumeration of `actions` with each action's meaning; the
 	// schema's `actions` enumeration must list exactly these names.
 	Actions []Action `json:"actions"`
-	// CompanyScoped types need `org_id` on the request (spec 2.2 rule 3).
+	// CompanyScoped types need `org_id` on the request (docs/service.md §2.2 rule 3).
 	CompanyScoped bool `json:"company_scoped"`
 	// Schema is a draft-07 JSON Schema of the detail object, with
-	// `additionalProperties: false` on every object (spec 2).
+	// `additionalProperties: false` on every object (docs/service.md §2).
 	Schema json.RawMessage `json:"schema"`
 }
 

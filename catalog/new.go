@@ -27,7 +27,7 @@ type Catalog struct {
 	schemas map[*Type]*typeSchema
 	// verdicts memoises the verdicts of detail texts (verdicts.go).
 	verdicts *verdicts
-	// fill replaces the spec's placeholders with these endpoints.
+	// fill replaces the placeholders of docs/service.md with these endpoints.
 	fill *strings.Replacer
 }
 
@@ -181,7 +181,7 @@ func (e Endpoints) resource(p Provider) string {
 	return strings.TrimSuffix(e.BaseURL, "/")
 }
 
-// Fill replaces the spec's placeholders in s ({base_url},
+// Fill replaces the placeholders of docs/service.md in s ({base_url},
 // {signing_base_url}, {invoicing_base_url}, {signing_origin},
 // {invoicing_origin}) with the catalog's endpoints, as in type names.
 func (c *Catalog) Fill(s string) string { return c.fill.Replace(s) }
@@ -189,14 +189,14 @@ func (c *Catalog) Fill(s string) string { return c.fill.Replace(s) }
 // Endpoints returns the endpoints the catalog was built for.
 func (c *Catalog) Endpoints() Endpoints { return c.ep }
 
-// Scopes returns the 12 catalog scopes in spec order, then those of
+// Scopes returns the 12 catalog scopes in the order of docs/service.md, then those of
 // approved Resource Servers.
 func (c *Catalog) Scopes() []Scope { return append([]Scope(nil), c.scopes...) }
 
 // Scope returns the named scope.
 func (c *Catalog) Scope(name string) (Scope, bool) { s, ok := c.byScope[name]; return s, ok }
 
-// Types returns the 8 catalog authorization_details types in spec order,
+// Types returns the 8 catalog authorization_details types in the order of docs/service.md,
 // then those of approved Resource Servers.
 func (c *Catalog) Types() []*Type { return append([]*Type(nil), c.types...) }
 

@@ -39,7 +39,7 @@ type Subject struct {
 	Email string `json:"email,omitempty"`
 }
 
-// Company is the Company chosen with org_id (spec 2.2 rule 3).
+// Company is the Company chosen with org_id (docs/service.md §2.2 rule 3).
 type Company struct {
 	ID      string `json:"id"`
 	Name    string `json:"name"`
@@ -92,12 +92,12 @@ type Permission struct {
 	Actions []Action `json:"actions,omitempty"`
 	Limits  *Limits  `json:"limits,omitempty"`
 	// NeedsAccount is true when approving binds one of Model.Accounts to
-	// this detail (the current resolver selects one account, spec 2.3).
+	// this detail (the current resolver selects one account, docs/service.md §2.3).
 	NeedsAccount bool `json:"needs_account,omitempty"`
 }
 
 // Limits are the bounds a detail puts on what it grants, as requested.
-// Amounts are strings of digits in CLP (spec 2.2 rule 5).
+// Amounts are strings of digits in CLP (docs/service.md §2.2 rule 5).
 type Limits struct {
 	Currency          string          `json:"currency,omitempty"`
 	Minimum           string          `json:"minimum,omitempty"`
@@ -112,7 +112,7 @@ type Limits struct {
 }
 
 // Budget is an automatic charge's cumulative budget (accepted, not enforced:
-// spec 2.4).
+// docs/service.md §2.4).
 type Budget struct {
 	Amount   string `json:"amount"`
 	Unit     string `json:"unit"`
@@ -126,7 +126,7 @@ type Selection struct {
 	Max int64 `json:"max,omitempty"`
 }
 
-// AccountBinding is the automatic charge's account binding (spec 2.4).
+// AccountBinding is the automatic charge's account binding (docs/service.md §2.4).
 type AccountBinding struct {
 	Key           string `json:"key"`
 	SuggestedName string `json:"suggested_name"`
@@ -142,7 +142,7 @@ const (
 	Ask  = "ask"
 )
 
-// Check names: the catalog, and the three checks of spec 1 that apply
+// Check names: the catalog, and the three checks of docs/service.md §1 that apply
 // beside it (the project's approval, the subject's consent, the resource's
 // controls: company access, account ownership, beneficiaries, a fitting
 // account).
@@ -168,7 +168,7 @@ const (
 )
 
 // Check is the outcome of one of the checks that apply beside the catalog
-// (spec 1: project approval, subject consent, resource controls). A model
+// (docs/service.md §1: project approval, subject consent, resource controls). A model
 // with a failed check can only be denied.
 type Check struct {
 	Name    string `json:"name"`

@@ -8,7 +8,7 @@ import (
 )
 
 // Keys names each permission of a valid request for remembering the
-// subject's consent (spec 1): "scope " and the scope name, and "detail "
+// subject's consent (docs/service.md §1): "scope " and the scope name, and "detail "
 // and the requested object's JSON with its members in sorted order, so
 // that the same object asked again has the same key and any change to it
 // (another action, a higher limit) is a new permission that is asked for.

@@ -1,11 +1,11 @@
-// Package contribution is the client-library convention of spec 2.8: a
+// Package contribution is the client-library convention of docs/service.md §2.8: a
 // Resource Server publishes a definition (its id and resource address), and
 // a client library builds the Resource Server's authorization contribution
 // (scopes and authorization_details with type and actions) and merges the
 // contributions of several Resource Servers into one authorization request.
 //
 // The shape is a convention of each Resource Server, not part of the
-// service's interface (spec 2.8); this package keeps it in one place.
+// service's interface (docs/service.md §2.8); this package keeps it in one place.
 package contribution
 
 import (
@@ -20,7 +20,7 @@ import (
 
 // ResourceServer is a Resource Server definition built for client libraries.
 type ResourceServer struct {
-	// ID is the identifier the operator assigned at approval (spec 5.8 c).
+	// ID is the identifier the operator assigned at approval (docs/service.md §5.8 c).
 	ID string `json:"id"`
 	// Resource is the Resource Server's resource address.
 	Resource string `json:"resource"`
@@ -74,7 +74,7 @@ type Request struct {
 
 // Merge merges contributions into one request (RFC 6749 §3.3 scope, RFC 8707
 // resource, RFC 9396 authorization_details). A detail with no `locations`
-// gets its contribution's resource, as spec 2.2 rule 2 requires for the
+// gets its contribution's resource, as docs/service.md §2.2 rule 2 requires for the
 // types that carry it. orgID is the Company for Company-scoped details.
 func Merge(orgID string, cs ...Contribution) (Request, error) {
 	var req Request

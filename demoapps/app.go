@@ -27,7 +27,7 @@ type Config struct {
 	// Scope is what the Miniapp asks for, space-separated.
 	Scope string
 	// Resource is the service's {base_url}, sent as resource with the
-	// scopes (spec 2.1).
+	// scopes (docs/service.md §2.1).
 	Resource string
 	// AuthorizationDetails is an optional RFC 9396 authorization_details
 	// array (JSON) added to the request.
@@ -46,7 +46,7 @@ type App struct {
 // RedirectURI is the Miniapp's callback, to register with the client.
 func (a *App) RedirectURI() string { return a.Origin + "/callback" }
 
-// ManifestURL is the Miniapp's manifest document (spec 4.3).
+// ManifestURL is the Miniapp's manifest document (docs/service.md §4.3).
 func (a *App) ManifestURL() string { return a.Origin + "/miniapp.webmanifest" }
 
 // Close stops the server.

@@ -31,8 +31,8 @@ type confidential struct {
 	sessions map[string]*oauth2.Token
 }
 
-// login is the server side of a pending sign-in: what the spec keeps on the
-// Miniapp's backend (spec 2.9, 5.4).
+// login is the server side of a pending sign-in: what stays on the
+// Miniapp's backend (docs/service.md §2.9, §5.4).
 type login struct {
 	verifier, state string
 }

@@ -5,10 +5,10 @@
 //     authorization at its oauth.auth_url, keeps the PKCE verifier and the
 //     state in its server session, exchanges the code with
 //     golang.org/x/oauth2 on its callback and then sets an HttpOnly session
-//     cookie (ARCHITECTURE.md, way 1);
+//     cookie (docs/architecture.md, way 1);
 //   - a public one ([StartPublic]) that signs in through the host's bridge
 //     (window.miniapp.authorize, way 2) or by navigating to the service
 //     itself with PKCE made in the page (way 3).
 //
-// Each serves its manifest at /miniapp.webmanifest (spec 4.3).
+// Each serves its manifest at /miniapp.webmanifest (docs/service.md §4.3).
 package demoapps

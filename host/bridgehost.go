@@ -32,7 +32,7 @@ type BridgeConfig struct {
 	// AuthorizeURL and TokenURL are the service's endpoints.
 	AuthorizeURL, TokenURL string
 	// Resource is the service's {base_url}, sent as resource when the
-	// page asks for scopes (spec 2.1).
+	// page asks for scopes (docs/service.md §2.1).
 	Resource string
 	// Issuer, when set, must equal the iss of every authorization
 	// response (RFC 9207).
@@ -101,7 +101,7 @@ func (h *bridgeHost) OpenExternal(_ context.Context, u string) error {
 	return nil
 }
 
-// Authorize implements bridge.Host: ARCHITECTURE.md's way 2. The host
+// Authorize implements bridge.Host: docs/architecture.md's way 2. The host
 // builds the request with PKCE, runs the consent, reads the response
 // addressed to the redirect_uri, checks state and iss, and exchanges the
 // code itself; the page gets the token response, never the code.
@@ -197,7 +197,7 @@ func (h *bridgeHost) readResponse(r *url.URL, state string) (string, error) {
 		return "", fmt.Errorf("host: authorize: redirect_uri: %w", err)
 	}
 	// Both are canonicalised as a browser would load them, then compared
-	// exactly (notes/security.md): /cb/, /CB or /cb%2F are other
+	// exactly (docs/security.md, "Authorization servers"): /cb/, /CB or /cb%2F are other
 	// resources, which a cleaned or case-folded comparison would let in.
 	got, err := origin.ParseURL(r.String())
 	if err != nil {

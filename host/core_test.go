@@ -198,7 +198,7 @@ func confidentialApp(t *testing.T, e *hosttest.World) host.Miniapp {
 		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{e.Confidential.Origin}}, Consent: e.Consent}
 }
 
-// TestConfidentialFlowWithoutDisplay is ARCHITECTURE.md's way 1 in the
+// TestConfidentialFlowWithoutDisplay is docs/architecture.md's way 1 in the
 // core: the Miniapp's redirect to the service is caught, the service never
 // sees it, the consent is shown and approved, the host makes the callback
 // with the view's cookies and gives the view what the callback set, and

@@ -11,7 +11,7 @@
 //   - the consent view, a second WebKitWebView with its own content
 //     manager, loaded from assets/host with load_html (no network origin),
 //     which the Miniapp's pages have no reference to;
-//   - completion of an authorization (ARCHITECTURE.md, "The three ways an
+//   - completion of an authorization (docs/architecture.md, "The three ways an
 //     authorization completes"): the confidential callback request with the
 //     view's cookies and the copy of its Set-Cookie into the view, the
 //     navigation to redirect_uri for public clients, and the bridge's

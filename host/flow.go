@@ -75,7 +75,7 @@ var errFlowAbandoned = errors.New("host: the authorization was abandoned")
 // startConsent runs on the main thread when the policy caught a navigation
 // towards the authorization endpoint, and publishes nav, the navigation's
 // event, with the id of the flow it started. The navigation is already
-// refused; the response will be delivered as ARCHITECTURE.md's ways 1 and 3
+// refused; the response will be delivered as docs/architecture.md's ways 1 and 3
 // say.
 func (w *Window) startConsent(u *url.URL, nav bridge.NavigationEvent) {
 	w.mu.Lock()
@@ -160,7 +160,7 @@ func (w *Window) beginFlow(f *flow, u *url.URL, announce func(flowID string)) er
 			return
 		}
 		if m, ok := rememberedModel(screen.Model); ok {
-			// Spec 1: the subject's consent is remembered per subject and
+			// docs/service.md §1: the subject's consent is remembered per subject and
 			// client, and the subject is not asked again for what they
 			// granted; the service approves with the account bound then.
 			w.emit(Event{Kind: EventConsentRemembered, URL: u.String()})
@@ -241,7 +241,7 @@ func (w *Window) decide(d consent.Decision) {
 }
 
 // complete delivers the authorization response of a caught navigation
-// (ARCHITECTURE.md, "The three ways an authorization completes", ways 1
+// (docs/architecture.md, "The three ways an authorization completes", ways 1
 // and 3).
 func (w *Window) complete(ctx context.Context, f *flow, redirect *url.URL) {
 	app := f.app

@@ -19,7 +19,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/netlog"
 )
 
-// TestNetworkLogOfConfidentialFlow records ARCHITECTURE.md's way 1 against
+// TestNetworkLogOfConfidentialFlow records docs/architecture.md's way 1 against
 // the real reference server and demo Miniapp: the flow's log has the
 // caught request decoded with the service's reading of it, the host's two
 // native-consent calls, its callback with the cookies by name and flags,

@@ -18,12 +18,12 @@ type Service struct {
 	Token     string `json:"token_endpoint"`
 	// Native is the native-consent API of the reference server.
 	Native string `json:"native_consent_endpoint"`
-	// Grant is GET {base_url}/authorization (spec 4.1).
+	// Grant is GET {base_url}/authorization (docs/service.md §4.1).
 	Grant string `json:"grant_endpoint"`
 }
 
-// BaseURL is {base_url}, the resource a scope request names (spec 2.1),
-// read off the grant endpoint, which spec 4.1 places at
+// BaseURL is {base_url}, the resource a scope request names (docs/service.md §2.1),
+// read off the grant endpoint, which docs/service.md §4.1 places at
 // {base_url}/authorization.
 func (s *Service) BaseURL() string { return strings.TrimSuffix(s.Grant, "/authorization") }
 

@@ -118,7 +118,7 @@ type Miniapp struct {
 	// confidential callback does not redirect and after a crash.
 	StartURL *url.URL
 	// Confidential selects completion through the host's own callback
-	// request (ARCHITECTURE.md, way 1).
+	// request (docs/architecture.md, way 1).
 	Confidential bool
 	// ClientID is the manifest's oauth.client_id. When set, a caught
 	// authorization request for another client is refused before the

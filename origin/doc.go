@@ -1,5 +1,5 @@
-// Package origin is Miniapp Host's one origin policy (ARCHITECTURE.md, "One
-// origin policy"; spec sections 2.9 and 4.3). The resolver, the host's
+// Package origin is Miniapp Host's one origin policy (docs/architecture.md,
+// "One origin policy"; docs/service.md §2.9 and §4.3). The resolver, the host's
 // navigation policy, the bridge and the cookie sync all ask this package, and
 // nothing else, whether two URLs share an origin or whether an origin is
 // allowed.
@@ -7,7 +7,7 @@
 // The webview navigates what the WHATWG URL Standard makes of a string, and
 // Go's net/url disagrees with it on many inputs (backslashes, numeric and
 // percent-encoded hosts, IDN, dot segments, tabs and newlines; see
-// notes/security.md). So URLs coming from outside are parsed once with
+// docs/security.md, "URL tricks"). So URLs coming from outside are parsed once with
 // [ParseURL] or [ResolveReference], which follow the WHATWG parser, and every
 // check is then made on the canonical result, which is also the URL to
 // navigate. Origins are compared as whole tuples with [Origin.Equal]: there

@@ -205,8 +205,8 @@ func (o Origin) IsPotentiallyTrustworthy() bool {
 	return false
 }
 
-// InList reports whether o is in list, a client's allowed_origins (spec
-// 2.10). Each entry must be a bare origin accepted by [Parse]; an entry that
+// InList reports whether o is in list, a client's allowed_origins (docs/service.md
+// §2.10). Each entry must be a bare origin accepted by [Parse]; an entry that
 // is not (a URL with a path, a wildcard, a host without scheme) never
 // matches anything. Membership is exact [Origin.Equal]: no wildcards, no
 // prefixes, no sub-domains. An opaque origin is in no list.

@@ -15,7 +15,7 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	return u
 }
 
-// TestSecurityTricks covers every URL trick of notes/security.md as the
+// TestSecurityTricks covers every URL trick of docs/security.md ("URL tricks") as the
 // resolver meets it: a member of a manifest served at manifestURL, resolved
 // and then checked against the manifest's origin and allowed_origins.
 func TestSecurityTricks(t *testing.T) {

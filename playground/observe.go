@@ -21,7 +21,7 @@ import (
 
 // Events the playground adds to the automation channel's (docs/playground.md).
 // The host never sees the token a Miniapp's own backend obtains (way 1 of
-// ARCHITECTURE.md), so the playground reads the demo backends' token
+// docs/architecture.md), so the playground reads the demo backends' token
 // responses on their way back and reports what the inspector shows.
 
 // TokenClaimsEvent reports the decoded claims of an access token (a JWT;

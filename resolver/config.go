@@ -17,12 +17,12 @@ const (
 )
 
 // ManifestPath is where a Miniapp serves its manifest, on its own origin
-// (spec 4.3).
+// (docs/service.md §4.3).
 const ManifestPath = "/miniapp.webmanifest"
 
 // Config configures a Resolver. Every zero value is usable and documented.
 type Config struct {
-	// Dashboard is the dashboard's URL ({dashboard_url}, spec 4.2), such as
+	// Dashboard is the dashboard's URL ({dashboard_url}, docs/service.md §4.2), such as
 	// "https://dashboard.example" or "http://127.0.0.1:8601". A path is kept
 	// as a prefix of /api/oauth/clients/. It must be https, or http on
 	// loopback unless Insecure. Empty: Resolve fails with a configuration

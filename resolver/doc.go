@@ -1,6 +1,6 @@
 // Package resolver turns a Miniapp id and origin into a trusted Miniapp, or
 // into a report that says which stage refused it, where, and how to fix it
-// (spec sections 2.9, 2.10, 4.2, 4.3 and 7).
+// (docs/service.md §2.9, §2.10, §4.2, §4.3 and §7).
 //
 // A resolve runs seven stages, in order:
 //
@@ -24,8 +24,8 @@
 // download, no JSON. Stages that did not run are "skipped", with a note
 // saying why. CheckManifest checks a manifest without a client configuration.
 //
-// The result is a *Miniapp, a *Rejection (the Miniapp must not be opened; spec
-// 4.3 step 4), or an *Undecided error when no answer could be had (a 5xx, a
+// The result is a *Miniapp, a *Rejection (the Miniapp must not be opened; docs/service.md
+// §4.3 step 4), or an *Undecided error when no answer could be had (a 5xx, a
 // timeout, a refused or reset connection). Every URL and origin decision is
 // made by package origin; nothing here compares URLs as strings.
 //

@@ -6,7 +6,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
-// Manifest is a Miniapp manifest (spec 2.9) that passed the schema.
+// Manifest is a Miniapp manifest (docs/service.md §2.9) that passed the schema.
 type Manifest struct {
 	ID              string `json:"id"`
 	Name            string `json:"name"`
@@ -29,7 +29,7 @@ type Icon struct {
 	Purpose string `json:"purpose,omitempty"`
 }
 
-// OAuth is the manifest's oauth block (spec 2.9).
+// OAuth is the manifest's oauth block (docs/service.md §2.9).
 type OAuth struct {
 	ClientID string `json:"client_id"`
 	// AuthURL is the page on the Miniapp's origin that the host visits first
@@ -37,13 +37,13 @@ type OAuth struct {
 	AuthURL string `json:"auth_url,omitempty"`
 }
 
-// Client types, as the dashboard API spells client_type (spec 2.10).
+// Client types, as the dashboard API spells client_type (docs/service.md §2.10).
 const (
 	ClientConfidential = "confidential"
 	ClientPublic       = "public"
 )
 
-// ClientConfig is the public configuration of an OAuth client (spec 2.10,
+// ClientConfig is the public configuration of an OAuth client (docs/service.md §2.10,
 // 4.2).
 type ClientConfig struct {
 	RedirectURIs   []string `json:"redirect_uris"`

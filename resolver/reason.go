@@ -82,7 +82,7 @@ func (r Reason) String() string {
 }
 
 // Rejection is the error of a resolve whose answer is no: the Miniapp must
-// not be opened (spec 4.3 step 4, spec 7). Reasons are those of every failed
+// not be opened (docs/service.md §4.3 step 4, docs/service.md §7). Reasons are those of every failed
 // stage, in stage order: a resolve goes on past a failed stage to every later
 // stage that still has its input, so that one run reports all it can. The
 // embedded Reason is the first of Reasons, of the earliest failed stage.

@@ -47,7 +47,7 @@ func New(cfg Config) (*Resolver, error) {
 	return &Resolver{cfg: cfg, dashboard: dash, client: &client, schemas: s, cache: httpCache{entries: map[string]*cacheEntry{}}}, nil
 }
 
-// Resolve resolves the Miniapp id served at rawOrigin (spec 4.3): it
+// Resolve resolves the Miniapp id served at rawOrigin (docs/service.md §4.3): it
 // returns the Miniapp, a *Rejection, an *Undecided, or a plain error when
 // the Resolver has no dashboard configured. Past a failed stage it runs every
 // later stage that still has its input, so that a Rejection lists all that
@@ -171,7 +171,7 @@ func (r *Resolver) trustworthy(o origin.Origin, raw string) *Reason {
 // clientSource gets the client configuration of a client_id.
 type clientSource func(ctx context.Context, clientID string) (*fetched, *stageError)
 
-// fetchClient is GET {dashboard_url}/api/oauth/clients/{client_id} (spec 4.2).
+// fetchClient is GET {dashboard_url}/api/oauth/clients/{client_id} (docs/service.md §4.2).
 func (r *Resolver) fetchClient(ctx context.Context, clientID string) (*fetched, *stageError) {
 	u, err := r.clientURL(clientID)
 	if err != nil {
@@ -327,7 +327,7 @@ func (r *Resolver) evaluate(ctx context.Context, rep *Report, id string, body []
 	return app, nil
 }
 
-// originsStage checks start_url and oauth.auth_url (spec 4.3 step 3), each
+// originsStage checks start_url and oauth.auth_url (docs/service.md §4.3 step 3), each
 // when the schema left it usable. Without a client configuration (client
 // nil) only the same-origin rules run; haveSource says whether one was to
 // be had, for the note that says so.
@@ -445,7 +445,7 @@ func (r *Resolver) clientStage(ctx context.Context, rep *Report, m *Manifest, au
 
 // checkMember resolves a URL member of the manifest against the manifest
 // URL as a browser does, and checks its origin against the manifest's origin
-// and, when c is not nil, the client's allowed_origins (spec 4.3 step 3). Each failed check is a
+// and, when c is not nil, the client's allowed_origins (docs/service.md §4.3 step 3). Each failed check is a
 // reason of its own.
 func checkMember(mo origin.Origin, base *url.URL, c *ClientConfig, ptr, raw, codeInvalid, codeCross, codeNotAllowed string) (*url.URL, []Reason) {
 	// c is nil when there is no client configuration: only the same-origin

@@ -97,7 +97,7 @@
   // required:
   //  - a trusted input event (a real key press, click or touch) in the last
   //    GESTURE_MS. The host's own Eval counts as a user gesture in WebKit
-  //    (notes/webkitgtk.md), so a page chaining openExternal on a bridge
+  //    (docs/webkitgtk.md, "Measured facts"), so a page chaining openExternal on a bridge
   //    reply or event would otherwise pass for one; Eval produces no input
   //    events. The listeners are registered now, on window, in the capture
   //    phase, before any page script, so no page listener runs first or

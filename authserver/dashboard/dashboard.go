@@ -1,7 +1,7 @@
 // Package dashboard is the reference server's dashboard origin
 // ({dashboard_url}): the public OAuth client configuration that hosts read
-// when they resolve a Miniapp manifest (spec 4.2 and 2.10), and the JSON API
-// of onboarding and review (spec 2.7, 5.8; docs/dashboard.md): projects and
+// when they resolve a Miniapp manifest (docs/service.md §4.2 and §2.10), and the JSON API
+// of onboarding and review (docs/service.md §2.7, §5.8; docs/dashboard.md): projects and
 // their OAuth credentials, scope policies, Resource Server declarations and
 // published Miniapps' manifests, each approved or rejected by the operator.
 //
@@ -156,12 +156,12 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) routes(mux *http.ServeMux) {
-	// GET /api/oauth/clients/{client_id}: public client configuration (spec 4.2).
+	// GET /api/oauth/clients/{client_id}: public client configuration (docs/service.md §4.2).
 	mux.HandleFunc("GET /api/oauth/clients/{client_id}", s.handleClient)
 	// GET /api/service: the issuer of the authorization server of these clients; public.
 	mux.HandleFunc("GET /api/service", s.handleService)
 
-	// POST /api/projects: create a project with a name only (spec 2.7); public.
+	// POST /api/projects: create a project with a name only (docs/service.md §2.7); public.
 	mux.HandleFunc("POST /api/projects", s.handleCreateProject)
 	// GET /api/projects/{project_id}: the project, its credentials and submissions (project key).
 	mux.HandleFunc("GET /api/projects/{project_id}", s.project(s.handleGetProject))
@@ -191,11 +191,11 @@ func (s *Server) routes(mux *http.ServeMux) {
 
 	// GET /api/miniapps: the approved Miniapps, for launchers; public.
 	mux.HandleFunc("GET /api/miniapps", s.handleMiniapps)
-	// GET /api/resource-servers: the approved Resource Servers with their ids (spec 2.8); public.
+	// GET /api/resource-servers: the approved Resource Servers with their ids (docs/service.md §2.8); public.
 	mux.HandleFunc("GET /api/resource-servers", s.handleResourceServers)
 }
 
-// clientConfig is the public configuration of a client (spec 2.10). It has
+// clientConfig is the public configuration of a client (docs/service.md §2.10). It has
 // exactly these members; a secret, even its hash, never leaves the store.
 type clientConfig struct {
 	RedirectURIs   []string `json:"redirect_uris"`

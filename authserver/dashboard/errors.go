@@ -176,7 +176,7 @@ func (s *Server) project(h func(http.ResponseWriter, *http.Request, store.Projec
 }
 
 // operator wraps a review handler: the caller must present the operator
-// credential. No project key opens these routes (spec 5.8: no self-service).
+// credential. No project key opens these routes (docs/service.md §5.8: no self-service).
 func (s *Server) operator(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key, err := bearerKey(r)

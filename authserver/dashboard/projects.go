@@ -15,7 +15,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
-// Projects and their OAuth credentials (spec 2.7): a project is created
+// Projects and their OAuth credentials (docs/service.md §2.7): a project is created
 // with a name only; credentials are added afterwards, each a client_id and,
 // for a confidential client, a client_secret shown once.
 

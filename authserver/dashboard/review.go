@@ -19,7 +19,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
-// Review (spec 5.8): a project submits a scope policy, a Resource Server
+// Review (docs/service.md §5.8): a project submits a scope policy, a Resource Server
 // declaration or a published Miniapp's manifest; each is checked when
 // submitted, so that the operator reviews only well-formed submissions, and
 // takes effect only when the operator approves it.
@@ -436,7 +436,7 @@ func (s *Server) handleMiniapps(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleResourceServers lists the approved Resource Servers with their ids
-// (spec 2.8: a client library's Resource Server definition has id and
+// (docs/service.md §2.8: a client library's Resource Server definition has id and
 // resource).
 func (s *Server) handleResourceServers(w http.ResponseWriter, r *http.Request) {
 	decls, err := ApprovedDeclarations(r.Context(), s.st, "")

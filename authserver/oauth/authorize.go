@@ -138,7 +138,7 @@ func requestObjectErr(req *AuthorizeRequest) *Error {
 // promptNone applies prompt=none (OpenID Connect Core §3.1.2.1) to a
 // consent model: the request may be answered without any screen only when
 // the subject already consented to all of it and every check passes
-// (spec 1, the subject's consent); otherwise it is consent_required.
+// (docs/service.md §1, the subject's consent); otherwise it is consent_required.
 func promptNone(v *validated, m *consent.Model) error {
 	if v.req.Prompt != "none" {
 		return nil
@@ -269,7 +269,7 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 	if err != nil {
 		return nil, err
 	}
-	// The three checks of spec 1, in the order a developer reads them:
+	// The three checks of docs/service.md §1, in the order a developer reads them:
 	// the project's approval, the subject's consent, the resource's controls.
 	projChk, err := s.projectCheck(ctx, p)
 	if err != nil {
@@ -426,7 +426,7 @@ func (s *Server) audience(res *catalog.Result) []string {
 // installationNamespace derives consumerInstallationId values.
 var installationNamespace = uuid.MustParse("8f5b8e3e-2f0c-5a7e-9d1b-4c3a2b1f0e6d")
 
-// installationID is the grant's consumerInstallationId (spec 2.6): one
+// installationID is the grant's consumerInstallationId (docs/service.md §2.6): one
 // stable id per client, subject and Company, so that a Resource Server sees
 // the same installation across re-authorizations (a name-based UUID, RFC
 // 9562 §5.5).

@@ -12,7 +12,7 @@ import (
 
 // The charge endpoint is the one banking operation the reference server
 // implements, because it is where the last of the resource's controls
-// applies: an automatic charge's transaction limits (spec 2.4, "Transaction
+// applies: an automatic charge's transaction limits (docs/service.md §2.4, "Transaction
 // limits are enforced") can only be checked against an amount, and the
 // amount is known when a charge is made, not at consent.
 
@@ -20,7 +20,7 @@ const pathCharges = "/automatic-charges" // appended to {base_url}'s path
 
 // chargeRequest is the body of POST {base_url}/automatic-charges.
 type chargeRequest struct {
-	// Amount is a CLP amount string (spec 8: ^[1-9][0-9]{0,14}$).
+	// Amount is a CLP amount string (docs/service.md §8: ^[1-9][0-9]{0,14}$).
 	Amount   string `json:"amount"`
 	Currency string `json:"currency"`
 }
@@ -59,11 +59,11 @@ func (s *Server) handleCharge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !catalog.IsAmount(body.Amount) {
-		s.writeGrantError(w, r, oauthErr(codeInvalidCharge, "amount must be a string of 1 to 15 digits without a leading zero (spec 8)"))
+		s.writeGrantError(w, r, oauthErr(codeInvalidCharge, "amount must be a string of 1 to 15 digits without a leading zero (docs/service.md §8)"))
 		return
 	}
 	if body.Currency != "CLP" {
-		s.writeGrantError(w, r, oauthErr(codeInvalidCharge, "currency must be CLP (spec 2.4)"))
+		s.writeGrantError(w, r, oauthErr(codeInvalidCharge, "currency must be CLP (docs/service.md §2.4)"))
 		return
 	}
 	amount, _ := strconv.ParseInt(body.Amount, 10, 64) // 15 digits fit

@@ -12,7 +12,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/consent"
 )
 
-// The three checks of spec 1 that apply beside the catalog, each a
+// The three checks of docs/service.md §1 that apply beside the catalog, each a
 // consent.Check in the model so that a developer sees which one said no:
 // the project's approval (its approved scope policy), the subject's consent
 // (remembered per subject and client), and the resource's controls
@@ -116,7 +116,7 @@ func (s *Server) consentCheck(ctx context.Context, p *pending, subjectID string)
 
 // resourceChecks are the resource's controls that a request can be checked
 // against before approval: identifiers must be the subject's own accounts,
-// and beneficiaries accounts of the project's operator Company (spec 2.3,
+// and beneficiaries accounts of the project's operator Company (docs/service.md §2.3,
 // 2.4). Company access is checked in buildModel, where the Company's
 // accounts are gathered.
 func (s *Server) resourceChecks(ctx context.Context, p *pending, subjectID string, proj store.Project) ([]consent.Check, error) {

@@ -7,7 +7,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
-// Remembered consent (spec 1, the subject's consent) is listed and revoked
+// Remembered consent (docs/service.md §1, the subject's consent) is listed and revoked
 // by the host that speaks for the subject, with the same credential as the
 // native-consent API: GET /native/consents?subject=S and
 // DELETE /native/consents/{client_id}?subject=S.

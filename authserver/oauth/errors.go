@@ -227,7 +227,7 @@ func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err erro
 }
 
 // writeGrantError writes the grant endpoint's error object, {"code", "status"}
-// (spec 4.1 and 7).
+// (docs/service.md §4.1 and §7).
 func (s *Server) writeGrantError(w http.ResponseWriter, r *http.Request, err error) {
 	oe := s.asError(r, err)
 	st := statusOf(oe.Code)

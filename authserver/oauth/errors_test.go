@@ -12,7 +12,7 @@ func TestErrorDescription(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"the token has expired", "the token has expired"},
 		{"plain is refused (RFC 9700 §2.1.1)", "plain is refused (RFC 9700 section 2.1.1)"},
-		{"spec § 2.2", "spec section 2.2"},
+		{"docs/service.md § 2.2", "docs/service.md section 2.2"},
 		{`the Authorization header is not "Bearer" followed by a JWT`, "the Authorization header is not 'Bearer' followed by a JWT"},
 		{`a\b`, "a/b"},
 		{"Servicios Pacífico Ltda., Benjamín, ñandú", "Servicios Pacifico Ltda., Benjamin, nandu"},

@@ -20,7 +20,7 @@ const (
 	headerClientSecret = "X-Client-Secret"
 )
 
-// grantBody is the response of GET {base_url}/authorization (spec 2.6, 4.1).
+// grantBody is the response of GET {base_url}/authorization (docs/service.md §2.6, §4.1).
 type grantBody struct {
 	Scopes                 []string        `json:"scopes"`
 	AuthorizationDetails   json.RawMessage `json:"authorizationDetails"`
@@ -123,7 +123,7 @@ func (s *Server) mayReadGrant(c *store.Client, g *store.Grant) bool {
 
 // handleGrant serves GET {base_url}/authorization: the grant behind a
 // Bearer token, for a Resource Server authenticated with its own client
-// credential (spec 4.1 and 5.6).
+// credential (docs/service.md §4.1 and §5.6).
 //
 // The caller is authenticated and checked against the grant before
 // anything is said about the token's state: a client that may not read the

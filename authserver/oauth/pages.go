@@ -209,7 +209,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Nothing new is requested and every check passes: the subject is not
-	// asked again (spec 1, the subject's consent).
+	// asked again (docs/service.md §1, the subject's consent).
 	d := consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount}
 	if m.Remembered && m.Validate(d) == nil {
 		to, err := s.decide(r.Context(), p, subj, d)

@@ -11,7 +11,7 @@ import (
 
 // AuthorizeRequest is an authorization request's parameters (RFC 6749
 // §4.1.1, RFC 7636 §4.3, RFC 8707 §2, RFC 9396 §2, OIDC Core §3.1.2.1, and
-// org_id of spec 5.2), read but not yet checked against a client.
+// org_id of docs/service.md §5.2), read but not yet checked against a client.
 type AuthorizeRequest struct {
 	ClientID            string
 	RedirectURI         string

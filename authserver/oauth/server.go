@@ -3,12 +3,12 @@
 // endpoint with its browser sign-in and consent pages, the JSON
 // native-consent API for hosts, the token endpoint, userinfo, RFC 7662
 // introspection, RFC 7009 revocation and the service's grant endpoint
-// GET {base_url}/authorization (spec 4.1).
+// GET {base_url}/authorization (docs/service.md §4.1).
 //
 // Every security check sits in one function: exact redirect_uri match
 // (redirectAllowed), PKCE (verifyPKCE), client authentication
 // (authenticateClient), the catalog's reading of the request
-// (validateAuthorize), and the three checks of spec 1 beside the catalog
+// (validateAuthorize), and the three checks of docs/service.md §1 beside the catalog
 // (checks.go: projectCheck, consentCheck, resourceChecks; transaction
 // limits in handleCharge).
 //
@@ -126,7 +126,7 @@ type Server struct {
 
 	// cat is the catalog in force and metadata its discovery document.
 	// SetCatalog swaps both when the operator approves a Resource Server
-	// (spec 5.8), so a request is checked against one catalog throughout
+	// (docs/service.md §5.8), so a request is checked against one catalog throughout
 	// and discovery never advertises a type the catalog would refuse.
 	cat      atomic.Pointer[catalog.Catalog]
 	metadata atomic.Pointer[[]byte]
@@ -320,10 +320,10 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+s.path("/native/consents"), s.handleConsents)
 	// DELETE /native/consents/{client_id}?subject=S: revoke a consent.
 	mux.HandleFunc("DELETE "+s.path("/native/consents/{client_id}"), s.handleRevokeConsent)
-	// GET {base_url}/authorization (spec 4.1).
+	// GET {base_url}/authorization (docs/service.md §4.1).
 	mux.HandleFunc("GET "+s.basePath+grantPathSuffix, s.handleGrant)
 	// POST {base_url}/automatic-charges: a charge within the grant's
-	// transaction limits (spec 2.4).
+	// transaction limits (docs/service.md §2.4).
 	mux.HandleFunc("POST "+s.basePath+pathCharges, s.handleCharge)
 }
 

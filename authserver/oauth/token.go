@@ -326,7 +326,7 @@ func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce st
 	return m, nil
 }
 
-// accessClaims are the claims of an access token (RFC 9068 §2.2, spec 5.6):
+// accessClaims are the claims of an access token (RFC 9068 §2.2, docs/service.md §5.6):
 // never the authorization_details, which Resource Servers read from the
 // grant endpoint. jti comes first: the token's storage key is read from
 // it (store.AccessTokenKey).

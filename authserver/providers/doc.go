@@ -1,8 +1,8 @@
 // Package providers holds the example Resource Servers of the reference
-// service: the signing provider and the invoicing provider (spec 1, 5.7).
+// service: the signing provider and the invoicing provider (docs/service.md §1, §5.7).
 // Each serves one endpoint per catalog type and action it owns, reads the
 // grant behind the caller's access token with GET {base_url}/authorization
-// and its own client credential (spec 4.1, 5.6), and answers as spec 5.7
+// and its own client credential (docs/service.md §4.1, §5.6), and answers as docs/service.md §5.7
 // describes: 401 missing_token without a bearer token, 403
 // insufficient_authorization when the grant lacks the endpoint's type and
 // action, 200 with a result otherwise. A token the service refuses to show

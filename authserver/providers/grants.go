@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Grant is the answer of GET {base_url}/authorization (spec 2.6, 4.1).
+// Grant is the answer of GET {base_url}/authorization (docs/service.md §2.6, §4.1).
 type Grant struct {
 	Scopes                 []string          `json:"scopes"`
 	AuthorizationDetails   []json.RawMessage `json:"authorizationDetails"`
@@ -25,7 +25,7 @@ type GrantSource interface {
 }
 
 // GrantError is the service's refusal of GET {base_url}/authorization: the
-// error object of spec 4.1 and 7.
+// error object of docs/service.md §4.1 and §7.
 type GrantError struct {
 	Code   string `json:"code"`
 	Status int    `json:"status,omitempty"`

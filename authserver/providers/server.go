@@ -112,7 +112,7 @@ func newServer(cfg Config, resource string) (*Server, error) {
 	return &Server{cfg: cfg, prefix: strings.TrimSuffix(u.Path, "/"), keys: map[string]*ecdsa.PrivateKey{}, documents: map[string][]document{}}, nil
 }
 
-// ServeHTTP routes a request and applies spec 5.7 before any endpoint runs.
+// ServeHTTP routes a request and applies docs/service.md §5.7 before any endpoint runs.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path, ok := strings.CutPrefix(r.URL.Path, s.prefix)
 	if !ok {

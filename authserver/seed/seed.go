@@ -21,7 +21,7 @@ import (
 type World struct {
 	Projects []store.Project `json:"projects"`
 	// Policies are the approved scope policies of seeded projects, so that
-	// the demo Miniapps pass the project-approval check (spec 1). Type
+	// the demo Miniapps pass the project-approval check (docs/service.md §1). Type
 	// names keep the endpoint placeholders ({base_url}...), filled when
 	// the server compares.
 	Policies []struct {

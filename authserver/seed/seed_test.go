@@ -10,7 +10,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/catalog"
 )
 
-// uuidRE is spec 2.2 rule 4: the catalog accepts only such identifiers, so
+// uuidRE is docs/service.md §2.2 rule 4: the catalog accepts only such identifiers, so
 // a seeded account that did not match could never be named in a request.
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$`)
 

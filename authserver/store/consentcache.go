@@ -12,7 +12,7 @@ const consentCacheBytes = 4 << 20
 
 // consentCache keeps remembered consents, and the knowledge that a subject
 // has none for a client, in memory: a browser authorization reads the
-// consent of its subject and client twice (spec 1's consent check, then
+// consent of its subject and client twice (docs/service.md §1's consent check, then
 // the consent page's pre-selection) and an approval writes it once.
 //
 // It is coherent as the grant cache is: every consent write goes through

@@ -9,7 +9,7 @@ import (
 )
 
 // Consent is what a subject approved for a client, remembered so that the
-// subject is not asked again when nothing new is requested (spec 1: the
+// subject is not asked again when nothing new is requested (docs/service.md §1: the
 // subject's consent is one of the three checks).
 type Consent struct {
 	SubjectID string `json:"subject"`

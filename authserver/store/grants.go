@@ -17,7 +17,7 @@ import (
 var ErrReplayed = errors.New("store: single-use credential presented twice; its grant is revoked")
 
 // Grant is what a subject approved for a client: the authorization behind
-// every token issued from it (spec 2.6).
+// every token issued from it (docs/service.md §2.6).
 type Grant struct {
 	ID        string
 	ClientID  string

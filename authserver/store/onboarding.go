@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Onboarding records (spec 2.7, 5.8), the ReviewStore: the submissions the
+// Onboarding records (docs/service.md §2.7, §5.8), the ReviewStore: the submissions the
 // operator reviews, the policies approved, and the settings, which hold
 // the operator credential. Project keys are the WorldStore's
 // (CreateProject) and the credentials projects add the ClientStore's
@@ -57,7 +57,7 @@ const (
 
 // Submission is something a project submitted for the operator's review: a
 // scope policy, a Resource Server declaration or a published Miniapp's
-// manifest (spec 5.8).
+// manifest (docs/service.md §5.8).
 type Submission struct {
 	ID        string          `json:"id"`
 	ProjectID string          `json:"project_id"`
@@ -166,7 +166,7 @@ func (s *ReviewStore) DecideSubmission(ctx context.Context, id, status, reason, 
 }
 
 // Policy is a project's scope policy: the catalog scopes and
-// authorization_details types it may request (spec 1, the project's
+// authorization_details types it may request (docs/service.md §1, the project's
 // approval). Type names are as in discovery; seeded policies may hold the
 // endpoint placeholders ({base_url}, {signing_origin}...).
 type Policy struct {

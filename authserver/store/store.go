@@ -377,7 +377,7 @@ CREATE TABLE refresh_tokens (
 ) WITHOUT ROWID;
 CREATE INDEX refresh_tokens_grant ON refresh_tokens(grant_id);
 `,
-	// 2: onboarding and review (spec 5): project keys, the operator
+	// 2: onboarding and review (docs/service.md §5): project keys, the operator
 	// credential, submissions under review, remembered consent, and
 	// removable credentials. A removed client keeps its row (its grants
 	// reference it) and its id, which is never reused.
@@ -398,7 +398,7 @@ CREATE TABLE submissions (
 	body        TEXT NOT NULL,  -- JSON: the policy, declaration or manifest as submitted
 	status      TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'rejected')),
 	reason      TEXT NOT NULL DEFAULT '',
-	assigned_id TEXT NOT NULL DEFAULT '',  -- the Resource Server id given on approval (spec 5.8 c)
+	assigned_id TEXT NOT NULL DEFAULT '',  -- the Resource Server id given on approval (docs/service.md §5.8 c)
 	created_at  INTEGER NOT NULL,
 	decided_at  INTEGER
 );

@@ -8,12 +8,12 @@ import (
 	"fmt"
 )
 
-// Project is a dashboard project (spec 2.7).
+// Project is a dashboard project (docs/service.md §2.7).
 type Project struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 	// OperatorCompany is the Company that operates the project: the owner
-	// of the accounts an automatic charge may pay (spec 2.4 beneficiaries).
+	// of the accounts an automatic charge may pay (docs/service.md §2.4 beneficiaries).
 	// Empty until set by the seed or the operator.
 	OperatorCompany string `json:"operator_company,omitempty"`
 }
@@ -45,7 +45,7 @@ type Subject struct {
 	Profile Profile
 }
 
-// Company is an organization a subject may act for (spec 2.2 rule 3).
+// Company is an organization a subject may act for (docs/service.md §2.2 rule 3).
 type Company struct {
 	ID        string
 	Name      string

@@ -13,7 +13,7 @@ import (
 	"syscall"
 )
 
-// Exit codes shared by the checking commands (ARCHITECTURE.md, "Command line").
+// Exit codes shared by the checking commands (docs/architecture.md, "Command line").
 const (
 	exitOK        = 0 // accepted / valid
 	exitRejected  = 1 // rejected / invalid

@@ -16,7 +16,7 @@ import (
 const defaultDashboardURL = "http://127.0.0.1:8601"
 
 // runResolve is `miniapp-host resolve`: resolve a Miniapp by origin and id
-// (spec 4.3), or check a manifest (and a client configuration) offline. Exit
+// (docs/service.md §4.3), or check a manifest (and a client configuration) offline. Exit
 // codes: 0 accepted (or passed, manifest only), 1 rejected, 2 usage or
 // unreadable input, 3 could not decide. The --json document is described in
 // docs/resolve.md.

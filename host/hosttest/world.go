@@ -201,7 +201,7 @@ func (e *World) PublicAuthorizeURL() string {
 }
 
 // ForgetConsents revokes every remembered consent of every seeded subject
-// (spec 1: revocable), so that the next flow asks again.
+// (docs/service.md §1: revocable), so that the next flow asks again.
 func (e *World) ForgetConsents(ctx context.Context) error {
 	world, err := seed.Read()
 	if err != nil {

@@ -451,7 +451,7 @@ func TestOtherClientRefused(t *testing.T) {
 }
 
 // TestRememberedConsentIsNotAskedAgain: once the subject approved, the same
-// request from the same client completes without the consent view (spec 1:
+// request from the same client completes without the consent view (docs/service.md §1:
 // consent is remembered per subject and client), and a new request after
 // the consent is revoked asks again.
 func TestRememberedConsentIsNotAskedAgain(t *testing.T) {

@@ -42,7 +42,7 @@ func closeEnv() {
 }
 
 // forgetConsents revokes every remembered consent of every seeded subject
-// (spec 1: revocable), so that the next flow asks again.
+// (docs/service.md §1: revocable), so that the next flow asks again.
 func forgetConsents(t *testing.T) {
 	t.Helper()
 	if err := testEnv(t).ForgetConsents(context.Background()); err != nil {
