@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/playground"
+	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
 // readJUnit decodes the JUnit report a batch wrote, as CI's test
 // reporters read it.
-func readJUnit(t *testing.T, path string) junitSuites {
+func readJUnit(t *testing.T, path string) resolver.JUnitSuites {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc junitSuites
+	var doc resolver.JUnitSuites
 	if err := xml.Unmarshal(data, &doc); err != nil {
 		t.Fatalf("the JUnit report is not XML: %v", err)
 	}
@@ -48,7 +49,7 @@ func TestResolveBatchOffline(t *testing.T) {
 	if doc.Tests != 4 || s.Tests != 4 || s.Failures != 1 || s.Errors != 1 || len(s.Cases) != 4 {
 		t.Fatalf("tests %d/%d, failures %d, errors %d, cases %d; want 4 cases, 1 failure, 1 error", doc.Tests, s.Tests, s.Failures, s.Errors, len(s.Cases))
 	}
-	byName := map[string]junitCase{}
+	byName := map[string]resolver.JUnitCase{}
 	for _, c := range s.Cases {
 		byName[c.Name] = c
 	}
@@ -162,31 +163,4 @@ func TestResolveBatchUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
 		}
 	}
-}
-
-// FuzzBatchList: any list either parses into "id origin" pairs of two
-// non-empty fields without spaces, or is refused with the line to fix;
-// never a panic.
-func FuzzBatchList(f *testing.F) {
-	f.Add([]byte("# comment\n\ncom.example.notes https://notes.example\n"))
-	f.Add([]byte("a b c\n"))
-	f.Add([]byte("\xff\xfe x\r\ny z"))
-	f.Add([]byte(strings.Repeat("x", 70_000) + " y\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		list, err := parseBatchList("list.txt", data)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "list.txt") {
-				t.Fatalf("error %q does not name the file", err)
-			}
-			return
-		}
-		if len(list) == 0 {
-			t.Fatal("an empty list parsed")
-		}
-		for _, l := range list {
-			if l[0] == "" || l[1] == "" || strings.ContainsAny(l[0]+l[1], " \t\n") {
-				t.Fatalf("pair %q", l)
-			}
-		}
-	})
 }
