@@ -164,3 +164,41 @@ func TestResolveBatchUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestJUnitNotWrittenThroughLinks: a --junit report is never written
+// through a symbolic link planted at its path: the command says which path
+// is a link, and the file the link points to is untouched. What it writes
+// is the owner's only (0600). (The window's size: package playground.)
+func TestJUnitNotWrittenThroughLinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	untouched := func(what string) {
+		t.Helper()
+		got, _ := os.ReadFile(victim)
+		fi, _ := os.Stat(victim)
+		if string(got) != "precious" || fi.Mode().Perm() != 0o644 {
+			t.Fatalf("%s: the link's target holds %q, mode %v; want it untouched", what, got, fi.Mode().Perm())
+		}
+	}
+	junit := filepath.Join(dir, "report.xml")
+	if err := os.Symlink(victim, junit); err != nil {
+		t.Fatal(err)
+	}
+	manifests := filepath.Join("..", "..", "testdata", "resolve", "batch")
+	code, _, stderr := runCLI(t, "", "resolve", "--manifests", manifests, "--junit", junit)
+	if code != exitUsage || !strings.Contains(stderr, junit+" is a symbolic link") {
+		t.Errorf("--junit through a link: exit %d, stderr %q; want %d naming the link", code, stderr, exitUsage)
+	}
+	untouched("--junit")
+
+	plain := filepath.Join(dir, "plain.xml")
+	if code, _, stderr := runCLI(t, "", "resolve", "--manifests", manifests, "--junit", plain); code == exitUsage {
+		t.Fatalf("--junit to a plain path: %s", stderr)
+	}
+	if fi, err := os.Stat(plain); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the report: %v %v, want mode 0600", fi, err)
+	}
+}
