@@ -164,7 +164,8 @@ func (sc *schemaCompiler) node(loc string) (*schemaNode, error) {
 // annotations are keywords that never change a verdict.
 var annotations = map[string]bool{"title": true, "description": true, "default": true, "examples": true, "$comment": true, "readOnly": true, "writeOnly": true}
 
-// fill compiles the keywords of one subschema.
+// fill compiles the keywords of one subschema, in name order, each by its
+// entry of keywordCompilers; a keyword without one fails the schema.
 func (sc *schemaCompiler) fill(p pendingNode) error {
 	n := p.n
 	if b, ok := p.v.(bool); ok {
@@ -175,255 +176,361 @@ func (sc *schemaCompiler) fill(p pendingNode) error {
 	if !ok {
 		return fmt.Errorf("schema %s is not an object or a boolean", n.loc)
 	}
-	bad := func(kw, format string, a ...any) error {
-		return fmt.Errorf("schema %s: keyword %q: %s", n.loc, kw, fmt.Sprintf(format, a...))
-	}
-	sub := func(kw string, v any, tokens ...string) (*schemaNode, error) {
-		ptr := p.ptr + "/" + jsonpointer.Escape(kw)
-		for _, t := range tokens {
-			ptr += "/" + jsonpointer.Escape(t)
-		}
-		switch v.(type) {
-		case bool, map[string]any:
-		default:
-			return nil, bad(kw, "must be a schema (an object or a boolean)")
-		}
-		return sc.node(p.doc + "#" + ptr)
-	}
-	subs := func(kw string, v any) ([]*schemaNode, error) {
-		arr, ok := v.([]any)
-		if !ok || len(arr) == 0 {
-			return nil, bad(kw, "must be a non-empty array of schemas")
-		}
-		out := make([]*schemaNode, len(arr))
-		for i, e := range arr {
-			s, err := sub(kw, e, strconv.Itoa(i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = s
-		}
-		return out, nil
-	}
-	count := func(kw string, v any) (int, error) {
-		num, ok := v.(json.Number)
-		i, err := strconv.Atoi(string(num))
-		if !ok || err != nil || i < 0 {
-			return 0, bad(kw, "must be a non-negative integer written without fraction or exponent")
-		}
-		return i, nil
-	}
+	c := &fillCtx{sc: sc, p: p, n: n}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	if _, ok := obj["$ref"]; ok {
-		for _, k := range keys {
-			if k != "$ref" && k != "definitions" && k != "$schema" && k != "$id" && !annotations[k] {
-				return bad("$ref", "keyword %q beside $ref is ignored by draft-07 (§8.3): move it into an allOf", k)
-			}
+		if err := c.refAlone(keys); err != nil {
+			return err
 		}
 	}
-	var err error
 	for _, k := range keys {
-		v := obj[k]
-		switch {
-		case annotations[k]:
-		case k == "$schema":
-			s, _ := v.(string)
-			if p.ptr != "" || strings.TrimSuffix(s, "#") != draft07 {
-				return bad(k, "only %q at the root of a document is supported", draft07+"#")
-			}
-		case k == "$id":
-			if p.ptr != "" {
-				return bad(k, "$id is only supported at the root of a document")
-			}
-		case k == "definitions":
-			defs, ok := v.(map[string]any)
-			if !ok {
-				return bad(k, "must be an object of schemas")
-			}
-			for name, d := range defs {
-				// Compiled even when unused, so that a definition with an
-				// unsupported keyword fails now rather than when referenced.
-				if _, err := sub(k, d, name); err != nil {
-					return err
-				}
-			}
-		case k == "$ref":
-			s, ok := v.(string)
-			if !ok {
-				return bad(k, "must be a string")
-			}
-			base, err := url.Parse(p.doc)
-			if err != nil {
-				return bad(k, "%v", err)
-			}
-			r, err := url.Parse(s)
-			if err != nil {
-				return bad(k, "%v", err)
-			}
-			target := base.ResolveReference(r)
-			frag := target.Fragment
-			target.Fragment = ""
-			if n.ref, err = sc.node(target.String() + "#" + frag); err != nil {
-				return bad(k, "%v", err)
-			}
-		case k == "type":
-			var names []string
-			switch t := v.(type) {
-			case string:
-				names = []string{t}
-			case []any:
-				for _, e := range t {
-					s, ok := e.(string)
-					if !ok {
-						return bad(k, "must be a type name or an array of type names")
-					}
-					names = append(names, s)
-				}
-			}
-			if len(names) == 0 {
-				return bad(k, "must be a type name or a non-empty array of type names")
-			}
-			for _, name := range names {
-				found := false
-				for _, tn := range typeNames {
-					if tn.name == name {
-						n.types |= tn.bit
-						found = true
-					}
-				}
-				if !found {
-					return bad(k, "%q is not a JSON Schema type", name)
-				}
-			}
-			for _, tn := range typeNames {
-				if n.types&tn.bit != 0 {
-					n.typeWant = append(n.typeWant, tn.name)
-				}
-			}
-		case k == "const":
-			n.hasConst, n.constVal = true, v
-		case k == "enum":
-			arr, ok := v.([]any)
-			if !ok || len(arr) == 0 {
-				return bad(k, "must be a non-empty array")
-			}
-			n.enum = arr
-		case k == "pattern":
-			s, ok := v.(string)
-			if !ok {
-				return bad(k, "must be a string")
-			}
-			if n.pattern, err = regexp.Compile(s); err != nil {
-				return bad(k, "%v", err)
-			}
-		case k == "minLength":
-			if n.minLength, err = count(k, v); err != nil {
-				return err
-			}
-		case k == "maxLength":
-			if n.maxLength, err = count(k, v); err != nil {
-				return err
-			}
-		case k == "minItems":
-			if n.minItems, err = count(k, v); err != nil {
-				return err
-			}
-		case k == "maxItems":
-			if n.maxItems, err = count(k, v); err != nil {
-				return err
-			}
-		case k == "uniqueItems":
-			b, ok := v.(bool)
-			if !ok {
-				return bad(k, "must be a boolean")
-			}
-			n.unique = b
-		case k == "items":
-			if _, isArr := v.([]any); isArr {
-				return bad(k, "the array form (tuple validation) is not supported")
-			}
-			if n.items, err = sub(k, v); err != nil {
-				return err
-			}
-		case k == "minimum" || k == "maximum":
-			num, ok := v.(json.Number)
-			r, ok2 := new(big.Rat).SetString(string(num))
-			if !ok || !ok2 {
-				return bad(k, "must be a number")
-			}
-			if k == "minimum" {
-				n.minimum = r
-			} else {
-				n.maximum = r
-			}
-		case k == "required":
-			arr, ok := v.([]any)
-			if !ok {
-				return bad(k, "must be an array of strings")
-			}
-			for _, e := range arr {
-				s, ok := e.(string)
-				if !ok {
-					return bad(k, "must be an array of strings")
-				}
-				n.required = append(n.required, s)
-			}
-		case k == "properties":
-			props, ok := v.(map[string]any)
-			if !ok {
-				return bad(k, "must be an object of schemas")
-			}
-			n.props = make(map[string]*schemaNode, len(props))
-			for name, ps := range props {
-				if n.props[name], err = sub(k, ps, name); err != nil {
-					return err
-				}
-				n.propList = append(n.propList, namedNode{name, n.props[name]})
-			}
-			sort.Slice(n.propList, func(i, j int) bool { return n.propList[i].name < n.propList[j].name })
-		case k == "additionalProperties":
-			if b, ok := v.(bool); ok {
-				n.noAdditional = !b
-			} else if n.additional, err = sub(k, v); err != nil {
-				return err
-			}
-		case k == "allOf":
-			if n.allOf, err = subs(k, v); err != nil {
-				return err
-			}
-		case k == "anyOf":
-			if n.anyOf, err = subs(k, v); err != nil {
-				return err
-			}
-		case k == "oneOf":
-			if n.oneOf, err = subs(k, v); err != nil {
-				return err
-			}
-		case k == "not":
-			if n.not, err = sub(k, v); err != nil {
-				return err
-			}
-		case k == "if":
-			if n.ifS, err = sub(k, v); err != nil {
-				return err
-			}
-		case k == "then":
-			if n.thenS, err = sub(k, v); err != nil {
-				return err
-			}
-		case k == "else":
-			if n.elseS, err = sub(k, v); err != nil {
-				return err
-			}
-		default:
-			return bad(k, "keyword not supported by the catalog's compiled validator (catalog/schemaprog.go); implement it there, with its case in the differential fuzz test, or leave it out of the schema")
+		if annotations[k] {
+			continue
+		}
+		compile, ok := keywordCompilers[k]
+		if !ok {
+			return c.bad(k, "keyword not supported by the catalog's compiled validator (catalog/schemaprog.go); implement it there, with its case in the differential fuzz test, or leave it out of the schema")
+		}
+		if err := compile(c, k, obj[k]); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// fillCtx is the subschema fill is compiling, with what its keyword
+// compilers share: the error form and the children's locations.
+type fillCtx struct {
+	sc *schemaCompiler
+	p  pendingNode
+	n  *schemaNode
+}
+
+// refAlone refuses a keyword beside $ref that draft-07 ignores (§8.3): a
+// schema author who wrote one meant it to apply.
+func (c *fillCtx) refAlone(keys []string) error {
+	for _, k := range keys {
+		if k != "$ref" && k != "definitions" && k != "$schema" && k != "$id" && !annotations[k] {
+			return c.bad("$ref", "keyword %q beside $ref is ignored by draft-07 (§8.3): move it into an allOf", k)
+		}
+	}
+	return nil
+}
+
+// bad is the error of keyword kw of the subschema.
+func (c *fillCtx) bad(kw, format string, a ...any) error {
+	return fmt.Errorf("schema %s: keyword %q: %s", c.n.loc, kw, fmt.Sprintf(format, a...))
+}
+
+// sub returns the node of the subschema v of keyword kw, at kw followed by
+// tokens; it is compiled later (pending).
+func (c *fillCtx) sub(kw string, v any, tokens ...string) (*schemaNode, error) {
+	ptr := c.p.ptr + "/" + jsonpointer.Escape(kw)
+	for _, t := range tokens {
+		ptr += "/" + jsonpointer.Escape(t)
+	}
+	switch v.(type) {
+	case bool, map[string]any:
+	default:
+		return nil, c.bad(kw, "must be a schema (an object or a boolean)")
+	}
+	return c.sc.node(c.p.doc + "#" + ptr)
+}
+
+// subs returns the nodes of the non-empty array of subschemas v.
+func (c *fillCtx) subs(kw string, v any) ([]*schemaNode, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, c.bad(kw, "must be a non-empty array of schemas")
+	}
+	out := make([]*schemaNode, len(arr))
+	for i, e := range arr {
+		s, err := c.sub(kw, e, strconv.Itoa(i))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// count reads a length or count keyword.
+func (c *fillCtx) count(kw string, v any) (int, error) {
+	num, ok := v.(json.Number)
+	i, err := strconv.Atoi(string(num))
+	if !ok || err != nil || i < 0 {
+		return 0, c.bad(kw, "must be a non-negative integer written without fraction or exponent")
+	}
+	return i, nil
+}
+
+// keywordFunc compiles keyword kw, of value v, into c's node.
+type keywordFunc func(c *fillCtx, kw string, v any) error
+
+// keywordCompilers holds every keyword the compiled validator implements
+// (annotations aside, which never change a verdict).
+var keywordCompilers = map[string]keywordFunc{
+	"$schema":     compileSchemaKeyword,
+	"$id":         compileID,
+	"definitions": compileDefinitions,
+	"$ref":        compileRef,
+	"type":        compileType,
+	"const":       compileConst,
+	"enum":        compileEnum,
+	"pattern":     compilePattern,
+	"minLength":   countKeyword(func(n *schemaNode) *int { return &n.minLength }),
+	"maxLength":   countKeyword(func(n *schemaNode) *int { return &n.maxLength }),
+	"minItems":    countKeyword(func(n *schemaNode) *int { return &n.minItems }),
+	"maxItems":    countKeyword(func(n *schemaNode) *int { return &n.maxItems }),
+	"uniqueItems": compileUniqueItems,
+	"items":       compileItems,
+	"minimum":     boundKeyword(func(n *schemaNode) **big.Rat { return &n.minimum }),
+	"maximum":     boundKeyword(func(n *schemaNode) **big.Rat { return &n.maximum }),
+	"required":    compileRequired,
+	"properties":  compileProperties,
+
+	"additionalProperties": compileAdditionalProperties,
+
+	"allOf": subsKeyword(func(n *schemaNode) *[]*schemaNode { return &n.allOf }),
+	"anyOf": subsKeyword(func(n *schemaNode) *[]*schemaNode { return &n.anyOf }),
+	"oneOf": subsKeyword(func(n *schemaNode) *[]*schemaNode { return &n.oneOf }),
+	"not":   subKeyword(func(n *schemaNode) **schemaNode { return &n.not }),
+	"if":    subKeyword(func(n *schemaNode) **schemaNode { return &n.ifS }),
+	"then":  subKeyword(func(n *schemaNode) **schemaNode { return &n.thenS }),
+	"else":  subKeyword(func(n *schemaNode) **schemaNode { return &n.elseS }),
+}
+
+// countKeyword compiles a length or count keyword into the field of a node
+// that field returns.
+func countKeyword(field func(*schemaNode) *int) keywordFunc {
+	return func(c *fillCtx, kw string, v any) error {
+		i, err := c.count(kw, v)
+		if err != nil {
+			return err
+		}
+		*field(c.n) = i
+		return nil
+	}
+}
+
+// boundKeyword compiles minimum or maximum, an exact number.
+func boundKeyword(field func(*schemaNode) **big.Rat) keywordFunc {
+	return func(c *fillCtx, kw string, v any) error {
+		num, ok := v.(json.Number)
+		r, ok2 := new(big.Rat).SetString(string(num))
+		if !ok || !ok2 {
+			return c.bad(kw, "must be a number")
+		}
+		*field(c.n) = r
+		return nil
+	}
+}
+
+// subKeyword compiles a keyword whose value is one subschema.
+func subKeyword(field func(*schemaNode) **schemaNode) keywordFunc {
+	return func(c *fillCtx, kw string, v any) error {
+		s, err := c.sub(kw, v)
+		if err != nil {
+			return err
+		}
+		*field(c.n) = s
+		return nil
+	}
+}
+
+// subsKeyword compiles a keyword whose value is an array of subschemas.
+func subsKeyword(field func(*schemaNode) *[]*schemaNode) keywordFunc {
+	return func(c *fillCtx, kw string, v any) error {
+		s, err := c.subs(kw, v)
+		if err != nil {
+			return err
+		}
+		*field(c.n) = s
+		return nil
+	}
+}
+
+func compileSchemaKeyword(c *fillCtx, kw string, v any) error {
+	s, _ := v.(string)
+	if c.p.ptr != "" || strings.TrimSuffix(s, "#") != draft07 {
+		return c.bad(kw, "only %q at the root of a document is supported", draft07+"#")
+	}
+	return nil
+}
+
+func compileID(c *fillCtx, kw string, _ any) error {
+	if c.p.ptr != "" {
+		return c.bad(kw, "$id is only supported at the root of a document")
+	}
+	return nil
+}
+
+func compileDefinitions(c *fillCtx, kw string, v any) error {
+	defs, ok := v.(map[string]any)
+	if !ok {
+		return c.bad(kw, "must be an object of schemas")
+	}
+	for name, d := range defs {
+		// Compiled even when unused, so that a definition with an
+		// unsupported keyword fails now rather than when referenced.
+		if _, err := c.sub(kw, d, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func compileRef(c *fillCtx, kw string, v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return c.bad(kw, "must be a string")
+	}
+	base, err := url.Parse(c.p.doc)
+	if err != nil {
+		return c.bad(kw, "%v", err)
+	}
+	r, err := url.Parse(s)
+	if err != nil {
+		return c.bad(kw, "%v", err)
+	}
+	target := base.ResolveReference(r)
+	frag := target.Fragment
+	target.Fragment = ""
+	if c.n.ref, err = c.sc.node(target.String() + "#" + frag); err != nil {
+		return c.bad(kw, "%v", err)
+	}
+	return nil
+}
+
+func compileType(c *fillCtx, kw string, v any) error {
+	var names []string
+	switch t := v.(type) {
+	case string:
+		names = []string{t}
+	case []any:
+		for _, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return c.bad(kw, "must be a type name or an array of type names")
+			}
+			names = append(names, s)
+		}
+	}
+	if len(names) == 0 {
+		return c.bad(kw, "must be a type name or a non-empty array of type names")
+	}
+	for _, name := range names {
+		bit := typeBit(name)
+		if bit == 0 {
+			return c.bad(kw, "%q is not a JSON Schema type", name)
+		}
+		c.n.types |= bit
+	}
+	for _, tn := range typeNames {
+		if c.n.types&tn.bit != 0 {
+			c.n.typeWant = append(c.n.typeWant, tn.name)
+		}
+	}
+	return nil
+}
+
+// typeBit is the bit of a JSON Schema type name, 0 for none.
+func typeBit(name string) int {
+	for _, tn := range typeNames {
+		if tn.name == name {
+			return tn.bit
+		}
+	}
+	return 0
+}
+
+func compileConst(c *fillCtx, _ string, v any) error {
+	c.n.hasConst, c.n.constVal = true, v
+	return nil
+}
+
+func compileEnum(c *fillCtx, kw string, v any) error {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return c.bad(kw, "must be a non-empty array")
+	}
+	c.n.enum = arr
+	return nil
+}
+
+func compilePattern(c *fillCtx, kw string, v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return c.bad(kw, "must be a string")
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return c.bad(kw, "%v", err)
+	}
+	c.n.pattern = re
+	return nil
+}
+
+func compileUniqueItems(c *fillCtx, kw string, v any) error {
+	b, ok := v.(bool)
+	if !ok {
+		return c.bad(kw, "must be a boolean")
+	}
+	c.n.unique = b
+	return nil
+}
+
+func compileItems(c *fillCtx, kw string, v any) error {
+	if _, isArr := v.([]any); isArr {
+		return c.bad(kw, "the array form (tuple validation) is not supported")
+	}
+	return subKeyword(func(n *schemaNode) **schemaNode { return &n.items })(c, kw, v)
+}
+
+func compileRequired(c *fillCtx, kw string, v any) error {
+	arr, ok := v.([]any)
+	if !ok {
+		return c.bad(kw, "must be an array of strings")
+	}
+	for _, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			return c.bad(kw, "must be an array of strings")
+		}
+		c.n.required = append(c.n.required, s)
+	}
+	return nil
+}
+
+func compileProperties(c *fillCtx, kw string, v any) error {
+	props, ok := v.(map[string]any)
+	if !ok {
+		return c.bad(kw, "must be an object of schemas")
+	}
+	n := c.n
+	n.props = make(map[string]*schemaNode, len(props))
+	for name, ps := range props {
+		s, err := c.sub(kw, ps, name)
+		if err != nil {
+			return err
+		}
+		n.props[name] = s
+		n.propList = append(n.propList, namedNode{name, s})
+	}
+	sort.Slice(n.propList, func(i, j int) bool { return n.propList[i].name < n.propList[j].name })
+	return nil
+}
+
+func compileAdditionalProperties(c *fillCtx, kw string, v any) error {
+	if b, ok := v.(bool); ok {
+		c.n.noAdditional = !b
+		return nil
+	}
+	return subKeyword(func(n *schemaNode) **schemaNode { return &n.additional })(c, kw, v)
 }
 
 // checkRefCycles refuses a schema that applies itself to the same value

@@ -22,5 +22,6 @@
 // uses packages authserver and demoapps), broken.go (the broken Miniapps),
 // launch.go (resolve, report, Opener), observe.go (token responses of the
 // demo backends, decoded for the inspector), controller.go (the automation
-// channel's commands), api.go (the launcher's HTTP API and its gate).
+// channel's commands), api.go (the launcher's HTTP API and its gate),
+// windowsize.go (the window's size, remembered between runs).
 package playground

@@ -49,62 +49,67 @@ func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
 	if profilePrefix != "" && n < 5*window {
 		return fmt.Errorf("drift: profiles need at least %d flows (5 windows), not %d", 5*window, n)
 	}
+	d := &drift{n: n, window: window, profilePrefix: profilePrefix, marks: make([]driftMark, n/window+1)}
+	trs := driftTransports()
+	d.marks[0] = newDriftMark()
+	failed, first := g.driftFlows(d, trs)
+	d.mu.Lock()
+	d.stopProfile()
+	d.mu.Unlock()
+	d.report(failed)
+	if first != nil {
+		return fmt.Errorf("first failed flow: %w", first)
+	}
+	if d.profErr != nil {
+		return fmt.Errorf("drift: CPU profile: %w", d.profErr)
+	}
+	if profilePrefix == "" {
+		return nil
+	}
+	return d.writeHeap()
+}
+
+// drift is the measurement of a drift phase.
+type drift struct {
+	n, window     int64
+	profilePrefix string
+
+	mu sync.Mutex // guards below
+	// marks[i] is the process CPU time and the wall time when i*window
+	// flows were done: the cost curve over the whole run.
+	marks   []driftMark
+	prof    *os.File
+	profErr error
+}
+
+// driftMark is the process's CPU time, its garbage collector's and the
+// wall time at a point of the run.
+type driftMark struct {
+	cpu, gc time.Duration
+	at      time.Time
+}
+
+func newDriftMark() driftMark {
+	return driftMark{cpu: cpuTime(), gc: gcCPU(), at: time.Now()}
+}
+
+// driftTransports are the transports of the browser flows, one per
+// loopback source address.
+func driftTransports() []*http.Transport {
 	trs := make([]*http.Transport, driftSources)
 	for i := range trs {
 		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+i))}}
 		trs[i] = &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 4}
 	}
+	return trs
+}
+
+// driftFlows runs the n browser flows of d from g.conc workers, each
+// flow on the transport of its source address, marking every window; it
+// returns how many failed and the first failure.
+func (g *gen) driftFlows(d *drift, trs []*http.Transport) (int64, error) {
 	var next, done, failed atomic.Int64
-	var mu sync.Mutex
-	// marks[i] is the process CPU time and the wall time when i*window
-	// flows were done: the cost curve over the whole run.
-	marks := make([]struct {
-		cpu, gc time.Duration
-		at      time.Time
-	}, n/window+1)
-	var first, profErr error
-	var prof *os.File
-	startProfile := func(name string) {
-		if profErr != nil {
-			return
-		}
-		f, err := os.Create(profilePrefix + "-" + name + ".pprof")
-		if err == nil {
-			if err = pprof.StartCPUProfile(f); err != nil {
-				f.Close()
-			}
-		}
-		prof, profErr = f, err
-	}
-	stopProfile := func() {
-		if prof != nil {
-			pprof.StopCPUProfile()
-			if err := prof.Close(); err != nil && profErr == nil {
-				profErr = err
-			}
-			prof = nil
-		}
-	}
-	mark := func(k int64) {
-		if k%window != 0 {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		marks[k/window].cpu, marks[k/window].gc, marks[k/window].at = cpuTime(), gcCPU(), time.Now()
-		if profilePrefix == "" {
-			return
-		}
-		switch k {
-		case window:
-			startProfile("start")
-		case 3 * window:
-			stopProfile()
-		case n - 2*window:
-			startProfile("end")
-		}
-	}
-	marks[0].cpu, marks[0].gc, marks[0].at = cpuTime(), gcCPU(), time.Now()
+	var first error
 	var wg sync.WaitGroup
 	for range g.conc {
 		wg.Add(1)
@@ -112,52 +117,116 @@ func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
 			defer wg.Done()
 			for {
 				i := next.Add(1) - 1
-				if i >= n {
+				if i >= d.n {
 					return
 				}
 				if err := g.browserFlow(trs[i%driftSources]); err != nil {
 					failed.Add(1)
-					mu.Lock()
+					d.mu.Lock()
 					if first == nil {
 						first = err
 					}
-					mu.Unlock()
+					d.mu.Unlock()
 				}
-				mark(done.Add(1))
+				d.mark(done.Add(1))
 			}
 		}()
 	}
 	wg.Wait()
-	mu.Lock()
-	stopProfile()
-	mu.Unlock()
-	// CPU per flow in window w (flows w*window to (w+1)*window), of the
-	// process and of its garbage collector.
-	per := func(w int64) float64 {
-		return float64((marks[w+1].cpu - marks[w].cpu).Microseconds()) / float64(window)
+	return failed.Load(), first
+}
+
+// startProfile starts the CPU profile PREFIX-name.pprof; d.mu held.
+func (d *drift) startProfile(name string) {
+	if d.profErr != nil {
+		return
 	}
-	perGC := func(w int64) float64 {
-		return float64((marks[w+1].gc - marks[w].gc).Microseconds()) / float64(window)
-	}
-	rate := func(w int64) float64 { return float64(window) / marks[w+1].at.Sub(marks[w].at).Seconds() }
-	last := n/window - 1
-	// A window of a thousand flows lasts about a second: one checkpoint or
-	// one collection more or less moves it by 10-20%, so the medians of the
-	// first and the last five windows are reported too.
-	median := func(from int64, f func(int64) float64) float64 {
-		var v []float64
-		for w := from; w < from+5 && w <= last; w++ {
-			v = append(v, f(w))
+	f, err := os.Create(d.profilePrefix + "-" + name + ".pprof")
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
 		}
-		slices.Sort(v)
-		return v[len(v)/2]
 	}
+	d.prof, d.profErr = f, err
+}
+
+// stopProfile stops the CPU profile being written, if any; d.mu held.
+func (d *drift) stopProfile() {
+	if d.prof != nil {
+		pprof.StopCPUProfile()
+		if err := d.prof.Close(); err != nil && d.profErr == nil {
+			d.profErr = err
+		}
+		d.prof = nil
+	}
+}
+
+// mark records the costs when k flows are done, at the end of every
+// window, and starts and stops the profiles at their windows.
+func (d *drift) mark(k int64) {
+	if k%d.window != 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.marks[k/d.window] = newDriftMark()
+	if d.profilePrefix == "" {
+		return
+	}
+	switch k {
+	case d.window:
+		d.startProfile("start")
+	case 3 * d.window:
+		d.stopProfile()
+	case d.n - 2*d.window:
+		d.startProfile("end")
+	}
+}
+
+// per is the process's CPU per flow in window w (flows w*window to
+// (w+1)*window), in µs.
+func (d *drift) per(w int64) float64 {
+	return float64((d.marks[w+1].cpu - d.marks[w].cpu).Microseconds()) / float64(d.window)
+}
+
+// perGC is the garbage collector's CPU per flow in window w, in µs.
+func (d *drift) perGC(w int64) float64 {
+	return float64((d.marks[w+1].gc - d.marks[w].gc).Microseconds()) / float64(d.window)
+}
+
+// rate is the flows per second of window w.
+func (d *drift) rate(w int64) float64 {
+	return float64(d.window) / d.marks[w+1].at.Sub(d.marks[w].at).Seconds()
+}
+
+// last is the last window.
+func (d *drift) last() int64 { return d.n/d.window - 1 }
+
+// median is the median of f over the five windows from from (fewer at
+// the end of the run).
+func (d *drift) median(from int64, f func(int64) float64) float64 {
+	var v []float64
+	for w := from; w < from+5 && w <= d.last(); w++ {
+		v = append(v, f(w))
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// report prints the drift: the first and the last window, their medians,
+// and the curve.
+func (d *drift) report(failed int64) {
+	n, window, last := d.n, d.window, d.last()
 	fmt.Printf("browser flow drift: %d flows (%d failed) in %.1fs from %d sources; process CPU per flow: first %d %.0f µs (%.0f flows/s), last %d %.0f µs (%.0f flows/s); last/first %.3f%s\n",
-		n, failed.Load(), marks[last+1].at.Sub(marks[0].at).Seconds(), driftSources, window, per(0), rate(0),
-		window, per(last), rate(last), per(last)/per(0), loadavg())
+		n, failed, d.marks[last+1].at.Sub(d.marks[0].at).Seconds(), driftSources, window, d.per(0), d.rate(0),
+		window, d.per(last), d.rate(last), d.per(last)/d.per(0), loadavg())
 	if last >= 9 {
-		m0, m1 := median(0, per), median(last-4, per)
-		g0, g1 := median(0, perGC), median(last-4, perGC)
+		// A window of a thousand flows lasts about a second: one
+		// checkpoint or one collection more or less moves it by 10-20%,
+		// so the medians of the first and the last five windows are
+		// reported too.
+		m0, m1 := d.median(0, d.per), d.median(last-4, d.per)
+		g0, g1 := d.median(0, d.perGC), d.median(last-4, d.perGC)
 		fmt.Printf("browser flow drift: medians of the first and the last five windows: CPU %.0f → %.0f µs per flow (%.3f), of which the garbage collector %.0f → %.0f µs\n",
 			m0, m1, m1/m0, g0, g1)
 	}
@@ -165,31 +234,27 @@ func (g *gen) driftPhase(n, window int64, profilePrefix string) error {
 	var curve []string
 	for w := int64(0); w <= last; w++ {
 		if w < 3 || (w+1)*10%(last+1) == 0 {
-			curve = append(curve, fmt.Sprintf("%d: %.0f (gc %.0f)", (w+1)*window, per(w), perGC(w)))
+			curve = append(curve, fmt.Sprintf("%d: %.0f (gc %.0f)", (w+1)*window, d.per(w), d.perGC(w)))
 		}
 	}
 	fmt.Printf("browser flow drift: CPU per flow (µs) in the window ending at flow: %s\n", strings.Join(curve, ", "))
-	if first != nil {
-		return fmt.Errorf("first failed flow: %w", first)
+}
+
+// writeHeap writes what the flows left live on the heap to
+// PREFIX-end.heap: the garbage collector's work per cycle grows with it.
+func (d *drift) writeHeap() error {
+	f, err := os.Create(d.profilePrefix + "-end.heap")
+	if err != nil {
+		return fmt.Errorf("drift: heap profile: %w", err)
 	}
-	if profErr != nil {
-		return fmt.Errorf("drift: CPU profile: %w", profErr)
+	runtime.GC()
+	err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
+	if err != nil {
+		return fmt.Errorf("drift: heap profile: %w", err)
 	}
-	if profilePrefix != "" {
-		// What the flows left live on the heap: the garbage collector's
-		// work per cycle grows with it.
-		f, err := os.Create(profilePrefix + "-end.heap")
-		if err != nil {
-			return fmt.Errorf("drift: heap profile: %w", err)
-		}
-		runtime.GC()
-		err = errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
-		if err != nil {
-			return fmt.Errorf("drift: heap profile: %w", err)
-		}
-		fmt.Printf("browser flow drift: CPU profiles of flows %d-%d and %d-%d in %s-start.pprof and %s-end.pprof, live heap at the end in %s-end.heap\n",
-			window, 3*window, n-2*window, n, profilePrefix, profilePrefix, profilePrefix)
-	}
+	p := d.profilePrefix
+	fmt.Printf("browser flow drift: CPU profiles of flows %d-%d and %d-%d in %s-start.pprof and %s-end.pprof, live heap at the end in %s-end.heap\n",
+		d.window, 3*d.window, d.n-2*d.window, d.n, p, p, p)
 	return nil
 }
 

@@ -59,89 +59,160 @@ type gen struct {
 	confSecret string
 }
 
-func run() error {
-	dur := flag.Duration("duration", 5*time.Second, "length of each phase")
-	conc := flag.Int("c", 32, "concurrent clients")
-	max := flag.Int64("n", 200_000, "maximum requests (or flows) per phase")
-	only := flag.String("only", "", "run one phase: token, grant, flow, or drift (not run by default)")
-	driftN := flag.Int64("drift-flows", 100_000, "browser flows of the drift phase")
-	driftWindow := flag.Int64("drift-window", 1_000, "flows at the start and the end of the drift phase whose CPU is compared")
-	driftProfile := flag.String("drift-profile-prefix", "", "write CPU profiles of the drift phase's start and end to PREFIX-start.pprof and PREFIX-end.pprof, and its live heap at the end to PREFIX-end.heap")
-	profile := flag.String("cpuprofile", "", "write a CPU profile of each timed phase to FILE-1, FILE-2...")
-	instances := flag.Int("instances", 1, "server instances on the database (above 1 needs PostgreSQL); requests go to each in turn")
-	dbURL := flag.String("db", "", "the database: a PostgreSQL URL (postgres://...) of an empty database, or \"postgres\" for a temporary PostgreSQL server with default durability (pgtest); default a new SQLite file")
-	flag.Parse()
+// flags are loadgen's flags.
+type flags struct {
+	dur                  time.Duration
+	conc, instances      int
+	max, driftN, driftWn int64
+	only, driftProfile   string
+	profile, dbURL       string
+}
 
+func parseFlags() flags {
+	var f flags
+	flag.DurationVar(&f.dur, "duration", 5*time.Second, "length of each phase")
+	flag.IntVar(&f.conc, "c", 32, "concurrent clients")
+	flag.Int64Var(&f.max, "n", 200_000, "maximum requests (or flows) per phase")
+	flag.StringVar(&f.only, "only", "", "run one phase: token, grant, flow, or drift (not run by default)")
+	flag.Int64Var(&f.driftN, "drift-flows", 100_000, "browser flows of the drift phase")
+	flag.Int64Var(&f.driftWn, "drift-window", 1_000, "flows at the start and the end of the drift phase whose CPU is compared")
+	flag.StringVar(&f.driftProfile, "drift-profile-prefix", "", "write CPU profiles of the drift phase's start and end to PREFIX-start.pprof and PREFIX-end.pprof, and its live heap at the end to PREFIX-end.heap")
+	flag.StringVar(&f.profile, "cpuprofile", "", "write a CPU profile of each timed phase to FILE-1, FILE-2...")
+	flag.IntVar(&f.instances, "instances", 1, "server instances on the database (above 1 needs PostgreSQL); requests go to each in turn")
+	flag.StringVar(&f.dbURL, "db", "", "the database: a PostgreSQL URL (postgres://...) of an empty database, or \"postgres\" for a temporary PostgreSQL server with default durability (pgtest); default a new SQLite file")
+	flag.Parse()
+	return f
+}
+
+func run() error {
+	f := parseFlags()
 	dir, err := os.MkdirTemp("", "loadgen-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	db := filepath.Join(dir, "load.db")
-	switch {
-	case *dbURL == "postgres":
-		c, err := pgtest.StartWith(ctx, pgtest.Options{Durable: true})
-		if err != nil {
-			return err
-		}
-		defer c.Stop()
-		if db, err = c.NewDatabase(ctx); err != nil {
-			return err
-		}
-	case *dbURL != "":
-		db = *dbURL
-	}
-	if *instances > 1 && !store.IsPostgres(db) {
-		return errors.New("-instances above 1 needs -db postgres or a PostgreSQL URL: one SQLite file serves one instance")
-	}
-	// The token phase makes its codes before it times their redemption;
-	// on a slower store that takes longer than a code's default minute.
-	oc := oauth.Config{CodeTTL: 10 * time.Minute}
-	srv, err := authserver.Start(ctx, authserver.Config{DB: db, OAuth: oc,
-		Secrets: map[string]string{"miniapp-host": hostSecret}})
+	db, stopDB, err := openDB(ctx, f.dbURL, filepath.Join(dir, "load.db"))
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
-	// Further instances on the same database answer for the first's public
-	// addresses, as behind a proxy (docs/deploy.md); the client spreads its
-	// requests over their listeners in turn.
-	u := srv.URLs()
-	targets := []string{srv.ListenAddrs().Service}
-	for range *instances - 1 {
-		more, err := authserver.Start(ctx, authserver.Config{DB: db, Issuer: u.Issuer, DashboardURL: u.Dashboard,
-			SigningURL:   strings.TrimSuffix(u.SigningBaseURL, authserver.ProviderPath),
-			InvoicingURL: strings.TrimSuffix(u.InvoicingBaseURL, authserver.ProviderPath), OAuth: oc,
-			Secrets: map[string]string{"miniapp-host": hostSecret}})
-		if err != nil {
-			return err
-		}
-		defer more.Close()
-		targets = append(targets, more.ListenAddrs().Service)
+	defer stopDB()
+	if f.instances > 1 && !store.IsPostgres(db) {
+		return errors.New("-instances above 1 needs -db postgres or a PostgreSQL URL: one SQLite file serves one instance")
+	}
+	srv, targets, closeAll, err := startInstances(ctx, db, f.instances)
+	defer closeAll()
+	if err != nil {
+		return err
 	}
 	cred, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "loadgen", Confidential: true, RedirectURIs: []string{redirect}, IDTokenAlg: "ES256"})
 	if err != nil {
 		return err
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: *conc * 2, MaxConnsPerHost: *conc * 2}
-	g := &gen{u: u, profile: *profile, conc: *conc, dur: *dur, max: *max, confSecret: cred.ClientSecret,
+	tr := &http.Transport{MaxIdleConnsPerHost: f.conc * 2, MaxConnsPerHost: f.conc * 2}
+	g := &gen{u: srv.URLs(), profile: f.profile, conc: f.conc, dur: f.dur, max: f.max, confSecret: cred.ClientSecret,
 		hc: &http.Client{Transport: &roundRobin{base: tr, service: targets[0], targets: targets}}}
 	fmt.Printf("loadgen: GOMAXPROCS=%d NumCPU=%d, %d concurrent clients, %s per phase (max %d), server and client in one process on loopback, %d instance(s) on %s%s\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), *conc, *dur, *max, len(targets), dbKind(db), loadavg())
-	defer func() {
-		var wal int64
-		if fi, err := os.Stat(db + "-wal"); err == nil {
-			wal = fi.Size()
-		}
-		fmt.Printf("loadgen: done%s; WAL %.1f MiB\n", loadavg(), float64(wal)/(1<<20))
-	}()
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), f.conc, f.dur, f.max, len(targets), dbKind(db), loadavg())
+	defer printDone(db)
+	return g.runPhases(f)
+}
 
-	// Token endpoint: codes are made first, then only their redemption is timed.
-	for _, scope := range []string{"bank_accounts:read", "openid bank_accounts:read"} {
-		if *only != "" && *only != "token" {
-			break
+// openDB is the database of the run: a new SQLite file at sqlite, a
+// temporary PostgreSQL server's database for "postgres", or the URL given;
+// stop stops what it started.
+func openDB(ctx context.Context, dbURL, sqlite string) (db string, stop func(), err error) {
+	switch dbURL {
+	case "":
+		return sqlite, func() {}, nil
+	case "postgres":
+		c, err := pgtest.StartWith(ctx, pgtest.Options{Durable: true})
+		if err != nil {
+			return "", nil, err
 		}
+		db, err := c.NewDatabase(ctx)
+		if err != nil {
+			c.Stop()
+			return "", nil, err
+		}
+		return db, func() { c.Stop() }, nil
+	}
+	return dbURL, func() {}, nil
+}
+
+// startInstances starts the server instances on db: further instances on
+// the same database answer for the first's public addresses, as behind a
+// proxy (docs/deploy.md); the client spreads its requests over their
+// listeners in turn (targets). closeAll closes every one started, also
+// after an error.
+func startInstances(ctx context.Context, db string, instances int) (srv *authserver.Server, targets []string, closeAll func(), err error) {
+	var started []*authserver.Server
+	closeAll = func() {
+		for i := len(started) - 1; i >= 0; i-- {
+			started[i].Close()
+		}
+	}
+	// The token phase makes its codes before it times their redemption;
+	// on a slower store that takes longer than a code's default minute.
+	oc := oauth.Config{CodeTTL: 10 * time.Minute}
+	srv, err = authserver.Start(ctx, authserver.Config{DB: db, OAuth: oc,
+		Secrets: map[string]string{"miniapp-host": hostSecret}})
+	if err != nil {
+		return nil, nil, closeAll, err
+	}
+	started = append(started, srv)
+	u := srv.URLs()
+	targets = []string{srv.ListenAddrs().Service}
+	for range instances - 1 {
+		more, err := authserver.Start(ctx, authserver.Config{DB: db, Issuer: u.Issuer, DashboardURL: u.Dashboard,
+			SigningURL:   strings.TrimSuffix(u.SigningBaseURL, authserver.ProviderPath),
+			InvoicingURL: strings.TrimSuffix(u.InvoicingBaseURL, authserver.ProviderPath), OAuth: oc,
+			Secrets: map[string]string{"miniapp-host": hostSecret}})
+		if err != nil {
+			return nil, nil, closeAll, err
+		}
+		started = append(started, more)
+		targets = append(targets, more.ListenAddrs().Service)
+	}
+	return srv, targets, closeAll, nil
+}
+
+// printDone prints the end of the run: the load and the size of the
+// SQLite write-ahead log.
+func printDone(db string) {
+	var wal int64
+	if fi, err := os.Stat(db + "-wal"); err == nil {
+		wal = fi.Size()
+	}
+	fmt.Printf("loadgen: done%s; WAL %.1f MiB\n", loadavg(), float64(wal)/(1<<20))
+}
+
+// runPhases runs the phase -only names, or token, grant and flow.
+func (g *gen) runPhases(f flags) error {
+	if f.only == "" || f.only == "token" {
+		if err := g.tokenPhase(); err != nil {
+			return err
+		}
+	}
+	// GET {base_url}/authorization with one token.
+	if f.only == "" || f.only == "grant" {
+		if err := g.grantPhase(); err != nil {
+			return err
+		}
+	}
+	if f.only == "" || f.only == "flow" {
+		g.flowPhase()
+	}
+	if f.only == "drift" {
+		return g.driftPhase(f.driftN, f.driftWn, f.driftProfile)
+	}
+	return nil
+}
+
+// tokenPhase times the token endpoint: codes are made first, then only
+// their redemption is timed.
+func (g *gen) tokenPhase() error {
+	for _, scope := range []string{"bank_accounts:read", "openid bank_accounts:read"} {
 		n := g.estimate(scope)
 		codes, err := g.codes(scope, n)
 		if err != nil {
@@ -156,19 +227,6 @@ func run() error {
 			return g.exchange(codes[i])
 		})
 		fmt.Printf("token endpoint (authorization_code, scope %q): %s\n", scope, r)
-	}
-
-	// GET {base_url}/authorization with one token.
-	if *only == "" || *only == "grant" {
-		if err := g.grantPhase(); err != nil {
-			return err
-		}
-	}
-	if *only == "" || *only == "flow" {
-		g.flowPhase()
-	}
-	if *only == "drift" {
-		return g.driftPhase(*driftN, *driftWindow, *driftProfile)
 	}
 	return nil
 }

@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/playground"
+	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
 // readJUnit decodes the JUnit report a batch wrote, as CI's test
 // reporters read it.
-func readJUnit(t *testing.T, path string) junitSuites {
+func readJUnit(t *testing.T, path string) resolver.JUnitSuites {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc junitSuites
+	var doc resolver.JUnitSuites
 	if err := xml.Unmarshal(data, &doc); err != nil {
 		t.Fatalf("the JUnit report is not XML: %v", err)
 	}
@@ -48,7 +49,7 @@ func TestResolveBatchOffline(t *testing.T) {
 	if doc.Tests != 4 || s.Tests != 4 || s.Failures != 1 || s.Errors != 1 || len(s.Cases) != 4 {
 		t.Fatalf("tests %d/%d, failures %d, errors %d, cases %d; want 4 cases, 1 failure, 1 error", doc.Tests, s.Tests, s.Failures, s.Errors, len(s.Cases))
 	}
-	byName := map[string]junitCase{}
+	byName := map[string]resolver.JUnitCase{}
 	for _, c := range s.Cases {
 		byName[c.Name] = c
 	}
@@ -164,29 +165,40 @@ func TestResolveBatchUsage(t *testing.T) {
 	}
 }
 
-// FuzzBatchList: any list either parses into "id origin" pairs of two
-// non-empty fields without spaces, or is refused with the line to fix;
-// never a panic.
-func FuzzBatchList(f *testing.F) {
-	f.Add([]byte("# comment\n\ncom.example.notes https://notes.example\n"))
-	f.Add([]byte("a b c\n"))
-	f.Add([]byte("\xff\xfe x\r\ny z"))
-	f.Add([]byte(strings.Repeat("x", 70_000) + " y\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		list, err := parseBatchList("list.txt", data)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "list.txt") {
-				t.Fatalf("error %q does not name the file", err)
-			}
-			return
+// TestJUnitNotWrittenThroughLinks: a --junit report is never written
+// through a symbolic link planted at its path: the command says which path
+// is a link, and the file the link points to is untouched. What it writes
+// is the owner's only (0600). (The window's size: package playground.)
+func TestJUnitNotWrittenThroughLinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	untouched := func(what string) {
+		t.Helper()
+		got, _ := os.ReadFile(victim)
+		fi, _ := os.Stat(victim)
+		if string(got) != "precious" || fi.Mode().Perm() != 0o644 {
+			t.Fatalf("%s: the link's target holds %q, mode %v; want it untouched", what, got, fi.Mode().Perm())
 		}
-		if len(list) == 0 {
-			t.Fatal("an empty list parsed")
-		}
-		for _, l := range list {
-			if l[0] == "" || l[1] == "" || strings.ContainsAny(l[0]+l[1], " \t\n") {
-				t.Fatalf("pair %q", l)
-			}
-		}
-	})
+	}
+	junit := filepath.Join(dir, "report.xml")
+	if err := os.Symlink(victim, junit); err != nil {
+		t.Fatal(err)
+	}
+	manifests := filepath.Join("..", "..", "testdata", "resolve", "batch")
+	code, _, stderr := runCLI(t, "", "resolve", "--manifests", manifests, "--junit", junit)
+	if code != exitUsage || !strings.Contains(stderr, junit+" is a symbolic link") {
+		t.Errorf("--junit through a link: exit %d, stderr %q; want %d naming the link", code, stderr, exitUsage)
+	}
+	untouched("--junit")
+
+	plain := filepath.Join(dir, "plain.xml")
+	if code, _, stderr := runCLI(t, "", "resolve", "--manifests", manifests, "--junit", plain); code == exitUsage {
+		t.Fatalf("--junit to a plain path: %s", stderr)
+	}
+	if fi, err := os.Stat(plain); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the report: %v %v, want mode 0600", fi, err)
+	}
 }

@@ -318,36 +318,16 @@ func dashboardCommand(group string) func(ctx context.Context, e env) int {
 	return func(ctx context.Context, e env) int { return runDashboard(ctx, e, group) }
 }
 
+// runDashboard runs an action of a command group: its flags and
+// arguments become one request of the dashboard API, whose answer or
+// refusal is printed.
 func runDashboard(ctx context.Context, e env, group string) int {
 	acts := groups(e)[group]
-	names := make([]string, 0, len(acts))
-	for n := range acts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	groupUsage := func(w io.Writer) {
-		for _, n := range names {
-			fmt.Fprintf(w, "usage: miniapp-host %s %s %s [--dashboard URL] [--key KEY] [--json]\n", group, n, acts[n].usage)
-		}
-		fmt.Fprintf(w, "\nRun 'miniapp-host %s ACTION -h' for an action's flags (docs/dashboard.md).\n", group)
-	}
-	if len(e.args) == 0 {
-		fmt.Fprintf(e.stderr, "miniapp-host: %s: an action is required\n", group)
-		groupUsage(e.stderr)
-		return exitUsage
-	}
-	switch e.args[0] {
-	case "-h", "-help", "--help", "help":
-		groupUsage(e.stdout)
-		return exitOK
-	}
-	name := e.args[0]
-	act, ok := acts[name]
+	name, code, ok := pickAction(e, group, acts)
 	if !ok {
-		fmt.Fprintf(e.stderr, "miniapp-host: %s: unknown action %q\n", group, name)
-		groupUsage(e.stderr)
-		return exitUsage
+		return code
 	}
+	act := acts[name]
 	cmd := group + " " + name
 	fs := newFlagSet(cmd, func(w io.Writer) {
 		fmt.Fprintf(w, "usage: miniapp-host %s %s [--dashboard URL] [--key KEY] [--json]\n", cmd, act.usage)
@@ -367,37 +347,95 @@ func runDashboard(ctx context.Context, e env, group string) int {
 	if err != nil {
 		return usageError(e, cmd, err.Error())
 	}
-	if *key == "" && group == "review" {
-		// The variable serve and playground read their operator key from.
-		*key = os.Getenv(operatorKeyEnv)
-	}
-	if *key == "" {
-		*key = os.Getenv(keyEnv)
-	}
-	c := &dashboard.Client{BaseURL: *dash, Key: *key}
+	k := dashboardKey(group, *key)
+	c := &dashboard.Client{BaseURL: *dash, Key: k}
 	out, err := c.Do(ctx, req.method, req.path, req.body)
-	var ae *dashboard.APIError
-	switch {
-	case errors.As(err, &ae):
-		if *asJSON {
-			fmt.Fprintln(e.stdout, string(ae.Body))
-		}
-		printRefusal(e.stderr, cmd, group, *key != "", ae)
-		if ae.Status >= 500 {
-			return exitUndecided
-		}
-		return exitRejected
-	case err != nil:
-		fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", cmd, err)
-		fmt.Fprintf(e.stderr, "miniapp-host: is the server running? 'miniapp-host serve' prints its dashboard_url; pass it with --dashboard (now %s)\n", *dash)
-		return exitUndecided
+	if err != nil {
+		return dashboardFailed(e, cmd, group, *dash, k != "", *asJSON, err)
 	}
-	switch {
-	case *asJSON:
+	if *asJSON {
 		if out != nil {
 			fmt.Fprintln(e.stdout, string(out))
 		}
-	case act.confirm != nil:
+		return exitOK
+	}
+	var confirm func(answer) string
+	if act.confirm != nil {
+		confirm = func(ans answer) string { return act.confirm(fs, args, ans) }
+	}
+	return printAnswer(e, cmd, out, confirm)
+}
+
+// pickAction returns the action named by the group's first argument; help
+// asked for, no action or an unknown one end the command with the group's
+// usage (and code).
+func pickAction(e env, group string, acts map[string]action) (name string, code int, ok bool) {
+	names := make([]string, 0, len(acts))
+	for n := range acts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	groupUsage := func(w io.Writer) {
+		for _, n := range names {
+			fmt.Fprintf(w, "usage: miniapp-host %s %s %s [--dashboard URL] [--key KEY] [--json]\n", group, n, acts[n].usage)
+		}
+		fmt.Fprintf(w, "\nRun 'miniapp-host %s ACTION -h' for an action's flags (docs/dashboard.md).\n", group)
+	}
+	if len(e.args) == 0 {
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: an action is required\n", group)
+		groupUsage(e.stderr)
+		return "", exitUsage, false
+	}
+	switch e.args[0] {
+	case "-h", "-help", "--help", "help":
+		groupUsage(e.stdout)
+		return "", exitOK, false
+	}
+	if _, ok := acts[e.args[0]]; !ok {
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: unknown action %q\n", group, e.args[0])
+		groupUsage(e.stderr)
+		return "", exitUsage, false
+	}
+	return e.args[0], exitOK, true
+}
+
+// dashboardKey is the key to send: --key, else for review the operator
+// key's variable (which serve and playground read), else keyEnv.
+func dashboardKey(group, key string) string {
+	if key == "" && group == "review" {
+		key = os.Getenv(operatorKeyEnv)
+	}
+	if key == "" {
+		key = os.Getenv(keyEnv)
+	}
+	return key
+}
+
+// dashboardFailed reports a call that did not succeed: a refusal (with
+// --json, also the dashboard's error as it came) as refused, or as could
+// not decide for a 5xx; no answer at all with how to reach the server.
+func dashboardFailed(e env, cmd, group, dash string, keySent, asJSON bool, err error) int {
+	var ae *dashboard.APIError
+	if !errors.As(err, &ae) {
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", cmd, err)
+		fmt.Fprintf(e.stderr, "miniapp-host: is the server running? 'miniapp-host serve' prints its dashboard_url; pass it with --dashboard (now %s)\n", dash)
+		return exitUndecided
+	}
+	if asJSON {
+		fmt.Fprintln(e.stdout, string(ae.Body))
+	}
+	printRefusal(e.stderr, cmd, group, keySent, ae)
+	if ae.Status >= 500 {
+		return exitUndecided
+	}
+	return exitRejected
+}
+
+// printAnswer prints the dashboard's answer out: the line confirm makes of
+// it for an action that changes something (confirm not nil), else the
+// answer indented.
+func printAnswer(e env, cmd string, out []byte, confirm func(answer) string) int {
+	if confirm != nil {
 		var ans answer
 		if out != nil {
 			if err := json.Unmarshal(out, &ans); err != nil {
@@ -405,15 +443,18 @@ func runDashboard(ctx context.Context, e env, group string) int {
 				return exitUndecided
 			}
 		}
-		fmt.Fprintln(e.stdout, act.confirm(fs, args, ans))
-	case out != nil:
-		var b bytes.Buffer
-		if err := json.Indent(&b, out, "", "  "); err != nil {
-			fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", cmd, err)
-			return exitUndecided
-		}
-		fmt.Fprintln(e.stdout, b.String())
+		fmt.Fprintln(e.stdout, confirm(ans))
+		return exitOK
 	}
+	if out == nil {
+		return exitOK
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, out, "", "  "); err != nil {
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", cmd, err)
+		return exitUndecided
+	}
+	fmt.Fprintln(e.stdout, b.String())
 	return exitOK
 }
 

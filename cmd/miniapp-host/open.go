@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -49,28 +50,9 @@ func runOpen(ctx context.Context, e env) int {
 // (netlog.RedactingWriter, host.Event.String), the resolver's answer on
 // stdout. It reports a usage error as runOpen's exit code.
 func openConfig(e env) (host.OpenConfig, int, bool) {
-	fs := newFlagSet("open", func(w io.Writer) {
-		fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [--secret-fd N] [--automation-fd N] [-v]")
-		fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it), or from --secret-fd;")
-		fmt.Fprintln(w, "it and the other secret variables are removed from the environment before WebKit starts (docs/host.md, \"Secrets\")")
-		fmt.Fprintln(w, "without --service, the authorization server is the one the dashboard names (docs/host.md, \"Which authorization server\")")
-	})
+	fs := newFlagSet("open", openUsage)
 	cfg := host.OpenConfig{Log: netlog.RedactingWriter(e.stderr), HostVersion: "dev"}
-	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://"+demoapps.PublicAddr)
-	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
-	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
-	fs.StringVar(&cfg.Service, "service", "", "the authorization service's issuer URL (default: the one the dashboard names, GET {dashboard_url}/api/service)")
-	fs.StringVar(&cfg.Subject, "subject", "sub_ana", "the subject who signs in on the consent screen")
-	fs.StringVar(&cfg.HostClientID, "host-client", "miniapp-host", "the host's own client id (native-consent API)")
-	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "give the Miniapp a throw-away WebKit data folder")
-	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
-	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
-	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
-	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let a W3C WebDriver session drive the Miniapp's view: miniapp-host webdriver (or WebKitWebDriver) starts the host so; implies --automation, for the consent (docs/webdriver.md)")
-	fs.StringVar(&cfg.AutomationFile, "automation-file", "", "write the automation channel's URL and token to this file as JSON (mode 0600) before the window opens")
-	secretFD := fs.Int("secret-fd", -1, "read the host's secret from this inherited file descriptor (a pipe, read to its end) instead of MINIAPP_HOST_SECRET; miniapp-host webdriver passes it so")
-	automationFD := fs.Int("automation-fd", -1, "write the automation channel's URL and token as JSON to this inherited file descriptor, then close it, before the window opens")
-	verbose := fs.Bool("v", false, "print the window's events (navigation decisions with their rules, loads, consent, the Miniapp's console messages; URLs redacted) to stderr")
+	f := newOpenFlags(fs, &cfg)
 	// The secrets leave the environment before anything else, whatever
 	// happens next: WebKit's processes inherit it.
 	secrets, err := host.TakeSecretEnv()
@@ -83,39 +65,90 @@ func openConfig(e env) (host.OpenConfig, int, bool) {
 		return cfg, code, false
 	}
 	cfg.HostSecret = secrets[host.HostSecretEnv]
-	switch {
-	case len(args) > 0:
-		return cfg, usageError(e, "open", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0])), false
-	case cfg.Origin == "" || cfg.ID == "":
-		return cfg, usageError(e, "open", fmt.Sprintf("--origin and --id are required, e.g. --origin http://%s --id %s (the playground's public demo)",
-			demoapps.PublicAddr, demoapps.PublicID)), false
-	case cfg.WebDriver && os.Getenv("WEBKIT_INSPECTOR_SERVER") == "":
-		return cfg, usageError(e, "open", "--webdriver: WEBKIT_INSPECTOR_SERVER is not set, so no WebDriver will connect;"+
-			" `miniapp-host webdriver` starts `open --webdriver` itself for each New Session (docs/webdriver.md)"), false
-	case cfg.AutomationFile != "" && !cfg.Automation && !cfg.WebDriver:
-		return cfg, usageError(e, "open", "--automation-file needs --automation (or --webdriver)"), false
-	case *automationFD >= 0 && !cfg.Automation && !cfg.WebDriver:
-		return cfg, usageError(e, "open", "--automation-fd needs --automation (or --webdriver)"), false
-	case *secretFD >= 0 && *secretFD < 3, *automationFD >= 0 && *automationFD < 3:
-		return cfg, usageError(e, "open", "--secret-fd and --automation-fd name an inherited descriptor, 3 or above (0, 1 and 2 are the standard streams)"), false
+	if msg := f.usageError(&cfg, args); msg != "" {
+		return cfg, usageError(e, "open", msg), false
 	}
-	if *secretFD >= 0 {
-		s, err := host.ReadSecret(os.NewFile(uintptr(*secretFD), "secret-fd"))
+	if *f.secretFD >= 0 {
+		s, err := host.ReadSecret(os.NewFile(uintptr(*f.secretFD), "secret-fd"))
 		if err != nil {
-			return cfg, usageError(e, "open", fmt.Sprintf("--secret-fd %d: %v", *secretFD, err)), false
+			return cfg, usageError(e, "open", fmt.Sprintf("--secret-fd %d: %v", *f.secretFD, err)), false
 		}
 		cfg.HostSecret = s
 	}
-	if *automationFD >= 0 {
-		cfg.AutomationOut = os.NewFile(uintptr(*automationFD), "automation-fd")
+	if *f.automationFD >= 0 {
+		cfg.AutomationOut = os.NewFile(uintptr(*f.automationFD), "automation-fd")
 	}
 	// A WebDriver session cannot reach the consent screen (the host's own
 	// view): the automation channel answers it (docs/webdriver.md).
 	cfg.Automation = cfg.Automation || cfg.WebDriver
-	cfg.OnEvent = windowEvents(e, *verbose)
+	cfg.OnEvent = windowEvents(e, *f.verbose)
 	cfg.OnResolved = func(app *resolver.Miniapp, err error) { printResolve(e.stdout, e.stderr, app, err, false) }
 	cfg.Stuck = stuckExit(e, "open")
 	return cfg, 0, true
+}
+
+func openUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [--secret-fd N] [--automation-fd N] [-v]")
+	fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it), or from --secret-fd;")
+	fmt.Fprintln(w, "it and the other secret variables are removed from the environment before WebKit starts (docs/host.md, \"Secrets\")")
+	fmt.Fprintln(w, "without --service, the authorization server is the one the dashboard names (docs/host.md, \"Which authorization server\")")
+}
+
+// openFlags are the flags of open that are not fields of host.OpenConfig.
+type openFlags struct {
+	secretFD, automationFD *int
+	verbose                *bool
+}
+
+// newOpenFlags defines open's flags, most of them straight into cfg.
+func newOpenFlags(fs *flag.FlagSet, cfg *host.OpenConfig) *openFlags {
+	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://"+demoapps.PublicAddr)
+	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
+	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
+	fs.StringVar(&cfg.Service, "service", "", "the authorization service's issuer URL (default: the one the dashboard names, GET {dashboard_url}/api/service)")
+	fs.StringVar(&cfg.Subject, "subject", "sub_ana", "the subject who signs in on the consent screen")
+	fs.StringVar(&cfg.HostClientID, "host-client", "miniapp-host", "the host's own client id (native-consent API)")
+	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "give the Miniapp a throw-away WebKit data folder")
+	fs.BoolVar(&cfg.Automation, "automation", false, "serve the automation channel (docs/automation.md); its URL and token are printed")
+	fs.StringVar(&cfg.AutomationAddr, "automation-addr", "", "loopback address of the automation channel (default: a free port)")
+	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
+	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let a W3C WebDriver session drive the Miniapp's view: miniapp-host webdriver (or WebKitWebDriver) starts the host so; implies --automation, for the consent (docs/webdriver.md)")
+	fs.StringVar(&cfg.AutomationFile, "automation-file", "", "write the automation channel's URL and token to this file as JSON (mode 0600) before the window opens")
+	return &openFlags{
+		secretFD:     fs.Int("secret-fd", -1, "read the host's secret from this inherited file descriptor (a pipe, read to its end) instead of MINIAPP_HOST_SECRET; miniapp-host webdriver passes it so"),
+		automationFD: fs.Int("automation-fd", -1, "write the automation channel's URL and token as JSON to this inherited file descriptor, then close it, before the window opens"),
+		verbose:      fs.Bool("v", false, "print the window's events (navigation decisions with their rules, loads, consent, the Miniapp's console messages; URLs redacted) to stderr"),
+	}
+}
+
+// usageError is what is wrong with open's flags, "" when nothing.
+func (f *openFlags) usageError(cfg *host.OpenConfig, args []string) string {
+	switch {
+	case len(args) > 0:
+		return fmt.Sprintf("unexpected argument %q: every input is a flag", args[0])
+	case cfg.Origin == "" || cfg.ID == "":
+		return fmt.Sprintf("--origin and --id are required, e.g. --origin http://%s --id %s (the playground's public demo)",
+			demoapps.PublicAddr, demoapps.PublicID)
+	case cfg.WebDriver && os.Getenv("WEBKIT_INSPECTOR_SERVER") == "":
+		return "--webdriver: WEBKIT_INSPECTOR_SERVER is not set, so no WebDriver will connect;" +
+			" `miniapp-host webdriver` starts `open --webdriver` itself for each New Session (docs/webdriver.md)"
+	}
+	return f.channelError(cfg)
+}
+
+// channelError is what is wrong with the flags of the automation channel
+// and the inherited descriptors, "" when nothing.
+func (f *openFlags) channelError(cfg *host.OpenConfig) string {
+	channel := cfg.Automation || cfg.WebDriver
+	switch {
+	case cfg.AutomationFile != "" && !channel:
+		return "--automation-file needs --automation (or --webdriver)"
+	case *f.automationFD >= 0 && !channel:
+		return "--automation-fd needs --automation (or --webdriver)"
+	case *f.secretFD >= 0 && *f.secretFD < 3, *f.automationFD >= 0 && *f.automationFD < 3:
+		return "--secret-fd and --automation-fd name an inherited descriptor, 3 or above (0, 1 and 2 are the standard streams)"
+	}
+	return ""
 }
 
 // windowEvents prints the window's events to stderr: every one with -v,

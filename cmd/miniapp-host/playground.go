@@ -120,14 +120,10 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 		go started(p)
 	}
 	if *f.browser {
-		if err := exec.Command("xdg-open", p.LauncherURL()).Start(); err != nil {
-			fmt.Fprintln(e.stderr, "miniapp-host: could not open a browser (xdg-open):", err)
-		}
+		openBrowser(e, p.LauncherURL())
 	}
 	<-ctx.Done()
-	if err := p.Close(); err != nil {
-		fmt.Fprintln(e.stderr, "miniapp-host: stopping:", err)
-	}
+	closePlayground(e, p)
 	return exitOK
 }
 
@@ -138,8 +134,8 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 // returns when the window is closed or ctx ends.
 func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data, opKeySource string, browser, verbose, devtools bool, started func(*playground.Playground)) int {
 	// Before UseDataDir moves XDG_CONFIG_HOME into dir.
-	sizeFile := windowSizeFile("playground")
-	size, err := loadWindowSize(sizeFile, windowSize{1280, 860})
+	sizeFile := playground.WindowSizeFile("playground")
+	size, err := playground.LoadWindowSize(sizeFile, playground.WindowSize{Width: 1280, Height: 860})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 	}
@@ -158,78 +154,119 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 	cfg.Bus = bridge.NewBus(nil)
 	w, err := host.NewWindow(webkitgtk.New, host.Options{Title: "Miniapp Host playground", Width: size.Width, Height: size.Height,
 		DataDir: dir, Ephemeral: true, Events: cfg.Bus, Launcher: true, DevTools: devtools})
-	if errors.Is(err, host.ErrNoDisplay) {
-		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
-		return exitUsage
-	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
+		if errors.Is(err, host.ErrNoDisplay) {
+			return exitUsage
+		}
 		return exitUndecided
 	}
 	cfg.Opener = playground.NewWindow(w, "dev")
+	w.OnEvent(launcherEvents(e, verbose))
+	run := &windowRun{e: e, w: w, dir: dir, data: data, opKeySource: opKeySource, browser: browser, started: started,
+		running: make(chan *playground.Playground, 1), failed: make(chan struct{})}
+	go run.start(ctx, cfg)
+	w.RunUntil(ctx, stopGrace, run.stalled)
+	// The window is closed (or ctx ended): keep its size for the next
+	// run, and stop the servers, once they have started.
+	sw, sh := w.Size()
+	if err := playground.SaveWindowSize(sizeFile, playground.WindowSize{Width: sw, Height: sh}); err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+	}
+	return run.stop()
+}
+
+// launcherEvents prints the window's events (windowEvents), and once that
+// the launcher is loaded.
+func launcherEvents(e env, verbose bool) func(host.Event) {
 	var once sync.Once
 	printEvent := windowEvents(e, verbose)
-	w.OnEvent(func(ev host.Event) {
+	return func(ev host.Event) {
 		if ev.Kind == host.EventLauncherLoaded {
 			once.Do(func() { fmt.Fprintf(e.stdout, "%-22s%s\n", "window", "the launcher is loaded") })
 		}
 		printEvent(ev)
-	})
-	running := make(chan *playground.Playground, 1)
-	failed := make(chan struct{})
-	go func() {
-		p, err := playground.Start(ctx, cfg)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "miniapp-host:", err)
-			fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err))
-			close(failed)
-			// From inside the main loop: Start can fail before Run has
-			// started it, and a quit before then would be lost.
-			w.Dispatch(w.Terminate)
-			return
-		}
-		running <- p
-		printPlayground(e, p, data, opKeySource, true)
-		fmt.Fprintf(e.stdout, "%-22s%s\n", "downloads", w.DownloadDir()+" (the launcher's Export HAR and Export JSON; it says where each went)")
-		if err := w.ShowLauncher(p.LauncherURL()); err != nil {
-			fmt.Fprintln(e.stderr, "miniapp-host:", err)
-		}
-		if started != nil {
-			go started(p)
-		}
-		if browser {
-			if err := exec.Command("xdg-open", p.LauncherURL()).Start(); err != nil {
-				fmt.Fprintln(e.stderr, "miniapp-host: could not open a browser (xdg-open):", err)
-			}
-		}
-	}()
-	w.RunUntil(ctx, stopGrace, func() {
-		// The loop is stalled: the servers stop (their databases close
-		// cleanly) and the process ends without the window.
-		select {
-		case p := <-running:
-			if err := p.Close(); err != nil {
-				fmt.Fprintln(e.stderr, "miniapp-host: stopping:", err)
-			}
-		default:
-		}
-		os.RemoveAll(dir)
-		stuckExit(e, "playground")()
-	})
-	// The window is closed (or ctx ended): keep its size for the next
-	// run, and stop the servers, once they have started.
-	sw, sh := w.Size()
-	if err := saveWindowSize(sizeFile, windowSize{sw, sh}); err != nil {
+	}
+}
+
+// windowRun is the playground's servers behind its window: started on
+// another goroutine than the window's, and stopped when the window is
+// closed or its UI loop is stalled.
+type windowRun struct {
+	e                 env
+	w                 *host.Window
+	dir               string // WebKit's data folder, removed at the end
+	data, opKeySource string
+	browser           bool
+	started           func(*playground.Playground)
+	running           chan *playground.Playground // receives the playground once it serves
+	failed            chan struct{}               // closed when it could not start
+}
+
+// start starts the servers and shows the launcher in the window, or ends
+// the window when they cannot start.
+func (r *windowRun) start(ctx context.Context, cfg playground.Config) {
+	e := r.e
+	p, err := playground.Start(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err))
+		close(r.failed)
+		// From inside the main loop: Start can fail before Run has
+		// started it, and a quit before then would be lost.
+		r.w.Dispatch(r.w.Terminate)
+		return
+	}
+	r.running <- p
+	printPlayground(e, p, r.data, r.opKeySource, true)
+	fmt.Fprintf(e.stdout, "%-22s%s\n", "downloads", r.w.DownloadDir()+" (the launcher's Export HAR and Export JSON; it says where each went)")
+	if err := r.w.ShowLauncher(p.LauncherURL()); err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 	}
+	if r.started != nil {
+		go r.started(p)
+	}
+	if r.browser {
+		openBrowser(e, p.LauncherURL())
+	}
+}
+
+// stalled ends the process when the window's UI loop did not stop: the
+// servers stop (their databases close cleanly) and the process ends
+// without the window.
+func (r *windowRun) stalled() {
 	select {
-	case p := <-running:
-		if err := p.Close(); err != nil {
-			fmt.Fprintln(e.stderr, "miniapp-host: stopping:", err)
-		}
+	case p := <-r.running:
+		closePlayground(r.e, p)
+	default:
+	}
+	os.RemoveAll(r.dir)
+	stuckExit(r.e, "playground")()
+}
+
+// stop stops the servers once the window is closed, and returns the exit
+// code: exitUndecided when they never started.
+func (r *windowRun) stop() int {
+	select {
+	case p := <-r.running:
+		closePlayground(r.e, p)
 		return exitOK
-	case <-failed:
+	case <-r.failed:
 		return exitUndecided
+	}
+}
+
+// closePlayground stops a playground's servers.
+func closePlayground(e env, p *playground.Playground) {
+	if err := p.Close(); err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host: stopping:", err)
+	}
+}
+
+// openBrowser opens url in the user's browser (xdg-open).
+func openBrowser(e env, url string) {
+	if err := exec.Command("xdg-open", url).Start(); err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host: could not open a browser (xdg-open):", err)
 	}
 }
 

@@ -56,36 +56,55 @@ var serveEnv = map[string]string{
 	"trusted-proxy": "MINIAPP_HOST_TRUSTED_PROXIES",
 }
 
+// serveFlags are the flags of `miniapp-host serve`.
+type serveFlags struct {
+	trusted, db, addr, dash, signing, invoicing *string
+	issuer, dashURL, signURL, invURL            *string
+	trustAny, verbose                           *bool
+	drain, shutdownTimeout                      *time.Duration
+	secrets                                     secretFlags
+	dashOrigins                                 originFlags
+	opKey                                       func() (key, source string) // --operator-key, else MINIAPP_HOST_OPERATOR_KEY
+}
+
+func serveUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--issuer URL] [--dashboard-url URL] [--signing-url URL] [--invoicing-url URL]")
+	fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--trust-any-proxy] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
+	fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
+	fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
+	fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES, "+operatorKeyEnv+" (a flag wins)")
+}
+
+func newServeFlags(fs *flag.FlagSet, e env) *serveFlags {
+	f := &serveFlags{
+		trusted:         fs.String("trusted-proxy", "", "the reverse proxies in front of this instance, addresses or CIDR networks separated by commas: per-source limits then count the client they name in X-Forwarded-For; a network only inside a private one (docs/deploy.md)"),
+		trustAny:        fs.Bool("trust-any-proxy", false, "allow a --trusted-proxy network wider than one host outside the private networks (every peer in it may name any client)"),
+		db:              fs.String("db", "", "the database: a SQLite file (default: the user's data directory, miniapp-host/authserver.db), or a postgres:// URL that several instances share (docs/deploy.md)"),
+		addr:            fs.String("addr", authserver.DefaultServiceAddr, "service address (authorization server and {base_url}); the dashboard, signing and invoicing roles take the next three ports unless set"),
+		dash:            fs.String("dashboard-addr", "", "dashboard address"),
+		signing:         fs.String("signing-addr", "", "signing provider address"),
+		invoicing:       fs.String("invoicing-addr", "", "invoicing provider address"),
+		issuer:          fs.String("issuer", "", "the service's public address, the issuer, e.g. https://id.example.com: discovery, every endpoint and {base_url} follow from it (default: http:// and the service address)"),
+		dashURL:         fs.String("dashboard-url", "", "the dashboard's public origin, {dashboard_url} (default: http:// and the dashboard address)"),
+		signURL:         fs.String("signing-url", "", "the signing provider's public origin; {signing_base_url} is it followed by /api"),
+		invURL:          fs.String("invoicing-url", "", "the invoicing provider's public origin; {invoicing_base_url} is it followed by /api"),
+		drain:           fs.Duration("drain", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz answering 503, so that a reverse proxy stops sending requests first (e.g. 5s behind a proxy)"),
+		shutdownTimeout: fs.Duration("shutdown-timeout", 10*time.Second, "at shutdown, let the requests in flight finish for at most this long, then cut them off"),
+		secrets:         secretFlags{},
+	}
+	fs.Var(f.secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET, of at least 128 bits: 22 base64url characters or 32 hex digits (repeatable); the others get a new random secret at each start")
+	fs.Var(&f.dashOrigins, "dashboard-origin", "an origin, beside the dashboard's own, whose web pages may change state through the dashboard API (repeatable; docs/dashboard.md)")
+	f.opKey = operatorKeyFlag(fs, e)
+	f.verbose = fs.Bool("v", false, "log internal errors to stderr")
+	return f
+}
+
 // runServe is `miniapp-host serve`: the reference authorization server,
 // its dashboard and the example providers, until interrupted; then a
 // graceful shutdown (docs/deploy.md).
 func runServe(ctx context.Context, e env) int {
-	fs := newFlagSet("serve", func(w io.Writer) {
-		fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--issuer URL] [--dashboard-url URL] [--signing-url URL] [--invoicing-url URL]")
-		fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--trust-any-proxy] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
-		fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
-		fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
-		fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES, "+operatorKeyEnv+" (a flag wins)")
-	})
-	trusted := fs.String("trusted-proxy", "", "the reverse proxies in front of this instance, addresses or CIDR networks separated by commas: per-source limits then count the client they name in X-Forwarded-For; a network only inside a private one (docs/deploy.md)")
-	trustAny := fs.Bool("trust-any-proxy", false, "allow a --trusted-proxy network wider than one host outside the private networks (every peer in it may name any client)")
-	db := fs.String("db", "", "the database: a SQLite file (default: the user's data directory, miniapp-host/authserver.db), or a postgres:// URL that several instances share (docs/deploy.md)")
-	addr := fs.String("addr", authserver.DefaultServiceAddr, "service address (authorization server and {base_url}); the dashboard, signing and invoicing roles take the next three ports unless set")
-	dash := fs.String("dashboard-addr", "", "dashboard address")
-	signing := fs.String("signing-addr", "", "signing provider address")
-	invoicing := fs.String("invoicing-addr", "", "invoicing provider address")
-	issuer := fs.String("issuer", "", "the service's public address, the issuer, e.g. https://id.example.com: discovery, every endpoint and {base_url} follow from it (default: http:// and the service address)")
-	dashURL := fs.String("dashboard-url", "", "the dashboard's public origin, {dashboard_url} (default: http:// and the dashboard address)")
-	signURL := fs.String("signing-url", "", "the signing provider's public origin; {signing_base_url} is it followed by /api")
-	invURL := fs.String("invoicing-url", "", "the invoicing provider's public origin; {invoicing_base_url} is it followed by /api")
-	drain := fs.Duration("drain", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz answering 503, so that a reverse proxy stops sending requests first (e.g. 5s behind a proxy)")
-	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "at shutdown, let the requests in flight finish for at most this long, then cut them off")
-	secrets := secretFlags{}
-	fs.Var(secrets, "secret", "fix a seeded confidential client's secret, CLIENT_ID=SECRET, of at least 128 bits: 22 base64url characters or 32 hex digits (repeatable); the others get a new random secret at each start")
-	var dashOrigins originFlags
-	fs.Var(&dashOrigins, "dashboard-origin", "an origin, beside the dashboard's own, whose web pages may change state through the dashboard API (repeatable; docs/dashboard.md)")
-	opKeyFlag := operatorKeyFlag(fs, e)
-	verbose := fs.Bool("v", false, "log internal errors to stderr")
+	fs := newFlagSet("serve", serveUsage)
+	f := newServeFlags(fs, e)
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
 		return code
@@ -93,72 +112,114 @@ func runServe(ctx context.Context, e env) int {
 	if len(args) > 0 {
 		return usageError(e, "serve", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
 	}
-	// Where each value came from, to name it in an error.
+	source := f.fromEnv(fs, e)
+	cfg, code, ok := f.config(e, source)
+	if !ok {
+		return code
+	}
+	srv, err := authserver.Start(ctx, cfg)
+	if err != nil {
+		return serveStartError(e, err, source)
+	}
+	_, opKeySource := f.opKey()
+	public := *f.issuer != "" || *f.dashURL != "" || *f.signURL != "" || *f.invURL != ""
+	printServe(e, srv, *f.db, opKeySource, public)
+	<-ctx.Done()
+	return stopServe(e, srv, *f.drain, *f.shutdownTimeout)
+}
+
+// fromEnv gives each flag not on the command line its environment
+// variable's value (serveEnv), and returns where each value came from, to
+// name it in an error.
+func (f *serveFlags) fromEnv(fs *flag.FlagSet, e env) map[string]string {
 	source := map[string]string{}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, v := range map[string]*string{"db": db, "issuer": issuer, "dashboard-url": dashURL, "signing-url": signURL,
-		"invoicing-url": invURL, "trusted-proxy": trusted} {
+	for name, v := range map[string]*string{"db": f.db, "issuer": f.issuer, "dashboard-url": f.dashURL, "signing-url": f.signURL,
+		"invoicing-url": f.invURL, "trusted-proxy": f.trusted} {
 		source[name] = "--" + name
 		if ev := e.envVar(serveEnv[name]); !set[name] && ev != "" {
 			*v, source[name] = ev, serveEnv[name]
 		}
 	}
-	proxies, err := httplimit.ParseProxies(*trusted)
+	return source
+}
+
+// config is the server's configuration from the flags, validated
+// (authserver.Config.Validate); a usage error is reported as runServe's
+// exit code.
+func (f *serveFlags) config(e env, source map[string]string) (authserver.Config, int, bool) {
+	proxies, err := httplimit.ParseProxies(*f.trusted)
 	if err != nil {
-		return usageError(e, "serve", source["trusted-proxy"]+": "+err.Error())
+		return authserver.Config{}, usageError(e, "serve", source["trusted-proxy"]+": "+err.Error()), false
 	}
-	if *drain < 0 || *shutdownTimeout <= 0 {
-		return usageError(e, "serve", "--drain is a duration of 0 or more and --shutdown-timeout one above 0, such as 5s")
+	if *f.drain < 0 || *f.shutdownTimeout <= 0 {
+		return authserver.Config{}, usageError(e, "serve", "--drain is a duration of 0 or more and --shutdown-timeout one above 0, such as 5s"), false
 	}
-	if *db == "" {
+	if *f.db == "" {
 		p, err := authserver.DefaultDB()
 		if err != nil {
 			fmt.Fprintln(e.stderr, "miniapp-host:", err)
-			return exitUsage
+			return authserver.Config{}, exitUsage, false
 		}
-		*db = p
+		*f.db = p
 	}
-	opKey, opKeySource := opKeyFlag()
-	cfg := authserver.Config{DB: *db, ServiceAddr: *addr, DashboardAddr: *dash, SigningAddr: *signing,
-		InvoicingAddr: *invoicing, Issuer: *issuer, DashboardURL: *dashURL, SigningURL: *signURL, InvoicingURL: *invURL,
-		Secrets: secrets, OperatorKey: opKey, DashboardOrigins: dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies},
-		TrustAnyProxy: *trustAny}
+	opKey, _ := f.opKey()
+	cfg := authserver.Config{DB: *f.db, ServiceAddr: *f.addr, DashboardAddr: *f.dash, SigningAddr: *f.signing,
+		InvoicingAddr: *f.invoicing, Issuer: *f.issuer, DashboardURL: *f.dashURL, SigningURL: *f.signURL, InvoicingURL: *f.invURL,
+		Secrets: f.secrets, OperatorKey: opKey, DashboardOrigins: f.dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies},
+		TrustAnyProxy: *f.trustAny}
 	if err := cfg.Validate(); err != nil {
-		var ae *authserver.AddressError
-		if se := (*authserver.SettingError)(nil); errors.As(err, &se) {
-			return usageError(e, "serve", settingMessage(se, source["trusted-proxy"]))
-		}
-		if !errors.As(err, &ae) {
-			return usageError(e, "serve", err.Error())
-		}
-		field := map[string]string{"Issuer": "issuer", "DashboardURL": "dashboard-url", "SigningURL": "signing-url", "InvoicingURL": "invoicing-url"}
-		return usageError(e, "serve", fmt.Sprintf("%s %q: %s", source[field[ae.Field]], ae.Value, ae.Rule))
+		return cfg, usageError(e, "serve", configMessage(err, source)), false
 	}
 	for i, p := range []*string{&cfg.DashboardAddr, &cfg.SigningAddr, &cfg.InvoicingAddr} {
 		if *p == "" {
-			*p = nextPort(*addr, i+1)
+			*p = nextPort(*f.addr, i+1)
 		}
 	}
-	if *verbose {
+	if *f.verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
-	srv, err := authserver.Start(ctx, cfg)
+	return cfg, 0, true
+}
+
+// configMessage names the flag (or the environment variable, source) of a
+// setting authserver.Config.Validate refuses.
+func configMessage(err error, source map[string]string) string {
+	if se := (*authserver.SettingError)(nil); errors.As(err, &se) {
+		return settingMessage(se, source["trusted-proxy"])
+	}
+	var ae *authserver.AddressError
+	if !errors.As(err, &ae) {
+		return err.Error()
+	}
+	field := map[string]string{"Issuer": "issuer", "DashboardURL": "dashboard-url", "SigningURL": "signing-url", "InvoicingURL": "invoicing-url"}
+	return fmt.Sprintf("%s %q: %s", source[field[ae.Field]], ae.Value, ae.Rule)
+}
+
+// serveStartError reports why the server did not start: a setting it
+// refuses as a usage error, a database another server owns with what to
+// do, anything else as could not decide.
+func serveStartError(e env, err error, source map[string]string) int {
 	if se := (*authserver.SettingError)(nil); errors.As(err, &se) {
 		return usageError(e, "serve", settingMessage(se, source["trusted-proxy"]))
 	}
-	if err != nil {
-		fmt.Fprintln(e.stderr, "miniapp-host:", err)
-		if errors.As(err, new(*store.LockedError)) {
-			fmt.Fprintln(e.stderr, "miniapp-host: one server owns a database; a second one needs its own --db FILE")
-		}
-		return exitUndecided
+	fmt.Fprintln(e.stderr, "miniapp-host:", err)
+	if errors.As(err, new(*store.LockedError)) {
+		fmt.Fprintln(e.stderr, "miniapp-host: one server owns a database; a second one needs its own --db FILE")
 	}
+	return exitUndecided
+}
+
+// printServe prints what serve started: its warnings, every address (with
+// public addresses, also where this instance listens), the operator key,
+// the seeded clients and the seed world's subjects.
+func printServe(e env, srv *authserver.Server, db, opKeySource string, public bool) {
 	for _, w := range srv.Warnings() {
 		fmt.Fprintln(e.stderr, "miniapp-host: serve: warning:", w)
 	}
 	u := srv.URLs()
-	fmt.Fprintf(e.stdout, "%-20s%s\n", "database", store.Redact(*db))
+	fmt.Fprintf(e.stdout, "%-20s%s\n", "database", store.Redact(db))
 	for _, l := range [][2]string{
 		{"issuer", u.Issuer}, {"discovery", u.Discovery}, {"authorization", u.Authorization}, {"token", u.Token},
 		{"base_url", u.BaseURL}, {"grant endpoint", u.Grant}, {"native consent", u.Native}, {"dashboard_url", u.Dashboard},
@@ -166,7 +227,7 @@ func runServe(ctx context.Context, e env) int {
 	} {
 		fmt.Fprintf(e.stdout, "%-20s%s\n", l[0], l[1])
 	}
-	if *issuer != "" || *dashURL != "" || *signURL != "" || *invURL != "" {
+	if public {
 		// The public addresses above are the proxy's; say where this
 		// instance itself listens, for the proxy's upstreams and probes.
 		la := srv.ListenAddrs()
@@ -178,25 +239,30 @@ func runServe(ctx context.Context, e env) int {
 	printOperatorKey(e.stdout, 20, srv.OperatorKey(), opKeySource, u.Dashboard)
 	fmt.Fprintln(e.stdout, "\nclients (secrets are valid until the server stops unless fixed with --secret):")
 	for _, c := range srv.Credentials() {
-		fmt.Fprintf(e.stdout, "  %-20s %-12s", c.ClientID, c.Type)
-		if c.SecretGiven {
-			fmt.Fprint(e.stdout, " secret as given (--secret)")
-		} else if c.ClientSecret != "" {
-			fmt.Fprintf(e.stdout, " secret %s", c.ClientSecret)
-		} else if c.Type == "confidential" {
-			fmt.Fprint(e.stdout, " secret kept: set by another instance (fix it with --secret)")
-		}
-		if len(c.RedirectURIs) > 0 {
-			fmt.Fprintf(e.stdout, " redirect_uris %s", strings.Join(c.RedirectURIs, " "))
-		}
-		if len(c.Roles) > 0 {
-			fmt.Fprintf(e.stdout, " roles %s", strings.Join(c.Roles, ","))
-		}
-		fmt.Fprintln(e.stdout)
+		printCredential(e.stdout, c)
 	}
 	fmt.Fprintln(e.stdout, "\nsubjects: sub_ana, sub_benjamin, sub_carla; companies: org_andes, org_pacifico (docs/authserver.md)")
-	<-ctx.Done()
-	return stopServe(e, srv, *drain, *shutdownTimeout)
+}
+
+// printCredential prints a seeded client's line: its secret only when this
+// start made it.
+func printCredential(w io.Writer, c authserver.Credential) {
+	fmt.Fprintf(w, "  %-20s %-12s", c.ClientID, c.Type)
+	switch {
+	case c.SecretGiven:
+		fmt.Fprint(w, " secret as given (--secret)")
+	case c.ClientSecret != "":
+		fmt.Fprintf(w, " secret %s", c.ClientSecret)
+	case c.Type == "confidential":
+		fmt.Fprint(w, " secret kept: set by another instance (fix it with --secret)")
+	}
+	if len(c.RedirectURIs) > 0 {
+		fmt.Fprintf(w, " redirect_uris %s", strings.Join(c.RedirectURIs, " "))
+	}
+	if len(c.Roles) > 0 {
+		fmt.Fprintf(w, " roles %s", strings.Join(c.Roles, ","))
+	}
+	fmt.Fprintln(w)
 }
 
 // stopServe shuts serve down gracefully: readiness turns to 503 at once,

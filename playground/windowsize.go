@@ -1,4 +1,4 @@
-package main
+package playground
 
 import (
 	"encoding/json"
@@ -11,10 +11,11 @@ import (
 	"github.com/miniapp-host/miniapp-host/privatefile"
 )
 
-// The desktop windows (`playground`, `open`) open at the size the user
-// left them, kept in $XDG_CONFIG_HOME/miniapp-host/<name>-window.json
+// The playground's desktop window opens at the size the user left it,
+// kept in $XDG_CONFIG_HOME/miniapp-host/<name>-window.json
 // (os.UserConfigDir). The path must be found before host.UseDataDir points
-// the XDG directories at WebKit's temporary folder.
+// the XDG directories at WebKit's temporary folder. Errors start with
+// "window size:", the setting the user may have to fix.
 
 // Bounds of a remembered size: smaller is unusable, larger is no screen's.
 const (
@@ -22,14 +23,15 @@ const (
 	maxWindowSize                   = 16384
 )
 
-type windowSize struct {
+// WindowSize is a window's size in pixels, as it is kept.
+type WindowSize struct {
 	Width  int `json:"width"`
 	Height int `json:"height"`
 }
 
-// windowSizeFile is where the window called name keeps its size; "" when
+// WindowSizeFile is where the window called name keeps its size; "" when
 // the system has no configuration directory.
-func windowSizeFile(name string) string {
+func WindowSizeFile(name string) string {
 	dir, err := os.UserConfigDir()
 	if err != nil {
 		return ""
@@ -37,10 +39,10 @@ func windowSizeFile(name string) string {
 	return filepath.Join(dir, "miniapp-host", name+"-window.json")
 }
 
-// loadWindowSize returns the remembered size in path, or def when there is
+// LoadWindowSize returns the remembered size in path, or def when there is
 // none. A file that cannot be used is reported and def returned: a bad
 // file never keeps the window from opening.
-func loadWindowSize(path string, def windowSize) (windowSize, error) {
+func LoadWindowSize(path string, def WindowSize) (WindowSize, error) {
 	if path == "" {
 		return def, nil
 	}
@@ -51,7 +53,7 @@ func loadWindowSize(path string, def windowSize) (windowSize, error) {
 	if err != nil {
 		return def, fmt.Errorf("window size: %w", err)
 	}
-	var s windowSize
+	var s WindowSize
 	if err := json.Unmarshal(b, &s); err != nil {
 		return def, fmt.Errorf("window size: %s is not {\"width\": W, \"height\": H}: %v; delete it to start from the default size", path, err)
 	}
@@ -62,10 +64,10 @@ func loadWindowSize(path string, def windowSize) (windowSize, error) {
 	return s, nil
 }
 
-// saveWindowSize keeps s in path (written whole or not at all, mode
+// SaveWindowSize keeps s in path (written whole or not at all, mode
 // 0600, never through a symbolic link: package privatefile). A size
 // that is not known (0) or out of bounds is not kept.
-func saveWindowSize(path string, s windowSize) error {
+func SaveWindowSize(path string, s WindowSize) error {
 	if path == "" || s.Width < minWindowWidth || s.Height < minWindowHeight || s.Width > maxWindowSize || s.Height > maxWindowSize {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package playground
 
 import (
 	"os"
@@ -13,30 +13,30 @@ import (
 // file and how to fix it.
 func TestWindowSizeRemembered(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	def := windowSize{1280, 860}
-	path := windowSizeFile("playground")
+	def := WindowSize{1280, 860}
+	path := WindowSizeFile("playground")
 	if !strings.HasPrefix(path, os.Getenv("XDG_CONFIG_HOME")) {
 		t.Fatalf("file %s is not under XDG_CONFIG_HOME", path)
 	}
-	if s, err := loadWindowSize(path, def); err != nil || s != def {
+	if s, err := LoadWindowSize(path, def); err != nil || s != def {
 		t.Fatalf("first run: %v %v, want the default", s, err)
 	}
-	if err := saveWindowSize(path, windowSize{1000, 640}); err != nil {
+	if err := SaveWindowSize(path, WindowSize{1000, 640}); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := loadWindowSize(path, def); err != nil || s != (windowSize{1000, 640}) {
+	if s, err := LoadWindowSize(path, def); err != nil || s != (WindowSize{1000, 640}) {
 		t.Fatalf("next run: %v %v, want 1000x640", s, err)
 	}
 	if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("config dir: %v %v", fi, err)
 	}
 	// A size not known or out of bounds is not kept.
-	for _, s := range []windowSize{{0, 0}, {100, 100}, {20000, 800}} {
-		if err := saveWindowSize(path, s); err != nil {
+	for _, s := range []WindowSize{{0, 0}, {100, 100}, {20000, 800}} {
+		if err := SaveWindowSize(path, s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if s, _ := loadWindowSize(path, def); s != (windowSize{1000, 640}) {
+	if s, _ := LoadWindowSize(path, def); s != (WindowSize{1000, 640}) {
 		t.Fatalf("after saving unusable sizes: %v, want 1000x640 kept", s)
 	}
 	for _, c := range []struct{ content, want string }{
@@ -46,19 +46,17 @@ func TestWindowSizeRemembered(t *testing.T) {
 		if err := os.WriteFile(path, []byte(c.content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s, err := loadWindowSize(path, def)
+		s, err := LoadWindowSize(path, def)
 		if s != def || err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "delete it") {
 			t.Errorf("%q: %v %v, want the default and an error naming the file, %q and the fix", c.content, s, err, c.want)
 		}
 	}
 }
 
-// TestFilesNotWrittenThroughLinks: the files the commands leave (a
-// window's size, a --junit report) are never written through a symbolic
-// link planted at their path: the command says which path is a link, and
-// the file the link points to is untouched. What they write is the
-// owner's only (0600).
-func TestFilesNotWrittenThroughLinks(t *testing.T) {
+// TestWindowSizeNotWrittenThroughLinks: the window's size is never
+// written through a symbolic link planted at its path: the error says
+// which path is a link, and the file the link points to is untouched.
+func TestWindowSizeNotWrittenThroughLinks(t *testing.T) {
 	dir := t.TempDir()
 	victim := filepath.Join(dir, "victim")
 	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
@@ -76,27 +74,8 @@ func TestFilesNotWrittenThroughLinks(t *testing.T) {
 	if err := os.Symlink(victim, size); err != nil {
 		t.Fatal(err)
 	}
-	if err := saveWindowSize(size, windowSize{1000, 640}); err == nil || !strings.Contains(err.Error(), size+" is a symbolic link") {
+	if err := SaveWindowSize(size, WindowSize{1000, 640}); err == nil || !strings.Contains(err.Error(), size+" is a symbolic link") {
 		t.Errorf("window size through a link: %v, want an error naming the link", err)
 	}
 	untouched("window size")
-
-	junit := filepath.Join(dir, "report.xml")
-	if err := os.Symlink(victim, junit); err != nil {
-		t.Fatal(err)
-	}
-	manifests := filepath.Join("..", "..", "testdata", "resolve", "batch")
-	code, _, stderr := runCLI(t, "", "resolve", "--manifests", manifests, "--junit", junit)
-	if code != exitUsage || !strings.Contains(stderr, junit+" is a symbolic link") {
-		t.Errorf("--junit through a link: exit %d, stderr %q; want %d naming the link", code, stderr, exitUsage)
-	}
-	untouched("--junit")
-
-	plain := filepath.Join(dir, "plain.xml")
-	if code, _, stderr := runCLI(t, "", "resolve", "--manifests", manifests, "--junit", plain); code == exitUsage {
-		t.Fatalf("--junit to a plain path: %s", stderr)
-	}
-	if fi, err := os.Stat(plain); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("the report: %v %v, want mode 0600", fi, err)
-	}
 }
