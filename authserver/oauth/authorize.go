@@ -160,7 +160,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		}
 		q = r.PostForm
 	}
-	v, redirect, err := s.validateAuthorize(r.Context(), q)
+	v, redirect, err := s.authorizeRequest(r.Context(), q)
 	if err != nil {
 		if redirect {
 			http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
