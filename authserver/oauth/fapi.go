@@ -41,12 +41,13 @@ const maxPARTTL = 600 * time.Second
 
 // fapiState is what the FAPI 2.0 parts of a Server hold.
 type fapiState struct {
-	cfg FAPIConfig
-	st  fapiStorage
+	cfg    FAPIConfig
+	st     fapiStorage
+	replay memReplay // single-use ids of a server that owns its database (replay.go)
 
-	mu   sync.RWMutex // guards sec and gen
-	sec  map[string]*clientSecurity
-	gen  uint64
+	mu  sync.RWMutex // guards sec and gen
+	sec map[string]*clientSecurity
+	gen uint64
 }
 
 // maxSecurityCache bounds the cached client settings; past it the cache
@@ -87,6 +88,16 @@ func (s *Server) fapiRoutes(mux *http.ServeMux) {
 func (s *Server) fapiMetadata(md map[string]any) {
 	md["pushed_authorization_request_endpoint"] = s.endpoint(pathPAR)
 	md["require_pushed_authorization_requests"] = s.cfg.FAPI.RequirePAR
+	// private_key_jwt (clientauth.go) wherever a client authenticates.
+	for _, m := range []string{"token_endpoint_auth_methods_supported", "introspection_endpoint_auth_methods_supported",
+		"revocation_endpoint_auth_methods_supported"} {
+		if l, ok := md[m].([]string); ok {
+			md[m] = append(l[:len(l):len(l)], "private_key_jwt")
+		}
+	}
+	md["token_endpoint_auth_signing_alg_values_supported"] = fapiAlgs
+	md["introspection_endpoint_auth_signing_alg_values_supported"] = fapiAlgs
+	md["revocation_endpoint_auth_signing_alg_values_supported"] = fapiAlgs
 }
 
 // clientSecurity is a client's settings with its keys parsed.

@@ -54,6 +54,14 @@ func (s *Server) authenticateClient(r *http.Request) (*store.Client, error) {
 	_, hasHeader := r.Header["Authorization"]
 	form := r.PostForm
 	postID, postSecret := form.Get("client_id"), form.Get("client_secret")
+	_, assertion := form["client_assertion"]
+	if _, typed := form["client_assertion_type"]; assertion || typed {
+		// private_key_jwt (clientauth.go).
+		if basic || hasHeader || postSecret != "" {
+			return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3)")
+		}
+		return s.assertionClient(r)
+	}
 	switch {
 	case hasHeader && !basic:
 		return nil, &Error{Code: codeInvalidClient, Description: "malformed HTTP Basic credentials", challenge: `Basic realm="oauth"`}
