@@ -44,6 +44,8 @@ type fapiState struct {
 	cfg    FAPIConfig
 	st     fapiStorage
 	replay memReplay // single-use ids of a server that owns its database (replay.go)
+	// nonceKey authenticates DPoP server nonces (dpop.go).
+	nonceKey []byte
 
 	mu  sync.RWMutex // guards sec and gen
 	sec map[string]*clientSecurity
@@ -55,7 +57,7 @@ type fapiState struct {
 const maxSecurityCache = 10_000
 
 // initFAPI checks the FAPI configuration and sets up its state.
-func (s *Server) initFAPI() error {
+func (s *Server) initFAPI(ctx context.Context) error {
 	st, ok := any(s.cfg.Store).(fapiStorage)
 	if !ok {
 		return errors.New("oauth: the store does not keep pushed requests, client settings and used ids (fapiStorage)")
@@ -75,7 +77,7 @@ func (s *Server) initFAPI() error {
 	}
 	s.cfg.FAPI = c
 	s.fapi = &fapiState{cfg: c, st: st, sec: map[string]*clientSecurity{}}
-	return nil
+	return s.initNonceKey(ctx)
 }
 
 // fapiRoutes registers the FAPI endpoints.
@@ -96,6 +98,7 @@ func (s *Server) fapiMetadata(md map[string]any) {
 		}
 	}
 	md["token_endpoint_auth_signing_alg_values_supported"] = fapiAlgs
+	md["dpop_signing_alg_values_supported"] = fapiAlgs
 	md["introspection_endpoint_auth_signing_alg_values_supported"] = fapiAlgs
 	md["revocation_endpoint_auth_signing_alg_values_supported"] = fapiAlgs
 }

@@ -105,6 +105,21 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 // checkPushed is where the PAR endpoint checks what only it sees (a DPoP
 // proof, dpop.go); the parameters passed validateAuthorize.
 func (s *Server) checkPushed(r *http.Request, c *store.Client, params map[string][]string) error {
+	if err := checkDPoPJKT(params); err != nil {
+		return err
+	}
+	// A proof at PAR binds the code to its key, as dpop_jkt does (RFC
+	// 9449 §10.1); both must then name the same key.
+	jkt, err := s.tokenProof(r, c)
+	switch {
+	case err != nil:
+		return err
+	case jkt == "":
+	case len(params["dpop_jkt"]) == 0:
+		params["dpop_jkt"] = []string{jkt}
+	case params["dpop_jkt"][0] != jkt:
+		return oauthErr(codeInvalidRequest, "dpop_jkt is not the thumbprint of the DPoP proof's key (RFC 9449 section 10.1)")
+	}
 	return nil
 }
 
@@ -120,6 +135,9 @@ func (s *Server) authorizeRequest(ctx context.Context, q map[string][]string) (v
 		return &validated{params: q, req: ParseAuthorize(q)}, false, err
 	}
 	v, redirect, err = s.validateAuthorize(ctx, params)
+	if err == nil {
+		err = checkDPoPJKT(params)
+	}
 	if pushed || v.client == nil || !redirect {
 		return v, redirect, err
 	}

@@ -185,7 +185,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
 	}
 	s.newFlowState()
-	if err := s.initFAPI(); err != nil {
+	if err := s.initFAPI(ctx); err != nil {
 		return nil, err
 	}
 	ks, err := loadKeys(ctx, cfg.Store, cfg.Now)
