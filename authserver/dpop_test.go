@@ -99,7 +99,7 @@ func TestDPoP(t *testing.T) {
 	key := newSigner(t, jose.ES256)
 	// The confidential client reads its own grant with its secret.
 	at := e.dpopTokens(key, true)["access_token"].(string)
-	jws, err := jose.ParseSigned(at, []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(at, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		t.Fatal(err)
 	}

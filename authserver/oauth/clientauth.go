@@ -126,7 +126,7 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 	if err != nil {
 		return nil, bad("%s", err.Error())
 	}
-	jws, err := jose.ParseSigned(tok, fapiAlgs)
+	jws, err := jose.ParseSignedCompact(tok, fapiAlgs)
 	if err != nil {
 		return nil, bad("client_assertion cannot be read: %v", err)
 	}

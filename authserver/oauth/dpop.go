@@ -160,7 +160,7 @@ func (s *Server) checkProof(r *http.Request, pc proofCheck) (string, error) {
 	if h.Typ != "dpop+jwt" {
 		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's typ is %q; it must be dpop+jwt (RFC 9449 section 4.2)", h.Typ))
 	}
-	jws, err := jose.ParseSigned(proof, fapiAlgs)
+	jws, err := jose.ParseSignedCompact(proof, fapiAlgs)
 	if err != nil || len(jws.Signatures) != 1 || jws.Signatures[0].Protected.JSONWebKey == nil {
 		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof must carry its public key in the jwk header (RFC 9449 section 4.2)")
 	}
