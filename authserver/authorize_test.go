@@ -102,7 +102,7 @@ func TestAuthorizeErrorsRedirect(t *testing.T) {
 		// OpenID Connect Core §6: request objects are refused, not ignored.
 		{"request object", map[string]string{"request": "eyJhbGciOiJub25lIn0.eyJzY29wZSI6Im9wZW5pZCJ9."}, nil, nil, "request_not_supported"},
 		{"request_uri", map[string]string{"request_uri": "https://app.example/request.jwt"}, nil, nil, "request_uri_not_supported"},
-		{"request_uri by reference (PAR)", map[string]string{"request_uri": "urn:ietf:params:oauth:request_uri:abc"}, nil, nil, "request_uri_not_supported"},
+		// A request_uri of PAR's form is looked up instead (TestPARRefusals).
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := e.authParams(c)

@@ -81,6 +81,8 @@ type credential struct {
 	// IDTokenAlg signs the credential's ID tokens (OpenID Connect Dynamic
 	// Client Registration 1.0 §2).
 	IDTokenAlg string `json:"id_token_signed_response_alg"`
+	// The FAPI 2.0 settings (security.go).
+	securityView
 }
 
 func credentialOf(c *store.Client) credential {
@@ -137,7 +139,11 @@ func (s *Server) credentials(r *http.Request, p store.Project) ([]credential, er
 	}
 	out := make([]credential, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, credentialOf(c))
+		cred := credentialOf(c)
+		if err := s.withSecurity(r, c, &cred); err != nil {
+			return nil, err
+		}
+		out = append(out, cred)
 	}
 	return out, nil
 }
@@ -164,6 +170,8 @@ type newCredential struct {
 	// IDTokenAlg is id_token_signed_response_alg (OpenID Connect Dynamic
 	// Client Registration 1.0 §2): RS256 when omitted, or ES256 or EdDSA.
 	IDTokenAlg string `json:"id_token_signed_response_alg"`
+	// The FAPI 2.0 settings (security.go).
+	credentialSecurity
 }
 
 // handleAddCredential adds an OAuth credential to a project.
@@ -187,13 +195,20 @@ func (s *Server) handleAddCredential(w http.ResponseWriter, r *http.Request, p s
 	if c.Name == "" {
 		c.Name = p.Name
 	}
+	set, err := applySecurity(c.Type, store.ClientSettings{}, body.credentialSecurity)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var secret string
 	if c.Type == store.Confidential {
-		if secret, err = s.newID("", 32); err != nil {
-			s.writeError(w, r, err)
-			return
+		if len(set.JWKS) == 0 { // private_key_jwt has keys, no secret
+			if secret, err = s.newID("", 32); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			c.SecretHash = store.Hash(secret)
 		}
-		c.SecretHash = store.Hash(secret)
 		// A project whose Resource Server was approved reads grants with
 		// its confidential credentials (GET {base_url}/authorization).
 		if res, err := s.approvedResource(r, p.ID); err != nil {
@@ -203,6 +218,13 @@ func (s *Server) handleAddCredential(w http.ResponseWriter, r *http.Request, p s
 			c.Roles, c.Resource = []string{store.RoleResourceServer}, res
 		}
 	}
+	// The settings first: the client never exists without them.
+	if !noSettings(set) {
+		if err := s.st.PutClientSettings(r.Context(), c.ID, set); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	if err := s.st.AddClient(r.Context(), c); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -210,6 +232,7 @@ func (s *Server) handleAddCredential(w http.ResponseWriter, r *http.Request, p s
 	s.cfg.InvalidateClient(c.ID)
 	out := credentialOf(c)
 	out.ClientSecret = secret
+	out.securityView = viewOf(c, set)
 	writeJSON(w, http.StatusCreated, out)
 }
 
@@ -376,6 +399,16 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request, p st
 		s.writeError(w, r, &Error{Code: codeNotConfidential, Field: "client_id", Message: "a public client has no secret to rotate"})
 		return
 	}
+	out := credentialOf(c)
+	if err := s.withSecurity(r, c, &out); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if out.TokenEndpointAuthMethod == authPrivateKeyJWT {
+		s.writeError(w, r, &Error{Code: codeNotConfidential, Field: "client_id",
+			Message: "the credential authenticates with private_key_jwt and has no secret; change its keys with PATCH and jwks"})
+		return
+	}
 	secret, err := s.newID("", 32)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -386,7 +419,6 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request, p st
 		return
 	}
 	s.cfg.InvalidateClient(c.ID)
-	out := credentialOf(c)
 	out.ClientSecret = secret
 	writeJSON(w, http.StatusOK, out)
 }
@@ -396,6 +428,8 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request, p st
 type credentialUpdate struct {
 	RedirectURIs   *[]string `json:"redirect_uris"`
 	AllowedOrigins *[]string `json:"allowed_origins"`
+	// The FAPI 2.0 settings (security.go).
+	credentialSecurity
 }
 
 // handleUpdateCredential replaces a credential's redirect URIs or allowed
@@ -416,8 +450,9 @@ func (s *Server) handleUpdateCredential(w http.ResponseWriter, r *http.Request, 
 		s.writeError(w, r, err)
 		return
 	}
-	if body.RedirectURIs == nil && body.AllowedOrigins == nil {
-		s.writeError(w, r, missing("/redirect_uris", "give redirect_uris, allowed_origins or both: each replaces the credential's list"))
+	addresses := body.RedirectURIs != nil || body.AllowedOrigins != nil
+	if !addresses && body.credentialSecurity.empty() {
+		s.writeError(w, r, missing("/redirect_uris", "give redirect_uris, allowed_origins, a setting (docs/fapi.md) or several: each replaces the credential's"))
 		return
 	}
 	if body.RedirectURIs != nil {
@@ -430,16 +465,39 @@ func (s *Server) handleUpdateCredential(w http.ResponseWriter, r *http.Request, 
 		s.writeError(w, r, err)
 		return
 	}
-	err = s.st.SetClientAddresses(r.Context(), c.ID, c.RedirectURIs, c.AllowedOrigins)
-	if errors.Is(err, store.ErrNotFound) {
-		err = &Error{Code: codeCredentialNotFound, Field: "client_id", Message: "project " + p.ID + " has no credential " + c.ID}
-	}
+	set, err := s.st.ClientSettings(r.Context(), c.ID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	if !body.credentialSecurity.empty() {
+		keyed := len(set.JWKS) > 0
+		if set, err = applySecurity(c.Type, set, body.credentialSecurity); err == nil && !keyed && len(set.JWKS) > 0 {
+			err = invalid("/token_endpoint_auth_method", "the credential authenticates with a secret; create a new credential for private_key_jwt")
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if err := s.st.PutClientSettings(r.Context(), c.ID, set); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if addresses {
+		err = s.st.SetClientAddresses(r.Context(), c.ID, c.RedirectURIs, c.AllowedOrigins)
+		if errors.Is(err, store.ErrNotFound) {
+			err = &Error{Code: codeCredentialNotFound, Field: "client_id", Message: "project " + p.ID + " has no credential " + c.ID}
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	s.cfg.InvalidateClient(c.ID)
-	writeJSON(w, http.StatusOK, credentialOf(c))
+	out := credentialOf(c)
+	out.securityView = viewOf(c, set)
+	writeJSON(w, http.StatusOK, out)
 }
 
 // handleRemoveCredential removes a credential and revokes its grants.

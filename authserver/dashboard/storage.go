@@ -71,6 +71,11 @@ type Credentials interface {
 	// SetResourceServer gives every confidential client of a project the
 	// Resource Server role for resource.
 	SetResourceServer(ctx context.Context, projectID, resource string) error
+	// ClientSettings returns a client's security settings (docs/fapi.md);
+	// the zero value when it has none.
+	ClientSettings(ctx context.Context, clientID string) (store.ClientSettings, error)
+	// PutClientSettings replaces a client's security settings.
+	PutClientSettings(ctx context.Context, clientID string, cs store.ClientSettings) error
 }
 
 // Reviews are the submissions under the operator's review.

@@ -160,7 +160,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		}
 		q = r.PostForm
 	}
-	v, redirect, err := s.validateAuthorize(r.Context(), q)
+	v, redirect, err := s.authorizeRequest(r.Context(), q)
 	if err != nil {
 		if redirect {
 			http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
@@ -375,6 +375,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 	if err != nil {
 		return "", err
 	}
+	code = bindSecret(code, jktOf(p.v)) // dpop_jkt (RFC 9449 §10)
 	// A time-ordered id (UUID version 7, RFC 9562 §5.7): each new grant
 	// goes to the right edge of the grants table's B-tree instead of a
 	// random page, so a commit of many approvals writes few pages. Its 74

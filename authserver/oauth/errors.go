@@ -35,6 +35,9 @@ type Error struct {
 	// bearer asks for an RFC 6750 §3 challenge carrying the error code and
 	// description (the userinfo endpoint).
 	bearer bool
+	// dpopChallenge is the WWW-Authenticate of a resource's DPoP refusal
+	// (401), and nonce a DPoP-Nonce to send (dpop.go, writeDPoPHeaders).
+	dpopChallenge, nonce string
 }
 
 func (e *Error) Error() string { return "oauth: " + e.Code + ": " + e.Description }
@@ -210,7 +213,10 @@ func (oe *Error) describe() string { return errorDescription(oe.Description) }
 func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err error) {
 	oe := s.asError(r, err)
 	desc := oe.describe()
+	st := statusOf(oe.Code)
 	switch {
+	case writeDPoPHeaders(w, oe):
+		st = http.StatusUnauthorized
 	case oe.bearer:
 		// RFC 6750 §3: the description is a quoted-string here, which the
 		// charset of errorDescription keeps intact.
@@ -223,7 +229,7 @@ func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err erro
 		Description string              `json:"error_description,omitempty"`
 		Violations  []catalog.Violation `json:"violations,omitempty"`
 	}{oe.Code, desc, oe.Violations}
-	writeJSON(w, statusOf(oe.Code), body)
+	writeJSON(w, st, body)
 }
 
 // writeGrantError writes the grant endpoint's error object, {"code", "status"}
@@ -231,7 +237,9 @@ func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err erro
 func (s *Server) writeGrantError(w http.ResponseWriter, r *http.Request, err error) {
 	oe := s.asError(r, err)
 	st := statusOf(oe.Code)
-	if st == http.StatusUnauthorized {
+	if writeDPoPHeaders(w, oe) {
+		st = http.StatusUnauthorized
+	} else if st == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="`+s.cfg.baseURL()+`"`)
 	}
 	writeJSON(w, st, struct {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
@@ -27,19 +26,6 @@ type grantBody struct {
 	OrgID                  *string         `json:"orgId"`
 	Subject                string          `json:"subject"`
 	ConsumerInstallationID string          `json:"consumerInstallationId"`
-}
-
-// bearerToken extracts the token of an RFC 6750 §2.1 Authorization header.
-func bearerToken(r *http.Request) (string, error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return "", oauthErr(codeMissingToken, "send Authorization: Bearer <access token>")
-	}
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || !wellFormedJWT(tok) {
-		return "", oauthErr(codeMalformedToken, "the Authorization header is not \"Bearer\" followed by a JWT")
-	}
-	return tok, nil
 }
 
 // base64url marks the characters of the base64url alphabet (RFC 4648 §5).
@@ -145,7 +131,7 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 		s.writeGrantError(w, r, err)
 		return
 	}
-	tok, err := bearerToken(r)
+	tok, dpop, err := presentedToken(r)
 	if err != nil {
 		s.writeGrantError(w, r, err)
 		return
@@ -157,6 +143,11 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.mayReadGrant(c, g) {
 		s.writeGrantError(w, r, oauthErr(codeClientNotAllowed, "this client is neither the token's client nor a Resource Server in its audience"))
+		return
+	}
+	method, htu := s.grantProofCheck(c, g)
+	if err := s.checkBound(r, tok, dpop, g, method, htu); err != nil {
+		s.writeGrantError(w, r, err)
 		return
 	}
 	if err := s.usable(at, g); err != nil {

@@ -25,6 +25,9 @@ type introspection struct {
 	Jti                  string          `json:"jti,omitempty"`
 	OrgID                string          `json:"org_id,omitempty"`
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
+	// Cnf is a DPoP-bound token's key (RFC 9449 §6.2), whose proof the
+	// Resource Server checks.
+	Cnf *cnfClaim `json:"cnf,omitempty"`
 }
 
 // handleIntrospect serves RFC 7662 introspection. The caller authenticates
@@ -55,6 +58,9 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if at, g, err := s.cfg.Store.LookupAccessToken(r.Context(), store.AccessTokenKey(tok)); err == nil {
 		if !at.Revoked && !g.Revoked() && now.Before(at.ExpiresAt) && s.mayReadGrant(c, g) {
 			out = s.describe(g, "Bearer", at.IssuedAt.Unix(), at.ExpiresAt.Unix(), at.JTI)
+			if jkt := tokenJKT(tok); jkt != "" {
+				out.TokenType, out.Cnf = "DPoP", &cnfClaim{Jkt: jkt}
+			}
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		s.writeJSONError(w, r, err)
@@ -139,9 +145,9 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 	bearerErr := func(code, desc string) {
 		s.writeJSONError(w, r, &Error{Code: code, Description: desc, bearer: true})
 	}
-	tok, err := bearerToken(r)
+	tok, dpop, err := presentedToken(r)
 	if err != nil {
-		bearerErr(codeInvalidToken, "a Bearer access token is required")
+		bearerErr(codeInvalidToken, "a Bearer access token (or a DPoP-bound one with its proof) is required")
 		return
 	}
 	// The token's client is known before its state is said (cors.go): a
@@ -157,11 +163,13 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 				s.writeJSONError(w, r, err)
 				return
 			}
-			err = s.usable(at, g)
+			if err = s.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r))); err == nil {
+				err = s.usable(at, g)
+			}
 		}
 	}
 	if err != nil {
-		if oe, ok := err.(*Error); ok {
+		if oe, ok := err.(*Error); ok && oe.dpopChallenge == "" {
 			bearerErr(codeInvalidToken, oe.Description)
 			return
 		}

@@ -48,6 +48,7 @@ func (s *Server) buildMetadata(c *catalog.Catalog) ([]byte, error) {
 		"grant_endpoint":          s.GrantEndpoint(),
 		"native_consent_endpoint": s.NativeEndpoint(),
 	}
+	s.fapiMetadata(md)
 	return json.Marshal(md)
 }
 

@@ -87,7 +87,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "subject is missing"))
 		return
 	}
-	v, redirect, err := s.validateAuthorize(r.Context(), q)
+	v, redirect, err := s.authorizeRequest(r.Context(), q)
 	if err == nil {
 		var p *pending
 		if p, err = s.newPending(r.Context(), v, "", "", host.ID, body.Subject); err == nil {

@@ -104,6 +104,9 @@ type Config struct {
 	// hours. A session not signed in lasts ConsentTTL: it serves only the
 	// sign-in of a pending request.
 	SessionTTL time.Duration
+
+	// FAPI configures PAR and DPoP (docs/fapi.md).
+	FAPI FAPIConfig
 }
 
 // BaseURL is {base_url}: the catalog's banking resource address.
@@ -119,6 +122,7 @@ type Server struct {
 	sessions sessionStore
 	clients  *clientCache
 	pages    *pages
+	fapi     *fapiState // PAR, DPoP, client settings (fapi.go)
 
 	issuerURL *url.URL
 	prefix    string // the issuer's path, below which every route is served ("" for none)
@@ -187,6 +191,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
 	}
 	s.newFlowState()
+	if err := s.initFAPI(ctx); err != nil {
+		return nil, err
+	}
 	ks, err := loadKeys(ctx, cfg.Store, cfg.Now)
 	if err != nil {
 		return nil, err
@@ -325,6 +332,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// POST {base_url}/automatic-charges: a charge within the grant's
 	// transaction limits (docs/service.md §2.4).
 	mux.HandleFunc("POST "+s.basePath+pathCharges, s.handleCharge)
+	// The FAPI 2.0 endpoints (fapi.go).
+	s.fapiRoutes(mux)
 }
 
 // randomToken returns n random bytes, base64url-encoded without padding.
@@ -456,6 +465,7 @@ func (s *Server) reloadKeys() {
 }
 
 func (s *Server) invalidateClients() {
+	s.forgetSecurity("")
 	s.clients.mu.Lock()
 	s.clients.gen++
 	clear(s.clients.m)
@@ -466,6 +476,7 @@ func (s *Server) invalidateClients() {
 // InvalidateClient drops a cached client; call it after changing the
 // client in the store.
 func (s *Server) InvalidateClient(id string) {
+	s.forgetSecurity(id)
 	s.clients.mu.Lock()
 	s.clients.gen++
 	if old, ok := s.clients.m[id]; ok {

@@ -75,6 +75,9 @@ type Storage interface {
 	Grants
 	Consents
 	Keys
+	Settings
+	PushedRequests
+	UsedIDs
 	Instances
 }
 
@@ -84,6 +87,10 @@ type Clients interface {
 	// The server caches clients (clientCache) while Instances.Cacheable,
 	// and drops them on Server.InvalidateClient or a store.ChangedClient.
 	Client(ctx context.Context, id string) (*store.Client, error)
+	// ClientSettings returns a client's security settings (PAR, DPoP,
+	// the FAPI 2.0 profile, its public keys: docs/fapi.md); the zero value
+	// when it has none.
+	ClientSettings(ctx context.Context, clientID string) (store.ClientSettings, error)
 }
 
 // World is the seed world: projects, subjects, companies, memberships and
@@ -206,6 +213,35 @@ type Keys interface {
 	Keys(ctx context.Context) ([]store.Key, error)
 	// AddKey stores a key; other instances hear store.ChangedKeys.
 	AddKey(ctx context.Context, k store.Key) error
+}
+
+// Settings are the server's own named values, shared by the instances on
+// one database (the key that authenticates DPoP nonces, docs/fapi.md).
+type Settings interface {
+	// Setting returns a setting, or store.ErrNotFound.
+	Setting(ctx context.Context, name string) ([]byte, error)
+	// PutSetting stores a setting, replacing an earlier value.
+	PutSetting(ctx context.Context, name string, value []byte) error
+}
+
+// PushedRequests are pushed authorization requests (RFC 9126), kept in the
+// database on SQLite and PostgreSQL alike and counted against quotas.
+type PushedRequests interface {
+	// AddPushed stores a pushed request, charged to c.
+	AddPushed(ctx context.Context, p *store.PushedRequest, c store.Charge, now time.Time) error
+	// TakePushed removes and returns a client's unexpired pushed request,
+	// once even across instances; store.ErrNotFound when it is unknown,
+	// used, expired or another client's.
+	TakePushed(ctx context.Context, idHash []byte, clientID string, now time.Time) (*store.PushedRequest, error)
+}
+
+// UsedIDs are single-use ids (the jti of client assertions and DPoP
+// proofs) recorded in the database while instances share it
+// (Instances.Shared); a server that owns its database keeps them in memory.
+type UsedIDs interface {
+	// UseJTI records key until exp; store.ErrJTIUsed when it was recorded
+	// before and has not expired.
+	UseJTI(ctx context.Context, key []byte, exp, now time.Time) error
 }
 
 // Instances is what running beside other server instances on one

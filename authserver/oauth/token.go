@@ -54,6 +54,14 @@ func (s *Server) authenticateClient(r *http.Request) (*store.Client, error) {
 	_, hasHeader := r.Header["Authorization"]
 	form := r.PostForm
 	postID, postSecret := form.Get("client_id"), form.Get("client_secret")
+	_, assertion := form["client_assertion"]
+	if _, typed := form["client_assertion_type"]; assertion || typed {
+		// private_key_jwt (clientauth.go).
+		if basic || hasHeader || postSecret != "" {
+			return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3)")
+		}
+		return s.assertionClient(r)
+	}
 	switch {
 	case hasHeader && !basic:
 		return nil, &Error{Code: codeInvalidClient, Description: "malformed HTTP Basic credentials", challenge: `Basic realm="oauth"`}
@@ -116,12 +124,18 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, err)
 		return
 	}
+	// A DPoP proof binds the tokens to its key (dpop.go).
+	jkt, err := s.tokenProof(r, c)
+	if err != nil {
+		s.writeJSONError(w, r, err)
+		return
+	}
 	var resp *tokenResponse
 	switch gt := r.PostForm.Get("grant_type"); gt {
 	case "authorization_code":
-		resp, err = s.exchangeCode(r.Context(), c, r.PostForm)
+		resp, err = s.exchangeCode(r.Context(), c, r.PostForm, jkt)
 	case "refresh_token":
-		resp, err = s.refresh(r.Context(), c, r.PostForm)
+		resp, err = s.refresh(r.Context(), c, r.PostForm, jkt)
 	case "":
 		err = oauthErr(codeInvalidRequest, "grant_type is missing")
 	default:
@@ -132,6 +146,9 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header()["Pragma"] = headerNoCache
+	if jkt != "" {
+		w.Header().Set(headerDPoPNonce, s.newNonce()) // the nonce for the next proof (RFC 9449 §8)
+	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -140,7 +157,8 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 // write spends the code and stores the tokens, atomically, so a code is
 // redeemed once however many requests race for it. A failed check spends
 // the code too, so a wrong verifier cannot be followed by a right one.
-func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values) (*tokenResponse, error) {
+// jkt is the thumbprint of the request's DPoP key, "" without a proof.
+func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
 	code := f.Get("code")
 	if code == "" {
 		return nil, oauthErr(codeInvalidRequest, "code is missing")
@@ -170,6 +188,8 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 		refusal = oauthErr(codeInvalidGrant, "redirect_uri differs from the authorization request's")
 	case !verifyPKCE(rc.Challenge, f.Get("code_verifier")):
 		refusal = oauthErr(codeInvalidGrant, "code_verifier does not match the code_challenge")
+	case secretJKT(code) != "" && secretJKT(code) != jkt:
+		refusal = oauthErr(codeInvalidGrant, "the code is bound to a DPoP key (dpop_jkt): redeem it with a DPoP proof made with that key (RFC 9449 section 10)")
 	}
 	var g *store.Grant
 	if refusal == nil {
@@ -186,7 +206,13 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 		}
 		return nil, refusal
 	}
-	m, err := s.mint(c, g, g.Scopes, rc.Nonce, true)
+	// A public client's refresh tokens are bound to its DPoP key (RFC
+	// 9449 §5); a confidential client's are bound by its authentication.
+	rtJKT := ""
+	if c.Type == store.Public {
+		rtJKT = jkt
+	}
+	m, err := s.mint(c, g, g.Scopes, rc.Nonce, true, jkt, rtJKT)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +239,8 @@ func (s *Server) spend(ctx context.Context, hash []byte, now time.Time) error {
 // refresh redeems a refresh token, rotating it (RFC 6749 §6, RFC 9700
 // §4.14.2): the presented token is spent, and presenting it again revokes
 // the grant.
-func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values) (*tokenResponse, error) {
+// jkt is the thumbprint of the request's DPoP key, "" without a proof.
+func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
 	tok := f.Get("refresh_token")
 	if tok == "" {
 		return nil, oauthErr(codeInvalidRequest, "refresh_token is missing")
@@ -240,6 +267,8 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values) (*t
 		return nil, oauthErr(codeInvalidGrant, "the grant was revoked")
 	case !rt.Used && now.After(rt.ExpiresAt):
 		return nil, oauthErr(codeInvalidGrant, "the refresh token has expired")
+	case secretJKT(tok) != "" && secretJKT(tok) != jkt:
+		return nil, oauthErr(codeInvalidGrant, "the refresh token is bound to a DPoP key: present a DPoP proof made with that key (RFC 9449 section 5)")
 	}
 	scopes := g.Scopes
 	if sc := f.Get("scope"); sc != "" {
@@ -271,7 +300,7 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values) (*t
 	case now.After(rt.ExpiresAt):
 		return nil, oauthErr(codeInvalidGrant, "the refresh token has expired")
 	}
-	m, err := s.mint(c, g, scopes, "", true)
+	m, err := s.mint(c, g, scopes, "", true, jkt, secretJKT(tok))
 	if err != nil {
 		return nil, err
 	}
@@ -288,22 +317,28 @@ type minted struct {
 	rt   *store.RefreshToken // nil without offline_access
 }
 
-// mint signs the tokens of a grant; the caller stores them.
-func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce string, withID bool) (*minted, error) {
+// mint signs the tokens of a grant; the caller stores them. jkt binds the
+// access token to a DPoP key, rtJKT the refresh token ("" for none).
+func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce string, withID bool, jkt, rtJKT string) (*minted, error) {
 	now := s.cfg.Now()
 	jti, err := store.NewJTI(s.cfg.Rand, now)
 	if err != nil {
 		return nil, err
 	}
 	scope := strings.Join(scopes, " ")
-	at, err := sign(s.keys.Load().access, accessClaims{
+	claims := accessClaims{
 		Jti: jti, Iss: s.cfg.Issuer, Sub: g.SubjectID, Aud: audClaim(g.Audience), Exp: now.Add(s.cfg.AccessTokenTTL).Unix(),
 		Iat: now.Unix(), ClientID: c.ID, Scope: scope, OrgID: g.OrgID,
-	})
+	}
+	tokenType := "Bearer"
+	if jkt != "" {
+		claims.Cnf, tokenType = &cnfClaim{Jkt: jkt}, "DPoP"
+	}
+	at, err := sign(s.keys.Load().access, claims)
 	if err != nil {
 		return nil, err
 	}
-	resp := &tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(s.cfg.AccessTokenTTL.Seconds()), Scope: scope}
+	resp := &tokenResponse{AccessToken: at, TokenType: tokenType, ExpiresIn: int64(s.cfg.AccessTokenTTL.Seconds()), Scope: scope}
 	if string(g.Details) != "[]" && len(g.Details) > 0 {
 		resp.AuthorizationDetails = g.Details
 	}
@@ -321,6 +356,7 @@ func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce st
 		if resp.RefreshToken, err = store.NewSecret(s.cfg.Rand, now); err != nil {
 			return nil, err
 		}
+		resp.RefreshToken = bindSecret(resp.RefreshToken, rtJKT)
 		m.rt = &store.RefreshToken{Hash: store.SecretKey(resp.RefreshToken), GrantID: g.ID, IssuedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTokenTTL)}
 	}
 	return m, nil
@@ -340,6 +376,8 @@ type accessClaims struct {
 	ClientID string `json:"client_id"`
 	Scope    string `json:"scope"`
 	OrgID    string `json:"org_id,omitempty"`
+	// Cnf binds a DPoP-bound token to its key (RFC 9449 §6.1).
+	Cnf *cnfClaim `json:"cnf,omitempty"`
 }
 
 // idClaims are the claims of an ID token (OIDC Core §2).

@@ -35,6 +35,8 @@ func (s *Store) Purge(ctx context.Context, now time.Time, keep time.Duration) (i
 			{`DELETE FROM sessions WHERE ends_at <= ?`, ns},
 			{`DELETE FROM pending_requests WHERE ends_at <= ?`, ns},
 			{`DELETE FROM quota_counts WHERE ends_at <= ?`, ns},
+			{`DELETE FROM pushed_requests WHERE ends_at <= ?`, ns},
+			{`DELETE FROM used_jtis WHERE expires_at <= ?`, ns},
 		} {
 			res, err := tx.ExecContext(ctx, q.sql, q.arg)
 			if err != nil {

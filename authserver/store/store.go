@@ -465,6 +465,8 @@ CREATE INDEX quota_counts_ends ON quota_counts(ends_at);
 DROP INDEX access_tokens_grant;
 DROP INDEX refresh_tokens_grant;
 `,
+	// 6: FAPI 2.0 (clientsettings.go).
+	fapiMigration,
 }
 
 // migrate applies the migrations the database has not seen, each in its own

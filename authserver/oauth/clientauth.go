@@ -1,0 +1,217 @@
+package oauth
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+)
+
+// private_key_jwt client authentication (RFC 7523 §2.2 and §3, OpenID
+// Connect Core §9): the client signs a short-lived JWT with a key whose
+// public part its credential registered (store.ClientSettings.JWKS) and
+// sends it as client_assertion. Such a client has no secret.
+
+const (
+	// assertionType is the client_assertion_type of a JWT (RFC 7523 §2.2).
+	assertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+	// maxAssertionLife bounds a client assertion's exp: at most 5
+	// minutes ahead of the server's clock.
+	maxAssertionLife = 5 * time.Minute
+	// clockSkew is how far in the future an iat or nbf may be (FAPI 2.0
+	// Security Profile §5.3.2.1: 10 seconds).
+	clockSkew = 10 * time.Second
+)
+
+// fapiAlgs are the signature algorithms FAPI 2.0 allows (§5.4.1).
+var fapiAlgs = []jose.SignatureAlgorithm{jose.ES256, jose.PS256, jose.EdDSA}
+
+// jwtHeader is the part of a JWS header this server reads before the
+// signature is checked.
+type jwtHeader struct {
+	Alg string          `json:"alg"`
+	Typ string          `json:"typ"`
+	Kid string          `json:"kid"`
+	JWK json.RawMessage `json:"jwk"`
+}
+
+// readHeader decodes the protected header of a compact JWS, what names
+// it (client_assertion, DPoP proof) for the errors.
+func readHeader(what, tok string) (jwtHeader, error) {
+	var h jwtHeader
+	head, _, ok := strings.Cut(tok, ".")
+	if !ok || strings.Count(tok, ".") != 2 {
+		return h, fmt.Errorf("%s is not a compact JWS (three base64url parts separated by dots)", what)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil || json.Unmarshal(raw, &h) != nil {
+		return h, fmt.Errorf("%s has no readable JOSE header", what)
+	}
+	return h, nil
+}
+
+// checkAlg refuses an algorithm FAPI 2.0 does not allow, naming it.
+func checkAlg(what, alg string) error {
+	switch {
+	case slices.Contains(fapiAlgs, jose.SignatureAlgorithm(alg)):
+		return nil
+	case alg == "none" || alg == "":
+		return fmt.Errorf("%s is unsigned (alg %q): sign it with ES256, PS256 or EdDSA", what, alg)
+	case strings.HasPrefix(alg, "HS"):
+		return fmt.Errorf("%s is signed with %s, a shared-secret MAC, which is refused: sign it with a private key, with ES256, PS256 or EdDSA", what, alg)
+	}
+	return fmt.Errorf("%s is signed with %s: only ES256, PS256 and EdDSA are accepted (FAPI 2.0)", what, alg)
+}
+
+// audience is a JWT's aud: a string or an array of strings (RFC 7519
+// §4.1.3).
+type audience []string
+
+func (a *audience) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*a = audience{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New("aud is neither a string nor an array of strings")
+	}
+	*a = many
+	return nil
+}
+
+// assertionClaims are the claims RFC 7523 §3 requires.
+type assertionClaims struct {
+	Iss string   `json:"iss"`
+	Sub string   `json:"sub"`
+	Aud audience `json:"aud"`
+	Exp *float64 `json:"exp"`
+	Iat *float64 `json:"iat"`
+	Nbf *float64 `json:"nbf"`
+	Jti string   `json:"jti"`
+}
+
+func unixTime(f float64) time.Time {
+	return time.Unix(0, int64(f*float64(time.Second)))
+}
+
+// assertionClient authenticates the client of a request by its
+// client_assertion. Every refusal is invalid_client (RFC 7521 §4.2.1),
+// with a description that names the rule.
+func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
+	form := r.PostForm
+	bad := func(format string, a ...any) error {
+		return &Error{Code: codeInvalidClient, Description: fmt.Sprintf(format, a...), challenge: `Basic realm="oauth"`}
+	}
+	switch {
+	case len(form["client_assertion"]) != 1 || len(form["client_assertion_type"]) != 1:
+		return nil, oauthErr(codeInvalidRequest, "send client_assertion and client_assertion_type once each (RFC 7521 section 4.2)")
+	case form.Get("client_assertion_type") != assertionType:
+		return nil, bad("client_assertion_type must be %s (RFC 7523 section 2.2)", assertionType)
+	}
+	tok := form.Get("client_assertion")
+	h, err := readHeader("client_assertion", tok)
+	if err == nil {
+		err = checkAlg("client_assertion", h.Alg)
+	}
+	if err != nil {
+		return nil, bad("%s", err.Error())
+	}
+	jws, err := jose.ParseSignedCompact(tok, fapiAlgs)
+	if err != nil {
+		return nil, bad("client_assertion cannot be read: %v", err)
+	}
+	// The claims name the client; they are trusted only once its key
+	// verified the signature.
+	var claims assertionClaims
+	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &claims); err != nil {
+		return nil, bad("client_assertion's claims are not a JSON object of the RFC 7523 claims: %v", err)
+	}
+	if claims.Iss == "" || claims.Iss != claims.Sub {
+		return nil, bad("client_assertion's iss and sub must both be the client_id (RFC 7523 section 3)")
+	}
+	if id := form.Get("client_id"); id != "" && id != claims.Iss {
+		return nil, bad("client_id differs from the client_assertion's iss and sub")
+	}
+	c, err := s.clients.get(r.Context(), claims.Iss)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, bad("client authentication failed")
+	} else if err != nil {
+		return nil, err
+	}
+	cs, err := s.security(r.Context(), c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Type != store.Confidential || cs.keys == nil {
+		return nil, bad("client %s registered no keys (jwks): it does not authenticate with private_key_jwt", c.ID)
+	}
+	payload, err := verifyWith(jws, cs.keys, h.Kid)
+	if err != nil {
+		return nil, bad("client_assertion's signature does not verify with a key of client %s (%v)", c.ID, err)
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return nil, bad("client_assertion's claims: %v", err)
+	}
+	now := s.cfg.Now()
+	aud := []string{s.cfg.Issuer, s.endpoint(pathToken), s.requestURL(r)}
+	switch {
+	case !slices.ContainsFunc(claims.Aud, func(a string) bool { return slices.Contains(aud, a) }):
+		return nil, bad("client_assertion's aud must be the issuer %s (or the token endpoint's URL)", s.cfg.Issuer)
+	case claims.Exp == nil:
+		return nil, bad("client_assertion has no exp (RFC 7523 section 3)")
+	case !now.Before(unixTime(*claims.Exp)):
+		return nil, bad("client_assertion has expired (exp is %s ago)", now.Sub(unixTime(*claims.Exp)).Round(time.Second))
+	case unixTime(*claims.Exp).Sub(now) > maxAssertionLife:
+		return nil, bad("client_assertion's exp is %s ahead: this server accepts at most %s",
+			unixTime(*claims.Exp).Sub(now).Round(time.Second), maxAssertionLife)
+	case claims.Iat != nil && unixTime(*claims.Iat).Sub(now) > clockSkew:
+		return nil, bad("client_assertion's iat is in the future by more than %s", clockSkew)
+	case claims.Nbf != nil && unixTime(*claims.Nbf).Sub(now) > clockSkew:
+		return nil, bad("client_assertion's nbf is in the future by more than %s", clockSkew)
+	case claims.Jti == "":
+		return nil, bad("client_assertion has no jti: give each assertion a unique one (RFC 7523 section 3)")
+	}
+	err = s.useJTI(r.Context(), jtiKey("client_assertion", c.ID, claims.Jti), unixTime(*claims.Exp))
+	if errors.Is(err, errReplayed) {
+		return nil, bad("client_assertion's jti was used before: make a new assertion, with a new jti, for each request (RFC 7523 section 3)")
+	} else if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// verifyWith verifies a JWS with the key of set named kid, or with each
+// key when kid is empty, and returns its payload.
+func verifyWith(jws *jose.JSONWebSignature, set *jose.JSONWebKeySet, kid string) ([]byte, error) {
+	keys := set.Keys
+	if kid != "" {
+		keys = set.Key(kid)
+		if len(keys) == 0 {
+			return nil, fmt.Errorf("no registered key has kid %q", kid)
+		}
+	}
+	for _, k := range keys {
+		if p, err := jws.Verify(k); err == nil {
+			return p, nil
+		}
+	}
+	return nil, errors.New("no registered key verifies it")
+}
+
+// requestURL is the public URL of the endpoint a request was sent to: the
+// issuer's origin and the request's path.
+func (s *Server) requestURL(r *http.Request) string {
+	u := *s.issuerURL
+	u.Path, u.RawPath, u.RawQuery = r.URL.Path, "", ""
+	return u.String()
+}

@@ -1,0 +1,408 @@
+package oauth
+
+import (
+	"context"
+	"crypto"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
+)
+
+// DPoP (RFC 9449): a client proves, with a proof JWT in the DPoP header
+// of each request, that it holds a private key; tokens issued to it are
+// bound to that key's thumbprint (jkt), so that a stolen token is of no
+// use without the key.
+//
+//   - Access tokens issued with a proof carry cnf.jkt (RFC 9449 §6.1) and
+//     token_type DPoP; the resources of this server (the grant endpoint,
+//     automatic charges, userinfo) refuse them without a proof made with
+//     that key (checkBound).
+//   - Codes are bound by dpop_jkt at PAR or authorize (§10), refresh
+//     tokens of public clients by the proof at the code's redemption (§5).
+//     The binding is written into the code or refresh token itself, after
+//     its random part ("<secret>.<jkt>"), so it costs no storage: the
+//     value is looked up by its hash, so it cannot be changed.
+//   - A proof's jti is used once (replay.go); a client that requires it
+//     must send a server nonce (§8, §9), which is stateless: an issue time
+//     and its HMAC under a key the instances share (settingNonceKey).
+
+const (
+	// dpopFuture and dpopPast bound a proof's iat around the server's
+	// clock (FAPI 2.0 Security Profile §5.3.2.1 on clock skew).
+	dpopFuture = 10 * time.Second
+	dpopPast   = 60 * time.Second
+	// nonceLife is how long a server nonce is accepted.
+	nonceLife = 5 * time.Minute
+	// settingNonceKey is the stored setting holding the nonce key.
+	settingNonceKey = "dpop nonce key"
+
+	codeInvalidDPoPProof = "invalid_dpop_proof"
+	codeUseDPoPNonce     = "use_dpop_nonce"
+
+	headerDPoP      = "DPoP"
+	headerDPoPNonce = "DPoP-Nonce"
+)
+
+// dpopAlgs is the algs parameter of a DPoP challenge (RFC 9449 §7.1).
+const dpopAlgs = "ES256 PS256 EdDSA"
+
+// initNonceKey reads the nonce key, creating it on first start (once
+// between instances starting at once on a shared database).
+func (s *Server) initNonceKey(ctx context.Context) error {
+	st := s.fapi.st
+	return st.Exclusive(ctx, func() error {
+		k, err := st.Setting(ctx, settingNonceKey)
+		if errors.Is(err, store.ErrNotFound) {
+			k = make([]byte, 32)
+			if _, err := rand.Read(k); err != nil {
+				return fmt.Errorf("oauth: nonce key: %w", err)
+			}
+			err = st.PutSetting(ctx, settingNonceKey, k)
+		}
+		if err != nil {
+			return fmt.Errorf("oauth: nonce key: %w", err)
+		}
+		s.fapi.nonceKey = k
+		return nil
+	})
+}
+
+// newNonce returns a server nonce issued now.
+func (s *Server) newNonce() string {
+	var b [8 + 16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(s.cfg.Now().Unix()))
+	m := hmac.New(sha256.New, s.fapi.nonceKey)
+	m.Write(b[:8])
+	copy(b[8:], m.Sum(nil))
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// validNonce reports whether n is a nonce of this server's, issued at
+// most nonceLife ago.
+func (s *Server) validNonce(n string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(n)
+	if err != nil || len(b) != 24 {
+		return false
+	}
+	m := hmac.New(sha256.New, s.fapi.nonceKey)
+	m.Write(b[:8])
+	if !hmac.Equal(m.Sum(nil)[:16], b[8:]) {
+		return false
+	}
+	issued := time.Unix(int64(binary.BigEndian.Uint64(b[:8])), 0)
+	now := s.cfg.Now()
+	return now.Sub(issued) <= nonceLife && issued.Sub(now) <= dpopFuture
+}
+
+// dpopErr is a refused proof. At the token and PAR endpoints it is a 400
+// JSON error; at a resource, a 401 with a DPoP challenge (resourceErr).
+// A use_dpop_nonce refusal carries a fresh nonce (§8, §9).
+func (s *Server) dpopErr(code, desc string) *Error {
+	e := oauthErr(code, desc)
+	if code == codeUseDPoPNonce {
+		e.nonce = s.newNonce()
+	}
+	return e
+}
+
+// proofClaims are a DPoP proof's claims (RFC 9449 §4.2).
+type proofClaims struct {
+	Jti   string   `json:"jti"`
+	Htm   string   `json:"htm"`
+	Htu   string   `json:"htu"`
+	Iat   *float64 `json:"iat"`
+	Ath   string   `json:"ath"`
+	Nonce string   `json:"nonce"`
+}
+
+// proofCheck is what a proof must match: the method and the URLs it may
+// name (htu, compared without query and fragment), and the access token
+// it comes with (ath), if any.
+type proofCheck struct {
+	method string // "": any (a proof a Resource Server forwards, which checked its method)
+	htu    func(string) bool
+	token  string
+	nonce  bool // a server nonce is required
+}
+
+// checkProof checks the DPoP proof of r (RFC 9449 §4.3) and returns the
+// thumbprint of its key; "" and no error when r has none.
+func (s *Server) checkProof(r *http.Request, pc proofCheck) (string, error) {
+	vals := r.Header.Values(headerDPoP)
+	switch {
+	case len(vals) == 0:
+		return "", nil
+	case len(vals) > 1:
+		return "", s.dpopErr(codeInvalidDPoPProof, "send one DPoP header (RFC 9449 section 4.3)")
+	}
+	proof := vals[0]
+	h, err := readHeader("the DPoP proof", proof)
+	if err == nil {
+		err = checkAlg("the DPoP proof", h.Alg)
+	}
+	if err != nil {
+		return "", s.dpopErr(codeInvalidDPoPProof, err.Error())
+	}
+	if h.Typ != "dpop+jwt" {
+		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's typ is %q; it must be dpop+jwt (RFC 9449 section 4.2)", h.Typ))
+	}
+	jws, err := jose.ParseSignedCompact(proof, fapiAlgs)
+	if err != nil || len(jws.Signatures) != 1 || jws.Signatures[0].Protected.JSONWebKey == nil {
+		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof must carry its public key in the jwk header (RFC 9449 section 4.2)")
+	}
+	jwk := jws.Signatures[0].Protected.JSONWebKey
+	if !jwk.IsPublic() {
+		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's jwk holds a private key: send the public key only")
+	}
+	payload, err := jws.Verify(jwk)
+	if err != nil {
+		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's signature does not verify with its jwk")
+	}
+	var c proofClaims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's claims are not a JSON object of jti, htm, htu, iat: "+err.Error())
+	}
+	tp, err := jwk.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's jwk has no thumbprint (RFC 7638): "+err.Error())
+	}
+	jkt := base64.RawURLEncoding.EncodeToString(tp)
+	now := s.cfg.Now()
+	switch {
+	case c.Jti == "":
+		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof has no jti")
+	case pc.method != "" && c.Htm != pc.method:
+		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's htm is %q; this request is %s", c.Htm, pc.method))
+	case !pc.htu(stripQuery(c.Htu)):
+		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's htu %q is not the URL of this request, %s", c.Htu, s.requestURL(r)))
+	case c.Iat == nil:
+		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof has no iat")
+	case unixTime(*c.Iat).Sub(now) > dpopFuture:
+		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's iat is %s ahead of the server's clock; at most %s is accepted",
+			unixTime(*c.Iat).Sub(now).Round(time.Second), dpopFuture))
+	case now.Sub(unixTime(*c.Iat)) > dpopPast:
+		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's iat is %s old; a proof is accepted for %s: make a new one for each request",
+			now.Sub(unixTime(*c.Iat)).Round(time.Second), dpopPast))
+	}
+	if pc.token != "" {
+		sum := sha256.Sum256([]byte(pc.token))
+		if subtle.ConstantTimeCompare([]byte(c.Ath), []byte(base64.RawURLEncoding.EncodeToString(sum[:]))) != 1 {
+			return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's ath is not the SHA-256 of the access token (RFC 9449 section 4.2)")
+		}
+	}
+	switch {
+	case c.Nonce != "" && !s.validNonce(c.Nonce):
+		return "", s.dpopErr(codeUseDPoPNonce, "the DPoP proof's nonce is not one this server gave, or is older than "+nonceLife.String()+": use the one in the DPoP-Nonce header")
+	case c.Nonce == "" && pc.nonce:
+		return "", s.dpopErr(codeUseDPoPNonce, "this client's DPoP proofs must carry a server nonce: use the one in the DPoP-Nonce header (RFC 9449 section 8)")
+	}
+	err = s.useJTI(r.Context(), jtiKey("dpop", jkt, c.Jti), unixTime(*c.Iat).Add(dpopPast+time.Second))
+	if errors.Is(err, errReplayed) {
+		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's jti was used before: make a new proof, with a new jti, for each request (RFC 9449 section 11.1)")
+	} else if err != nil {
+		return "", err
+	}
+	return jkt, nil
+}
+
+// stripQuery drops a URL's query and fragment (RFC 9449 §4.3 compares htu
+// without them) and lower-cases its scheme and host.
+func stripQuery(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = "", "", "", false
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	return u.String()
+}
+
+// sameURL is an htu check for one URL.
+func sameURL(want string) func(string) bool {
+	w := stripQuery(want)
+	return func(htu string) bool { return htu == w }
+}
+
+// tokenProof checks the DPoP proof of a token or PAR request for client c:
+// required when the client's tokens must be DPoP-bound, with a nonce when
+// it requires one. It returns the key's thumbprint, "" without a proof.
+func (s *Server) tokenProof(r *http.Request, c *store.Client) (string, error) {
+	cs, err := s.security(r.Context(), c)
+	if err != nil {
+		return "", err
+	}
+	jkt, err := s.checkProof(r, proofCheck{method: http.MethodPost, htu: sameURL(s.requestURL(r)), nonce: cs.DPoPNonce})
+	if err != nil {
+		return "", err
+	}
+	if jkt == "" && cs.requireDPoP() && r.URL.Path == s.path(pathToken) {
+		return "", s.dpopErr(codeInvalidDPoPProof, "client "+c.ID+" must send a DPoP proof (dpop_bound_access_tokens): its access tokens are DPoP-bound (RFC 9449)")
+	}
+	return jkt, nil
+}
+
+// validJKT reports whether v can be a JWK SHA-256 thumbprint: 43
+// base64url characters.
+func validJKT(v string) bool { return validChallenge(v) }
+
+// checkDPoPJKT checks the dpop_jkt parameter of an authorization request
+// (RFC 9449 §10).
+func checkDPoPJKT(params map[string][]string) error {
+	v, ok := params["dpop_jkt"]
+	switch {
+	case !ok:
+		return nil
+	case len(v) != 1:
+		return oauthErr(codeInvalidRequest, "dpop_jkt is repeated (RFC 6749 section 3.1)")
+	case !validJKT(v[0]):
+		return oauthErr(codeInvalidRequest, "dpop_jkt must be the base64url SHA-256 JWK thumbprint (RFC 7638) of the client's DPoP key: 43 characters")
+	}
+	return nil
+}
+
+// jktOf is the dpop_jkt of a checked request, "" without one.
+func jktOf(v *validated) string {
+	if d := v.params["dpop_jkt"]; len(d) == 1 {
+		return d[0]
+	}
+	return ""
+}
+
+// bindSecret binds a code or refresh token to a DPoP key by appending the
+// thumbprint; secretJKT reads it back.
+func bindSecret(secret, jkt string) string {
+	if jkt == "" {
+		return secret
+	}
+	return secret + "." + jkt
+}
+
+func secretJKT(secret string) string {
+	_, jkt, _ := strings.Cut(secret, ".")
+	return jkt
+}
+
+// cnfClaim is an access token's confirmation (RFC 9449 §6.1).
+type cnfClaim struct {
+	Jkt string `json:"jkt"`
+}
+
+// tokenJKT is the cnf.jkt of an access token this server issued (its
+// hash was found, so its claims are its own), "" when it is not bound.
+func tokenJKT(tok string) string {
+	_, rest, _ := strings.Cut(tok, ".")
+	payload, _, _ := strings.Cut(rest, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil || !strings.Contains(string(raw), `"cnf"`) {
+		return ""
+	}
+	var c struct {
+		Cnf *cnfClaim `json:"cnf"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.Cnf == nil {
+		return ""
+	}
+	return c.Cnf.Jkt
+}
+
+// presentedToken reads the access token of a request to a resource of
+// this server: Authorization: Bearer <jwt> or DPoP <jwt> (RFC 9449 §7.1).
+func presentedToken(r *http.Request) (tok string, dpop bool, err error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", false, oauthErr(codeMissingToken, "send Authorization: Bearer <access token>, or DPoP <access token> with a DPoP proof")
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !(strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "DPoP")) || !wellFormedJWT(tok) {
+		return "", false, oauthErr(codeMalformedToken, "the Authorization header is not \"Bearer\" or \"DPoP\" followed by a JWT")
+	}
+	return tok, strings.EqualFold(scheme, "DPoP"), nil
+}
+
+// checkBound checks, at a resource, that a DPoP-bound token comes with a
+// proof of its key for this request (htu), and that a token that is not
+// bound is not presented as DPoP. Refusals are 401 with a DPoP challenge
+// (RFC 9449 §7.1), and with a fresh nonce when the token's client
+// requires one.
+func (s *Server) checkBound(r *http.Request, tok string, dpop bool, g *store.Grant, method string, htu func(string) bool) error {
+	bound := tokenJKT(tok)
+	switch {
+	case bound == "" && !dpop:
+		return nil
+	case bound == "":
+		return resourceErr(oauthErr(codeInvalidToken, "the token is not DPoP-bound: send it as Authorization: Bearer"))
+	case !dpop:
+		return resourceErr(oauthErr(codeInvalidToken, "the token is DPoP-bound: send it as Authorization: DPoP, with a DPoP proof of its key (RFC 9449 section 7.1)"))
+	}
+	nonce := false
+	if c, err := s.clients.get(r.Context(), g.ClientID); err == nil {
+		cs, err := s.security(r.Context(), c)
+		if err != nil {
+			return err
+		}
+		nonce = cs.DPoPNonce
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	jkt, err := s.checkProof(r, proofCheck{method: method, htu: htu, token: tok, nonce: nonce})
+	switch {
+	case err != nil:
+		return resourceErr(err)
+	case jkt == "":
+		return resourceErr(s.dpopErr(codeInvalidDPoPProof, "the token is DPoP-bound: send a DPoP proof of its key in the DPoP header"))
+	case jkt != bound:
+		return resourceErr(s.dpopErr(codeInvalidDPoPProof, "the DPoP proof is made with another key than the one the token is bound to"))
+	}
+	return nil
+}
+
+// grantProofCheck is what a DPoP proof sent to the grant endpoint must
+// name: its own URL and GET when the token's client calls it; when a
+// Resource Server calls it, the proof its client sent it, forwarded, whose
+// htu is below the Resource Server's resource address (the Resource Server
+// checked its method and URL; here its key, token, age and single use).
+func (s *Server) grantProofCheck(c *store.Client, g *store.Grant) (string, func(string) bool) {
+	if c.ID == g.ClientID {
+		return http.MethodGet, sameURL(s.GrantEndpoint())
+	}
+	res := stripQuery(strings.TrimSuffix(s.resourceOf(c), "/"))
+	return "", func(htu string) bool { return htu == res || strings.HasPrefix(htu, res+"/") }
+}
+
+// resourceErr makes err the refusal of a resource: 401 with a DPoP
+// challenge naming the error (RFC 9449 §7.1).
+func resourceErr(err error) error {
+	var oe *Error
+	if !errors.As(err, &oe) {
+		return err
+	}
+	oe.dpopChallenge = `DPoP error="` + oe.Code + `", error_description="` + oe.describe() + `", algs="` + dpopAlgs + `"`
+	return oe
+}
+
+// writeDPoPHeaders sets the headers a DPoP refusal carries: the challenge
+// of a resource, and a nonce. Every writer of an error calls it.
+func writeDPoPHeaders(w http.ResponseWriter, oe *Error) bool {
+	if oe.nonce != "" {
+		w.Header().Set(headerDPoPNonce, oe.nonce)
+	}
+	if oe.dpopChallenge != "" {
+		w.Header().Set("WWW-Authenticate", oe.dpopChallenge)
+		return true
+	}
+	return false
+}
