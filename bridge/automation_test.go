@@ -349,7 +349,7 @@ func TestAutomationCommands(t *testing.T) {
 		{"param of the wrong type", `{"id":15,"command":"eval","params":{"script":42}}`,
 			`{"type":"reply","id":15,"ok":false,"error":{"code":"invalid_params","message":"script must be a string"}}`},
 		{"not JSON", `open app`,
-			`{"type":"reply","id":0,"ok":false,"error":{"code":"invalid_message","message":"not valid JSON"}}`},
+			`{"type":"reply","id":0,"ok":false,"error":{"code":"invalid_message","message":"not valid JSON: invalid character 'o' looking for a value at byte 0"}}`},
 		{"no id", `{"command":"close"}`,
 			`{"type":"reply","id":0,"ok":false,"error":{"code":"invalid_message","message":"id is missing"}}`},
 		{"unknown member", `{"id":16,"command":"close","view":"view-1"}`,
