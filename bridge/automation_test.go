@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 const playground = "http://127.0.0.1:8440"
@@ -279,8 +281,8 @@ func TestAutomationEventsInOrder(t *testing.T) {
 		NavigationEvent{URL: "https://as.example/authorize?x", Decision: NavigationConsent, Rule: "authorization-endpoint"},
 		ConsentShownEvent{ClientID: "c1", Scopes: []string{"openid"}, Accounts: []string{"acc-1"}},
 		ConsentDecidedEvent{Decision: ConsentApproved, Account: "acc-1"},
-		CodeIssuedEvent{ClientID: "c1", RedirectURI: "https://app.example/cb", Fingerprint: Fingerprint("code")},
-		TokenIssuedEvent{ClientID: "c1", TokenType: "Bearer", Scope: "openid", Fingerprint: Fingerprint("at")},
+		CodeIssuedEvent{ClientID: "c1", RedirectURI: "https://app.example/cb", Fingerprint: redact.Fingerprint("code")},
+		TokenIssuedEvent{ClientID: "c1", TokenType: "Bearer", Scope: "openid", Fingerprint: redact.Fingerprint("at")},
 		CookiesSyncedEvent{Origin: "https://app.example", Names: []string{"session"}},
 		BridgeCallEvent{Method: "authorize", Decision: DecisionAllowed},
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
-	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/redact"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -55,7 +55,7 @@ func openConfig(e env) (host.OpenConfig, int, bool) {
 		fmt.Fprintln(w, "it and the other secret variables are removed from the environment before WebKit starts (docs/host.md, \"Secrets\")")
 		fmt.Fprintln(w, "without --service, the authorization server is the one the dashboard names (docs/host.md, \"Which authorization server\")")
 	})
-	cfg := host.OpenConfig{Log: netlog.RedactingWriter(e.stderr), HostVersion: "dev"}
+	cfg := host.OpenConfig{Log: redact.Writer(e.stderr), HostVersion: "dev"}
 	fs.StringVar(&cfg.Origin, "origin", "", "the Miniapp's origin, e.g. http://"+demoapps.PublicAddr)
 	fs.StringVar(&cfg.ID, "id", "", "the Miniapp's id; must equal the manifest's id")
 	fs.StringVar(&cfg.Dashboard, "dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
