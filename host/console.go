@@ -80,7 +80,7 @@ type ConsoleMessage struct {
 	// Source is url:line:col of the console call (its caller's location),
 	// of the uncaught throw, or where a rejected Error was made; "" when
 	// unknown (a rejection with a string). Frame is the URL of the frame.
-	// Both are redacted (bridge.RedactURL): a page at its redirect_uri
+	// Both are redacted (redact.URL): a page at its redirect_uri
 	// has the code in its URL.
 	Source, Frame string
 	// MainFrame is whether the frame is the view's top frame (as the

@@ -16,8 +16,8 @@ import (
 //	host-shown blocked
 //
 // A console message is ConsoleMessage.String. Every URL is redacted as the
-// network log keeps URLs (netlog.RedactURL): the event's URL, and every URL
-// quoted in the detail or in a console message's text (netlog.RedactText),
+// network log keeps URLs (redact.URL): the event's URL, and every URL
+// quoted in the detail or in a console message's text (redact.Text),
 // so that no line shows the code, state or token an authorization
 // response carries. The console message's source and frame were redacted
 // when it was read (ParseConsoleMessage).

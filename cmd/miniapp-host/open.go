@@ -46,7 +46,7 @@ func runOpen(ctx context.Context, e env) int {
 
 // openConfig reads open's flags into what host.Open takes, wired to e:
 // the log and the window's events (-v) on stderr, URLs redacted
-// (netlog.RedactingWriter, host.Event.String), the resolver's answer on
+// (redact.Writer, host.Event.String), the resolver's answer on
 // stdout. It reports a usage error as runOpen's exit code.
 func openConfig(e env) (host.OpenConfig, int, bool) {
 	fs := newFlagSet("open", func(w io.Writer) {
