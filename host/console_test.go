@@ -12,6 +12,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // fakeClock is a clock the test moves.
