@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -42,6 +43,31 @@ type Config struct {
 	Press       []string
 	// Do sends a request; nil: the client's Do.
 	Do func(*http.Client, *http.Request) (*http.Response, error)
+}
+
+// AddFlags registers the flags that set c on fs, with the defaults of the
+// benchmark's peer (bench/peer/server.mjs); SetResource completes
+// -resource once the flags are parsed.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.ClientID, "client", "bench-code", "client_id")
+	fs.StringVar(&c.Secret, "secret", "bench-code-secret", "client_secret (client_secret_basic)")
+	fs.StringVar(&c.RedirectURI, "redirect", "http://127.0.0.1:9/cb", "redirect_uri (never contacted)")
+	fs.StringVar(&c.Scope, "scope", "openid offline_access api:read", "scope parameter (empty: none)")
+	fs.StringVar(&c.Resource, "resource", "", "resource indicator (default: <issuer>/api; '-' for none)")
+	fs.StringVar(&c.Details, "details", `[{"type":"bank_account","actions":["read","transfer"],"identifier":"acct-0001"}]`, "authorization_details JSON ('' for none)")
+	fs.StringVar(&c.Prompt, "prompt", "consent", "prompt parameter ('' for none; offline_access needs consent)")
+	fs.StringVar(&c.Login, "login", "bench-user", "value typed into empty text/email/password inputs")
+	fs.IntVar(&c.MaxSteps, "max-steps", 12, "max HTTP hops between authorize and the redirect to the client")
+}
+
+// SetResource turns -resource into the resource indicator: "" is
+// <issuer>/api, "-" none.
+func (c *Config) SetResource(issuer string) {
+	if c.Resource == "" {
+		c.Resource = strings.TrimRight(issuer, "/") + "/api"
+	} else if c.Resource == "-" {
+		c.Resource = ""
+	}
 }
 
 func (c *Config) do(client *http.Client, req *http.Request) (*http.Response, error) {
