@@ -21,6 +21,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -314,6 +316,46 @@ type Result struct {
 	Err      error
 	Requests int // HTTP requests it made
 	Token        // of the token response, when Err is nil (Body not kept)
+}
+
+// Parallel calls f(i) for every i in [0, n) on min(c, n) goroutines and
+// returns when all have returned.
+func Parallel(n, c int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(c, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Run runs n operations op on c workers, starting none after maxDuration:
+// those are ErrSkipped. It returns the results in order, the time it took
+// and whether the bound stopped it. op times itself (Result.Dur).
+func Run(n, c int, maxDuration time.Duration, op func() Result) (results []Result, elapsed time.Duration, stopped bool) {
+	results = make([]Result, n)
+	deadline := time.Now().Add(maxDuration)
+	var stop atomic.Bool
+	start := time.Now()
+	Parallel(n, c, func(i int) {
+		if time.Now().After(deadline) {
+			stop.Store(true)
+			results[i] = Result{Err: ErrSkipped}
+			return
+		}
+		results[i] = op()
+	})
+	return results, time.Since(start), stop.Load()
 }
 
 // ErrSkipped marks an operation not started because the run's bound was

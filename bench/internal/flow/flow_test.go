@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // server is a small authorization server on loopback whose sign-in and
@@ -222,5 +223,30 @@ func TestCollectAndSummarize(t *testing.T) {
 	}
 	if Pct(s.Latencies, 0.5) != 1 || Pct(s.Latencies, 0.99) != 3 || Pct(nil, 0.5) != 0 {
 		t.Fatal("nearest rank")
+	}
+}
+
+// TestRunKeepsItsBound: every operation runs, its result in its place;
+// past the bound none starts, and the run says it was stopped.
+func TestRunKeepsItsBound(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	op := func() Result {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return Result{Requests: calls}
+	}
+	res, _, stopped := Run(7, 3, time.Minute, op)
+	seen := map[int]bool{}
+	for _, r := range res {
+		seen[r.Requests] = true
+	}
+	if stopped || calls != 7 || len(res) != 7 || len(seen) != 7 || seen[0] {
+		t.Fatalf("results %+v, %d calls, stopped %v", res, calls, stopped)
+	}
+	res, _, stopped = Run(5, 2, -time.Second, op)
+	if c := Collect(res); !stopped || calls != 7 || len(c.Results) != 0 {
+		t.Fatalf("past the bound: %+v, %d calls, stopped %v", res, calls, stopped)
 	}
 }
