@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 const playground = "http://127.0.0.1:8440"
@@ -279,8 +281,8 @@ func TestAutomationEventsInOrder(t *testing.T) {
 		NavigationEvent{URL: "https://as.example/authorize?x", Decision: NavigationConsent, Rule: "authorization-endpoint"},
 		ConsentShownEvent{ClientID: "c1", Scopes: []string{"openid"}, Accounts: []string{"acc-1"}},
 		ConsentDecidedEvent{Decision: ConsentApproved, Account: "acc-1"},
-		CodeIssuedEvent{ClientID: "c1", RedirectURI: "https://app.example/cb", Fingerprint: Fingerprint("code")},
-		TokenIssuedEvent{ClientID: "c1", TokenType: "Bearer", Scope: "openid", Fingerprint: Fingerprint("at")},
+		CodeIssuedEvent{ClientID: "c1", RedirectURI: "https://app.example/cb", Fingerprint: redact.Fingerprint("code")},
+		TokenIssuedEvent{ClientID: "c1", TokenType: "Bearer", Scope: "openid", Fingerprint: redact.Fingerprint("at")},
 		CookiesSyncedEvent{Origin: "https://app.example", Names: []string{"session"}},
 		BridgeCallEvent{Method: "authorize", Decision: DecisionAllowed},
 	}
@@ -349,7 +351,7 @@ func TestAutomationCommands(t *testing.T) {
 		{"param of the wrong type", `{"id":15,"command":"eval","params":{"script":42}}`,
 			`{"type":"reply","id":15,"ok":false,"error":{"code":"invalid_params","message":"script must be a string"}}`},
 		{"not JSON", `open app`,
-			`{"type":"reply","id":0,"ok":false,"error":{"code":"invalid_message","message":"not valid JSON"}}`},
+			`{"type":"reply","id":0,"ok":false,"error":{"code":"invalid_message","message":"not valid JSON: invalid character 'o' looking for a value at byte 0"}}`},
 		{"no id", `{"command":"close"}`,
 			`{"type":"reply","id":0,"ok":false,"error":{"code":"invalid_message","message":"id is missing"}}`},
 		{"unknown member", `{"id":16,"command":"close","view":"view-1"}`,

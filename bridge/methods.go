@@ -3,9 +3,12 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 
+	"github.com/miniapp-host/miniapp-host/jsonpointer"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
 // Limits on authorize params. They are far above what a real request needs
@@ -159,20 +162,29 @@ func parseDetails(raw json.RawMessage) (json.RawMessage, error) {
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, errorString("authorization_details must be an array")
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	// Read whole, by the rules the authorization server reads it with
+	// (package strictjson): no member named twice at any depth.
+	v, err := strictjson.Decode(raw, strictjson.Limits{})
+	if err != nil {
+		var se *strictjson.SyntaxError
+		if errors.As(err, &se) && se.Kind == strictjson.KindDuplicate {
+			return nil, errorString("authorization_details" + jsonpointer.Readable(se.Pointer) + " is given twice in one object; keep one")
+		}
+		if errors.As(err, &se) {
+			return nil, errorString("authorization_details" + jsonpointer.Readable(se.Pointer) + ": " + se.Msg)
+		}
 		return nil, errorString("authorization_details must be an array")
 	}
+	items, _ := v.([]any)
 	if len(items) == 0 || len(items) > maxDetails {
 		return nil, errorString("authorization_details must have 1 to 32 items")
 	}
 	for _, it := range items {
-		obj, err := splitObject(it)
-		if err != nil {
+		obj, ok := it.(map[string]any)
+		if !ok {
 			return nil, errorString("each authorization_details item must be an object")
 		}
-		typ, present, err := obj.str("type")
-		if err != nil || !present || typ == "" {
+		if typ, _ := obj["type"].(string); typ == "" {
 			return nil, errorString("each authorization_details item needs a string type")
 		}
 	}

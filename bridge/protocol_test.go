@@ -79,6 +79,44 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
+// TestMessagesSayWhatIsWrong: a message refused for its JSON says which
+// field and which rule, so that the page's developer can fix it; the
+// authorization_details a page sends are read by the rules the
+// authorization server reads them with (a member named twice at any
+// depth, a number longer than 32 characters, nesting deeper than 32
+// levels), and refused here with the place named rather than by the
+// server later.
+func TestMessagesSayWhatIsWrong(t *testing.T) {
+	const key = "6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b"
+	head := `{"v":1,"id":3,"key":"` + key + `",`
+	tests := []struct {
+		name, msg string
+		code      Code
+		message   string
+	}{
+		{"params field twice", head + `"method":"authorize","params":{"scope":"a","scope":"b"}}`, CodeInvalidMessage, `params: duplicate field "scope"`},
+		{"detail member twice", head + `"method":"authorize","params":{"authorization_details":[{"type":"bank_account","type":"x"}]}}`,
+			CodeInvalidParams, `authorization_details[0].type is given twice in one object; keep one`},
+		{"nested detail member twice", head + `"method":"authorize","params":{"authorization_details":[{"type":"bank_account"},{"type":"t","subject":{"type":"a","type":"b"}}]}}`,
+			CodeInvalidParams, `authorization_details[1].subject.type is given twice in one object; keep one`},
+		{"detail number too long", head + `"method":"authorize","params":{"authorization_details":[{"type":"t","max":1.0000000000000000000000000000000001}]}}`,
+			CodeInvalidParams, `authorization_details[0].max: number longer than 32 characters`},
+		{"details nested too deep", head + `"method":"authorize","params":{"authorization_details":[{"type":"t","a":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}]}}`,
+			CodeInvalidParams, `authorization_details[0].a` + strings.Repeat("[0]", 30) + `: nesting deeper than 32 levels`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := newFixture(t, 0)
+			fx.d.Receive(fx.view.frame(), tt.msg)
+			r := fx.view.next(t)
+			refusedWith(t, r, 3, tt.code)
+			if r.Error.Message != tt.message {
+				t.Fatalf("message %q, want %q", r.Error.Message, tt.message)
+			}
+		})
+	}
+}
+
 // FuzzDecode feeds arbitrary bytes to the page and automation decoders and
 // to the dispatcher. None may panic, and what the decoder accepts must be
 // a well-formed request.

@@ -279,7 +279,7 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 			companyScoped = i
 		}
 		if len(r.Violations) == before {
-			r.Details = append(r.Details, Detail{Index: i, Type: t, Actions: stringsOf(obj["actions"]), Object: obj, JSON: raw})
+			r.Details = append(r.Details, Detail{Index: i, Type: t, Actions: Strings(obj["actions"]), Object: obj, JSON: raw})
 		}
 	}
 	// docs/service.md §2.5: company-identity and company-addresses are requested together.
@@ -518,7 +518,12 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-func stringsOf(v any) []string {
+// Strings returns the strings of a decoded JSON array (a []any, as
+// Detail.Object holds its members), in order, skipping any element that is
+// not a string; nil or anything but an array gives an empty list. The one
+// reader of such lists, for the catalog, the consent model and the
+// authorization server's checks.
+func Strings(v any) []string {
 	arr, _ := v.([]any)
 	out := make([]string, 0, len(arr))
 	for _, e := range arr {

@@ -273,18 +273,18 @@ func Build(cat *catalog.Catalog, in Input) *Model {
 func accountNeed(d catalog.Detail) (owner string, named []string) {
 	switch d.Type.Key {
 	case "bank_account":
-		return OwnerSubject, strs(d.Object["identifiers"])
+		return OwnerSubject, catalog.Strings(d.Object["identifiers"])
 	case "automatic-charge":
-		return OwnerCompany, strs(d.Object["sources"])
+		return OwnerCompany, catalog.Strings(d.Object["sources"])
 	}
 	return "", nil
 }
 
 func limitsOf(obj map[string]any) *Limits {
 	l := &Limits{
-		Identifiers:   strs(obj["identifiers"]),
-		Sources:       strs(obj["sources"]),
-		Beneficiaries: strs(obj["beneficiaries"]),
+		Identifiers:   catalog.Strings(obj["identifiers"]),
+		Sources:       catalog.Strings(obj["sources"]),
+		Beneficiaries: catalog.Strings(obj["beneficiaries"]),
 	}
 	if t, ok := obj["transaction"].(map[string]any); ok {
 		l.Currency, l.Minimum, l.Maximum = str(t["currency"]), str(t["minimum"]), str(t["maximum"])
@@ -383,17 +383,6 @@ func GrantedDetails(res *catalog.Result, d Decision) (json.RawMessage, error) {
 		return nil, fmt.Errorf("consent: %w", err)
 	}
 	return js, nil
-}
-
-func strs(v any) []string {
-	arr, _ := v.([]any)
-	var out []string
-	for _, e := range arr {
-		if s, ok := e.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func str(v any) string { s, _ := v.(string); return s }

@@ -15,6 +15,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // BridgeConfig is what the host needs to serve a Miniapp's bridge.
@@ -185,7 +186,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	}
 	w.emit(Event{Kind: EventCompleted, URL: h.cfg.RedirectURI, Detail: "token issued to the bridge"})
 	w.publish(bridge.TokenIssuedEvent{ClientID: h.cfg.ClientID, TokenType: res.TokenType, Scope: res.Scope, ExpiresIn: res.ExpiresIn,
-		AuthorizationDetails: res.AuthorizationDetails, Fingerprint: bridge.Fingerprint(res.AccessToken), Flow: f.net.ID()})
+		AuthorizationDetails: res.AuthorizationDetails, Fingerprint: redact.Fingerprint(res.AccessToken), Flow: f.net.ID()})
 	return res, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/assets"
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // Console capture (docs/host.md, "Console capture"). The host injects
@@ -79,7 +80,7 @@ type ConsoleMessage struct {
 	// Source is url:line:col of the console call (its caller's location),
 	// of the uncaught throw, or where a rejected Error was made; "" when
 	// unknown (a rejection with a string). Frame is the URL of the frame.
-	// Both are redacted (bridge.RedactURL): a page at its redirect_uri
+	// Both are redacted (redact.URL): a page at its redirect_uri
 	// has the code in its URL.
 	Source, Frame string
 	// MainFrame is whether the frame is the view's top frame (as the
@@ -180,7 +181,7 @@ func ParseConsoleMessage(raw string) (ConsoleMessage, error) {
 		return m, errors.New("host: console: count belongs to a dropped message only")
 	}
 	return ConsoleMessage{Type: w.Type, Level: w.Level, Message: cutText(w.Message, ConsoleMaxMessage),
-		Source: bridge.RedactSource(cutText(w.Source, ConsoleMaxSource)), Frame: bridge.RedactURL(cutText(w.Frame, ConsoleMaxSource)),
+		Source: redact.Source(cutText(w.Source, ConsoleMaxSource)), Frame: redact.URL(cutText(w.Frame, ConsoleMaxSource)),
 		MainFrame: w.Main}, nil
 }
 

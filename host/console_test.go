@@ -12,6 +12,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // fakeClock is a clock the test moves.
@@ -70,8 +71,8 @@ func TestConsoleMessages(t *testing.T) {
 		name: "a page at its redirect_uri",
 		in:   map[string]any{"type": "console", "level": "log", "message": "signed in", "source": "https://app.example/cb?code=SplxlOBeZQQYbYS6WxSbIA:7:1", "frame": "https://app.example/cb?code=SplxlOBeZQQYbYS6WxSbIA&state=s", "main": true},
 		want: host.ConsoleMessage{Type: host.ConsoleCall, Level: host.ConsoleLog, Message: "signed in",
-			Source:    "https://app.example/cb?code=" + bridge.Fingerprint("SplxlOBeZQQYbYS6WxSbIA") + ":7:1",
-			Frame:     "https://app.example/cb?code=" + bridge.Fingerprint("SplxlOBeZQQYbYS6WxSbIA") + "&state=" + bridge.Withheld,
+			Source:    "https://app.example/cb?code=" + redact.Fingerprint("SplxlOBeZQQYbYS6WxSbIA") + ":7:1",
+			Frame:     "https://app.example/cb?code=" + redact.Fingerprint("SplxlOBeZQQYbYS6WxSbIA") + "&state=" + redact.Withheld,
 			MainFrame: true},
 	}}
 	for _, tc := range cases {

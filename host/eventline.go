@@ -3,7 +3,7 @@ package host
 import (
 	"strings"
 
-	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // String is the event as `miniapp-host open -v` and `playground -v` print
@@ -16,15 +16,15 @@ import (
 //	host-shown blocked
 //
 // A console message is ConsoleMessage.String. Every URL is redacted as the
-// network log keeps URLs (netlog.RedactURL): the event's URL, and every URL
-// quoted in the detail or in a console message's text (netlog.RedactText),
+// network log keeps URLs (redact.URL): the event's URL, and every URL
+// quoted in the detail or in a console message's text (redact.Text),
 // so that no line shows the code, state or token an authorization
 // response carries. The console message's source and frame were redacted
 // when it was read (ParseConsoleMessage).
 func (e Event) String() string {
 	if e.Kind == EventConsole && e.Console != nil {
 		m := *e.Console
-		m.Message = netlog.RedactText(m.Message)
+		m.Message = redact.Text(m.Message)
 		return m.String()
 	}
 	parts := []string{string(e.Kind)}
@@ -32,13 +32,13 @@ func (e Event) String() string {
 		parts = append(parts, e.Action.String())
 	}
 	if e.URL != "" {
-		parts = append(parts, netlog.RedactURL(e.URL))
+		parts = append(parts, redact.URL(e.URL))
 	}
 	if e.Rule != "" {
 		parts = append(parts, "(rule "+e.Rule+")")
 	}
 	if e.Detail != "" {
-		parts = append(parts, netlog.RedactText(e.Detail))
+		parts = append(parts, redact.Text(e.Detail))
 	}
 	return strings.Join(parts, " ")
 }

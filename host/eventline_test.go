@@ -4,15 +4,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // TestEventString: the -v line of each kind of event, with every rule
 // named and every URL redacted, in the URL, in the detail and in a console
 // message's text.
 func TestEventString(t *testing.T) {
-	fp := bridge.Fingerprint
+	fp := redact.Fingerprint
 	for _, c := range []struct {
 		ev   host.Event
 		want string

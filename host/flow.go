@@ -13,6 +13,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/consent"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // flow is one consent flow: a caught navigation or a bridge authorize.
@@ -60,7 +61,7 @@ func shownEvent(u *url.URL, model json.RawMessage) *bridge.ConsentShownEvent {
 // fingerprint.
 func (w *Window) publishCode(f *flow, redirect *url.URL) {
 	if code := redirect.Query().Get("code"); code != "" {
-		w.publish(bridge.CodeIssuedEvent{ClientID: f.clientID, RedirectURI: f.redirectURI, Fingerprint: bridge.Fingerprint(code), Flow: f.net.ID()})
+		w.publish(bridge.CodeIssuedEvent{ClientID: f.clientID, RedirectURI: f.redirectURI, Fingerprint: redact.Fingerprint(code), Flow: f.net.ID()})
 	}
 }
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // The notice of blocked navigations (docs/host.md, "Blocked
@@ -33,7 +33,7 @@ type blockedNav struct {
 // dispatched after every render asked for before it, so that a consent or
 // an error on its way to the screen is never covered.
 func (w *Window) noticeBlockedUI(app *Miniapp, rawURL, rule string) {
-	nav := blockedNav{URL: netlog.RedactURL(rawURL), Rule: rule}
+	nav := blockedNav{URL: redact.URL(rawURL), Rule: rule}
 	w.Dispatch(func() {
 		w.mu.Lock()
 		busy := w.flow != nil || w.app != app
@@ -75,7 +75,7 @@ func noticeText(app *Miniapp, blocked []blockedNav, more int) (title, text strin
 	if other && app != nil && app.Policy.Authorize != nil {
 		fmt.Fprintf(&b, "This host signs in with the authorization server at %s only (its authorization endpoint: %s). "+
 			"If the Miniapp belongs to another service, open it with that service's dashboard (open --dashboard) or issuer (open --service).\n",
-			origin.Of(app.Policy.Authorize), netlog.RedactURL(app.Policy.Authorize.String()))
+			origin.Of(app.Policy.Authorize), redact.URL(app.Policy.Authorize.String()))
 	}
 	b.WriteString("The Miniapp stays on its page; Close returns to it.")
 	return title, b.String()

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/hosttest"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // settle returns once the UI loop has run everything dispatched before it
@@ -69,7 +69,7 @@ func TestBlockedSignInIsShown(t *testing.T) {
 	screen := lastRender(t, c.eng)
 	text, _ := screen["text"].(string)
 	title, _ := screen["title"].(string)
-	for _, want := range []string{bridge.RedactURL(other), "Rule " + host.RuleOtherServer, host.DescribeRule(host.RuleOtherServer), e.Authorize} {
+	for _, want := range []string{redact.URL(other), "Rule " + host.RuleOtherServer, host.DescribeRule(host.RuleOtherServer), e.Authorize} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the notice lacks %q:\n%s", want, text)
 		}
@@ -88,7 +88,7 @@ func TestBlockedSignInIsShown(t *testing.T) {
 	c.eng.Navigate(host.ViewMiniapp, host.Navigation{URL: "https://elsewhere.example/", Method: "GET", Trigger: host.TriggerOther})
 	settle(t, c.eng)
 	text, _ = lastRender(t, c.eng)["text"].(string)
-	for _, want := range []string{bridge.RedactURL(other), "https://elsewhere.example/", "Rule " + host.RuleNotAllowed} {
+	for _, want := range []string{redact.URL(other), "https://elsewhere.example/", "Rule " + host.RuleNotAllowed} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the notice after a second block lacks %q:\n%s", want, text)
 		}

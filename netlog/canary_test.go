@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // encodings are the spellings of a secret that a log could hold it in.
@@ -31,7 +31,7 @@ func leaks(doc, secret string, chosen bool) string {
 			return name
 		}
 	}
-	if chosen && strings.Contains(doc, bridge.Fingerprint(secret)) {
+	if chosen && strings.Contains(doc, redact.Fingerprint(secret)) {
 		return "fingerprint of a secret the server did not issue"
 	}
 	return ""
@@ -191,7 +191,7 @@ func FuzzRedactCanary(f *testing.F) {
 			e = record(x)
 		}
 		doc := exported(t, e)
-		if how := leaks(doc, canary, bridge.ChosenSecretParam(name)); how != "" {
+		if how := leaks(doc, canary, redact.ChosenSecretParam(name)); how != "" {
 			t.Fatalf("the canary survives (%s) planted as %q in %q (case %d):\n%s", how, param, text, where%7, doc)
 		}
 	})

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // Sources of entries: who made the request.
@@ -167,8 +167,8 @@ type Exchange struct {
 
 // record makes the entry the log keeps of x.
 func record(x Exchange) Entry {
-	e := Entry{Source: x.Source, Kind: x.Kind, Started: x.Started, Error: bridge.RedactURL(x.Err)}
-	e.Request = Request{Method: strings.ToUpper(x.Method), URL: bridge.RedactURL(x.URL)}
+	e := Entry{Source: x.Source, Kind: x.Kind, Started: x.Started, Error: redact.URL(x.Err)}
+	e.Request = Request{Method: strings.ToUpper(x.Method), URL: redact.URL(x.URL)}
 	e.Request.Headers, e.Request.Cookies = redactHeaders(x.RequestHeader, false)
 	e.Request.Body = redactBody(x.RequestHeader.Get("Content-Type"), x.RequestBody, x.RequestSize, len(x.RequestBody) > maxBody)
 	if x.Status != 0 {
@@ -176,7 +176,7 @@ func record(x Exchange) Entry {
 		r.Headers, r.Cookies = redactHeaders(x.ResponseHeader, true)
 		r.Body = redactBody(x.ResponseHeader.Get("Content-Type"), x.ResponseBody, x.ResponseSize, len(x.ResponseBody) > maxBody)
 		if loc := x.ResponseHeader.Get("Location"); loc != "" && x.Status/100 == 3 {
-			r.RedirectURL = bridge.RedactURL(loc)
+			r.RedirectURL = redact.URL(loc)
 		}
 		e.Response = r
 	}
@@ -232,7 +232,7 @@ func authorizeEntry(u *url.URL, at time.Time) Entry {
 	a := &Authorize{Params: []Param{}}
 	ep := *u
 	ep.RawQuery, ep.ForceQuery, ep.Fragment, ep.RawFragment = "", false, "", ""
-	a.Endpoint = bridge.RedactURL(ep.String())
+	a.Endpoint = redact.URL(ep.String())
 	for _, p := range strings.Split(u.RawQuery, "&") {
 		if p == "" {
 			continue
@@ -248,12 +248,12 @@ func authorizeEntry(u *url.URL, at time.Time) Entry {
 		}
 		switch {
 		case secretField(dn):
-			dv = bridge.RedactParam(dn, dv)
+			dv = redact.Param(dn, dv)
 		case dn != "authorization_details":
 			// redirect_uri and any other value may hold a URL.
-			dv = bridge.RedactURL(dv)
+			dv = redact.URL(dv)
 		}
-		a.Params = append(a.Params, Param{Name: bridge.RedactURL(dn), Value: capString(dv, maxHeaderValue)})
+		a.Params = append(a.Params, Param{Name: redact.URL(dn), Value: capString(dv, maxHeaderValue)})
 		if dn == "authorization_details" && a.AuthorizationDetails == "" {
 			text, ok := redactJSON([]byte(dv))
 			switch {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // Config configures a Log. The zero value of each field has the default
@@ -22,13 +22,26 @@ type Config struct {
 	MaxEntries int
 	// MaxLaunches is how many launches the log remembers; 100.
 	MaxLaunches int
-	// Events receives a NetworkEvent per entry recorded (the automation
-	// bus); nil: none.
-	Events bridge.Publisher
+	// Events receives a NetworkEvent per entry recorded and a
+	// FlowEndedEvent per flow ended (the automation bus, bridge.Bus); nil:
+	// none.
+	Events Publisher
 	// Now is the clock; time.Now.
 	Now func() time.Time
 	// Creator names the program in HAR exports; "miniapp-host".
 	Creator, Version string
+}
+
+// Event is what the log publishes: a NetworkEvent or a FlowEndedEvent.
+// Kind is the name the automation channel gives it (docs/automation.md,
+// "Events"); the type is the automation channel's own event type
+// (bridge.Event), written out so that the log needs nothing of the bridge.
+type Event = interface{ Kind() string }
+
+// Publisher receives the log's events; the automation channel's bus
+// (bridge.Bus) is one.
+type Publisher interface {
+	Publish(Event)
 }
 
 // Outcomes of a flow.
@@ -190,7 +203,7 @@ func (f *Flow) SetConsent(model json.RawMessage, err error) {
 		}
 		a := *f.entries[i].Authorize
 		if err != nil {
-			a.ConsentError = bridge.RedactURL(err.Error())
+			a.ConsentError = redact.URL(err.Error())
 		} else if text, ok := redactJSON(model); ok && len(text) <= 4*maxBody {
 			a.Consent = json.RawMessage(text)
 		}
@@ -206,7 +219,7 @@ func (f *Flow) SetCode(code string) {
 		return
 	}
 	f.log.mu.Lock()
-	f.codes = append(f.codes, bridge.Fingerprint(code))
+	f.codes = append(f.codes, redact.Fingerprint(code))
 	f.log.mu.Unlock()
 }
 
@@ -222,7 +235,7 @@ func (f *Flow) End(outcome, detail string) {
 		f.log.mu.Unlock()
 		return
 	}
-	detail = bridge.RedactURL(detail)
+	detail = redact.URL(detail)
 	f.ended, f.outcome, f.detail = f.log.cfg.Now(), outcome, detail
 	ev := FlowEndedEvent{Flow: f.id, Launch: f.launch.ID, Outcome: outcome, Detail: detail}
 	f.log.mu.Unlock()
@@ -241,7 +254,7 @@ type FlowEndedEvent struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
-// Kind implements bridge.Event.
+// Kind implements Event.
 func (FlowEndedEvent) Kind() string { return "flow.ended" }
 
 // Ended reports whether the flow has an outcome.
@@ -260,7 +273,7 @@ func (l *Log) FlowByCode(code string) *Flow {
 	if l == nil || code == "" {
 		return nil
 	}
-	fp := bridge.Fingerprint(code)
+	fp := redact.Fingerprint(code)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := len(l.flows) - 1; i >= 0; i-- {
@@ -351,7 +364,7 @@ type NetworkEvent struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-// Kind implements bridge.Event.
+// Kind implements Event.
 func (NetworkEvent) Kind() string { return "network" }
 
 func (l *Log) publish(e Entry) {

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // Redaction (docs/host.md, "Network log"). Nothing secret is stored: the
@@ -19,13 +19,13 @@ import (
 //
 //   - Every text that may hold a URL, in whatever spelling (the request's
 //     URL, every header value, every string of a JSON body at any depth,
-//     every value of a form, an error), goes through bridge.RedactURL, the
+//     every value of a form, an error), goes through redact.URL, the
 //     automation channel's rule: the value of every secret parameter
-//     (bridge.SecretParam: code, state, tokens, code_verifier,
+//     (redact.SecretParam: code, state, tokens, code_verifier,
 //     client_secret, password, assertions, DPoP) is replaced.
 //   - Header, cookie and body values that are secrets the server issued
 //     (codes, tokens, session cookies) become "redacted:<fingerprint>"
-//     (bridge.Fingerprint): a reader can tell two values apart, or match a
+//     (redact.Fingerprint): a reader can tell two values apart, or match a
 //     token they hold, and cannot use one.
 //   - Every other secret (client_secret, password, state, code_verifier,
 //     assertions, DPoP proofs, Basic credentials, headers named like a
@@ -33,32 +33,27 @@ import (
 //     a value someone chose could be reversed by trying candidates.
 
 // redacted is how a secret value appears in headers, cookies and bodies.
-func redacted(secret string) string { return "redacted:" + bridge.Fingerprint(secret) }
+func redacted(secret string) string { return "redacted:" + redact.Fingerprint(secret) }
 
-// withheld is how a secret people choose appears (bridge.Withheld): no
+// withheld is how a secret people choose appears (redact.Withheld): no
 // fingerprint, which a guess could be checked against.
-const withheld = "redacted:" + bridge.Withheld
+const withheld = "redacted:" + redact.Withheld
 
 // secretField reports whether a form or JSON member holds a secret: the
-// parameters of bridge.SecretParam, one list for URLs, forms and JSON.
-func secretField(name string) bool { return bridge.SecretParam(name) }
+// parameters of redact.SecretParam, one list for URLs, forms and JSON.
+func secretField(name string) bool { return redact.SecretParam(name) }
 
 // redactField is what the log keeps of the value of the secret member name.
 func redactField(name, value string) string {
-	if bridge.ChosenSecretParam(name) {
+	if redact.ChosenSecretParam(name) {
 		return withheld
 	}
 	return redacted(value)
 }
 
-// RedactURL is the log's rule for a text that may hold a URL, in any
-// spelling: bridge.RedactURL. It is exported for the host's other outputs
-// (a command's -v lines) so that they redact as the log does.
-func RedactURL(s string) string { return bridge.RedactURL(s) }
-
 // RedactHeader is what the log keeps of one header value: a credential
 // withheld or fingerprinted, a cookie's value fingerprinted, and any URL
-// in any other header through RedactURL. name is any spelling of the
+// in any other header through redact.URL. name is any spelling of the
 // header's name.
 func RedactHeader(name, value string, response bool) string {
 	v, _ := redactHeader(http.CanonicalHeaderKey(name), value, response)
@@ -127,7 +122,7 @@ func redactHeaders(h http.Header, response bool) ([]Header, []Cookie) {
 
 // redactHeader redacts one value of the header named canonical, and
 // returns the cookies it holds (Cookie, Set-Cookie) with their values
-// redacted. Any header but a credential goes through RedactURL, whatever
+// redacted. Any header but a credential goes through redact.URL, whatever
 // its name: Location, Refresh (0; url=...), Link (<...>), Referer,
 // Content-Location and any other may carry an authorization response.
 func redactHeader(canonical, v string, response bool) (string, []Cookie) {
@@ -145,7 +140,7 @@ func redactHeader(canonical, v string, response bool) (string, []Cookie) {
 	case secretHeader(canonical):
 		return redacted(v), nil
 	}
-	return bridge.RedactURL(v), nil
+	return redact.URL(v), nil
 }
 
 // redactCredentials keeps the scheme of an Authorization value (RFC 9110
@@ -211,17 +206,17 @@ func redactSetCookie(line string) (Cookie, string) {
 			c.SameSite = "None"
 		}
 	}
-	c.Path, c.Domain = bridge.RedactURL(c.Path), bridge.RedactURL(c.Domain)
+	c.Path, c.Domain = redact.URL(c.Path), redact.URL(c.Domain)
 	out := name + "=" + c.Value
 	if attrs != "" {
-		out += ";" + bridge.RedactURL(attrs)
+		out += ";" + redact.URL(attrs)
 	}
 	return c, out
 }
 
 // redactBody returns what the log keeps of a body: a JSON or form body
 // with its secret members redacted and every other string through
-// bridge.RedactURL, at most maxBody bytes; any other body only by size
+// redact.URL, at most maxBody bytes; any other body only by size
 // and type, since the log cannot tell what in it is secret.
 func redactBody(mimeType string, body []byte, size int64, truncated bool) *Body {
 	if size == 0 && len(body) == 0 {
@@ -261,7 +256,7 @@ func redactForm(form string) string {
 	for i, p := range parts {
 		name, value, ok := strings.Cut(p, "=")
 		if !ok {
-			parts[i] = bridge.RedactURL(p)
+			parts[i] = redact.URL(p)
 			continue
 		}
 		dn, err := url.QueryUnescape(name)
@@ -275,12 +270,12 @@ func redactForm(form string) string {
 		switch {
 		case secretField(dn):
 			parts[i] = name + "=" + url.QueryEscape(redactField(dn, dv))
-		case bridge.RedactURL(dv) != dv:
-			parts[i] = name + "=" + url.QueryEscape(bridge.RedactURL(dv))
+		case redact.URL(dv) != dv:
+			parts[i] = name + "=" + url.QueryEscape(redact.URL(dv))
 		default:
 			// A name may hold what a lenient reader takes for a
 			// parameter (a;code=...): the pair as a whole, too.
-			parts[i] = bridge.RedactURL(p)
+			parts[i] = redact.URL(p)
 		}
 	}
 	return strings.Join(parts, "&")
@@ -303,7 +298,7 @@ func redactJSON(body []byte) (string, bool) {
 }
 
 // redactValue redacts a decoded JSON value: a secret member whatever its
-// value, every string at any depth through bridge.RedactURL (a string that
+// value, every string at any depth through redact.URL (a string that
 // is itself a JSON object or array is redacted as one), member names too.
 func redactValue(v any, depth int) any {
 	if depth > 64 {
@@ -313,7 +308,7 @@ func redactValue(v any, depth int) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			rk := bridge.RedactURL(k)
+			rk := redact.URL(k)
 			switch s, isString := e.(string); {
 			case secretField(k) && isString:
 				out[rk] = redactField(k, s)
@@ -342,7 +337,7 @@ func redactValue(v any, depth int) any {
 				return "redacted: nested JSON"
 			}
 		}
-		return bridge.RedactURL(x)
+		return redact.URL(x)
 	}
 	return v
 }
@@ -357,20 +352,4 @@ func capString(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// ParseHeaderLines reads headers written as "Name: value" lines, as an
-// engine reports those of a request its view made (host/webkitgtk). A
-// line without a colon, or with an empty name, is skipped.
-func ParseHeaderLines(text string) http.Header {
-	h := http.Header{}
-	for line := range strings.SplitSeq(text, "\n") {
-		name, value, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			continue
-		}
-		h.Add(name, strings.TrimSpace(value))
-	}
-	return h
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // Events the playground adds to the automation channel's (docs/playground.md).
@@ -159,14 +160,14 @@ func (o *observer) publish(flow *netlog.Flow, clientID, secret, code string, bod
 	if json.Unmarshal(body, &tr) != nil || tr.AccessToken == "" {
 		return
 	}
-	fp := bridge.Fingerprint(tr.AccessToken)
+	fp := redact.Fingerprint(tr.AccessToken)
 	if !o.hostIssues {
 		o.bus.Publish(bridge.TokenIssuedEvent{ClientID: clientID, TokenType: tr.TokenType, Scope: tr.Scope, ExpiresIn: tr.ExpiresIn,
 			AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp, Flow: flow.ID()})
 	}
 	claims := TokenClaimsEvent{ClientID: clientID, Fingerprint: fp, Flow: flow.ID()}
 	if code != "" {
-		claims.CodeFingerprint = bridge.Fingerprint(code)
+		claims.CodeFingerprint = redact.Fingerprint(code)
 	}
 	if c, err := jwtClaims(tr.AccessToken); err != nil {
 		claims.Error = err.Error()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // form fills and posts the server's sign-in or consent form found in page.
@@ -125,7 +126,7 @@ func TestObserverPublicClient(t *testing.T) {
 	o := &observer{bus: bus}
 	o.publish(nil, "pub", "", "the-code", []byte(`{"access_token":"opaque","token_type":"Bearer"}`))
 	want := []struct{ kind, has string }{
-		{"token.issued", `"fingerprint":"` + bridge.Fingerprint("opaque") + `"`},
+		{"token.issued", `"fingerprint":"` + redact.Fingerprint("opaque") + `"`},
 		{"token.claims", `"error":"the access token is not a JWT`},
 		{"grant", `"error":"not read: GET /authorization needs a client secret`},
 	}

@@ -1,12 +1,14 @@
 package resolver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
 // FuzzManifest feeds arbitrary manifests (and client configurations) to the
@@ -92,6 +94,25 @@ func FuzzCheckManifest(f *testing.F) {
 		}
 		if _, err := json.Marshal(rep); err != nil {
 			t.Fatalf("report does not marshal: %v", err)
+		}
+		// Only what the strict reader reads gets past the parse stage, and
+		// a member named twice is reported where it is.
+		_, strictErr := strictjson.Decode(bytes.TrimPrefix(manifest, utf8BOM), strictjson.Limits{})
+		for _, s := range rep.Stages {
+			if s.Stage == StageSchema && strictErr != nil && s.Outcome != OutcomeSkipped {
+				t.Fatalf("the strict reader refuses the manifest (%v), yet the schema stage is %s", strictErr, s.Outcome)
+			}
+		}
+		for _, r := range rep.Reasons {
+			if r.Code == CodeJSONDuplicate {
+				var se *strictjson.SyntaxError
+				if !errors.As(strictErr, &se) || se.Kind != strictjson.KindDuplicate || r.Pointer != se.Pointer || r.Pointer == "" {
+					t.Fatalf("duplicate member reason %+v for strict reader error %v", r, strictErr)
+				}
+			}
+		}
+		if err == nil && strictErr != nil {
+			t.Fatalf("passed a manifest the strict reader refuses: %v", strictErr)
 		}
 	})
 }

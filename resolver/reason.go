@@ -46,7 +46,8 @@ const (
 	CodeServerError = "server-error" // Undecided: a 5xx status
 	CodeCanceled    = "canceled"     // Undecided: the caller's context ended
 
-	CodeJSONSyntax      = "json-syntax"           // the body is not JSON, or has data after the value
+	CodeJSONSyntax      = "json-syntax"           // the body is not JSON, has data after the value, or breaks a bound (long number, deep nesting)
+	CodeJSONDuplicate   = "json-duplicate-member" // an object of the body names a member twice (pointer: the member)
 	CodeIDMismatch      = "id-mismatch"           // the manifest id is not the requested id
 	CodeNotRegistered   = "client-not-registered" // the dashboard answered 404 for oauth.client_id
 	CodeAuthURLRequired = "auth-url-required"     // a confidential client without oauth.auth_url

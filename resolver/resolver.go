@@ -259,7 +259,11 @@ func (r *Resolver) evaluate(ctx context.Context, rep *Report, id string, body []
 	body = bytes.TrimPrefix(body, utf8BOM)
 	v, reason := decodeJSON(StageParse, "manifest", body)
 	if reason != nil {
-		rep.skipAfter(StageParse, "the manifest is not JSON")
+		note := "the manifest is not JSON"
+		if reason.Code == CodeJSONDuplicate {
+			note = "the manifest names a member twice"
+		}
+		rep.skipAfter(StageParse, note)
 		return nil, rep.reject([]Reason{*reason})
 	}
 	rep.ok(StageParse)

@@ -323,3 +323,73 @@ func TestMembersAtMatchSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONReasonsSayWhereAndHow: a manifest the strict reader refuses gets
+// a reason that names the member (pointer and readable name), the rule and
+// where in the text, and a hint that says how to fix it; the stages it
+// stops say why they did not run.
+func TestJSONReasonsSayWhereAndHow(t *testing.T) {
+	tests := []struct {
+		name, manifest               string
+		code, pointer, message, hint string
+		note                         string
+	}{
+		{"member twice", "{\"id\": \"com.example.notes\", \"name\": \"Notes\",\n \"oauth\": {\"client_id\": \"a\",\n   \"client_id\": \"b\"}, \"start_url\": \"/\"}",
+			CodeJSONDuplicate, "/oauth/client_id",
+			"the manifest names the member oauth.client_id twice (the second at line 3, column 4)",
+			`keep one "client_id" in oauth and remove the other: readers of JSON disagree on which of two members of one name counts, so the host reads neither`,
+			"the manifest names a member twice"},
+		{"top-level member twice", `{"id": "com.example.notes", "id": "com.example.other"}`,
+			CodeJSONDuplicate, "/id",
+			"the manifest names the member id twice (the second at line 1, column 29)",
+			`keep one "id" in the manifest and remove the other: readers of JSON disagree on which of two members of one name counts, so the host reads neither`,
+			"the manifest names a member twice"},
+		{"long number", `{"icons": [{"src": "/a.png", "sizes": 1e1000}]}`,
+			CodeJSONSyntax, "/icons/0/sizes",
+			"the manifest has a number the host does not read at icons[0].sizes: number with an exponent of more than 3 digits, at line 1, column 39",
+			"write icons[0].sizes with at most 32 characters and an exponent of at most 3 digits",
+			"the manifest is not JSON"},
+		{"deep", `{"name": ` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`,
+			CodeJSONSyntax, "/name" + strings.Repeat("/0", 31),
+			"the manifest nests arrays and objects deeper than the host reads at name" + strings.Repeat("[0]", 31) + ": nesting deeper than 32 levels",
+			"flatten name" + strings.Repeat("[0]", 31) + ": the host reads at most 32 levels of arrays and objects",
+			"the manifest is not JSON"},
+		{"syntax", "{\"id\": \"x\",\n \"name\" \"Notes\"}",
+			CodeJSONSyntax, "",
+			"the manifest is not JSON: expected ':' after a member name at line 2, column 9",
+			"check the manifest with a JSON validator; comments and trailing commas are not JSON",
+			"the manifest is not JSON"},
+		{"cut short", `{"id": "x", "icons": [`,
+			CodeJSONSyntax, "",
+			"the manifest is cut short: unexpected end of JSON, at line 1, column 23",
+			"check the manifest with a JSON validator; comments and trailing commas are not JSON",
+			"the manifest is not JSON"},
+		{"empty", " \n",
+			CodeJSONSyntax, "", "the manifest is empty",
+			"check the manifest with a JSON validator; comments and trailing commas are not JSON",
+			"the manifest is not JSON"},
+		{"trailing", `{"id": "x"} {}`,
+			CodeJSONSyntax, "", "the manifest has data after its JSON value, at line 1, column 13",
+			"serve one JSON object as the manifest, and nothing after it",
+			"the manifest is not JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := newResolver(t, Config{}).CheckManifest(context.Background(), "com.example.notes", "https://app.example/miniapp.webmanifest", []byte(tt.manifest))
+			var rej *Rejection
+			if !errors.As(err, &rej) || len(rep.Reasons) != 1 {
+				t.Fatalf("err %v, reasons %+v; want one reason", err, rep.Reasons)
+			}
+			r := rep.Reasons[0]
+			want := Reason{Stage: StageParse, Code: tt.code, Pointer: tt.pointer, Message: tt.message, Hint: tt.hint}
+			if r != want {
+				t.Fatalf("reason\n got %+v\nwant %+v", r, want)
+			}
+			for _, s := range rep.Stages {
+				if s.Stage == StageSchema && (s.Outcome != OutcomeSkipped || len(s.Notes) == 0 || !strings.Contains(s.Notes[0], tt.note)) {
+					t.Errorf("schema stage %+v, want skipped because %q", s, tt.note)
+				}
+			}
+		})
+	}
+}

@@ -2,11 +2,10 @@ package resolver
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/miniapp-host/miniapp-host/jsonpointer"
+	"github.com/miniapp-host/miniapp-host/strictjson"
 
 	"github.com/miniapp-host/miniapp-host/assets"
 )
@@ -68,38 +68,53 @@ var compiledSchemas = sync.OnceValues(func() (*schemas, error) {
 // utf8BOM is the UTF-8 byte order mark.
 var utf8BOM = []byte("\xef\xbb\xbf")
 
-// decodeJSON parses exactly one JSON value, with numbers kept as
-// json.Number for the schema validator. A UTF-8 byte order mark is skipped,
-// as browsers do for manifests.
+// decodeJSON parses exactly one JSON value with the project's strict reader
+// (package strictjson), numbers kept as json.Number for the schema
+// validator: a member named twice is refused (two readers of the manifest
+// could otherwise see two different documents, RFC 8259 §4), and numbers
+// and nesting are bounded as for every JSON from outside. A UTF-8 byte
+// order mark is skipped, as browsers do for manifests.
 func decodeJSON(stage Stage, what string, data []byte) (any, *Reason) {
 	data = bytes.TrimPrefix(data, utf8BOM)
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
+	v, err := strictjson.Decode(data, strictjson.Limits{})
 	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			off := dec.InputOffset()
-			line, col := lineCol(data, off)
-			return nil, &Reason{Stage: stage, Code: CodeJSONSyntax,
-				Message: fmt.Sprintf("the %s has data after its JSON value, at line %d, column %d", what, line, col),
-				Hint:    fmt.Sprintf("serve one JSON object as the %s, and nothing after it", what)}
-		}
 		return v, nil
 	}
-	msg := fmt.Sprintf("the %s is not JSON: %v", what, err)
-	var se *json.SyntaxError
-	switch {
-	case errors.Is(err, io.EOF):
-		msg = fmt.Sprintf("the %s is empty", what)
-	case errors.As(err, &se):
-		line, col := lineCol(data, se.Offset)
-		msg = fmt.Sprintf("the %s is not JSON: %v at line %d, column %d", what, se, line, col)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		msg = fmt.Sprintf("the %s is cut short: unexpected end of JSON", what)
-	}
-	return nil, &Reason{Stage: stage, Code: CodeJSONSyntax, Message: msg,
+	r := &Reason{Stage: stage, Code: CodeJSONSyntax,
 		Hint: fmt.Sprintf("check the %s with a JSON validator; comments and trailing commas are not JSON", what)}
+	var se *strictjson.SyntaxError
+	if !errors.As(err, &se) {
+		r.Message = fmt.Sprintf("the %s is not JSON: %v", what, err)
+		return nil, r
+	}
+	line, col := lineCol(data, int64(se.Offset))
+	switch se.Kind {
+	case strictjson.KindDuplicate:
+		parent := se.Pointer[:strings.LastIndexByte(se.Pointer, '/')]
+		r.Code, r.Pointer = CodeJSONDuplicate, se.Pointer
+		r.Message = fmt.Sprintf("the %s names the member %s twice (the second at line %d, column %d)", what, memberName(se.Pointer), line, col)
+		r.Hint = fmt.Sprintf("keep one %s in %s and remove the other: readers of JSON disagree on which of two members of one name counts, so the host reads neither",
+			strconv.Quote(se.Member), containerName(what, parent))
+	case strictjson.KindTrailing:
+		r.Message = fmt.Sprintf("the %s has data after its JSON value, at line %d, column %d", what, line, col)
+		r.Hint = fmt.Sprintf("serve one JSON object as the %s, and nothing after it", what)
+	case strictjson.KindTruncated:
+		r.Message = fmt.Sprintf("the %s is cut short: %s, at line %d, column %d", what, se.Msg, line, col)
+		if len(bytes.TrimSpace(data)) == 0 {
+			r.Message = fmt.Sprintf("the %s is empty", what)
+		}
+	case strictjson.KindNumber:
+		r.Pointer = se.Pointer
+		r.Message = fmt.Sprintf("the %s has a number the host does not read at %s: %s, at line %d, column %d", what, memberName(se.Pointer), se.Msg, line, col)
+		r.Hint = fmt.Sprintf("write %s with at most 32 characters and an exponent of at most 3 digits", memberName(se.Pointer))
+	case strictjson.KindDepth:
+		r.Pointer = se.Pointer
+		r.Message = fmt.Sprintf("the %s nests arrays and objects deeper than the host reads at %s: %s", what, memberName(se.Pointer), se.Msg)
+		r.Hint = fmt.Sprintf("flatten %s: the host reads at most 32 levels of arrays and objects", memberName(se.Pointer))
+	default:
+		r.Message = fmt.Sprintf("the %s is not JSON: %s at line %d, column %d", what, se.Msg, line, col)
+	}
+	return nil, r
 }
 
 func lineCol(data []byte, off int64) (line, col int) {

@@ -17,6 +17,11 @@
 // that takes the first would disagree. Bounded numbers matter because a
 // schema validator turns each into an exact rational: 1e1000000 costs
 // seconds and megabytes.
+//
+// It is the project's one reader of JSON from outside: the catalog's
+// requests and Resource Server schemas, the authorization server's JSON
+// bodies, the resolver's manifests and client configurations, and the
+// bridge's and automation channel's messages (Members) all go through it.
 package strictjson
 
 import (
@@ -26,6 +31,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/miniapp-host/miniapp-host/jsonpointer"
 )
 
 // Limits bound a document. Zero values mean the defaults below.
@@ -52,10 +59,40 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// Kind names the rule a SyntaxError is about, so that a caller can say
+// how to fix it without reading the message.
+type Kind int
+
+// The kinds of SyntaxError.
+const (
+	// KindSyntax: the text is not JSON as RFC 8259 writes it.
+	KindSyntax Kind = iota
+	// KindTruncated: the text ends inside the value (or is empty).
+	KindTruncated
+	// KindTrailing: something other than white space follows the value.
+	KindTrailing
+	// KindDuplicate: an object names a member twice (Member names it).
+	KindDuplicate
+	// KindNumber: a number is longer, or has a longer exponent, than the
+	// Limits allow.
+	KindNumber
+	// KindDepth: arrays and objects nest deeper than the Limits allow.
+	KindDepth
+	// KindNotObject: Members was given a value other than an object.
+	KindNotObject
+)
+
 // SyntaxError says where and why a document was refused.
 type SyntaxError struct {
 	Offset int // byte offset of the problem
 	Msg    string
+	Kind   Kind
+	// Pointer (RFC 6901) is the value the problem is in: the member or
+	// element being read when it was found, "" for the document itself.
+	// For KindDuplicate it is the member named twice.
+	Pointer string
+	// Member is the name of the member of a KindDuplicate error.
+	Member string
 }
 
 func (e *SyntaxError) Error() string { return fmt.Sprintf("%s at byte %d", e.Msg, e.Offset) }
@@ -83,9 +120,50 @@ func decode(data []byte, lim Limits, wantSpans bool) (any, [][2]int, error) {
 	}
 	d.skipSpace()
 	if d.i != len(d.data) {
-		return nil, nil, d.errorf("text after the JSON value")
+		return nil, nil, d.fail(KindTrailing, "text after the JSON value")
 	}
 	return v, d.elems, nil
+}
+
+// Members decodes exactly one JSON object and returns its members, each
+// value as the text it is written with (a sub-slice of data, not a copy):
+// for messages whose members are read one at a time, each checked for its
+// JSON type before it is converted. The object's member names are exact
+// (no case folding) and a name given twice is refused (KindDuplicate); the
+// values are checked for syntax and the Limits but not decoded, and their
+// own objects are not looked at for duplicates: that happens when a value
+// is read in turn (Members of it, or Decode). A value that is not an
+// object is refused with KindNotObject.
+func Members(data []byte, lim Limits) (map[string]json.RawMessage, error) {
+	d := &decoder{data: data, text: string(data), lim: lim.withDefaults(), members: map[string]json.RawMessage{}}
+	d.skipSpace()
+	start := d.i
+	if _, err := d.value(0); err != nil {
+		return nil, err
+	}
+	d.skipSpace()
+	if d.i != len(d.data) {
+		return nil, d.fail(KindTrailing, "text after the JSON value")
+	}
+	if data[start] != '{' {
+		return nil, &SyntaxError{Offset: start, Kind: KindNotObject, Msg: fmt.Sprintf("the JSON value is %s, not an object", kindOf(data[start]))}
+	}
+	return d.members, nil
+}
+
+// kindOf names the JSON type of the value that starts with c.
+func kindOf(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 type decoder struct {
@@ -98,10 +176,34 @@ type decoder struct {
 	lim   Limits
 	spans bool     // record the top-level array's element spans
 	elems [][2]int // the spans
+	// members, for Members, receives the top-level object's members as
+	// text; the objects inside them are then neither built nor checked
+	// for duplicates.
+	members map[string]json.RawMessage
 }
 
+// errorf reports a KindSyntax error at the current offset.
 func (d *decoder) errorf(format string, a ...any) error {
-	return &SyntaxError{Offset: d.i, Msg: fmt.Sprintf(format, a...)}
+	return d.fail(KindSyntax, format, a...)
+}
+
+// fail reports an error of kind k at the current offset; a syntax error
+// at the end of the text is KindTruncated.
+func (d *decoder) fail(k Kind, format string, a ...any) error {
+	if k == KindSyntax && d.i >= len(d.data) {
+		k = KindTruncated
+	}
+	return &SyntaxError{Offset: d.i, Kind: k, Msg: fmt.Sprintf(format, a...)}
+}
+
+// within prefixes the pointer of an error found inside the member or
+// element tok with tok, as the error travels up to the document: an error
+// costs its path, a document that decodes costs nothing.
+func within(err error, tok string) error {
+	if se, ok := err.(*SyntaxError); ok {
+		se.Pointer = "/" + jsonpointer.Escape(tok) + se.Pointer
+	}
+	return err
 }
 
 func (d *decoder) skipSpace() {
@@ -149,10 +251,16 @@ func (d *decoder) literal(word string) error {
 
 func (d *decoder) object(depth int) (any, error) {
 	if depth > d.lim.MaxDepth {
-		return nil, d.errorf("nesting deeper than %d levels", d.lim.MaxDepth)
+		return nil, d.fail(KindDepth, "nesting deeper than %d levels", d.lim.MaxDepth)
 	}
 	d.i++ // {
-	obj := map[string]any{}
+	// Members keeps the top-level object's members as text and builds
+	// nothing inside them; otherwise the object is built.
+	raw := d.members != nil && depth == 1
+	var obj map[string]any
+	if d.members == nil {
+		obj = map[string]any{}
+	}
 	d.skipSpace()
 	if d.i < len(d.data) && d.data[d.i] == '}' {
 		d.i++
@@ -168,8 +276,13 @@ func (d *decoder) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := obj[name]; dup {
-			return nil, &SyntaxError{Offset: at, Msg: fmt.Sprintf("member %s appears twice in one object", quote(name))}
+		_, dup := obj[name]
+		if raw {
+			_, dup = d.members[name]
+		}
+		if dup {
+			return nil, &SyntaxError{Offset: at, Kind: KindDuplicate, Member: name, Pointer: "/" + jsonpointer.Escape(name),
+				Msg: fmt.Sprintf("member %s appears twice in one object", quote(name))}
 		}
 		d.skipSpace()
 		if d.i >= len(d.data) || d.data[d.i] != ':' {
@@ -177,11 +290,17 @@ func (d *decoder) object(depth int) (any, error) {
 		}
 		d.i++
 		d.skipSpace()
+		start := d.i
 		v, err := d.value(depth)
 		if err != nil {
-			return nil, err
+			return nil, within(err, name)
 		}
-		obj[name] = v
+		switch {
+		case raw:
+			d.members[name] = json.RawMessage(d.data[start:d.i])
+		case obj != nil:
+			obj[name] = v
+		}
 		d.skipSpace()
 		if d.i >= len(d.data) {
 			return nil, d.errorf("unexpected end of JSON in an object")
@@ -200,7 +319,7 @@ func (d *decoder) object(depth int) (any, error) {
 
 func (d *decoder) array(depth int) (any, error) {
 	if depth > d.lim.MaxDepth {
-		return nil, d.errorf("nesting deeper than %d levels", d.lim.MaxDepth)
+		return nil, d.fail(KindDepth, "nesting deeper than %d levels", d.lim.MaxDepth)
 	}
 	top := d.spans && depth == 1
 	d.i++ // [
@@ -215,7 +334,7 @@ func (d *decoder) array(depth int) (any, error) {
 		start := d.i
 		v, err := d.value(depth)
 		if err != nil {
-			return nil, err
+			return nil, within(err, strconv.Itoa(len(d.stack)-base))
 		}
 		if top {
 			d.elems = append(d.elems, [2]int{start, d.i})
@@ -276,11 +395,11 @@ func (d *decoder) number() (any, error) {
 			return nil, d.errorf("invalid number: digits must follow the exponent")
 		}
 		if n > d.lim.MaxExponentDigits {
-			return nil, &SyntaxError{Offset: start, Msg: fmt.Sprintf("number with an exponent of more than %d digits", d.lim.MaxExponentDigits)}
+			return nil, &SyntaxError{Offset: start, Kind: KindNumber, Msg: fmt.Sprintf("number with an exponent of more than %d digits", d.lim.MaxExponentDigits)}
 		}
 	}
 	if d.i-start > d.lim.MaxNumberLen {
-		return nil, &SyntaxError{Offset: start, Msg: fmt.Sprintf("number longer than %d characters", d.lim.MaxNumberLen)}
+		return nil, &SyntaxError{Offset: start, Kind: KindNumber, Msg: fmt.Sprintf("number longer than %d characters", d.lim.MaxNumberLen)}
 	}
 	return json.Number(d.text[start:d.i]), nil
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/miniapp-host/miniapp-host/jsonpointer"
 )
 
 // stdDecode is the reference: encoding/json's verdict on the whole text
@@ -123,10 +126,11 @@ func FuzzDecode(f *testing.F) {
 		case err == nil && !reflect.DeepEqual(got, want):
 			t.Fatalf("Decode(%q) = %#v, encoding/json says %#v", data, got, want)
 		case err != nil && stdErr == nil:
-			msg := err.Error()
-			if !strings.Contains(msg, "appears twice") && !strings.Contains(msg, "number") && !strings.Contains(msg, "nesting") {
+			var se *SyntaxError
+			if !errors.As(err, &se) || se.Kind != KindDuplicate && se.Kind != KindNumber && se.Kind != KindDepth {
 				t.Fatalf("Decode refuses %q, which encoding/json accepts, for no rule of its own: %v", data, err)
 			}
+			checkPointer(t, data, se)
 		}
 		if arr, ok := got.([]any); ok && err == nil {
 			for i, s := range spans {
@@ -163,4 +167,164 @@ func TestUnmarshal(t *testing.T) {
 			t.Errorf("Unmarshal(%s) = %v, %+v; want ok=%v", tc.in, err, v, tc.ok)
 		}
 	}
+}
+
+// checkPointer: the pointer of an error names the place it is about. For
+// a duplicate that encoding/json accepts (it keeps the last value), the
+// object the pointer's parent names holds the member.
+func checkPointer(t *testing.T, data []byte, se *SyntaxError) {
+	t.Helper()
+	if se.Pointer != "" && se.Pointer[0] != '/' {
+		t.Fatalf("%q: pointer %q is not a JSON pointer", data, se.Pointer)
+	}
+	if se.Kind != KindDuplicate {
+		return
+	}
+	parent, last := path.Split(se.Pointer)
+	if last != jsonpointer.Escape(se.Member) {
+		t.Fatalf("%q: duplicate %q at pointer %q", data, se.Member, se.Pointer)
+	}
+	doc, err := stdDecode(data)
+	if err != nil {
+		return
+	}
+	obj, ok := jsonpointer.Lookup(doc, strings.TrimSuffix(parent, "/"))
+	if m, isObj := obj.(map[string]any); !ok || !isObj {
+		t.Fatalf("%q: duplicate %q at %q, whose parent is no object", data, se.Member, se.Pointer)
+	} else if _, has := m[se.Member]; !has {
+		t.Fatalf("%q: duplicate %q at %q, not a member of its parent", data, se.Member, se.Pointer)
+	}
+}
+
+// TestErrorKindAndPointer: an error says which rule it is about and where
+// in the document, so that a reader of a manifest can be told which member
+// to fix.
+func TestErrorKindAndPointer(t *testing.T) {
+	deep := `{"a":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + `}`
+	for _, tc := range []struct {
+		in      string
+		kind    Kind
+		pointer string
+		member  string
+	}{
+		{`{"a":1,"a":2}`, KindDuplicate, "/a", "a"},
+		{`{"oauth":{"client_id":"x","client_id":"y"}}`, KindDuplicate, "/oauth/client_id", "client_id"},
+		{`{"icons":[{"src":"a"},{"src":"b","src":"c"}]}`, KindDuplicate, "/icons/1/src", "src"},
+		{`{"a/b":{"~":1,"~":2}}`, KindDuplicate, "/a~1b/~0", "~"},
+		{`{"":0,"":1}`, KindDuplicate, "/", ""},
+		{`{"n":[1,2,1e1000]}`, KindNumber, "/n/2", ""},
+		{`{"n":123456789012345678901234567890123}`, KindNumber, "/n", ""},
+		{deep, KindDepth, "/a" + strings.Repeat("/0", 31), ""},
+		{`{"a":[1,2`, KindTruncated, "/a", ""},
+		{``, KindTruncated, "", ""},
+		{`{"a":1} x`, KindTrailing, "", ""},
+		{`{"a":[1,x]}`, KindSyntax, "/a/1", ""},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			_, err := Decode([]byte(tc.in), Limits{})
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("Decode(%q) = %v, want a SyntaxError", tc.in, err)
+			}
+			if se.Kind != tc.kind || se.Pointer != tc.pointer || se.Member != tc.member {
+				t.Fatalf("Decode(%q): kind %d, pointer %q, member %q; want %d, %q, %q (%v)",
+					tc.in, se.Kind, se.Pointer, se.Member, tc.kind, tc.pointer, tc.member, err)
+			}
+		})
+	}
+}
+
+// TestMembers: an object's members come out as the text they are written
+// with; the object's own names are exact and unique; a member's value is
+// checked for syntax and the limits, its own duplicates are left to the
+// reader of that value; anything but one object is refused, saying what it
+// is.
+func TestMembers(t *testing.T) {
+	in := ` {"id": 7, "Id":"x", "params" : {"a":[1, {"b":"c"}], "a":2}, "s":"q\"\u00e9"} `
+	m, err := Members([]byte(in), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"id": "7", "Id": `"x"`, "params": `{"a":[1, {"b":"c"}], "a":2}`, "s": `"q\"\u00e9"`}
+	if len(m) != len(want) {
+		t.Fatalf("members %q, want %q", m, want)
+	}
+	for k, v := range want {
+		if string(m[k]) != v {
+			t.Errorf("member %q = %s, want %s", k, m[k], v)
+		}
+	}
+	if _, err := Decode(m["params"], Limits{}); err == nil {
+		t.Error("the params' own duplicate is not found when they are decoded")
+	}
+	if e, err := Members([]byte(`{}`), Limits{}); err != nil || e == nil || len(e) != 0 {
+		t.Errorf("Members({}) = %v, %v; want an empty map", e, err)
+	}
+	for _, tc := range []struct {
+		in   string
+		kind Kind
+		msg  string
+	}{
+		{`{"id":1,"id":2}`, KindDuplicate, `member "id" appears twice`},
+		{`[1,2]`, KindNotObject, "is an array, not an object"},
+		{`"ready"`, KindNotObject, "is a string, not an object"},
+		{`null`, KindNotObject, "is null, not an object"},
+		{`12`, KindNotObject, "is a number, not an object"},
+		{`{"a":1} {}`, KindTrailing, "text after the JSON value"},
+		{`hello`, KindSyntax, "invalid character 'h' looking for a value"},
+		{`{"a":1e5000}`, KindNumber, "exponent of more than 3 digits"},
+		{`{"a":[`, KindTruncated, "unexpected end"},
+		{``, KindTruncated, "unexpected end"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			_, err := Members([]byte(tc.in), Limits{})
+			var se *SyntaxError
+			if !errors.As(err, &se) || se.Kind != tc.kind || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("Members(%q) = %v, want kind %d with %q", tc.in, err, tc.kind, tc.msg)
+			}
+		})
+	}
+}
+
+// FuzzMembers: Members accepts exactly the objects encoding/json accepts
+// whose own names are unique and that keep the limits, and each member's
+// text is that member's value.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{"v":1,"id":2,"method":"ready","params":{"a":[1,{"b":null}]}}`, `{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `[1]`, `{"a":"\ud800"}`, `{} 1`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := Members(data, Limits{})
+		want, stdErr := stdDecode(data)
+		obj, isObj := want.(map[string]any)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("Members(%q): %T %v is not a SyntaxError", data, err, err)
+			}
+			checkPointer(t, data, se)
+			if se.Kind == KindDuplicate && strings.Count(se.Pointer, "/") != 1 {
+				t.Fatalf("Members(%q) looked for duplicates inside a member: %v at %q", data, err, se.Pointer)
+			}
+			if stdErr == nil && (se.Kind == KindSyntax || se.Kind == KindTruncated || se.Kind == KindTrailing) {
+				t.Fatalf("Members(%q): %v, but encoding/json reads it", data, err)
+			}
+			if stdErr == nil && !isObj && se.Kind != KindNotObject && se.Kind != KindNumber && se.Kind != KindDepth && se.Kind != KindDuplicate {
+				t.Fatalf("Members(%q) of a non-object: %v", data, err)
+			}
+			return
+		}
+		if stdErr != nil || !isObj {
+			t.Fatalf("Members accepts %q, which encoding/json does not read as an object (%v)", data, stdErr)
+		}
+		if len(got) != len(obj) {
+			t.Fatalf("Members(%q) has %d members, encoding/json %d", data, len(got), len(obj))
+		}
+		for k, raw := range got {
+			v, err := stdDecode(raw)
+			if err != nil || !reflect.DeepEqual(v, obj[k]) {
+				t.Fatalf("member %q text %q is not its value %#v (%v)", k, raw, obj[k], err)
+			}
+		}
+	})
 }

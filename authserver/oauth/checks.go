@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/consent"
 )
 
@@ -125,9 +126,9 @@ func (s *Server) resourceChecks(ctx context.Context, p *pending, subjectID strin
 	var idents, benefs []string
 	for _, d := range p.v.result.Details {
 		if d.Type.Key == "bank_account" {
-			idents = append(idents, strs(d.Object["identifiers"])...)
+			idents = append(idents, catalog.Strings(d.Object["identifiers"])...)
 		}
-		benefs = append(benefs, strs(d.Object["beneficiaries"])...)
+		benefs = append(benefs, catalog.Strings(d.Object["beneficiaries"])...)
 	}
 	if len(idents) > 0 {
 		own, err := st.AccountsOf(ctx, subjectID, "")
@@ -191,15 +192,4 @@ func (s *Server) consentToRemember(ctx context.Context, p *pending, subject, acc
 	}
 	c.Permissions = keys
 	return c, nil
-}
-
-func strs(v any) []string {
-	arr, _ := v.([]any)
-	var out []string
-	for _, e := range arr {
-		if s, ok := e.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }

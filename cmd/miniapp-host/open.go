@@ -11,7 +11,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
-	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/redact"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -47,11 +47,11 @@ func runOpen(ctx context.Context, e env) int {
 
 // openConfig reads open's flags into what host.Open takes, wired to e:
 // the log and the window's events (-v) on stderr, URLs redacted
-// (netlog.RedactingWriter, host.Event.String), the resolver's answer on
+// (redact.Writer, host.Event.String), the resolver's answer on
 // stdout. It reports a usage error as runOpen's exit code.
 func openConfig(e env) (host.OpenConfig, int, bool) {
 	fs := newFlagSet("open", openUsage)
-	cfg := host.OpenConfig{Log: netlog.RedactingWriter(e.stderr), HostVersion: "dev"}
+	cfg := host.OpenConfig{Log: redact.Writer(e.stderr), HostVersion: "dev"}
 	f := newOpenFlags(fs, &cfg)
 	// The secrets leave the environment before anything else, whatever
 	// happens next: WebKit's processes inherit it.

@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/hosttest"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // TestOpenVerboseRedacts runs what `miniapp-host open -v` wires (its
@@ -85,8 +85,8 @@ func TestOpenVerboseRedacts(t *testing.T) {
 		"open: authorization server " + u.Issuer + " (named by the dashboard " + u.Dashboard + ")",
 		"event navigation consent ",
 		"(rule " + host.RuleAuthorize + ")",
-		"event completed " + app.RedirectURI() + "?code=" + bridge.Fingerprint(codeValue),
-		"event load-finished " + app.RedirectURI() + "?code=" + bridge.Fingerprint(codeValue),
+		"event completed " + app.RedirectURI() + "?code=" + redact.Fingerprint(codeValue),
+		"event load-finished " + app.RedirectURI() + "?code=" + redact.Fingerprint(codeValue),
 		"state=withheld",
 	} {
 		if !strings.Contains(out, want) {

@@ -18,8 +18,8 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
-	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/playground"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // defaultLauncherAddr is the launcher's address; the demo Miniapps take the
@@ -99,7 +99,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	if *f.verbose {
 		// Internal errors may quote a URL with a code in it: redacted as
 		// the network log keeps URLs, as the window's events are.
-		cfg.Logger = slog.New(slog.NewTextHandler(netlog.RedactingWriter(e.stderr), nil))
+		cfg.Logger = slog.New(slog.NewTextHandler(redact.Writer(e.stderr), nil))
 	}
 	if !*f.noWindow {
 		if !webkitgtk.Available {

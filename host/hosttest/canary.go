@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // Leak says how doc holds secret, or "" when it does not: raw,
@@ -26,7 +26,7 @@ func Leak(doc, secret string, withheld bool) string {
 			return name
 		}
 	}
-	if withheld && strings.Contains(doc, bridge.Fingerprint(secret)) {
+	if withheld && strings.Contains(doc, redact.Fingerprint(secret)) {
 		return "the fingerprint of a secret the server did not issue"
 	}
 	return ""

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/host"
-	"github.com/miniapp-host/miniapp-host/netlog"
 )
 
 func engineOf(h C.uintptr_t) *engine { return cgo.Handle(h).Value().(*engine) }
@@ -87,8 +86,8 @@ func goScriptMessage(h C.uintptr_t, view C.int, msg *C.char) {
 func goResourceLoaded(h C.uintptr_t, method, uri, reqHeaders *C.char, status C.int, respHeaders, mime *C.char, size C.longlong,
 	started, responded, finished C.longlong, errMsg *C.char) {
 	r := host.Resource{Method: strings.ToUpper(C.GoString(method)), URL: C.GoString(uri),
-		RequestHeaders: netlog.ParseHeaderLines(C.GoString(reqHeaders)), Status: int(status),
-		ResponseHeaders: netlog.ParseHeaderLines(C.GoString(respHeaders)), MimeType: C.GoString(mime), Size: int64(size),
+		RequestHeaders: parseHeaderLines(C.GoString(reqHeaders)), Status: int(status),
+		ResponseHeaders: parseHeaderLines(C.GoString(respHeaders)), MimeType: C.GoString(mime), Size: int64(size),
 		Started: time.UnixMicro(int64(started)), Finished: time.UnixMicro(int64(finished)), Error: C.GoString(errMsg)}
 	if responded != 0 {
 		r.Responded = time.UnixMicro(int64(responded))

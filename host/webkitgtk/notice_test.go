@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // TestBlockedSignInNotice: a Miniapp whose sign-in link leads to an
@@ -66,7 +66,7 @@ func TestBlockedSignInNotice(t *testing.T) {
 	if !strings.Contains(shown.Title, "another authorization server") {
 		t.Errorf("the notice's title %q does not say what happened", shown.Title)
 	}
-	for _, want := range []string{bridge.RedactURL(signIn), host.RuleOtherServer, e.Authorize} {
+	for _, want := range []string{redact.URL(signIn), host.RuleOtherServer, e.Authorize} {
 		if !strings.Contains(shown.Text, want) {
 			t.Errorf("the notice lacks %q:\n%s", want, shown.Text)
 		}

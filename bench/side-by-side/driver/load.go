@@ -27,6 +27,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"miniapp-host/bench/internal/flow"
 )
 
 type headerFlags []string
@@ -85,7 +87,7 @@ func loadMain(args []string) {
 	}
 	rate := float64(r.ok) / r.elapsed.Seconds()
 	fmt.Printf("load: %d ok, %d not 200 %v, %d errors, %.3f s, %.1f/s, p50 %.2f ms, p99 %.2f ms, c=%d, client %.1f CPU-µs/req\n",
-		r.ok, r.bad, r.statuses, r.errs, r.elapsed.Seconds(), rate, ms(pct(lat, 0.5)), ms(pct(lat, 0.99)), *c, perReq(cpu1-cpu0))
+		r.ok, r.bad, r.statuses, r.errs, r.elapsed.Seconds(), rate, ms(flow.Pct(lat, 0.5)), ms(flow.Pct(lat, 0.99)), *c, perReq(cpu1-cpu0))
 	if r.firstErr != nil {
 		fmt.Printf("error: %v\n", r.firstErr)
 	}
@@ -94,7 +96,7 @@ func loadMain(args []string) {
 		srv = fmt.Sprintf("%.1f", perReq(srv1-srv0))
 	}
 	fmt.Printf("RESULT mode=load n=%d ok=%d errors=%d not200=%d elapsed_s=%.3f rate=%.1f p50_ms=%.3f p99_ms=%.3f client_cpu_us=%.1f server_cpu_us=%s\n",
-		done, r.ok, r.errs, r.bad, r.elapsed.Seconds(), rate, ms(pct(lat, 0.5)), ms(pct(lat, 0.99)), perReq(cpu1-cpu0), srv)
+		done, r.ok, r.errs, r.bad, r.elapsed.Seconds(), rate, ms(flow.Pct(lat, 0.5)), ms(flow.Pct(lat, 0.99)), perReq(cpu1-cpu0), srv)
 }
 
 type loadResult struct {

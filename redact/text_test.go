@@ -1,18 +1,17 @@
-package netlog_test
+package redact_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/miniapp-host/miniapp-host/bridge"
-	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
-// TestRedactText: every URL quoted in a line of text (an error, a log
+// TestText: every URL quoted in a line of text (an error, a log
 // line, a console message) loses its code, state and tokens as the log's
 // own entries do, and the rest of the line is kept byte for byte.
-func TestRedactText(t *testing.T) {
-	fp := bridge.Fingerprint
+func TestText(t *testing.T) {
+	fp := redact.Fingerprint
 	cases := []struct{ name, in, want string }{
 		{"no URL", "event load-finished", "event load-finished"},
 		{"URL without secrets", "loading http://127.0.0.1:8701/?page=2#top now", "loading http://127.0.0.1:8701/?page=2#top now"},
@@ -22,14 +21,14 @@ func TestRedactText(t *testing.T) {
 		{"slog quoted", `err="Get \"http://app.example/cb?state=ST4TE\": EOF"`, `err="Get \"http://app.example/cb?state=withheld\": EOF"`},
 		{"fragment", "at <https://app.example/#access_token=T0KEN&x=1>", "at <https://app.example/#access_token=" + fp("T0KEN") + "&x=1>"},
 		{"two URLs and a tab", "a?code=1\thttps://b.example/?id_token=2 end", "a?code=" + fp("1") + "\thttps://b.example/?id_token=" + fp("2") + " end"},
-		{"client secret", "post https://s.example/token?client_secret=hunter2", "post https://s.example/token?client_secret=" + bridge.Withheld},
+		{"client secret", "post https://s.example/token?client_secret=hunter2", "post https://s.example/token?client_secret=" + redact.Withheld},
 		{"multi-line", "TypeError\n  at http://app.example/cb?code=C0DE:1:2", "TypeError\n  at http://app.example/cb?code=" + fp("C0DE:1:2")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := netlog.RedactText(c.in)
+			got := redact.Text(c.in)
 			if got != c.want {
-				t.Errorf("RedactText(%q)\n = %q\nwant %q", c.in, got, c.want)
+				t.Errorf("Text(%q)\n = %q\nwant %q", c.in, got, c.want)
 			}
 			for _, secret := range []string{"C0DE", "ST4TE", "T0KEN", "hunter2"} {
 				if strings.Contains(got, secret) {
@@ -40,16 +39,16 @@ func TestRedactText(t *testing.T) {
 	}
 }
 
-// TestRedactingWriter: a log written through it never shows a code.
-func TestRedactingWriter(t *testing.T) {
+// TestWriter: a log written through it never shows a code.
+func TestWriter(t *testing.T) {
 	var b strings.Builder
-	w := netlog.RedactingWriter(&b)
+	w := redact.Writer(&b)
 	line := "open: loading http://app.example/cb?code=C0DE\n"
 	n, err := w.Write([]byte(line))
 	if err != nil || n != len(line) {
 		t.Fatalf("Write: %d, %v; want %d, nil", n, err, len(line))
 	}
-	if want := "open: loading http://app.example/cb?code=" + bridge.Fingerprint("C0DE") + "\n"; b.String() != want {
+	if want := "open: loading http://app.example/cb?code=" + redact.Fingerprint("C0DE") + "\n"; b.String() != want {
 		t.Errorf("wrote %q, want %q", b.String(), want)
 	}
 }

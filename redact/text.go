@@ -1,4 +1,4 @@
-package netlog
+package redact
 
 import (
 	"io"
@@ -7,18 +7,18 @@ import (
 
 // Redaction of what is printed rather than recorded: the `-v` lines of
 // `miniapp-host open` and `playground` (docs/automation.md, "Events") use
-// the log's own rule, so that a URL never shows more on a terminal than in
-// the log or on the automation channel.
+// the network log's own rule, so that a URL never shows more on a terminal
+// than in the log or on the automation channel.
 
-// RedactText returns s with every URL in it passed through RedactURL:
+// Text returns s with every URL in it passed through URL:
 // for free text that may quote one (an error message, a log line, a
 // console message). A word is whatever lies between white space, quotes,
 // angle brackets, backticks and backslashes (which escape a quote in
 // slog's and JSON's strings); each word with a query or a fragment
-// ("?" or "#") goes through RedactURL, which keeps every other word, and
+// ("?" or "#") goes through URL, which keeps every other word, and
 // every parameter that is not secret, byte for byte. A word that only
 // looks like a URL ("see?code=1") is redacted too, which costs nothing.
-func RedactText(s string) string {
+func Text(s string) string {
 	if !strings.ContainsAny(s, "?#") {
 		return s
 	}
@@ -30,7 +30,7 @@ func RedactText(s string) string {
 			end = len(s)
 		}
 		if word := s[:end]; strings.ContainsAny(word, "?#") {
-			b.WriteString(RedactURL(word))
+			b.WriteString(URL(word))
 		} else {
 			b.WriteString(word)
 		}
@@ -46,7 +46,7 @@ func RedactText(s string) string {
 	return b.String()
 }
 
-// wordSeparator reports whether r ends a word of RedactText: white space,
+// wordSeparator reports whether r ends a word of Text: white space,
 // a control character, the characters that quote a URL in text and in
 // Go's, slog's and browsers' messages, and the backslash that escapes a
 // quote.
@@ -58,17 +58,17 @@ func wordSeparator(r rune) bool {
 	return r <= ' ' || r == 0x7f || r == 0x85 || r == 0xa0 || r == 0x2028 || r == 0x2029
 }
 
-// RedactingWriter returns a writer that passes the text of every Write
-// through RedactText before w gets it: for a log whose lines may quote a
+// Writer returns a writer that passes the text of every Write through
+// Text before w gets it: for a log whose lines may quote a
 // URL. Each Write is redacted on its own, so a writer of whole lines
 // (fmt.Fprintln, log/slog's handlers, one Write per line) is what it
 // expects: a value split across two Writes would show its second part.
-func RedactingWriter(w io.Writer) io.Writer { return redactingWriter{w} }
+func Writer(w io.Writer) io.Writer { return writer{w} }
 
-type redactingWriter struct{ w io.Writer }
+type writer struct{ w io.Writer }
 
-func (r redactingWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(r.w, RedactText(string(p))); err != nil {
+func (r writer) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, Text(string(p))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

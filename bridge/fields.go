@@ -1,19 +1,21 @@
 package bridge
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/miniapp-host/miniapp-host/strictjson"
 )
 
 // The page and the test driver are outside input. encoding/json alone is too
 // lenient for them: it matches field names case-insensitively, lets the last
 // of two duplicate fields win and turns null into a zero value. So messages
-// are read with the helpers below: an object is split into its fields with
-// exact names, duplicates refused, and each value is checked for its JSON
-// type before it is converted.
+// are read with the project's strict reader (package strictjson): an object
+// is split into its fields with exact names, duplicates refused, numbers and
+// nesting bounded, and each value is checked for its JSON type before it is
+// converted by the helpers below.
 
 // maxSafeInteger is the largest integer a JavaScript number holds exactly;
 // ids above it could not be echoed faithfully to the page.
@@ -22,43 +24,34 @@ const maxSafeInteger = 1<<53 - 1
 // fields is a JSON object split into its members.
 type fields map[string]json.RawMessage
 
-// splitObject parses raw as one JSON object and nothing else.
+// messageLimits bound what splitObject reads of a message as encoding/json
+// bounded it: nesting up to 10000 levels, numbers of any length (a field's
+// text is only converted when it is read, integer refuses what it cannot
+// hold). So a message that only breaks a limit of the authorization server
+// inside authorization_details is still answered, with its id, by
+// parseDetails, which reads them with the server's limits.
+var messageLimits = strictjson.Limits{MaxDepth: 10000, MaxNumberLen: maxCommandSize, MaxExponentDigits: maxCommandSize}
+
+// splitObject parses raw as one JSON object and nothing else. The objects
+// inside its fields are checked for duplicates when they are read (object).
 func splitObject(raw []byte) (fields, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, errors.New("not valid JSON")
+	f, err := strictjson.Members(raw, messageLimits)
+	if err == nil {
+		return f, nil
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	var se *strictjson.SyntaxError
+	if !errors.As(err, &se) {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	switch se.Kind {
+	case strictjson.KindDuplicate:
+		return nil, fmt.Errorf("duplicate field %s", quote(se.Member))
+	case strictjson.KindNotObject:
 		return nil, errors.New("not a JSON object")
-	}
-	f := fields{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, errors.New("not valid JSON")
-		}
-		name, ok := tok.(string)
-		if !ok {
-			return nil, errors.New("not valid JSON")
-		}
-		if _, dup := f[name]; dup {
-			return nil, fmt.Errorf("duplicate field %s", quote(name))
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, errors.New("not valid JSON")
-		}
-		f[name] = v
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, errors.New("not valid JSON")
-	}
-	// Only JSON whitespace may follow the object.
-	if len(bytes.Trim(raw[dec.InputOffset():], " \t\r\n")) != 0 {
+	case strictjson.KindTrailing:
 		return nil, errors.New("data after the JSON object")
 	}
-	return f, nil
+	return nil, fmt.Errorf("not valid JSON: %w", err)
 }
 
 // only refuses any field not in allowed.

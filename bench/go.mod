@@ -1,0 +1,3 @@
+module miniapp-host/bench
+
+go 1.22
