@@ -108,6 +108,32 @@ type Permission struct {
 	Requires []Requirement `json:"requires,omitempty"`
 }
 
+// Entry names the permission as a form value: "scope " and the scope
+// name, or "detail " and the detail's index.
+func (p Permission) Entry() string {
+	if p.Kind == KindDetail && p.Index != nil {
+		return "detail " + strconv.Itoa(*p.Index)
+	}
+	return "scope " + p.Name
+}
+
+// Declined is the decision's declined entries when a form granted only
+// the entries named in granted (values of Entry): every permission that
+// is not fixed and not named there.
+func (m *Model) Declined(granted []string) (scopes []string, details []int) {
+	for _, p := range m.Permissions {
+		if p.Fixed || slices.Contains(granted, p.Entry()) {
+			continue
+		}
+		if p.Kind == KindScope {
+			scopes = append(scopes, p.Name)
+		} else if p.Index != nil {
+			details = append(details, *p.Index)
+		}
+	}
+	return scopes, details
+}
+
 // Requirement is an entry that must be granted with another, and why.
 type Requirement struct {
 	// Kind is KindScope or KindDetail; Name is the scope name or the
@@ -383,7 +409,7 @@ var (
 	// ErrNotRequested is a declined entry the request does not hold.
 	ErrNotRequested = errors.New("consent: a declined entry is not one of the requested permissions")
 	// ErrFixed is a declined entry that cannot be declined (openid).
-	ErrFixed = errors.New("consent: a declined entry cannot be declined")
+	ErrFixed = errors.New("consent: a fixed entry cannot be declined")
 	// ErrRuleBroken is a decision whose granted entries break a catalog
 	// rule between entries (company-identity without company-addresses).
 	ErrRuleBroken = errors.New("consent: the granted entries break a catalog rule")
