@@ -333,7 +333,8 @@ func readPage(t *testing.T, resp *http.Response) page {
 }
 
 // form is a parsed HTML form: its action and the values a browser would
-// submit by default (hidden inputs and checked radios).
+// submit by default (hidden inputs, checked radios and checked checkboxes
+// that are not disabled).
 type form struct {
 	action string
 	values url.Values
@@ -352,12 +353,11 @@ func parseForm(t *testing.T, p page) form {
 	walk = func(n *html.Node) {
 		if n.Type == html.ElementNode {
 			attr := map[string]string{}
-			checked := false
+			checked, disabled := false, false
 			for _, a := range n.Attr {
 				attr[a.Key] = a.Val
-				if a.Key == "checked" {
-					checked = true
-				}
+				checked = checked || a.Key == "checked"
+				disabled = disabled || a.Key == "disabled"
 			}
 			switch n.Data {
 			case "form":
@@ -366,7 +366,7 @@ func parseForm(t *testing.T, p page) form {
 					f.action = attr["action"]
 				}
 			case "input":
-				if attr["type"] == "hidden" || (attr["type"] == "radio" && checked) {
+				if attr["type"] == "hidden" || (attr["type"] == "radio" && checked) || (attr["type"] == "checkbox" && checked && !disabled) {
 					f.values.Add(attr["name"], attr["value"])
 				}
 			}

@@ -10,10 +10,13 @@
 package consent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/miniapp-host/miniapp-host/catalog"
 )
@@ -94,6 +97,51 @@ type Permission struct {
 	// NeedsAccount is true when approving binds one of Model.Accounts to
 	// this detail (the current resolver selects one account, docs/service.md §2.3).
 	NeedsAccount bool `json:"needs_account,omitempty"`
+	// Fixed is true when the entry cannot be declined: `openid` in an
+	// OpenID Connect request (declining it would make the request no
+	// sign-in at all). Every other entry can be declined (Decision).
+	Fixed bool `json:"fixed,omitempty"`
+	// Requires lists the entries this one is granted only together with,
+	// by a catalog rule (company-identity needs company-addresses, and the
+	// reverse): a decision that grants this entry and declines one of
+	// those is refused with the requirement's message.
+	Requires []Requirement `json:"requires,omitempty"`
+}
+
+// Entry names the permission as a form value: "scope " and the scope
+// name, or "detail " and the detail's index.
+func (p Permission) Entry() string {
+	if p.Kind == KindDetail && p.Index != nil {
+		return "detail " + strconv.Itoa(*p.Index)
+	}
+	return "scope " + p.Name
+}
+
+// Declined is the decision's declined entries when a form granted only
+// the entries named in granted (values of Entry): every permission that
+// is not fixed and not named there.
+func (m *Model) Declined(granted []string) (scopes []string, details []int) {
+	for _, p := range m.Permissions {
+		if p.Fixed || slices.Contains(granted, p.Entry()) {
+			continue
+		}
+		if p.Kind == KindScope {
+			scopes = append(scopes, p.Name)
+		} else if p.Index != nil {
+			details = append(details, *p.Index)
+		}
+	}
+	return scopes, details
+}
+
+// Requirement is an entry that must be granted with another, and why.
+type Requirement struct {
+	// Kind is KindScope or KindDetail; Name is the scope name or the
+	// detail's type, Index the detail's position in authorization_details.
+	Kind    string `json:"kind"`
+	Name    string `json:"name"`
+	Index   *int   `json:"index,omitempty"`
+	Message string `json:"message"`
 }
 
 // Limits are the bounds a detail puts on what it grants, as requested.
@@ -196,6 +244,12 @@ type Model struct {
 	// account is required) answers for the subject.
 	Remembered        bool   `json:"remembered,omitempty"`
 	RememberedAccount string `json:"remembered_account,omitempty"`
+
+	// Set by Build, for Validate's catalog check of what a decision
+	// grants; absent from a model read back from JSON.
+	cat   *catalog.Catalog
+	res   *catalog.Result
+	orgID string
 }
 
 // Approvable reports whether no check failed.
@@ -224,6 +278,8 @@ type Input struct {
 	Result *catalog.Result
 	// Checks are outcomes computed by the caller (company access...).
 	Checks []Check
+	// OrgID is the request's org_id, "" without one.
+	OrgID string
 }
 
 // Build makes the consent model of a valid request.
@@ -231,10 +287,16 @@ func Build(cat *catalog.Catalog, in Input) *Model {
 	m := &Model{
 		Project: in.Project, Client: in.Client, Subject: in.Subject, Company: in.Company,
 		Permissions: []Permission{}, Accounts: []Account{}, Checks: append([]Check{{Name: CheckCatalog, Outcome: Pass}}, in.Checks...),
+		cat: cat, res: in.Result, orgID: in.OrgID,
+	}
+	if m.orgID == "" && in.Company != nil {
+		m.orgID = in.Company.ID
 	}
 	for _, s := range in.Result.Scopes {
 		sc, _ := cat.Scope(s)
-		m.Permissions = append(m.Permissions, Permission{Kind: KindScope, Name: s, Meaning: sc.Meaning})
+		// openid makes the request an OpenID Connect sign-in: it is
+		// granted with any approval (OpenID Connect Core §3.1.2.1).
+		m.Permissions = append(m.Permissions, Permission{Kind: KindScope, Name: s, Meaning: sc.Meaning, Fixed: s == "openid"})
 	}
 	offered := slices.Clone(in.Candidates)
 	for _, d := range in.Result.Details {
@@ -253,6 +315,7 @@ func Build(cat *catalog.Catalog, in Input) *Model {
 		}
 		m.Permissions = append(m.Permissions, p)
 	}
+	m.requirements()
 	if m.AccountRequired {
 		if offered != nil {
 			m.Accounts = offered // never null in JSON: Accounts starts as []
@@ -318,11 +381,23 @@ const (
 )
 
 // Decision is the subject's answer.
+//
+// An approval grants every requested entry except those it declines: a
+// scope by name in DeclinedScopes, an authorization_details object by its
+// index in DeclinedDetails. A decision without them approves everything,
+// as before per-entry consent. `openid` in an OpenID Connect request
+// cannot be declined (Permission.Fixed), and an approval that declines
+// every entry is a denial (access_denied).
 type Decision struct {
 	// Action is Approve or Deny.
 	Action string `json:"action"`
-	// AccountID names the chosen account when the model requires one.
+	// AccountID names the chosen account when a granted detail needs one.
 	AccountID string `json:"account_id,omitempty"`
+	// DeclinedScopes are requested scopes the subject does not grant.
+	DeclinedScopes []string `json:"declined_scopes,omitempty"`
+	// DeclinedDetails are the indexes in authorization_details of the
+	// requested objects the subject does not grant.
+	DeclinedDetails []int `json:"declined_details,omitempty"`
 }
 
 // Errors of Validate.
@@ -331,9 +406,21 @@ var (
 	ErrNotApprovable     = errors.New("consent: a check failed; the request can only be denied")
 	ErrAccountRequired   = errors.New("consent: approving this request needs an account_id from the offered accounts")
 	ErrAccountNotOffered = errors.New("consent: account_id is not one of the offered accounts")
+	// ErrNotRequested is a declined entry the request does not hold.
+	ErrNotRequested = errors.New("consent: a declined entry is not one of the requested permissions")
+	// ErrFixed is a declined entry that cannot be declined (openid).
+	ErrFixed = errors.New("consent: a fixed entry cannot be declined")
+	// ErrRuleBroken is a decision whose granted entries break a catalog
+	// rule between entries (company-identity without company-addresses).
+	ErrRuleBroken = errors.New("consent: the granted entries break a catalog rule")
 )
 
-// Validate checks a decision against the model.
+// Validate checks a decision against the model: its action, that a check
+// failing refuses an approval, the declined entries (requested, not
+// fixed), the rules between entries (Permission.Requires, and on a model
+// made by Build the catalog's own check of what would be granted), and the
+// account when a granted detail needs one. An approval that declines
+// everything is valid: it is a denial (Denies).
 func (m *Model) Validate(d Decision) error {
 	switch d.Action {
 	case Deny:
@@ -345,7 +432,23 @@ func (m *Model) Validate(d Decision) error {
 	if !m.Approvable() {
 		return ErrNotApprovable
 	}
-	if !m.AccountRequired {
+	scopes, details, err := m.granted(d)
+	if err != nil {
+		return err
+	}
+	if len(scopes)+len(details) == 0 {
+		return nil // a denial
+	}
+	if err := m.checkRules(scopes, details); err != nil {
+		return err
+	}
+	needs := false
+	for _, p := range m.Permissions {
+		if p.Kind == KindDetail && p.NeedsAccount && p.Index != nil && slices.Contains(details, *p.Index) {
+			needs = true
+		}
+	}
+	if !needs {
 		return nil
 	}
 	if d.AccountID == "" {
@@ -357,13 +460,204 @@ func (m *Model) Validate(d Decision) error {
 	return nil
 }
 
-// GrantedDetails returns the authorization_details that an approval grants:
-// the requested objects, with the chosen account bound in place of a
-// selection (bank_account gets `identifiers`, automatic-charge gets
-// `sources`). The decision must have passed Validate.
-func GrantedDetails(res *catalog.Result, d Decision) (json.RawMessage, error) {
-	out := make([]map[string]any, 0, len(res.Details))
+// granted returns the scopes and detail indexes an approval grants, after
+// checking that each declined entry is requested and may be declined.
+func (m *Model) granted(d Decision) (scopes []string, details []int, err error) {
+	for i, name := range d.DeclinedScopes {
+		k := slices.IndexFunc(m.Permissions, func(p Permission) bool { return p.Kind == KindScope && p.Name == name })
+		if k < 0 {
+			return nil, nil, fmt.Errorf("%w: declined_scopes[%d] %q is not a requested scope; name one of the scopes in permissions", ErrNotRequested, i, name)
+		}
+		if m.Permissions[k].Fixed {
+			return nil, nil, fmt.Errorf("%w: declined_scopes[%d] %q is the sign-in of an OpenID Connect request; approve it or deny the whole request", ErrFixed, i, name)
+		}
+	}
+	for i, idx := range d.DeclinedDetails {
+		if !slices.ContainsFunc(m.Permissions, func(p Permission) bool { return p.Kind == KindDetail && p.Index != nil && *p.Index == idx }) {
+			return nil, nil, fmt.Errorf("%w: declined_details[%d] %d is not the index of a requested authorization_details object; use the index of a detail in permissions", ErrNotRequested, i, idx)
+		}
+	}
+	for _, p := range m.Permissions {
+		switch {
+		case p.Kind == KindScope && !slices.Contains(d.DeclinedScopes, p.Name):
+			scopes = append(scopes, p.Name)
+		case p.Kind == KindDetail && p.Index != nil && !slices.Contains(d.DeclinedDetails, *p.Index):
+			details = append(details, *p.Index)
+		}
+	}
+	return scopes, details, nil
+}
+
+// checkRules refuses a grant that breaks a rule between entries: first
+// the model's own Requires (what a host that has only the JSON model can
+// check), then, on a model made by Build, the catalog's check of the
+// request that would be granted.
+func (m *Model) checkRules(scopes []string, details []int) error {
+	for _, p := range m.Permissions {
+		if !grants(p, scopes, details) {
+			continue
+		}
+		for _, r := range p.Requires {
+			if !grants(Permission{Kind: r.Kind, Name: r.Name, Index: r.Index}, scopes, details) {
+				return fmt.Errorf("%w: %s", ErrRuleBroken, r.Message)
+			}
+		}
+	}
+	if m.cat == nil {
+		return nil
+	}
+	if vs := m.recheck(scopes, details); len(vs) > 0 {
+		v := vs[0]
+		return fmt.Errorf("%w: %s: %s (%s); grant the entries it needs as well, or decline it too", ErrRuleBroken, v.Pointer, v.Message, v.Code)
+	}
+	return nil
+}
+
+// grants reports whether p is among the granted entries.
+func grants(p Permission, scopes []string, details []int) bool {
+	if p.Kind == KindScope {
+		return slices.Contains(scopes, p.Name)
+	}
+	return p.Index != nil && slices.Contains(details, *p.Index)
+}
+
+// recheck runs the catalog on the request that would be granted: the
+// granted scopes with their resources, the granted objects as requested,
+// the same org_id. The request was valid whole, so any violation is a rule
+// between entries that declining broke. Pointers into authorization_details
+// are given with the objects' indexes in the original request.
+func (m *Model) recheck(scopes []string, details []int) []catalog.Violation {
+	req := catalog.Request{Scope: strings.Join(scopes, " "), OrgID: m.orgID}
+	for _, s := range scopes {
+		if sc, ok := m.cat.Scope(s); ok && !slices.Contains(req.Resource, sc.Resource) {
+			req.Resource = append(req.Resource, sc.Resource)
+		}
+	}
+	var texts [][]byte
+	for _, det := range m.res.Details {
+		if slices.Contains(details, det.Index) {
+			texts = append(texts, det.JSON)
+		}
+	}
+	if len(texts) > 0 {
+		req.AuthorizationDetails = json.RawMessage("[" + string(bytes.Join(texts, []byte(","))) + "]")
+	}
+	vs := m.cat.Check(req).Violations
+	const prefix = "/authorization_details/"
+	for i, v := range vs {
+		if !strings.HasPrefix(v.Pointer, prefix) {
+			continue
+		}
+		num, rest, _ := strings.Cut(v.Pointer[len(prefix):], "/")
+		if k, err := strconv.Atoi(num); err == nil && k >= 0 && k < len(details) {
+			if rest != "" {
+				rest = "/" + rest
+			}
+			vs[i].Pointer = prefix + strconv.Itoa(details[k]) + rest
+		}
+	}
+	return vs
+}
+
+// requirements fills in Permission.Requires: for each entry that can be
+// declined, the catalog checks the request without it, and every object
+// that a violation then points at requires that entry.
+func (m *Model) requirements() {
+	if len(m.Permissions) < 2 {
+		return
+	}
+	var scopes []string
+	var details []int
+	for _, p := range m.Permissions {
+		if p.Kind == KindScope {
+			scopes = append(scopes, p.Name)
+		} else if p.Index != nil {
+			details = append(details, *p.Index)
+		}
+	}
+	for e, p := range m.Permissions {
+		if p.Fixed {
+			continue
+		}
+		var vs []catalog.Violation
+		if p.Kind == KindScope {
+			vs = m.recheck(slices.DeleteFunc(slices.Clone(scopes), func(s string) bool { return s == p.Name }), details)
+		} else {
+			vs = m.recheck(scopes, slices.DeleteFunc(slices.Clone(details), func(i int) bool { return i == *p.Index }))
+		}
+		for _, v := range vs {
+			for j := range m.Permissions {
+				q := &m.Permissions[j]
+				if j == e || q.Index == nil || !strings.HasPrefix(v.Pointer+"/", "/authorization_details/"+strconv.Itoa(*q.Index)+"/") {
+					continue
+				}
+				if slices.ContainsFunc(q.Requires, func(r Requirement) bool { return r.Kind == p.Kind && r.Name == p.Name && sameIndex(r.Index, p.Index) }) {
+					continue
+				}
+				q.Requires = append(q.Requires, Requirement{Kind: p.Kind, Name: p.Name, Index: p.Index,
+					Message: fmt.Sprintf("%s is granted only together with %s (catalog rule %s): grant both or decline both", label(*q), label(p), v.Code)})
+			}
+		}
+	}
+}
+
+func sameIndex(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// label names an entry for a message: "scope profile", or
+// "authorization_details/1 (company-addresses)".
+func label(p Permission) string {
+	if p.Kind == KindScope {
+		return "scope " + p.Name
+	}
+	name := p.Key
+	if name == "" {
+		name = p.Name
+	}
+	return fmt.Sprintf("authorization_details/%d (%s)", *p.Index, name)
+}
+
+// Granted is what a decision grants of a request: the requested scopes
+// and objects less the declined ones (all of them for a denial). The
+// decision must have passed Validate.
+func Granted(res *catalog.Result, d Decision) *catalog.Result {
+	g := &catalog.Result{}
+	if d.Action != Approve {
+		return g
+	}
+	for _, s := range res.Scopes {
+		if !slices.Contains(d.DeclinedScopes, s) {
+			g.Scopes = append(g.Scopes, s)
+		}
+	}
 	for _, det := range res.Details {
+		if !slices.Contains(d.DeclinedDetails, det.Index) {
+			g.Details = append(g.Details, det)
+		}
+	}
+	return g
+}
+
+// Denies reports whether a decision, which passed Validate, is a denial:
+// "deny", or an approval that declines every requested entry.
+func Denies(res *catalog.Result, d Decision) bool {
+	g := Granted(res, d)
+	return len(g.Scopes)+len(g.Details) == 0
+}
+
+// NeedsAccount reports whether a detail of res binds an account.
+func NeedsAccount(res *catalog.Result) bool {
+	return slices.ContainsFunc(res.Details, func(d catalog.Detail) bool { o, _ := accountNeed(d); return o != "" })
+}
+
+// GrantedDetails returns the authorization_details that an approval grants:
+// the requested objects it does not decline, with the chosen account bound
+// in place of a selection (bank_account gets `identifiers`,
+// automatic-charge gets `sources`). The decision must have passed
+// Validate.
+func GrantedDetails(res *catalog.Result, d Decision) (json.RawMessage, error) {
+	granted := Granted(res, d).Details
+	out := make([]map[string]any, 0, len(granted))
+	for _, det := range granted {
 		obj := make(map[string]any, len(det.Object))
 		for k, v := range det.Object {
 			obj[k] = v

@@ -41,7 +41,7 @@ func build(t *testing.T, scope, details, org string) (*Model, *catalog.Result) {
 	if !res.Valid() {
 		t.Fatalf("request invalid: %v", res.Err())
 	}
-	return Build(cat, Input{Subject: Subject{ID: "u"}, Candidates: candidates, Result: res}), res
+	return Build(cat, Input{Subject: Subject{ID: "u"}, Candidates: candidates, Result: res, OrgID: org}), res
 }
 
 func TestBuild(t *testing.T) {

@@ -289,6 +289,7 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 		Client:  consent.Client{ID: c.ID, Name: c.Name, Type: string(c.Type)},
 		Subject: consent.Subject{ID: sub.ID, Name: sub.Profile.Name, Email: sub.Profile.Email},
 		Result:  p.v.result,
+		OrgID:   p.v.req.OrgID,
 	}
 	if co := p.v.company; co != nil {
 		in.Company = &consent.Company{ID: co.ID, Name: co.Name, LegalID: co.LegalID, Country: co.Country}
@@ -360,11 +361,17 @@ func (s *Server) recordedModel(ctx context.Context, p *pending) (string, *consen
 // (at two instances); the later one gets errDecided.
 func (s *Server) decide(ctx context.Context, p *pending, subject string, d consent.Decision) (string, error) {
 	req := p.v.req
-	if d.Action == consent.Deny {
+	// The grant is what the subject did not decline (docs/native-consent.md,
+	// "2. Post the decision"); declining everything is a denial.
+	granted := consent.Granted(p.v.result, d)
+	if consent.Denies(p.v.result, d) {
 		if err := s.pending.decide(ctx, p, subject, nil, nil, nil, s.cfg.Now()); err != nil {
 			return "", err
 		}
 		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
+	}
+	if !consent.NeedsAccount(granted) {
+		d.AccountID = "" // the details that needed one were declined
 	}
 	details, err := consent.GrantedDetails(p.v.result, d)
 	if err != nil {
@@ -386,12 +393,12 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 	}
 	g := &store.Grant{
 		ID: gid.String(), ClientID: p.v.client.ID, SubjectID: subject, OrgID: req.OrgID,
-		Scopes: p.v.result.Scopes, Details: details, Audience: s.audience(p.v.result),
+		Scopes: granted.Scopes, Details: details, Audience: s.audience(granted),
 		InstallationID: s.installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
 	}
 	c := &store.Code{Hash: store.SecretKey(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
 		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(s.cfg.CodeTTL)}
-	remember, err := s.consentToRemember(ctx, p, subject, d.AccountID)
+	remember, err := s.consentToRemember(ctx, p, granted, subject, d.AccountID)
 	if err != nil {
 		return "", err
 	}

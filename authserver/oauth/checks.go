@@ -170,10 +170,11 @@ func (s *Server) resourceChecks(ctx context.Context, p *pending, subjectID strin
 }
 
 // consentToRemember is what an approval leaves as the subject's consent
-// for the client: added to what was consented before for the same
-// Company, or replacing it for another.
-func (s *Server) consentToRemember(ctx context.Context, p *pending, subject, accountID string) (*store.Consent, error) {
-	keys := consent.Keys(p.v.result)
+// for the client: the granted entries (a declined one is asked again),
+// added to what was consented before for the same Company, or replacing
+// it for another.
+func (s *Server) consentToRemember(ctx context.Context, p *pending, granted *catalog.Result, subject, accountID string) (*store.Consent, error) {
+	keys := consent.Keys(granted)
 	c := &store.Consent{SubjectID: subject, ClientID: p.v.client.ID, OrgID: p.v.req.OrgID, AccountID: accountID, UpdatedAt: s.cfg.Now()}
 	prev, err := s.cfg.Store.Consent(ctx, subject, p.v.client.ID)
 	switch {

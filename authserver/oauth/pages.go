@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/miniapp-host/miniapp-host/assets"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -189,6 +190,9 @@ func (s *Server) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
 type consentData struct {
 	RequestID, CSRF, Error string
 	Model                  *consent.Model
+	// Unchecked are the entries (consent.Permission.Entry) shown
+	// unchecked: those a refused decision declined.
+	Unchecked map[string]bool
 }
 
 // handleConsentPage shows the consent model of a pending request.
@@ -244,8 +248,20 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := consent.Decision{Action: r.PostForm.Get("action"), AccountID: r.PostForm.Get("account_id")}
+	if r.PostForm.Has("per_entry") {
+		// The page's checkboxes: an unchecked entry is declined. A form
+		// without them (per_entry absent) approves everything.
+		d.DeclinedScopes, d.DeclinedDetails = m.Declined(r.PostForm["grant"])
+	}
 	if err := m.Validate(d); err != nil {
-		s.render(w, r, http.StatusBadRequest, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m, Error: err.Error()})
+		un := map[string]bool{}
+		for _, p := range m.Permissions {
+			if p.Kind == consent.KindScope && slices.Contains(d.DeclinedScopes, p.Name) ||
+				p.Kind == consent.KindDetail && p.Index != nil && slices.Contains(d.DeclinedDetails, *p.Index) {
+				un[p.Entry()] = true
+			}
+		}
+		s.render(w, r, http.StatusBadRequest, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m, Error: err.Error(), Unchecked: un})
 		return
 	}
 	to, err := s.decide(r.Context(), p, subj, d)
