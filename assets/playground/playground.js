@@ -7,6 +7,8 @@
   // The automation token arrives in the URL's fragment (never sent to a
   // server); it is kept for this tab only and removed from the address bar.
   let token = "";
+  // Read before the address bar is cleaned below (keepEvents).
+  const search = new URLSearchParams(location.search);
   const hash = new URLSearchParams(location.hash.slice(1));
   if (hash.get("token")) {
     token = hash.get("token");
@@ -698,7 +700,7 @@
   // MB a round of the soak (BENCHMARKS.md, "Soak"). The count says how
   // many were dropped. A page may lower it with ?keep=N (tests).
   const keepEvents = (() => {
-    const n = Number(new URLSearchParams(location.search).get("keep"));
+    const n = Number(search.get("keep"));
     return Number.isInteger(n) && n > 0 ? n : 2000;
   })();
 
