@@ -28,17 +28,6 @@ type RSSSample struct {
 	Procs  []ProcRSS // the host first, then by role and pid
 }
 
-// total is the sum of the sample's RSS for role ("" for all).
-func (s RSSSample) total(role string) int64 {
-	var n int64
-	for _, p := range s.Procs {
-		if role == "" || p.Role == role {
-			n += p.RSS
-		}
-	}
-	return n
-}
-
 // String is one line: the host, then each WebKit process by role and pid.
 func (s RSSSample) String() string {
 	var parts []string
