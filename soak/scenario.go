@@ -208,6 +208,13 @@ func (d *driver) load(ctx context.Context, origin, which string) error {
 		func() error { return d.large(ctx) },
 		func() error { return d.screenshot(ctx) },
 	}
+	if d.cfg.NoAlloc {
+		steps = []func() error{
+			func() error { return d.screenshot(ctx) },
+			func() error { return d.navigate(ctx, origin, "/", "/", "true") },
+			func() error { return d.screenshot(ctx) },
+		}
+	}
 	for _, s := range steps {
 		if d.over() {
 			return nil

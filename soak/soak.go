@@ -62,6 +62,17 @@ type Config struct {
 	// ProcessLog receives the playground's stdout and stderr lines (the
 	// token is left out); nil discards them.
 	ProcessLog io.Writer
+	// NoAlloc leaves out the scripts that allocate on purpose (the
+	// garbage script in the Miniapp's web process and the large results
+	// the host deserialises): to tell their memory from the rest's.
+	NoAlloc bool
+	// RSSEvery is how often the resident memory of every process of the
+	// playground (the host, each WebKit web and network process) is
+	// sampled and logged; 0 means 30 s.
+	RSSEvery time.Duration
+	// RSSCSV, when set, receives every sample as CSV rows
+	// (minute,time,pid,role,rss_mb).
+	RSSCSV io.Writer
 	// OnFreeze, when set, is called with the playground's pid after a
 	// freeze is recorded and before SIGTERM is sent (to take a backtrace
 	// of the frozen process).
@@ -106,6 +117,9 @@ type Report struct {
 	// Memory and load at the start and at the end of the use.
 	MemStart, MemEnd, MemPeak Memory
 	LoadStart, LoadEnd        string
+	// RSS is the per-process samples, every Config.RSSEvery and at the
+	// end of the use.
+	RSS []RSSSample
 }
 
 // CleanExit reports whether the process exited with code 0 within the
@@ -167,6 +181,7 @@ func (r Report) Write(w io.Writer) {
 	row("RSS end", "%s", mem(r.MemEnd))
 	row("RSS peak (host)", "%s", mb(r.MemPeak.Host))
 	row("load average", "start %s, end %s", r.LoadStart, r.LoadEnd)
+	r.writeRSS(row)
 	if len(r.Latency) > 0 {
 		var ks []string
 		for k := range r.Latency {
@@ -240,8 +255,21 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.MemStart, rep.MemPeak, rep.LoadStart = sampleMemory(rep.PID), sampleMemory(rep.PID), loadAverage()
 	d := &driver{cfg: cfg, c: c, p: p, rep: &rep, log: logw, start: time.Now(),
 		http: &http.Client{Timeout: cfg.CommandTimeout}}
+	every := cfg.RSSEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	rec := newRSSRecorder(rep.PID, d.start, every, func(s RSSSample) { d.logf("rss: %s", s) }, cfg.RSSCSV)
+	go rec.run()
 	d.loop(ctx)
 	rep.Ran = time.Since(d.start)
+	if p.running() {
+		rec.halt()
+	} else {
+		close(rec.stop)
+		<-rec.done
+	}
+	rep.RSS = rec.all()
 	if p.running() {
 		rep.MemEnd = sampleMemory(rep.PID)
 	}

@@ -7,6 +7,8 @@
   // The automation token arrives in the URL's fragment (never sent to a
   // server); it is kept for this tab only and removed from the address bar.
   let token = "";
+  // Read before the address bar is cleaned below (keepEvents).
+  const search = new URLSearchParams(location.search);
   const hash = new URLSearchParams(location.hash.slice(1));
   if (hash.get("token")) {
     token = hash.get("token");
@@ -691,8 +693,21 @@
     return Math.floor(ms / 60000) + " min " + Math.round((ms % 60000) / 1000) + " s";
   }
 
+  // keepEvents bounds the timeline: the page drops the oldest events (and
+  // the launch groups and flows left empty) beyond it. The launcher stays
+  // open for a working day; every event it kept was a list item with its
+  // JSON and buttons in the launcher's web process, which grew by about 5
+  // MB a round of the soak (BENCHMARKS.md, "Soak"). The count says how
+  // many were dropped. A page may lower it with ?keep=N (tests).
+  const keepEvents = (() => {
+    const n = Number(search.get("keep"));
+    return Number.isInteger(n) && n > 0 ? n : 2000;
+  })();
+
   const model = {
-    events: [],       // every envelope, by seq
+    events: [],       // the latest keepEvents envelopes, by seq
+    dropped: 0,       // how many older events were dropped
+    floor: 0,         // the highest seq dropped: an event at or below it is not filed again
     seen: new Set(),
     groups: [],       // launch groups, oldest first
     groupByKey: new Map(),
@@ -878,7 +893,7 @@
   // backfill may arrive after live ones: then the timeline is rebuilt in
   // seq order, so that grouping never depends on arrival order.
   function addEvent(env, rebuilding) {
-    if (!env || env.type !== "event" || (!rebuilding && model.seen.has(env.seq))) return;
+    if (!env || env.type !== "event" || (!rebuilding && (model.seen.has(env.seq) || env.seq <= model.floor))) return;
     if (!env.data || typeof env.data !== "object") env.data = {};
     if (!rebuilding) {
       model.seen.add(env.seq);
@@ -887,6 +902,7 @@
       if (last && last.seq > env.seq) {
         model.events.sort((a, b) => a.seq - b.seq);
         rebuild();
+        trim();
         return;
       }
     }
@@ -925,7 +941,55 @@
     }
     updateGroup(g);
     applyFilterTo(env);
-    if (!rebuilding) scheduleCount();
+    if (!rebuilding) {
+      trim();
+      scheduleCount();
+    }
+  }
+
+  // trim drops the oldest events beyond keepEvents: their list items, and
+  // the flows and launch groups they leave empty.
+  function trim() {
+    const over = model.events.length - keepEvents;
+    if (over <= 0) return;
+    const gone = model.events.splice(0, over);
+    const touched = new Set();
+    for (const env of gone) {
+      model.seen.delete(env.seq);
+      if (env.seq > model.floor) model.floor = env.seq;
+      model.dropped++;
+      const g = env._group, f = env._flow;
+      if (env._li) {
+        const run = env._li.parentNode;
+        env._li.remove();
+        // A run of events outside any flow, left empty.
+        if (!f && run && !run.firstChild) run.remove();
+      }
+      if (f) {
+        const i = f.events.indexOf(env);
+        if (i >= 0) f.events.splice(i, 1);
+        if (!f.events.length) {
+          f.node.remove();
+          model.flowById.delete(f.id);
+          model.outcomes.delete(f.id);
+          g.flows.splice(g.flows.indexOf(f), 1);
+        } else touched.add(f);
+      }
+      if (g) {
+        const i = g.events.indexOf(env);
+        if (i >= 0) g.events.splice(i, 1);
+        if (!g.events.length) {
+          g.node.remove();
+          model.groups.splice(model.groups.indexOf(g), 1);
+          if (model.groupByKey.get(g.key) === g) model.groupByKey.delete(g.key);
+        } else touched.add(g);
+      }
+      env._li = env._group = env._flow = null;
+    }
+    for (const x of touched) {
+      if (!x.events.length) continue;
+      if (x.group) updateFlow(x, null); else updateGroup(x);
+    }
   }
 
   function rebuild() {
@@ -986,7 +1050,8 @@
     $("timeline-empty").hidden = total > 0;
     $("timeline-count").textContent = total === 0 ? "" :
       (fs.kind || fs.level || fs.text ? shown + " of " + total + " events shown" : total + " events") +
-      ", " + model.groups.length + " group" + (model.groups.length > 1 ? "s" : "");
+      ", " + model.groups.length + " group" + (model.groups.length > 1 ? "s" : "") +
+      (model.dropped ? " (the latest " + keepEvents + " kept: " + model.dropped + " older dropped)" : "");
   }
   let countPending = false;
   function scheduleCount() {

@@ -3,7 +3,13 @@
 // soak). `make soak` runs it under a virtual display; SOAK_MINUTES sets
 // the length.
 //
-//	soak -binary bin/miniapp-host -minutes 30 [-pick-ports] [-freeze-bt FILE] [-process-log FILE]
+//	soak -binary bin/miniapp-host -minutes 30 [-pick-ports] [-no-alloc] [-rss-every 30s] [-rss-csv FILE]
+//	     [-freeze-bt FILE] [-process-log FILE]
+//
+// Every -rss-every it prints the resident memory of the host and of each
+// WebKit web and network process (by pid), and writes the samples as CSV
+// (minute,time,pid,role,rss_mb) to -rss-csv, by default
+// bin/soak-rss-YYYYMMDD-HHMMSS.csv.
 //
 // It exits 1 on a freeze, a lost process or an unclean exit after SIGTERM,
 // and 2 when the run could not start.
@@ -16,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -44,13 +51,35 @@ func run() int {
 	bt := flag.String("freeze-bt", "", "on a freeze, write gdb's backtrace of every thread of the frozen process to this file (needs gdb)")
 	pick := flag.Bool("pick-ports", false, "pick free ports for --addr and --launcher-addr instead of port 0 (with port 0 the confidential demo's launch is rejected: its client is registered for http://127.0.0.1:0)")
 	plog := flag.String("process-log", "", "write the playground's stdout and stderr to this file")
+	noAlloc := flag.Bool("no-alloc", false, "leave out the scripts that allocate on purpose (garbage in the page, large results in the host)")
+	rssEvery := flag.Duration("rss-every", 30*time.Second, "how often to sample and print the RSS of every process")
+	rssCSV := flag.String("rss-csv", "", "write the RSS samples as CSV to this file (default bin/soak-rss-YYYYMMDD-HHMMSS.csv)")
 	flag.Parse()
+	if *rssEvery <= 0 {
+		fmt.Fprintf(os.Stderr, "soak: -rss-every %s: must be positive (e.g. 30s)\n", *rssEvery)
+		return 2
+	}
 	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
 		fmt.Fprintln(os.Stderr, "soak: no display: run it under one (scripts/soak.sh starts xvfb-run itself)")
 		return 2
 	}
 	cfg := soak.Config{Binary: *binary, Duration: time.Duration(minutes * float64(time.Minute)),
-		CommandTimeout: *timeout, ExitTimeout: *exitTimeout, PickPorts: *pick, Log: os.Stdout}
+		CommandTimeout: *timeout, ExitTimeout: *exitTimeout, PickPorts: *pick, Log: os.Stdout,
+		NoAlloc: *noAlloc, RSSEvery: *rssEvery}
+	if *rssCSV == "" {
+		*rssCSV = filepath.Join("bin", "soak-rss-"+time.Now().Format("20060102-150405")+".csv")
+		if err := os.MkdirAll("bin", 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			return 2
+		}
+	}
+	csvFile, err := os.Create(*rssCSV)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		return 2
+	}
+	defer csvFile.Close()
+	cfg.RSSCSV = csvFile
 	if *plog != "" {
 		f, err := os.Create(*plog)
 		if err != nil {
@@ -75,6 +104,7 @@ func run() int {
 	}
 	fmt.Println()
 	rep.Write(os.Stdout)
+	fmt.Printf("%-20s%s\n", "RSS samples (CSV)", *rssCSV)
 	if !rep.OK() {
 		return 1
 	}
