@@ -157,7 +157,7 @@ test('discovery names PAR, private_key_jwt and DPoP', () => {
   assert.equal(as.authorization_response_iss_parameter_supported, true)
 })
 
-test('PAR + private_key_jwt + DPoP + PKCE + RAR: a DPoP-bound token with authorization_details, and the grant behind it', async () => {
+test('PAR + private_key_jwt + DPoP + PKCE + RAR: a DPoP-bound token with authorization_details, the grant behind it, and the provider', async () => {
   const { tokens, keyPair, DPoP } = await flow()
   assert.equal(tokens.token_type, 'dpop')
   const types = tokens.authorization_details.map((d) => d.type)
@@ -173,6 +173,15 @@ test('PAR + private_key_jwt + DPoP + PKCE + RAR: a DPoP-bound token with authori
   assert.equal(grant.subject, env('FAPI_SUBJECT'))
   assert.equal(grant.orgId, env('FAPI_ORG_ID'))
   assert.ok(JSON.stringify(grant.authorizationDetails).includes('automatic-charge'))
+
+  // The signing provider itself (authserver/providers) takes the token
+  // with oauth4webapi's proof for its URL, and refuses it as Bearer.
+  const provider = await oauth.protectedResourceRequest(tokens.access_token, 'GET', new URL(`${signingBase}/signing-key`),
+    new Headers(), null, { DPoP, ...insecure })
+  assert.equal(provider.status, 200, await provider.clone().text())
+  const asBearer = await fetch(`${signingBase}/signing-key`, { headers: { authorization: `Bearer ${tokens.access_token}` } })
+  assert.equal(asBearer.status, 401)
+  assert.match(asBearer.headers.get('www-authenticate'), /^DPoP error="invalid_token"/)
 
   // The bound token as Bearer: 401 with a DPoP challenge.
   const bearer = await fetch(grantURL, {
