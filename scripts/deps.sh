@@ -131,7 +131,9 @@ for p in "${pkgs[@]}"; do
 	installed "$p" || missing+=("$p")
 done
 # The bridge's JavaScript is tested under Node.js 18 or later: any node on PATH will do.
+# The reference server's FAPI proof (authserver/fapi-rp, docs/fapi.md) installs oauth4webapi with npm.
 if ! command -v node >/dev/null 2>&1; then missing+=(nodejs); fi
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "deps: installing missing Debian packages: ${missing[*]}" >&2

@@ -396,8 +396,16 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		Scopes: granted.Scopes, Details: details, Audience: s.audience(granted),
 		InstallationID: s.installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
 	}
+	ttl := s.cfg.CodeTTL
+	// FAPI 2.0 Security Profile §5.3.2.1: codes of the fapi2 profile live
+	// at most 60 s, whatever the server's CodeTTL.
+	if cs, err := s.security(ctx, p.v.client); err != nil {
+		return "", err
+	} else if cs.fapi2() && ttl > fapi2CodeTTL {
+		ttl = fapi2CodeTTL
+	}
 	c := &store.Code{Hash: store.SecretKey(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
-		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(s.cfg.CodeTTL)}
+		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(ttl)}
 	remember, err := s.consentToRemember(ctx, p, granted, subject, d.AccountID)
 	if err != nil {
 		return "", err

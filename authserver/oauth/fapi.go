@@ -35,6 +35,10 @@ type FAPIConfig struct {
 	MaxPushedPerClient, MaxPushed int
 }
 
+// fapi2CodeTTL bounds the lifetime of a fapi2 client's codes (FAPI 2.0
+// Security Profile §5.3.2.1: at most 60 seconds).
+const fapi2CodeTTL = time.Minute
+
 // maxPARTTL is the bound FAPI 2.0 puts on a request_uri's expires_in.
 const maxPARTTL = 600 * time.Second
 

@@ -238,7 +238,7 @@ func (s *Server) spend(ctx context.Context, hash []byte, now time.Time) error {
 
 // refresh redeems a refresh token, rotating it (RFC 6749 §6, RFC 9700
 // §4.14.2): the presented token is spent, and presenting it again revokes
-// the grant.
+// the grant. A client of the fapi2 profile keeps its token instead.
 // jkt is the thumbprint of the request's DPoP key, "" without a proof.
 func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
 	tok := f.Get("refresh_token")
@@ -278,6 +278,25 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 				return nil, oauthErr(codeInvalidScope, "scope "+x+" was not granted (RFC 6749 §6)")
 			}
 		}
+	}
+	// A client of the fapi2 profile keeps its refresh token: FAPI 2.0
+	// Security Profile §5.3.2.1 asks for no rotation. The token stays
+	// valid until it expires or the grant is revoked, and the answer has
+	// no refresh_token (RFC 6749 §6: a new one is optional).
+	cs, err := s.security(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if cs.fapi2() && !rt.Used {
+		m, err := s.mint(c, g, scopes, "", true, jkt, secretJKT(tok))
+		if err != nil {
+			return nil, err
+		}
+		m.resp.RefreshToken = ""
+		if err := s.cfg.Store.AddTokens(ctx, m.at, nil); err != nil {
+			return nil, err
+		}
+		return m.resp, nil
 	}
 	// A used token goes on to UseRefreshToken, whose replay revokes the
 	// grant: its owner presented it twice.

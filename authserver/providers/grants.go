@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -24,11 +25,29 @@ type GrantSource interface {
 	Grant(ctx context.Context, accessToken string) (*Grant, error)
 }
 
+// DPoPGrantSource is a GrantSource that also reads the grant behind a
+// DPoP-bound access token (RFC 9449), forwarding the caller's proof: the
+// service checks its key, ath, age and single use (docs/fapi.md,
+// "Presenting a bound token").
+type DPoPGrantSource interface {
+	GrantDPoP(ctx context.Context, accessToken, proof string) (*Grant, error)
+}
+
 // GrantError is the service's refusal of GET {base_url}/authorization: the
 // error object of docs/service.md §4.1 and §7.
 type GrantError struct {
-	Code   string `json:"code"`
-	Status int    `json:"status,omitempty"`
+	Code    string `json:"code"`
+	Status  int    `json:"status,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Challenge is the service's WWW-Authenticate; a refusal about DPoP
+	// has a DPoP challenge (RFC 9449 §7.1). Nonce is its DPoP-Nonce.
+	Challenge, Nonce string `json:"-"`
+}
+
+// dpop reports whether the refusal is about DPoP: a bound token sent as
+// Bearer, a proof missing or broken, a nonce wanted.
+func (e *GrantError) dpop() bool {
+	return strings.HasPrefix(e.Challenge, "DPoP ") || e.Code == "invalid_dpop_proof" || e.Code == "use_dpop_nonce"
 }
 
 func (e *GrantError) Error() string {
@@ -76,11 +95,24 @@ const maxGrantBytes = 1 << 20
 
 // Grant implements GrantSource.
 func (c *GrantClient) Grant(ctx context.Context, accessToken string) (*Grant, error) {
+	return c.grant(ctx, "Bearer", accessToken, "")
+}
+
+// GrantDPoP implements DPoPGrantSource: the token goes as DPoP with the
+// caller's proof, whose htu is the provider's URL.
+func (c *GrantClient) GrantDPoP(ctx context.Context, accessToken, proof string) (*Grant, error) {
+	return c.grant(ctx, "DPoP", accessToken, proof)
+}
+
+func (c *GrantClient) grant(ctx context.Context, scheme, accessToken, proof string) (*Grant, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Endpoint, nil)
 	if err != nil {
 		return nil, fmt.Errorf("providers: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+accessToken)
+	req.Header.Set("Authorization", scheme+" "+accessToken)
+	if proof != "" {
+		req.Header.Set("DPoP", proof)
+	}
 	req.Header.Set("X-Client-Id", c.ClientID)
 	req.Header.Set("X-Client-Secret", c.ClientSecret)
 	hc := c.HTTP
@@ -104,6 +136,7 @@ func (c *GrantClient) Grant(ctx context.Context, accessToken string) (*Grant, er
 		if json.Unmarshal(body, ge) != nil || ge.Code == "" {
 			return nil, fmt.Errorf("providers: grant endpoint answered %s without an error object", resp.Status)
 		}
+		ge.Challenge, ge.Nonce = resp.Header.Get("WWW-Authenticate"), resp.Header.Get("DPoP-Nonce")
 		return nil, ge
 	}
 	var g Grant

@@ -138,20 +138,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+strings.Join(allowed, " or "))
 		return
 	}
-	tok, ok := bearer(r)
+	scheme, tok, ok := presented(r)
 	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer`)
-		writeError(w, http.StatusUnauthorized, "missing_token", "send Authorization: Bearer <access token>")
+		w.Header().Set("WWW-Authenticate", `Bearer, DPoP algs="`+dpopAlgs+`"`)
+		writeError(w, http.StatusUnauthorized, "missing_token", "send Authorization: Bearer <access token>, or DPoP <access token> with a DPoP proof")
 		return
 	}
-	g, err := s.cfg.Grants.Grant(r.Context(), tok)
+	var g *Grant
+	var err error
+	if scheme == "DPoP" {
+		g, err = s.dpopGrant(r, tok)
+	} else {
+		g, err = s.cfg.Grants.Grant(r.Context(), tok)
+	}
 	if err != nil {
+		var de *dpopError
+		if errors.As(err, &de) {
+			dpopRefusal(w, de.code, de.desc, "")
+			return
+		}
 		// A refusal about the caller's token (unknown, expired, revoked,
 		// or meant for another resource) is the caller's 401 invalid_token
 		// (RFC 6750 §3.1); only the provider's own failure to read the
 		// grant (its credential refused, the service down or failing) is
 		// 502.
 		var ge *GrantError
+		if errors.As(err, &ge) && ge.dpop() {
+			desc := ge.Message
+			if desc == "" {
+				desc = "the access token or its DPoP proof was refused (RFC 9449)"
+			}
+			dpopRefusal(w, ge.Code, desc, ge.Nonce)
+			return
+		}
 		if errors.As(err, &ge) {
 			if desc := ge.tokenProblem(); desc != "" {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+desc+`"`)
@@ -177,10 +196,82 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt.serve(w, r, *g.OrgID)
 }
 
-func bearer(r *http.Request) (string, bool) {
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+// presented returns the scheme (Bearer or DPoP) and the access token of
+// the request's Authorization header.
+func presented(r *http.Request) (scheme, tok string, ok bool) {
+	scheme, tok, ok = strings.Cut(r.Header.Get("Authorization"), " ")
 	tok = strings.TrimSpace(tok)
-	return tok, ok && strings.EqualFold(scheme, "Bearer") && tok != ""
+	switch {
+	case !ok || tok == "":
+		return "", "", false
+	case strings.EqualFold(scheme, "Bearer"):
+		return "Bearer", tok, true
+	case strings.EqualFold(scheme, "DPoP"):
+		return "DPoP", tok, true
+	}
+	return "", "", false
+}
+
+// dpopAlgs is the algs parameter of the providers' DPoP challenges: the
+// algorithms the service accepts (docs/fapi.md).
+const dpopAlgs = "ES256 PS256 EdDSA"
+
+// dpopError is a DPoP refusal the provider makes itself.
+type dpopError struct{ code, desc string }
+
+func (e *dpopError) Error() string { return "providers: " + e.desc }
+
+// dpopGrant reads the grant behind a DPoP-bound token (RFC 9449 §7): the
+// provider checks that the proof was made for this request, its htm and
+// the exact htu of the provider's URL, and forwards it to the service,
+// which checks its signature, key, ath, age and single use.
+func (s *Server) dpopGrant(r *http.Request, tok string) (*Grant, error) {
+	ds, ok := s.cfg.Grants.(DPoPGrantSource)
+	if !ok {
+		return nil, &dpopError{"invalid_token", "this provider takes Bearer tokens only"}
+	}
+	proofs := r.Header.Values("DPoP")
+	if len(proofs) != 1 {
+		return nil, &dpopError{"invalid_dpop_proof", "send one DPoP header with the proof of the token's key (RFC 9449 section 7.1)"}
+	}
+	var c struct {
+		Htm string `json:"htm"`
+		Htu string `json:"htu"`
+	}
+	parts := strings.Split(proofs[0], ".")
+	if len(parts) != 3 {
+		return nil, &dpopError{"invalid_dpop_proof", "the DPoP proof is not a compact JWS (RFC 9449 section 4.2)"}
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || json.Unmarshal(raw, &c) != nil {
+		return nil, &dpopError{"invalid_dpop_proof", "the DPoP proof's claims are not base64url JSON (RFC 9449 section 4.2)"}
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	want := scheme + "://" + r.Host + r.URL.Path
+	htu := c.Htu
+	if i := strings.IndexAny(htu, "?#"); i >= 0 {
+		htu = htu[:i]
+	}
+	switch {
+	case c.Htm != r.Method:
+		return nil, &dpopError{"invalid_dpop_proof", fmt.Sprintf("the DPoP proof's htm is %q; this request is %s", c.Htm, r.Method)}
+	case htu != want:
+		return nil, &dpopError{"invalid_dpop_proof", fmt.Sprintf("the DPoP proof's htu %q is not the URL of this request, %s", c.Htu, want)}
+	}
+	return ds.GrantDPoP(r.Context(), tok, proofs[0])
+}
+
+// dpopRefusal answers 401 with a DPoP challenge (RFC 9449 §7.1) and, when
+// the service gave one, its nonce for the next proof.
+func dpopRefusal(w http.ResponseWriter, code, desc, nonce string) {
+	if nonce != "" {
+		w.Header().Set("DPoP-Nonce", nonce)
+	}
+	w.Header().Set("WWW-Authenticate", `DPoP error="`+code+`", error_description="`+strings.ReplaceAll(desc, `"`, `'`)+`", algs="`+dpopAlgs+`"`)
+	writeError(w, http.StatusUnauthorized, code, desc)
 }
 
 // createKey creates the Company's P-256 signing key; creating it again
