@@ -89,7 +89,7 @@ func runMain(m *testing.M) int {
 		}
 		return e, err
 	}
-	w, err := host.NewWindow(newEngine, host.Options{DataDir: dir, Ephemeral: true, Subject: "sub_ana", OpenExternal: openExternal,
+	w, err := host.NewWindow(newEngine, host.Options{DataDir: dir, Subject: "sub_ana", OpenExternal: openExternal,
 		HangTimeout: 2 * time.Second, Title: "host tests", Events: testBus, Launcher: true, ConsentArm: testConsentArm,
 		DownloadDir: filepath.Join(dir, "downloads")})
 	if err != nil {
