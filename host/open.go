@@ -216,6 +216,12 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	if cfg.Automation {
 		a, err := bridge.NewAutomation(bridge.AutomationConfig{Addr: cfg.AutomationAddr, Bus: bus,
 			Controller: w.Controller(func(ctx context.Context, cmd bridge.OpenCommand) error {
+				if cfg.WebDriver && DataKey(cmd.Origin, cmd.ID) != DataKey(cfg.Origin, cfg.ID) {
+					// The session holds the Miniapp's view, which keeps its
+					// Miniapp's data (docs/host.md, "WebDriver").
+					return bridge.Errorf(bridge.CodeCommandFailed, "this window's WebDriver session drives %s (%s); "+
+						"another Miniapp has data of its own and needs a view of its own: start a new session for it", cfg.ID, cfg.Origin)
+				}
 				c := cfg
 				c.Origin, c.ID = cmd.Origin, cmd.ID
 				if cmd.Dashboard != "" {

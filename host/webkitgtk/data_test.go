@@ -16,9 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/automation/client"
-	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/hosttest"
 )
@@ -131,16 +129,7 @@ func TestMiniappDataIsolation(t *testing.T) {
 func TestOpenDataPerMiniapp(t *testing.T) {
 	srv, appA := hosttest.StartServer(t)
 	u := srv.URLs()
-	appB, err := demoapps.StartPublic(demoapps.Config{ID: "demo-public-b", Name: "Demo public Miniapp B", ClientID: "demo-public-b",
-		AuthURL: u.Authorization, TokenURL: u.Token, Scope: hosttest.Scope, Resource: u.BaseURL}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { appB.Close() })
-	if _, err := srv.RegisterClient(context.Background(), authserver.ClientSpec{ID: "demo-public-b", Name: "Demo public Miniapp B",
-		RedirectURIs: []string{appB.RedirectURI()}, AllowedOrigins: []string{appB.Origin}}); err != nil {
-		t.Fatal(err)
-	}
+	appB := hosttest.StartPublic(t, srv, "demo-public-b")
 	root := t.TempDir()
 	cfg := childConfig{Origin: appA.Origin, ID: "demo-public", Dashboard: u.Dashboard, Service: u.Issuer, Subject: "sub_ana",
 		HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret, DataRoot: root, Automation: true}
