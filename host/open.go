@@ -68,7 +68,8 @@ type OpenConfig struct {
 	// the same moment and is then closed: the program that started the
 	// host reads it from a pipe (`open --automation-fd`, which
 	// `miniapp-host webdriver` uses; docs/webdriver.md). A host that exits
-	// before it closes the pipe without writing.
+	// before it closes the pipe without writing. An *os.File is made
+	// close-on-exec first, so that no process WebKit starts holds it open.
 	AutomationOut io.WriteCloser
 	// DevTools enables the web inspector in the Miniapp's view.
 	DevTools bool
@@ -189,6 +190,10 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	}
 	if cfg.HTTP == nil {
 		cfg.HTTP = http.DefaultClient
+	}
+	if cfg.AutomationOut != nil {
+		// Before WebKit starts a process: none may hold the pipe open.
+		keepFromChildren(cfg.AutomationOut)
 	}
 	root, err := cfg.dataRoot()
 	if err != nil {

@@ -230,12 +230,27 @@ func startOpenAutomation(t *testing.T, cfg childConfig) (*client.Client, func())
 		_ = cmd.Wait()
 	}
 	t.Cleanup(stop)
-	raw, err := io.ReadAll(r)
-	r.Close()
-	var info host.AutomationInfo
-	if err != nil || json.Unmarshal(raw, &info) != nil {
+	type read struct {
+		raw []byte
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		raw, err := io.ReadAll(r)
+		r.Close()
+		got <- read{raw, err}
+	}()
+	var rd read
+	select {
+	case rd = <-got:
+	case <-time.After(time.Minute):
 		stop()
-		t.Fatalf("the automation channel's address: %q %v\n%s", raw, err, stderr.String())
+		t.Fatalf("open wrote no automation channel address within a minute:\n%s", stderr.String())
+	}
+	var info host.AutomationInfo
+	if rd.err != nil || json.Unmarshal(rd.raw, &info) != nil {
+		stop()
+		t.Fatalf("the automation channel's address: %q %v\n%s", rd.raw, rd.err, stderr.String())
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
