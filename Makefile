@@ -8,25 +8,20 @@ STATICCHECK := $(BIN)/staticcheck
 # Under Xvfb WebKit renders without compositing faster and with less memory (docs/webkitgtk.md, "Measured facts").
 export WEBKIT_DISABLE_COMPOSITING_MODE := 1
 
-# The WebKitGTK API to build against (docs/webkitgtk.md, "WebKitGTK 4.0 and 4.1"): 4.1
-# (libsoup 3) when it is installed, else 4.0 (libsoup 2). WEBKIT_API=4.0 or 4.1, on the
-# command line or in the environment, forces one. The choice is made when a recipe runs,
-# after deps has installed what was missing.
+# The WebKitGTK API to build against (docs/webkitgtk.md, "WebKitGTK 4.0 and 4.1"): a plain
+# `go build` links 4.1 (libsoup 3); the build tag webkit2_40 links 4.0 (libsoup 2). make uses
+# 4.1 when it is installed, else 4.0; WEBKIT_API=4.0 or 4.1, on the command line or in the
+# environment, forces one. The choice is made when a recipe runs, after deps has installed
+# what was missing, and reaches every go command (and the scripts' go builds) through GOFLAGS.
 WEBKIT_API ?=
 export WEBKIT_API
-REAL_PKG_CONFIG := $(or $(filter-out %scripts/pkg-config,$(PKG_CONFIG)),pkg-config)
-webkit_api = $(or $(strip $(WEBKIT_API)),$(shell $(REAL_PKG_CONFIG) --exists webkit2gtk-4.1 2>/dev/null && echo 4.1 || echo 4.0))
+PKG_CONFIG ?= pkg-config
+webkit_api = $(or $(strip $(WEBKIT_API)),$(shell $(PKG_CONFIG) --exists webkit2gtk-4.1 2>/dev/null && echo 4.1 || echo 4.0))
 other_webkit_api = $(if $(filter 4.1,$(webkit_api)),4.0,4.1)
-# For 4.1, webview_go's and the host's "webkit2gtk-4.0" go through scripts/pkg-config, which
-# renames it, and a define in CGO_CPPFLAGS keeps the two builds apart in Go's build cache
-# (the cache does not hash pkg-config's output). For 4.0 both are left as they were.
-webkit_pkg_config = $(if $(filter 4.1,$(1)),$(CURDIR)/scripts/pkg-config,$(REAL_PKG_CONFIG))
-webkit_cppflags = $(strip $(filter-out -DMINIAPP_WEBKIT_API=%,$(USER_CGO_CPPFLAGS)) $(if $(filter 4.1,$(1)),-DMINIAPP_WEBKIT_API=41))
-webkit_env = PKG_CONFIG='$(call webkit_pkg_config,$(1))' CGO_CPPFLAGS='$(call webkit_cppflags,$(1))'
-USER_CGO_CPPFLAGS := $(CGO_CPPFLAGS)
-export WEBKIT_REAL_PKG_CONFIG := $(REAL_PKG_CONFIG)
-export PKG_CONFIG = $(call webkit_pkg_config,$(webkit_api))
-export CGO_CPPFLAGS = $(call webkit_cppflags,$(webkit_api))
+webkit_goflags = $(strip $(USER_GOFLAGS) $(if $(filter 4.0,$(1)),-tags=webkit2_40))
+webkit_env = WEBKIT_API=$(1) GOFLAGS='$(call webkit_goflags,$(1))'
+USER_GOFLAGS := $(GOFLAGS)
+export GOFLAGS = $(call webkit_goflags,$(webkit_api))
 
 .PHONY: all deps webkit build run test vet lint bench bench-sbs soak clean
 
@@ -41,16 +36,18 @@ deps:
 webkit: deps
 	@api='$(webkit_api)'; case "$$api" in 4.0|4.1) ;; \
 	*) echo "WEBKIT_API=$$api: use 4.0 or 4.1, or leave it empty to pick the installed one" >&2; exit 2;; esac; \
-	if ! $(REAL_PKG_CONFIG) --exists webkit2gtk-$$api; then \
+	if ! $(PKG_CONFIG) --exists webkit2gtk-$$api; then \
 		if [ -n '$(strip $(WEBKIT_API))' ]; then \
 			echo "WEBKIT_API=$$api: webkit2gtk-$$api is not installed (Debian package libwebkit2gtk-$$api-dev)" >&2; \
 		else \
 			echo "webkit: pkg-config finds neither webkit2gtk-4.1 nor webkit2gtk-4.0 (Debian packages libwebkit2gtk-4.1-dev, libwebkit2gtk-4.0-dev)" >&2; \
 		fi; exit 1; fi; \
-	echo "webkit: WebKitGTK $$api (webkit2gtk-$$api, libsoup $$([ $$api = 4.1 ] && echo 3 || echo 2)); PKG_CONFIG=$(call webkit_pkg_config,$(webkit_api))"
+	echo "webkit: WebKitGTK $$api (webkit2gtk-$$api, libsoup $$([ $$api = 4.1 ] && echo 3 || echo 2)); GOFLAGS=$(call webkit_goflags,$(webkit_api))"
 
+# The binary must link the chosen API and no other (docs/webkitgtk.md, "Checking a binary").
 build: webkit
 	$(GO) build -o $(BIN)/miniapp-host ./cmd/miniapp-host
+	@./scripts/check-webkit-api.sh $(BIN)/miniapp-host $(webkit_api)
 
 # What `make run` starts grows with the project; RUN_ARGS picks another subcommand.
 RUN_ARGS ?= playground
@@ -83,7 +80,7 @@ test: lint
 	@echo "test: the reference server's tests again, on PostgreSQL (a temporary server; authserver/store/storetest)"
 	MINIAPP_HOST_TEST_STORE=postgres $(GO) test -race -count=1 $(STORE_PKGS)
 	@other=$(other_webkit_api); \
-	if ! $(REAL_PKG_CONFIG) --exists webkit2gtk-$$other; then \
+	if ! $(PKG_CONFIG) --exists webkit2gtk-$$other; then \
 		echo "test: engine tests against WebKitGTK $$other skipped: libwebkit2gtk-$$other-dev is not installed"; \
 	else \
 		echo "test: the engine tests again, against WebKitGTK $$other: $(call webkit_env,$(other_webkit_api)) go test $(ENGINE_PKGS)"; \

@@ -26,6 +26,6 @@
 // All cgo is in files built with linux && cgo; see webkit_linux.c for the
 // C side. Other builds compile a stub whose NewWindow returns
 // ErrNoWebview. Threading: WebKitGTK runs on the main thread, which
-// webview_go locks in its init; every call from another goroutine goes
+// package webkitgtk locks in its init; every call from another goroutine goes
 // through Dispatch and the main thread never waits for a goroutine.
 package host

@@ -106,14 +106,31 @@ type Cookie struct {
 	SameSite    SameSite
 }
 
+// MiniappData names the website data of one Miniapp: its cookies, local
+// storage, IndexedDB and caches. Each Miniapp, by canonical origin and
+// manifest id, has its own (docs/host.md, "Each Miniapp's data"): the
+// engine gives the Miniapp's view a data store of that Miniapp alone, so a
+// Miniapp never reads another one's cookies or storage, even on the same
+// origin.
+type MiniappData struct {
+	// Key is the Miniapp's identity: its canonical origin and manifest
+	// id. The same Key is the same data; "" is the data of a view that no
+	// Miniapp has been mounted in yet (kept in memory).
+	Key string
+	// Dir is the folder the data is kept in across runs; "" keeps it in
+	// memory for the life of the process.
+	Dir string
+}
+
 // EngineConfig is what the core asks of a new engine.
 type EngineConfig struct {
 	Title         string
 	Width, Height int
-	// DataDir holds the Miniapp view's cookies (unless Ephemeral) and the
-	// content-filter store.
-	DataDir   string
-	Ephemeral bool
+	// DataDir holds the engine's own files (the content-filter store).
+	DataDir string
+	// Miniapp is the data the Miniapp's view starts with: the first
+	// Miniapp's when it is known (open), else the zero MiniappData.
+	Miniapp MiniappData
 	// Launcher gives the window a launcher page beside the Miniapp's.
 	Launcher bool
 	// DevTools enables the engine's web inspector in the Miniapp's view
@@ -184,9 +201,16 @@ type Engine interface {
 	CookieHeader(u string, done func(header string, err error))
 	// ClearCookies removes every cookie of the Miniapp view's store.
 	ClearCookies(done func(error))
-	// ForgetSite removes what the engine keeps for a host name: cookies,
-	// local storage, IndexedDB, caches (not session storage).
-	ForgetSite(host string, done func(error))
+	// UseData makes d the website data of the Miniapp's view, before a
+	// Miniapp is loaded in it: the view then sees d's cookies and storage
+	// and no other Miniapp's. The same d again changes nothing. An engine
+	// that cannot (a WebDriver session drives the view) returns an error
+	// and keeps the data it has.
+	UseData(d MiniappData) error
+	// ForgetData removes what the engine keeps in d: cookies, local
+	// storage, IndexedDB, caches (not a view's session storage). No other
+	// Miniapp's data changes.
+	ForgetData(d MiniappData, done func(error))
 
 	// Snapshot writes a PNG of what v shows to path.
 	Snapshot(v View, path string, done func(error))

@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
-	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/privatefile"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
@@ -36,9 +33,12 @@ type OpenConfig struct {
 	// HostClientID and HostSecret are the host's own credential for the
 	// native-consent API.
 	HostClientID, HostSecret string
-	// Ephemeral gives the Miniapp a throw-away WebKit data folder.
+	// Ephemeral keeps each Miniapp's WebKit data (cookies, storage) in
+	// memory: nothing of it is written, and it is gone when the process
+	// ends.
 	Ephemeral bool
-	// DataRoot holds the Miniapps' data folders; the user's data directory
+	// DataRoot holds the Miniapps' data folders, one per Miniapp (by
+	// origin and manifest id, MiniappDir); the user's data directory
 	// (miniapp-host/miniapps) when empty.
 	DataRoot string
 	// HostVersion is reported to pages by getContext.
@@ -68,7 +68,8 @@ type OpenConfig struct {
 	// the same moment and is then closed: the program that started the
 	// host reads it from a pipe (`open --automation-fd`, which
 	// `miniapp-host webdriver` uses; docs/webdriver.md). A host that exits
-	// before it closes the pipe without writing.
+	// before it closes the pipe without writing. An *os.File is made
+	// close-on-exec first, so that no process WebKit starts holds it open.
 	AutomationOut io.WriteCloser
 	// DevTools enables the web inspector in the Miniapp's view.
 	DevTools bool
@@ -127,45 +128,27 @@ func StageEvents(rep *resolver.Report, origin, id, launch string) []bridge.Resol
 	return out
 }
 
-// dataDir returns the Miniapp's own WebKit data folder, named after its
-// origin and id, and a cleanup for an ephemeral one.
-func (c *OpenConfig) dataDir() (string, func(), error) {
+// dataRoot returns the folder that holds each Miniapp's data folder
+// (MiniappDir): DataRoot, else the user's data directory's
+// miniapp-host/miniapps; "" for an ephemeral window, whose Miniapps keep
+// their data in memory. It reads XDG_DATA_HOME, so it runs before
+// UseDataDir moves it.
+func (c *OpenConfig) dataRoot() (string, error) {
 	if c.Ephemeral {
-		d, err := os.MkdirTemp("", "miniapp-host-ephemeral-")
+		return "", nil
+	}
+	if c.DataRoot != "" {
+		return c.DataRoot, nil
+	}
+	base := os.Getenv("XDG_DATA_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", nil, fmt.Errorf("host: data dir: %w", err)
+			return "", fmt.Errorf("host: data dir: %w", err)
 		}
-		return d, func() { os.RemoveAll(d) }, nil
+		base = filepath.Join(home, ".local", "share")
 	}
-	root := c.DataRoot
-	if root == "" {
-		base := os.Getenv("XDG_DATA_HOME")
-		if base == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", nil, fmt.Errorf("host: data dir: %w", err)
-			}
-			base = filepath.Join(home, ".local", "share")
-		}
-		root = filepath.Join(base, "miniapp-host", "miniapps")
-	}
-	// The canonical origin and the id name the folder; a hash keeps
-	// any character of either out of the path.
-	o, err := origin.Parse(c.Origin)
-	name := c.Origin
-	if err == nil {
-		name = o.String()
-	}
-	sum := sha256.Sum256([]byte(name + "\n" + c.ID))
-	label := strings.NewReplacer("://", "_", ":", "_", "/", "_").Replace(name)
-	if len(label) > 60 {
-		label = label[:60]
-	}
-	d := filepath.Join(root, label+"-"+hex.EncodeToString(sum[:6]))
-	if err := os.MkdirAll(d, 0o700); err != nil {
-		return "", nil, fmt.Errorf("host: data dir: %w", err)
-	}
-	return d, func() {}, nil
+	return filepath.Join(base, "miniapp-host", "miniapps"), nil
 }
 
 // rejectionText says why a Miniapp was not opened, for the host's view.
@@ -208,16 +191,29 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	if cfg.HTTP == nil {
 		cfg.HTTP = http.DefaultClient
 	}
-	dir, cleanup, err := cfg.dataDir()
+	if cfg.AutomationOut != nil {
+		// Before WebKit starts a process: none may hold the pipe open.
+		keepFromChildren(cfg.AutomationOut)
+	}
+	root, err := cfg.dataRoot()
 	if err != nil {
 		return err
 	}
+	// The window's own files (WebKit's XDG folders, the content filter)
+	// live for the process; each Miniapp's data is in its own folder under
+	// root, or in memory (docs/host.md, "Each Miniapp's data").
+	dir, err := os.MkdirTemp("", "miniapp-host-open-")
+	if err != nil {
+		return fmt.Errorf("host: data dir: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
 	defer cleanup()
 	if err := UseDataDir(dir); err != nil {
 		return err
 	}
 	bus := bridge.NewBus(nil)
-	w, err := NewWindow(newEngine, Options{Title: "Miniapp Host", DataDir: dir, Ephemeral: cfg.Ephemeral, Subject: cfg.Subject,
+	w, err := NewWindow(newEngine, Options{Title: "Miniapp Host", DataDir: dir, DataRoot: root, Ephemeral: cfg.Ephemeral,
+		FirstOrigin: cfg.Origin, FirstID: cfg.ID, Subject: cfg.Subject,
 		HTTPClient: cfg.HTTP, Events: bus, DevTools: cfg.DevTools, WebDriver: cfg.WebDriver})
 	if err != nil {
 		return err
@@ -225,6 +221,12 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	if cfg.Automation {
 		a, err := bridge.NewAutomation(bridge.AutomationConfig{Addr: cfg.AutomationAddr, Bus: bus,
 			Controller: w.Controller(func(ctx context.Context, cmd bridge.OpenCommand) error {
+				if cfg.WebDriver && DataKey(cmd.Origin, cmd.ID) != DataKey(cfg.Origin, cfg.ID) {
+					// The session holds the Miniapp's view, which keeps its
+					// Miniapp's data (docs/host.md, "WebDriver").
+					return bridge.Errorf(bridge.CodeCommandFailed, "this window's WebDriver session drives %s (%s); "+
+						"another Miniapp has data of its own and needs a view of its own: start a new session for it", cfg.ID, cfg.Origin)
+				}
 				c := cfg
 				c.Origin, c.ID = cmd.Origin, cmd.ID
 				if cmd.Dashboard != "" {
@@ -254,7 +256,11 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	if cfg.OnEvent != nil {
 		w.OnEvent(cfg.OnEvent)
 	}
-	fmt.Fprintf(cfg.Log, "open: WebKit data in %s\n", dir)
+	if cfg.Ephemeral {
+		fmt.Fprintf(cfg.Log, "open: WebKit data in memory (--ephemeral)\n")
+	} else {
+		fmt.Fprintf(cfg.Log, "open: WebKit data in %s\n", MiniappDir(root, cfg.Origin, cfg.ID))
+	}
 	grace, stuck := cfg.StopGrace, cfg.Stuck
 	if grace == 0 {
 		grace = 3 * time.Second
@@ -377,7 +383,7 @@ func (w *Window) miniappOf(app *resolver.Miniapp, svc *Service, cfg MountOptions
 	if err != nil {
 		return Miniapp{}, err
 	}
-	m := Miniapp{Name: app.Manifest.Name, LoadURL: app.LoadURL, StartURL: app.StartURL,
+	m := Miniapp{Name: app.Manifest.Name, Origin: app.Origin.String(), ID: app.Manifest.ID, LoadURL: app.LoadURL, StartURL: app.StartURL,
 		Confidential: app.Client.Confidential(), ClientID: app.Manifest.OAuth.ClientID,
 		Policy:  Policy{Authorize: auth, Allowed: app.Client.AllowedOrigins},
 		Consent: &NativeConsent{Endpoint: svc.Native, ClientID: cfg.HostClientID, ClientSecret: cfg.HostSecret, HTTP: cfg.HTTP}}

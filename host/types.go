@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
@@ -16,11 +17,20 @@ import (
 type Options struct {
 	Title         string // window title; "Miniapp Host"
 	Width, Height int    // window size; 1024x768
-	// DataDir holds the view's cookies (unless Ephemeral) and the
-	// content-filter store. Required: see UseDataDir.
+	// DataDir holds the window's own files (the content-filter store).
+	// Required: see UseDataDir.
 	DataDir string
-	// Ephemeral keeps cookies in memory only.
+	// DataRoot holds each Miniapp's data folder (MiniappDir: cookies,
+	// local storage, IndexedDB, caches), kept across runs;
+	// DataDir/miniapps when empty. Unused when Ephemeral.
+	DataRoot string
+	// Ephemeral keeps each Miniapp's data in memory, for the life of the
+	// process: nothing of it is written.
 	Ephemeral bool
+	// FirstOrigin and FirstID name the Miniapp the window opens first,
+	// when it is known: the Miniapp's view starts with its data, so the
+	// first mount keeps the view it has (a WebDriver session holds it).
+	FirstOrigin, FirstID string
 	// Subject is who signs in on the consent screen (the service's
 	// subject identifier).
 	Subject string
@@ -73,6 +83,9 @@ func (o *Options) setDefaults() error {
 	if o.DataDir == "" {
 		return errors.New("host: Options.DataDir is required")
 	}
+	if o.DataRoot == "" {
+		o.DataRoot = filepath.Join(o.DataDir, "miniapps")
+	}
 	if o.Title == "" {
 		o.Title = "Miniapp Host"
 	}
@@ -111,6 +124,10 @@ func (o *Options) setDefaults() error {
 // signs in with.
 type Miniapp struct {
 	Name string
+	// Origin and ID are the Miniapp's origin and manifest id: they name
+	// its data (Options.DataRoot, MiniappDir). An empty Origin is the
+	// origin of StartURL, else of LoadURL.
+	Origin, ID string
 	// LoadURL is loaded first: oauth.auth_url for a confidential client,
 	// start_url for a public one.
 	LoadURL *url.URL

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -98,8 +97,14 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 		return nil, fmt.Errorf("host: bridge key: %w", err)
 	}
 	w.key = hex.EncodeToString(k[:])
+	var first MiniappData
+	if opts.FirstOrigin != "" {
+		if first, err = w.dataOf(opts.FirstOrigin, opts.FirstID); err != nil {
+			return nil, err
+		}
+	}
 	w.eng, err = newEngine(EngineConfig{Title: opts.Title, Width: opts.Width, Height: opts.Height, DataDir: opts.DataDir,
-		Ephemeral: opts.Ephemeral, Launcher: opts.Launcher, DevTools: opts.DevTools, WebDriver: opts.WebDriver}, w)
+		Miniapp: first, Launcher: opts.Launcher, DevTools: opts.DevTools, WebDriver: opts.WebDriver}, w)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +223,25 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 		return err
 	}
 	if err := w.installFilter(ctx, app.Policy.FilterRules()); err != nil {
+		return err
+	}
+	// The Miniapp's own data (cookies, storage), before anything of it
+	// loads: never the previous Miniapp's (docs/host.md, "Each Miniapp's
+	// data").
+	data, err := w.appData(&app)
+	if err != nil {
+		return err
+	}
+	if err := awaitErr(ctx, w, "data", func(done func(error)) {
+		err := w.eng.UseData(data)
+		if err == nil {
+			// A new view has no page yet: the watchdog has nothing to probe.
+			w.mu.Lock()
+			w.loaded = false
+			w.mu.Unlock()
+		}
+		done(err)
+	}); err != nil {
 		return err
 	}
 	w.abandonFlow()
@@ -461,17 +485,6 @@ func (w *Window) SnapshotWindow(ctx context.Context, path string) error {
 // TerminateWebProcess stops the Miniapp's web process, as the host does
 // with a page that hangs.
 func (w *Window) TerminateWebProcess() { w.Dispatch(w.eng.TerminateWebProcess) }
-
-// ForgetSite removes what the engine keeps for the host name of o: cookies,
-// local storage, IndexedDB, caches (not session storage). Engines key this
-// data by host name, so every origin on that host is reset.
-func (w *Window) ForgetSite(ctx context.Context, o origin.Origin) error {
-	if o.IsOpaque() {
-		return errors.New("host: reset storage needs an http(s) origin")
-	}
-	host := strings.TrimSuffix(strings.TrimPrefix(o.Host, "["), "]")
-	return awaitErr(ctx, w, "reset storage", func(done func(error)) { w.eng.ForgetSite(host, done) })
-}
 
 // ensureHostPageUI loads the host's page into its view, once; UI thread.
 func (w *Window) ensureHostPageUI() {

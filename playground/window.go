@@ -7,7 +7,6 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
-	"github.com/miniapp-host/miniapp-host/origin"
 )
 
 // Window is the playground's desktop window: a host window with the
@@ -83,13 +82,13 @@ func (pw *Window) ShowRejection(title, text string) {
 	pw.w.ShowPage(host.PageMiniapp)
 }
 
-// ResetStorage implements Opener. WebKit keeps site data by host name, so
-// every Miniapp on the same host is reset with it (all the playground's
-// loopback Miniapps share 127.0.0.1).
-func (pw *Window) ResetStorage(ctx context.Context, raw, _ string) error {
-	o, err := origin.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("playground: reset storage: %w", err)
+// ResetStorage implements Opener: the window forgets the data of the
+// Miniapp at origin with manifest id id (cookies, local storage,
+// IndexedDB, caches). Each Miniapp's data is its own, so no other one is
+// reset, even on the same host (docs/host.md, "Each Miniapp's data").
+func (pw *Window) ResetStorage(ctx context.Context, origin, id string) error {
+	if err := pw.w.ForgetMiniapp(ctx, origin, id); err != nil {
+		return fmt.Errorf("playground: %w", err)
 	}
-	return pw.w.ForgetSite(ctx, o)
+	return nil
 }

@@ -76,7 +76,7 @@ const noDisplayChildEnv = "MINIAPP_HOST_TEST_COMMAND"
 
 // TestNoDisplay: without a display, `open` and `playground` say so, name
 // xvfb-run and --no-window, and exit 2 before any window exists (they used
-// to crash in webview_go). Each runs in a process of its own whose
+// to crash in the engine). Each runs in a process of its own whose
 // environment has no DISPLAY or WAYLAND_DISPLAY.
 func TestNoDisplay(t *testing.T) {
 	if !webkitgtk.Available {

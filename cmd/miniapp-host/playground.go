@@ -128,8 +128,8 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 }
 
 // runPlaygroundWindow is the playground with its desktop window (package
-// host): the window is made and run on the main goroutine, which
-// webview_go locked to the main thread, while the servers start on
+// host): the window is made and run on the main goroutine, which package
+// webkitgtk locks to the main thread, while the servers start on
 // another; the launcher loads in the window as soon as they serve. It
 // returns when the window is closed or ctx ends.
 func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data, opKeySource string, browser, verbose, devtools bool, started func(*playground.Playground)) int {
@@ -145,15 +145,16 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 		return exitUndecided
 	}
 	defer os.RemoveAll(dir)
-	// WebKit's data (local storage, caches) stays in dir; cookies are in
-	// memory: every playground starts signed out.
+	// WebKit's data stays in dir, removed on exit: every playground starts
+	// signed out. Each Miniapp launched has its own data folder in it
+	// (docs/host.md, "Each Miniapp's data").
 	if err := host.UseDataDir(dir); err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		return exitUndecided
 	}
 	cfg.Bus = bridge.NewBus(nil)
 	w, err := host.NewWindow(webkitgtk.New, host.Options{Title: "Miniapp Host playground", Width: size.Width, Height: size.Height,
-		DataDir: dir, Ephemeral: true, Events: cfg.Bus, Launcher: true, DevTools: devtools})
+		DataDir: dir, Events: cfg.Bus, Launcher: true, DevTools: devtools})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
 		if errors.Is(err, host.ErrNoDisplay) {

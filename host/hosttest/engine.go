@@ -47,7 +47,10 @@ type Engine struct {
 	filter    string
 	hostShown bool
 	page      host.Page
-	jar       []host.Cookie
+	jar       []host.Cookie            // the jar of data
+	jars      map[string][]host.Cookie // the other Miniapps' jars, by MiniappData.Key
+	data      host.MiniappData         // the Miniapp view's data
+	uses      []host.MiniappData       // UseData's calls, in order
 	stopped   int
 }
 
@@ -62,7 +65,8 @@ type Load struct {
 // *into.
 func Factory(into **Engine) host.NewEngine {
 	return func(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
-		e := &Engine{cfg: cfg, events: events, wake: make(chan struct{}, 1), page: host.PageLauncher}
+		e := &Engine{cfg: cfg, events: events, wake: make(chan struct{}, 1), page: host.PageLauncher,
+			jars: map[string][]host.Cookie{}, data: cfg.Miniapp}
 		*into = e
 		return e, nil
 	}
@@ -263,16 +267,37 @@ func (e *Engine) CookieHeader(raw string, done func(string, error)) {
 // ClearCookies implements host.Engine.
 func (e *Engine) ClearCookies(done func(error)) { e.mu.Lock(); e.jar = nil; e.mu.Unlock(); done(nil) }
 
-// ForgetSite implements host.Engine.
-func (e *Engine) ForgetSite(h string, done func(error)) {
+// UseData implements host.Engine: each Miniapp has a jar of its own, as
+// WebKit gives each a data manager of its own.
+func (e *Engine) UseData(d host.MiniappData) error {
 	e.mu.Lock()
-	kept := e.jar[:0]
-	for _, c := range e.jar {
-		if c.Domain != h {
-			kept = append(kept, c)
-		}
+	defer e.mu.Unlock()
+	e.uses = append(e.uses, d)
+	if d.Key == e.data.Key {
+		return nil
 	}
-	e.jar = kept
+	e.jars[e.data.Key] = e.jar
+	e.jar = e.jars[d.Key]
+	delete(e.jars, d.Key)
+	e.data = d
+	return nil
+}
+
+// DataUses returns the data UseData was given, in order.
+func (e *Engine) DataUses() []host.MiniappData {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]host.MiniappData(nil), e.uses...)
+}
+
+// ForgetData implements host.Engine.
+func (e *Engine) ForgetData(d host.MiniappData, done func(error)) {
+	e.mu.Lock()
+	if d.Key == e.data.Key {
+		e.jar = nil
+	} else {
+		delete(e.jars, d.Key)
+	}
 	e.mu.Unlock()
 	done(nil)
 }

@@ -36,3 +36,22 @@ func StartServer(t testing.TB) (*authserver.Server, *demoapps.App) {
 	}
 	return srv, app
 }
+
+// StartPublic starts another public demo Miniapp, with manifest id and
+// client id id, on an origin of its own, and registers its client with
+// srv. It stops when the test ends.
+func StartPublic(t testing.TB, srv *authserver.Server, id string) *demoapps.App {
+	t.Helper()
+	u := srv.URLs()
+	app, err := demoapps.StartPublic(demoapps.Config{ID: id, Name: "Demo Miniapp " + id, ClientID: id,
+		AuthURL: u.Authorization, TokenURL: u.Token, Scope: Scope, Resource: u.BaseURL}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	if _, err := srv.RegisterClient(context.Background(), authserver.ClientSpec{ID: id, Name: "Demo Miniapp " + id,
+		RedirectURIs: []string{app.RedirectURI()}, AllowedOrigins: []string{app.Origin}}); err != nil {
+		t.Fatal(err)
+	}
+	return app
+}

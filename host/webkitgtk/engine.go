@@ -3,7 +3,6 @@
 package webkitgtk
 
 /*
-#cgo pkg-config: gtk+-3.0 webkit2gtk-4.0
 #include <stdlib.h>
 #include "webkit.h"
 */
@@ -14,35 +13,56 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/cgo"
 	"unsafe"
 
-	webview "github.com/webview/webview_go"
-
 	"github.com/miniapp-host/miniapp-host/host"
 )
+
+// GTK must run on the thread that called gtk_init, and the main loop on
+// the process's main thread: main.main (and a test binary's TestMain) run
+// on it, locked from the start.
+func init() { runtime.LockOSThread() }
 
 // Available reports whether this build has an engine.
 const Available = true
 
 var _ host.NewEngine = New
 
-// engine is the WebKitGTK engine: webview_go's window and main loop, the
-// view webview_go made as the Miniapp's, and the host's and launcher's
-// views this package adds.
+// engine is the WebKitGTK engine: a GTK window with the Miniapp's view on
+// the web context of the Miniapp's data, the host's view over it and the
+// launcher's view, both on a web context of their own.
 type engine struct {
-	wv     webview.WebView
 	win    *C.GtkWindow
 	views  [3]*C.WebKitWebView // by host.View
 	handle cgo.Handle
 	events host.EngineEvents
 	store  string // the content-filter store
+
+	webdriver bool
+	// contexts holds the web context of each Miniapp's data
+	// (host.MiniappData.Key) the window has used, the most recent last in
+	// recent. Each context has a network process of its own. A Miniapp's
+	// data kept in memory lives as long as its context, so that context
+	// is kept for the life of the process; one whose data is in a folder
+	// is let go once more than keepContexts others were used since
+	// (its folder keeps the data for the next use), so that a window that
+	// opens many Miniapps one after another keeps a few network processes,
+	// not one per Miniapp it ever opened.
+	contexts map[string]*C.WebKitWebContext
+	recent   []host.MiniappData
+	data     host.MiniappData // the Miniapp view's
 }
 
-// New makes the window. It must run on the main goroutine (webview_go
-// locks it to the main thread), once per process, after the XDG
-// directories point where WebKit may write (host.UseDataDir). Without a
-// display it returns host.ErrNoDisplay before any window exists.
+// keepContexts is how many web contexts of Miniapps with a data folder
+// the engine keeps besides the one in use.
+const keepContexts = 4
+
+// New makes the window. It must run on the main goroutine, once per
+// process, after the XDG directories point where WebKit may write
+// (host.UseDataDir). Without a display it returns host.ErrNoDisplay before
+// any window exists.
 func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("webkitgtk: EngineConfig.DataDir is required")
@@ -54,42 +74,117 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 	if err := os.MkdirAll(store, 0o700); err != nil {
 		return nil, fmt.Errorf("webkitgtk: content filter store: %w", err)
 	}
-	e := &engine{events: events, store: store}
+	e := &engine{events: events, store: store, webdriver: cfg.WebDriver, contexts: map[string]*C.WebKitWebContext{}}
 	if cfg.WebDriver {
 		if err := webdriverEnv(); err != nil {
 			return nil, err
 		}
 	}
-	e.wv = webview.New(false)
-	e.win = (*C.GtkWindow)(e.wv.Window())
-	if e.win == nil {
-		return nil, errors.New("webkitgtk: webview_go made no window")
+	ctx, err := e.context(cfg.Miniapp)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.WebDriver {
-		if err := prepareWebDriver(e.win); err != nil {
-			return nil, err
-		}
+	e.data = cfg.Miniapp
+	var title *C.char
+	if cfg.Title != "" {
+		title = C.CString(cfg.Title)
+		defer C.free(unsafe.Pointer(title))
 	}
+	e.win = C.mh_window_new(title, C.int(cfg.Width), C.int(cfg.Height))
 	e.handle = cgo.NewHandle(e)
 	var views [3]*C.WebKitWebView
-	if C.mh_setup(e.win, C.uintptr_t(e.handle), cbool(cfg.Launcher), cbool(cfg.DevTools), &views[0]) != 0 {
-		return nil, errors.New("webkitgtk: the window has no WebKitWebView")
-	}
+	C.mh_setup(e.win, C.uintptr_t(e.handle), cbool(cfg.Launcher), cbool(cfg.DevTools), cbool(cfg.WebDriver), ctx, &views[0])
 	e.views = views
 	C.mh_init_signals()
-	if cfg.Title != "" {
-		e.wv.SetTitle(cfg.Title)
-	}
-	if cfg.Width > 0 && cfg.Height > 0 {
-		e.wv.SetSize(cfg.Width, cfg.Height, webview.HintNone)
-	}
 	C.mh_track_size(e.win, C.int(cfg.Width), C.int(cfg.Height))
-	if !cfg.Ephemeral {
-		p := C.CString(filepath.Join(cfg.DataDir, "cookies.sqlite"))
-		C.mh_set_persistent_cookies(e.views[host.ViewMiniapp], p)
-		C.free(unsafe.Pointer(p))
-	}
 	return e, nil
+}
+
+// context returns the web context of d, made the first time: its own
+// website data manager, in memory or in d.Dir (cookies in
+// d.Dir/cookies.sqlite, the rest under d.Dir/data and d.Dir/cache). UI
+// thread only.
+func (e *engine) context(d host.MiniappData) (*C.WebKitWebContext, error) {
+	if c, ok := e.contexts[d.Key]; ok {
+		e.used(d)
+		return c, nil
+	}
+	var c *C.WebKitWebContext
+	if d.Dir == "" {
+		c = C.mh_context_new(nil, nil, nil)
+	} else {
+		data, cache := filepath.Join(d.Dir, "data", "webkitgtk"), filepath.Join(d.Dir, "cache", "webkitgtk")
+		for _, p := range []string{data, cache} {
+			if err := os.MkdirAll(p, 0o700); err != nil {
+				return nil, fmt.Errorf("webkitgtk: data folder: %w", err)
+			}
+		}
+		cd, cc, ck := C.CString(data), C.CString(cache), C.CString(filepath.Join(d.Dir, "cookies.sqlite"))
+		c = C.mh_context_new(cd, cc, ck)
+		for _, s := range []*C.char{cd, cc, ck} {
+			C.free(unsafe.Pointer(s))
+		}
+	}
+	e.contexts[d.Key] = c
+	e.used(d)
+	return c, nil
+}
+
+// used records d as the most recently used data, and lets go of the
+// contexts with a data folder that more than keepContexts others were
+// used after, but the Miniapp view's. UI thread only.
+func (e *engine) used(d host.MiniappData) {
+	for i, r := range e.recent {
+		if r.Key == d.Key {
+			e.recent = append(e.recent[:i], e.recent[i+1:]...)
+			break
+		}
+	}
+	e.recent = append(e.recent, d)
+	kept := 0
+	for i := len(e.recent) - 1; i >= 0; i-- {
+		r := e.recent[i]
+		if r.Dir == "" || r.Key == d.Key || r.Key == e.data.Key {
+			continue
+		}
+		if kept++; kept > keepContexts {
+			// Views made on it hold their own reference.
+			C.g_object_unref(C.gpointer(e.contexts[r.Key]))
+			delete(e.contexts, r.Key)
+			e.recent = append(e.recent[:i], e.recent[i+1:]...)
+		}
+	}
+}
+
+// UseData implements host.Engine: WebKitGTK fixes a view's web context,
+// and so its data manager, when the view is made, so another Miniapp's
+// data takes a new view on that data's context, in the old one's place.
+// A WebDriver session holds the view it was handed: it keeps it.
+func (e *engine) UseData(d host.MiniappData) error {
+	if d.Key == e.data.Key {
+		return nil
+	}
+	if e.webdriver {
+		return errors.New("webkitgtk: a WebDriver session drives this window's Miniapp view, which keeps the data of the Miniapp it was opened with; " +
+			"start a new session (a new miniapp-host open --webdriver) for another Miniapp")
+	}
+	ctx, err := e.context(d)
+	if err != nil {
+		return err
+	}
+	e.views[host.ViewMiniapp] = C.mh_replace_miniapp_view(e.views[host.ViewMiniapp], ctx)
+	e.data = d
+	return nil
+}
+
+// ForgetData implements host.Engine: d's context is d's alone.
+func (e *engine) ForgetData(d host.MiniappData, done func(error)) {
+	ctx, err := e.context(d)
+	if err != nil {
+		done(err)
+		return
+	}
+	C.mh_clear_data(ctx, doneHandle(done))
 }
 
 // Run implements host.Engine. Go code on the main thread runs with
@@ -97,7 +192,7 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 // the loop's C code runs with it delivered.
 func (e *engine) Run() {
 	C.mh_unblock_suspend()
-	e.wv.Run()
+	C.mh_run()
 	C.mh_block_suspend()
 }
 
@@ -108,13 +203,10 @@ func (e *engine) WindowSize() (int, int) {
 	return int(w), int(h)
 }
 
-// Terminate implements host.Engine: webview_go posts the quit to the loop.
-func (e *engine) Terminate() { e.wv.Terminate() }
+// Terminate implements host.Engine: the quit is posted to the loop.
+func (e *engine) Terminate() { C.mh_quit() }
 
-// Dispatch implements host.Engine. webview_go's own Dispatch is not used:
-// it reads its shared index after releasing its lock, so two goroutines
-// dispatching at once can run one function twice and lose the other (the
-// race detector shows it).
+// Dispatch implements host.Engine.
 func (e *engine) Dispatch(f func()) { C.mh_dispatch(C.uintptr_t(cgo.NewHandle(f))) }
 
 func (e *engine) view(v host.View) *C.WebKitWebView {
@@ -256,12 +348,6 @@ func (e *engine) ClearCookies(done func(error)) {
 	C.mh_clear_cookies(e.views[host.ViewMiniapp], doneHandle(done))
 }
 
-// ForgetSite implements host.Engine. WebKit keys its records by host
-// name, not by origin.
-func (e *engine) ForgetSite(h string, done func(error)) {
-	withString(h, func(s *C.char) { C.mh_forget_site(e.views[host.ViewMiniapp], s, doneHandle(done)) })
-}
-
 // Snapshot implements host.Engine.
 func (e *engine) Snapshot(v host.View, path string, done func(error)) {
 	view := e.view(v)
@@ -326,4 +412,12 @@ func signalsWithoutOnStack() []int {
 		sigs = append(sigs, int(out[i]))
 	}
 	return sigs
+}
+
+// bareWindow is the baseline of BenchmarkFirstLoad (webkit.c,
+// mh_bare_window).
+func bareWindow(u string) int {
+	cu := C.CString(u)
+	defer C.free(unsafe.Pointer(cu))
+	return int(C.mh_bare_window(cu))
 }

@@ -14,3 +14,6 @@ var _ host.NewEngine = New
 
 // API is "" in this build: it links no WebKitGTK.
 func API() string { return "" }
+
+// BuildAPI is "" in this build: it links no WebKitGTK.
+func BuildAPI() string { return "" }

@@ -21,35 +21,23 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/host/hosttest"
 
-	webview "github.com/webview/webview_go"
-
 	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/demoapps"
 )
 
-// bareWindowEnv makes the test binary a bare webview_go window that loads
+// bareWindowEnv makes the test binary a bare WebKitGTK window that loads
 // the URL it names and prints "loaded" on the page's load event: the
 // baseline of BenchmarkFirstLoad, measured on the same machine at the same
 // time.
 const bareWindowEnv = "MINIAPP_HOST_BARE_WINDOW_URL"
 
-func runBareWindow(u string) int {
-	w := webview.New(false)
-	if w == nil {
-		return 1
-	}
-	_ = w.Bind("__loaded", func() { fmt.Println("loaded") })
-	w.Init(`window.addEventListener("load", function () { window.__loaded(); });`)
-	w.Navigate(u)
-	w.Run()
-	return 0
-}
+func runBareWindow(u string) int { return bareWindow(u) }
 
 // BenchmarkFirstLoad measures what BENCHMARKS.md reports for start-up:
 // process start to the Miniapp's first load finished, for Open (what
 // `miniapp-host open -v --ephemeral` runs: window, discovery, content
 // filter, resolution against the reference server, mount of the public
-// demo) and for the baseline, a bare webview_go window loading a loopback
+// demo) and for the baseline, a bare WebKitGTK window loading a loopback
 // page; plus the peak RSS (VmHWM) of each process and of WebKit's web and
 // network processes, read once the page has loaded. The two run in turns,
 // so that both see the same load of a shared machine.

@@ -13,8 +13,8 @@ import (
 	"github.com/miniapp-host/miniapp-host/host"
 )
 
-// testWin is the one window of the test process: WebKitGTK allows one
-// webview.New per process, on the main thread, so every test mounts its
+// testWin is the one window of the test process: the engine makes one
+// window per process, on the main thread, so every test mounts its
 // Miniapp into it, one test at a time.
 var testWin *host.Window
 
@@ -46,7 +46,7 @@ func openExternal(u string) {
 // procStart is when the test process started its window, for the figures.
 var procStart time.Time
 
-// TestMain runs the GTK main loop on the main goroutine (webview_go locks
+// TestMain runs the GTK main loop on the main goroutine (this package locks
 // it to the main thread in its init) and the tests on another goroutine.
 func TestMain(m *testing.M) {
 	if u := os.Getenv(bareWindowEnv); u != "" {
@@ -89,7 +89,7 @@ func runMain(m *testing.M) int {
 		}
 		return e, err
 	}
-	w, err := host.NewWindow(newEngine, host.Options{DataDir: dir, Ephemeral: true, Subject: "sub_ana", OpenExternal: openExternal,
+	w, err := host.NewWindow(newEngine, host.Options{DataDir: dir, Subject: "sub_ana", OpenExternal: openExternal,
 		HangTimeout: 2 * time.Second, Title: "host tests", Events: testBus, Launcher: true, ConsentArm: testConsentArm,
 		DownloadDir: filepath.Join(dir, "downloads")})
 	if err != nil {

@@ -38,6 +38,12 @@ type childConfig struct {
 	// first page has loaded, what WebKit's settings say of developer
 	// extras in each view: "devtools miniapp=<bool> host=<bool>".
 	DevTools bool
+	// DataRoot is OpenConfig.DataRoot: with Ephemeral false, each
+	// Miniapp's data folder is made under it.
+	DataRoot string
+	// Automation starts the automation channel and writes its URL and
+	// token to the descriptor 3 (OpenConfig.AutomationOut).
+	Automation bool
 }
 
 func runOpenChild(raw string) int {
@@ -47,7 +53,10 @@ func runOpenChild(raw string) int {
 		return 2
 	}
 	cfg := host.OpenConfig{Origin: c.Origin, ID: c.ID, Dashboard: c.Dashboard, Service: c.Service, Subject: c.Subject,
-		HostClientID: c.HostClientID, HostSecret: c.HostSecret, Ephemeral: c.Ephemeral, DevTools: c.DevTools}
+		HostClientID: c.HostClientID, HostSecret: c.HostSecret, Ephemeral: c.Ephemeral, DevTools: c.DevTools, DataRoot: c.DataRoot}
+	if c.Automation {
+		cfg.Automation, cfg.AutomationOut = true, os.NewFile(3, "automation")
+	}
 	cfg.Log = os.Stderr
 	var eng *engine
 	newEngine := func(cfg host.EngineConfig, ev host.EngineEvents) (host.Engine, error) {

@@ -181,6 +181,21 @@ func TestPlaygroundWindow(t *testing.T) {
 		}
 	})
 
+	// While the confidential demo is the Miniapp mounted: its data is its
+	// own (docs/host.md, "Each Miniapp's data"), and the view reads it.
+	t.Run("reset storage", func(t *testing.T) {
+		o := entryOrigin(t, p, playground.DemoConfidentialID)
+		if h, err := testWin.Cookies(t.Context(), o+"/"); err != nil || !strings.Contains(h, "demo_session=") {
+			t.Fatalf("before the reset the view sends %q (%v), want the demo's session cookie", h, err)
+		}
+		launcherClick(t, `#miniapps-pane li[data-id="demo-confidential"] button.reset`)
+		pollLauncher(t, `(() => { const r = document.querySelector('#miniapps-pane li[data-id="demo-confidential"] .reset-result');
+			return r !== null && r.textContent.startsWith("The window forgot"); })()`)
+		if h, err := testWin.Cookies(t.Context(), o+"/"); err != nil || h != "" {
+			t.Errorf("after the reset the view sends %q (%v), want no cookie", h, err)
+		}
+	})
+
 	t.Run("public demo through the bridge", func(t *testing.T) {
 		// The host obtains this token itself (window.miniapp.authorize):
 		// the inspector still shows its claims and what is known of the
@@ -258,18 +273,6 @@ func TestPlaygroundWindow(t *testing.T) {
 		snapWindow(t, filepath.Join(dir, "window-download.png"))
 	})
 
-	t.Run("reset storage", func(t *testing.T) {
-		o := entryOrigin(t, p, playground.DemoConfidentialID)
-		if h, err := testWin.Cookies(t.Context(), o+"/"); err != nil || !strings.Contains(h, "demo_session=") {
-			t.Fatalf("before the reset the view sends %q (%v), want the demo's session cookie", h, err)
-		}
-		launcherClick(t, `#miniapps-pane li[data-id="demo-confidential"] button.reset`)
-		pollLauncher(t, `(() => { const r = document.querySelector('#miniapps-pane li[data-id="demo-confidential"] .reset-result');
-			return r !== null && r.textContent.startsWith("The window forgot"); })()`)
-		if h, err := testWin.Cookies(t.Context(), o+"/"); err != nil || h != "" {
-			t.Errorf("after the reset the view sends %q (%v), want no cookie", h, err)
-		}
-	})
 }
 
 // apiGet reads a route of the launcher's API, as its page does, into v;

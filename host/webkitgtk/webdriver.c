@@ -5,10 +5,10 @@
 // automation connects to it, and when the driver asks for a session the
 // context emits automation-started. The session then asks for a browsing
 // context with create-web-view, which must answer with a view made with
-// the construct-only property is-controlled-by-automation. webview_go's own
-// view was not made so: mh_webdriver_prepare puts such a view in its place
-// before mh_setup runs, and mh_setup gives it everything it gives the
-// Miniapp's view (signals, settings, content manager, the overlay with the
+// the construct-only property is-controlled-by-automation. mh_setup makes
+// the Miniapp's view so, on the Miniapp's web context, which allows
+// automation (mh_webdriver_allow), and gives it everything it gives any
+// Miniapp view (signals, settings, content manager, the overlay with the
 // host's view), so navigation policy, consent and completion are the same
 // with and without WebDriver.
 
@@ -54,34 +54,18 @@ static void on_automation_started(WebKitWebContext *ctx, WebKitAutomationSession
 	g_signal_connect(session, "create-web-view", G_CALLBACK(on_create_web_view), data);
 }
 
-// mh_webdriver_prepare allows automation on the window's web context and
-// replaces webview_go's view, the window's child, with a view controlled by
-// automation on the same web context (and so the same website data and
-// cookies) with a content manager of its own. webview_go keeps a pointer to
-// its view (used only by its methods the host never calls, and cleared when
-// the window is destroyed), so the view is kept alive, off screen; it never
-// loads anything, so it never starts a web process. It returns 0, or -1
-// when the window has no WebKitWebView.
-int mh_webdriver_prepare(GtkWindow *win) {
-	GtkWidget *old = gtk_bin_get_child(GTK_BIN(win));
-	if (!old || !WEBKIT_IS_WEB_VIEW(old)) return -1;
-	WebKitWebContext *ctx = webkit_web_view_get_context(WEBKIT_WEB_VIEW(old));
-	webkit_web_context_set_automation_allowed(ctx, TRUE);
-	WebKitUserContentManager *ucm = webkit_user_content_manager_new();
-	WebKitWebView *view = WEBKIT_WEB_VIEW(g_object_new(WEBKIT_TYPE_WEB_VIEW, "web-context", ctx, "user-content-manager",
-	                                                   ucm, "is-controlled-by-automation", TRUE, NULL));
-	g_object_unref(ucm);
-	// What webview_go sets on its own view.
-	webkit_settings_set_javascript_can_access_clipboard(webkit_web_view_get_settings(view), TRUE);
-	g_object_ref(old);
-	gtk_container_remove(GTK_CONTAINER(win), old);
-	gtk_container_add(GTK_CONTAINER(win), GTK_WIDGET(view));
-	gtk_widget_show(GTK_WIDGET(view));
+// mh_webdriver_allow allows automation on the Miniapp's web context, before
+// its view is made. Only one web context of a process may.
+void mh_webdriver_allow(WebKitWebContext *ctx) { webkit_web_context_set_automation_allowed(ctx, TRUE); }
+
+// mh_webdriver_attach hands view, the Miniapp's view made controlled by
+// automation on ctx, to the session that asks for a browsing context, and
+// makes the session's Close Window close the window.
+void mh_webdriver_attach(WebKitWebContext *ctx, WebKitWebView *view) {
 	g_signal_connect(view, "close", G_CALLBACK(on_close), NULL);
 	mh_webdriver *wd = g_new0(mh_webdriver, 1);
 	wd->view = view;
 	g_signal_connect(ctx, "automation-started", G_CALLBACK(on_automation_started), wd);
-	return 0;
 }
 
 // mh_webkit_api is the WebKitGTK API this file was compiled against: 41

@@ -8,7 +8,6 @@ package webkitgtk
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"os"
 )
@@ -24,16 +23,9 @@ func API() string {
 	return "4.0"
 }
 
-// prepareWebDriver lets a W3C WebDriver session drive the Miniapp's view
-// (webdriver.c): automation is allowed on the window's web context, and
-// the Miniapp's view is one made controlled by automation. It runs before
-// mh_setup, which then treats that view as it treats every Miniapp view.
-func prepareWebDriver(win *C.GtkWindow) error {
-	if C.mh_webdriver_prepare(win) != 0 {
-		return errors.New("webkitgtk: webdriver: the window has no WebKitWebView")
-	}
-	return nil
-}
+// BuildAPI is the WebKitGTK API this build was asked to link: "4.1" by
+// default, "4.0" with the build tag webkit2_40 (api41.go, api40.go).
+func BuildAPI() string { return buildAPI }
 
 // webdriverEnv prepares the process's environment for WebDriver, before
 // any window exists. WebDriver's Take Screenshot crashes the UI process

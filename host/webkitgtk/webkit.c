@@ -459,7 +459,7 @@ static void watch_downloads(WebKitWebView *view) {
 // new_view makes a view with a content manager of its own, so that no
 // script, filter or message handler of another view reaches it, and
 // connects the signals every view reports.
-static WebKitWebView *new_view(uintptr_t handle, int view, const char *handler) {
+static WebKitWebView *new_view(WebKitWebContext *ctx, uintptr_t handle, int view, const char *handler) {
 	WebKitUserContentManager *ucm = webkit_user_content_manager_new();
 	mh_ref *r = mh_ref_new(handle, view);
 	if (handler) {
@@ -468,7 +468,8 @@ static WebKitWebView *new_view(uintptr_t handle, int view, const char *handler) 
 		g_signal_connect(ucm, sig, G_CALLBACK(on_script_message), r);
 		webkit_user_content_manager_register_script_message_handler(ucm, handler);
 	}
-	WebKitWebView *v = WEBKIT_WEB_VIEW(g_object_new(WEBKIT_TYPE_WEB_VIEW, "user-content-manager", ucm, NULL));
+	WebKitWebView *v =
+		WEBKIT_WEB_VIEW(g_object_new(WEBKIT_TYPE_WEB_VIEW, "web-context", ctx, "user-content-manager", ucm, NULL));
 	g_object_unref(ucm);
 	g_object_set_data(G_OBJECT(v), "mh-ref", r);
 	watch_downloads(v);
@@ -491,42 +492,75 @@ static void disable_feature(WebKitSettings *s, const char *id) {
 	webkit_feature_list_unref(l);
 }
 
-static WebKitWebView *main_view(GtkWindow *win) {
-	GtkWidget *child = gtk_bin_get_child(GTK_BIN(win));
-	if (!child || !WEBKIT_IS_WEB_VIEW(child)) return NULL;
-	return WEBKIT_WEB_VIEW(child);
+// The window (docs/webkitgtk.md, "The window"). The engine makes its own
+// GtkWindow and views: no other library's cgo is linked, so the one
+// pkg-config line of the build (api41.go or api40.go) decides the
+// WebKitGTK API of the whole process.
+
+static void on_window_destroy(GtkWidget *w, gpointer data) {
+	(void)w;
+	(void)data;
+	mh_quit();
 }
 
-// mh_setup builds the window's views into views[] (host.View order): the
-// Miniapp's view (the one webview_go made, or with WebDriver the one
-// mh_webdriver_prepare put in its place) in an overlay whose top layer is
-// the host's view, and, with launcher, a notebook whose first page is the
-// launcher. It returns 0, or -1 when the window has no WebKitWebView.
-int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKitWebView **views) {
-	WebKitWebView *view = main_view(win);
-	if (!view) return -1;
-	mh_ref *r = mh_ref_new(handle, MH_VIEW_MINIAPP);
+// mh_window_new makes the top-level window, not shown yet. Closing it
+// ends the main loop. gtk_init_check has run (mh_display_available).
+GtkWindow *mh_window_new(const char *title, int width, int height) {
+	// WebKit's DMA-BUF renderer draws nothing on X11 with NVIDIA's driver
+	// (WebKit bug 261874): without a choice of the user's, it is turned
+	// off there before any view exists.
+	if (!getenv("WEBKIT_DISABLE_DMABUF_RENDERER") && !getenv("WAYLAND_DISPLAY") &&
+	    g_file_test("/sys/module/nvidia", G_FILE_TEST_IS_DIR)) {
+		setenv("WEBKIT_DISABLE_DMABUF_RENDERER", "1", 1);
+	}
+	GtkWidget *win = gtk_window_new(GTK_WINDOW_TOPLEVEL);
+	if (title && *title) gtk_window_set_title(GTK_WINDOW(win), title);
+	if (width > 0 && height > 0) gtk_window_resize(GTK_WINDOW(win), width, height);
+	g_signal_connect(win, "destroy", G_CALLBACK(on_window_destroy), NULL);
+	return GTK_WINDOW(win);
+}
 
-	// The Miniapp's view moves into an overlay whose top layer is the
-	// host's view: consent shows over the Miniapp without unloading it.
-	GtkWidget *overlay = gtk_overlay_new();
-	g_object_ref(view);
-	gtk_container_remove(GTK_CONTAINER(win), GTK_WIDGET(view));
-	gtk_container_add(GTK_CONTAINER(overlay), GTK_WIDGET(view));
-	g_object_unref(view);
+static gboolean on_idle_quit(gpointer data) {
+	(void)data;
+	gtk_main_quit();
+	return G_SOURCE_REMOVE;
+}
 
-	WebKitSettings *vs = webkit_web_view_get_settings(view);
-	// WebKit's popup blocker would drop window.open without a gesture
-	// before the create signal: let every call reach create, where the
-	// host decides it (and never opens a window).
-	webkit_settings_set_javascript_can_open_windows_automatically(vs, TRUE);
-	webkit_settings_set_enable_developer_extras(vs, devtools ? TRUE : FALSE);
-	// Service workers and shared workers make their requests outside the
-	// view's content filter (WebKit applies content blockers to a page's
-	// loads, a dedicated worker's included, but not to theirs): a Miniapp
-	// gets neither (docs/host.md, "What the view may not do").
-	disable_feature(vs, "ServiceWorkers");
-	disable_feature(vs, "SharedWorker");
+// mh_quit asks the main loop to stop, from any thread: it stops when it
+// next runs, so a quit asked before mh_run is not lost.
+void mh_quit(void) { g_idle_add_full(G_PRIORITY_HIGH_IDLE, on_idle_quit, NULL, NULL); }
+
+void mh_run(void) { gtk_main(); }
+
+// mh_context_new makes the web context of one Miniapp's data: a website
+// data manager of its own, so that no other Miniapp's view sees its
+// cookies, local storage, IndexedDB or caches. With data_dir NULL
+// everything is kept in memory; else under data_dir and cache_dir, with
+// the cookies in the SQLite file cookies.
+WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, const char *cookies) {
+	WebKitWebsiteDataManager *m;
+	if (!data_dir) {
+		m = webkit_website_data_manager_new_ephemeral();
+	} else {
+		m = webkit_website_data_manager_new("base-data-directory", data_dir, "base-cache-directory", cache_dir, NULL);
+		webkit_cookie_manager_set_persistent_storage(webkit_website_data_manager_get_cookie_manager(m), cookies,
+		                                             WEBKIT_COOKIE_PERSISTENT_STORAGE_SQLITE);
+	}
+	WebKitWebContext *ctx = webkit_web_context_new_with_website_data_manager(m);
+	g_object_unref(m);
+	return ctx;
+}
+
+// miniapp_view makes a Miniapp's view on ctx with the Miniapp views'
+// content manager and settings (shared by every Miniapp view of the
+// window, so scripts, message handlers, the content filter and developer
+// extras carry over), and connects the signals the Miniapp's view
+// reports.
+static WebKitWebView *miniapp_view(WebKitWebContext *ctx, WebKitUserContentManager *ucm, WebKitSettings *s, mh_ref *r,
+                                   int automation) {
+	WebKitWebView *view = WEBKIT_WEB_VIEW(g_object_new(WEBKIT_TYPE_WEB_VIEW, "web-context", ctx, "user-content-manager",
+	                                                   ucm, "settings", s, "is-controlled-by-automation",
+	                                                   automation ? TRUE : FALSE, NULL));
 	g_signal_connect(view, "decide-policy", G_CALLBACK(on_decide_policy), r);
 	g_signal_connect(view, "create", G_CALLBACK(on_create), r);
 	g_signal_connect(view, "load-changed", G_CALLBACK(on_load_changed), r);
@@ -543,11 +577,33 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	g_signal_connect(view, "resource-load-started", G_CALLBACK(on_resource_started), r);
 	g_object_set_data(G_OBJECT(view), "mh-ref", r);
 	watch_downloads(view);
-	WebKitUserContentManager *vucm = webkit_web_view_get_user_content_manager(view);
-	// webview_go's own "external" handler feeds page input to its C++
-	// JSON reader; the host binds nothing through it, so it goes.
-	webkit_user_content_manager_unregister_script_message_handler(vucm, "external");
-	webkit_user_content_manager_remove_all_scripts(vucm);
+	return view;
+}
+
+// mh_setup builds the window's views into views[] (host.View order): the
+// Miniapp's view, on ctx (with webdriver: controlled by automation, and
+// ctx allows automation), in an overlay whose top layer is the host's
+// view, and, with launcher, a notebook whose first page is the launcher;
+// then shows the window.
+void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, int webdriver, WebKitWebContext *ctx,
+              WebKitWebView **views) {
+	mh_ref *r = mh_ref_new(handle, MH_VIEW_MINIAPP);
+
+	WebKitSettings *vs = webkit_settings_new();
+	// WebKit's popup blocker would drop window.open without a gesture
+	// before the create signal: let every call reach create, where the
+	// host decides it (and never opens a window).
+	webkit_settings_set_javascript_can_open_windows_automatically(vs, TRUE);
+	webkit_settings_set_javascript_can_access_clipboard(vs, TRUE);
+	webkit_settings_set_enable_developer_extras(vs, devtools ? TRUE : FALSE);
+	// Service workers and shared workers make their requests outside the
+	// view's content filter (WebKit applies content blockers to a page's
+	// loads, a dedicated worker's included, but not to theirs): a Miniapp
+	// gets neither (docs/host.md, "What the view may not do").
+	disable_feature(vs, "ServiceWorkers");
+	disable_feature(vs, "SharedWorker");
+
+	WebKitUserContentManager *vucm = webkit_user_content_manager_new();
 	g_signal_connect(vucm, "script-message-received::miniappHost", G_CALLBACK(on_script_message), r);
 	webkit_user_content_manager_register_script_message_handler(vucm, "miniappHost");
 	// The console capture script's handler (host.ConsoleHandler): its own,
@@ -555,10 +611,24 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	g_signal_connect(vucm, "script-message-received::mhConsole", G_CALLBACK(on_console_message), r);
 	webkit_user_content_manager_register_script_message_handler(vucm, "mhConsole");
 
-	// The host's view has its own content manager: nothing the Miniapp's
+	if (webdriver) mh_webdriver_allow(ctx);
+	WebKitWebView *view = miniapp_view(ctx, vucm, vs, r, webdriver);
+	g_object_unref(vucm);
+	g_object_unref(vs);
+	if (webdriver) mh_webdriver_attach(ctx, view);
+
+	// The Miniapp's view is in an overlay whose top layer is the host's
+	// view: consent shows over the Miniapp without unloading it.
+	GtkWidget *overlay = gtk_overlay_new();
+	gtk_container_add(GTK_CONTAINER(overlay), GTK_WIDGET(view));
+
+	// The host's views (consent, launcher) are on a web context of their
+	// own, kept in memory: none of a Miniapp's data reaches them. The
+	// host's view also has its own content manager: nothing the Miniapp's
 	// view registers or injects reaches it, and its message handler is
 	// unknown to the Miniapp's pages.
-	WebKitWebView *host = new_view(handle, MH_VIEW_HOST, "host");
+	WebKitWebContext *hctx = webkit_web_context_new_ephemeral();
+	WebKitWebView *host = new_view(hctx, handle, MH_VIEW_HOST, "host");
 	gtk_widget_set_halign(GTK_WIDGET(host), GTK_ALIGN_FILL);
 	gtk_widget_set_valign(GTK_WIDGET(host), GTK_ALIGN_FILL);
 	gtk_overlay_add_overlay(GTK_OVERLAY(overlay), GTK_WIDGET(host));
@@ -573,22 +643,42 @@ int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKi
 	if (!launcher) {
 		gtk_container_add(GTK_CONTAINER(win), overlay);
 		gtk_widget_grab_focus(GTK_WIDGET(view));
-		return 0;
+	} else {
+		// The playground's launcher, in a view of its own before the
+		// Miniapp's: no bridge, no content filter, and none of its input
+		// is a gesture on the Miniapp. The pages are a GtkNotebook: its
+		// tabs are the way back to the launcher.
+		WebKitWebView *l = new_view(hctx, handle, MH_VIEW_LAUNCHER, NULL);
+		GtkWidget *nb = gtk_notebook_new();
+		gtk_notebook_append_page(GTK_NOTEBOOK(nb), GTK_WIDGET(l), gtk_label_new("Launcher"));
+		gtk_notebook_append_page(GTK_NOTEBOOK(nb), overlay, gtk_label_new("Miniapp"));
+		gtk_container_add(GTK_CONTAINER(win), nb);
+		gtk_widget_show(GTK_WIDGET(l));
+		gtk_widget_show(nb);
+		gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), 0);
+		views[MH_VIEW_LAUNCHER] = l;
 	}
-	// The playground's launcher, in a view of its own before the
-	// Miniapp's: no bridge, no content filter, and none of its input is a
-	// gesture on the Miniapp. The pages are a GtkNotebook: its tabs are
-	// the way back to the launcher.
-	WebKitWebView *l = new_view(handle, MH_VIEW_LAUNCHER, NULL);
-	GtkWidget *nb = gtk_notebook_new();
-	gtk_notebook_append_page(GTK_NOTEBOOK(nb), GTK_WIDGET(l), gtk_label_new("Launcher"));
-	gtk_notebook_append_page(GTK_NOTEBOOK(nb), overlay, gtk_label_new("Miniapp"));
-	gtk_container_add(GTK_CONTAINER(win), nb);
-	gtk_widget_show(GTK_WIDGET(l));
-	gtk_widget_show(nb);
-	gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), 0);
-	views[MH_VIEW_LAUNCHER] = l;
-	return 0;
+	g_object_unref(hctx);
+	gtk_widget_show(GTK_WIDGET(win));
+}
+
+// mh_replace_miniapp_view puts a new Miniapp view on ctx in the place of
+// old, with old's content manager, settings and signals, and destroys
+// old: its web process ends, and nothing it loaded reaches the new one.
+// It returns the new view.
+WebKitWebView *mh_replace_miniapp_view(WebKitWebView *old, WebKitWebContext *ctx) {
+	mh_ref *r = g_object_get_data(G_OBJECT(old), "mh-ref");
+	WebKitWebView *view = miniapp_view(ctx, webkit_web_view_get_user_content_manager(old),
+	                                   webkit_web_view_get_settings(old), r, 0);
+	GtkWidget *overlay = gtk_widget_get_parent(GTK_WIDGET(old));
+	gboolean focus = gtk_widget_has_focus(GTK_WIDGET(old));
+	g_signal_handlers_disconnect_by_data(old, r);
+	g_object_set_data(G_OBJECT(old), "mh-ref", NULL);
+	gtk_container_remove(GTK_CONTAINER(overlay), GTK_WIDGET(old)); // the overlay's reference: old is destroyed
+	gtk_container_add(GTK_CONTAINER(overlay), GTK_WIDGET(view));
+	gtk_widget_show(GTK_WIDGET(view));
+	if (focus) gtk_widget_grab_focus(GTK_WIDGET(view));
+	return view;
 }
 
 // The window's size in its normal state, kept on every configure-event:
@@ -629,61 +719,9 @@ void mh_show_page(GtkWindow *win, int page) {
 	if (nb && GTK_IS_NOTEBOOK(nb)) gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), page);
 }
 
-static void on_data_removed(GObject *src, GAsyncResult *res, gpointer data) {
-	GError *err = NULL;
-	if (webkit_website_data_manager_remove_finish(WEBKIT_WEBSITE_DATA_MANAGER(src), res, &err)) {
-		MH_TO_GO(goDone((uintptr_t)data, ""));
-	} else {
-		MH_TO_GO(goDone((uintptr_t)data, err ? err->message : "unknown error"));
-		if (err) g_error_free(err);
-	}
-}
-
-typedef struct {
-	char *host;
-	uintptr_t req;
-} forget_ctx;
-
 // What a reset forgets: everything but session storage, which WebKit keeps
-// per view and tab, not per site (the launcher keeps its token there).
+// per view, not in the data manager.
 #define MH_SITE_DATA (WEBKIT_WEBSITE_DATA_ALL & ~WEBKIT_WEBSITE_DATA_SESSION_STORAGE)
-
-static void on_data_fetched(GObject *src, GAsyncResult *res, gpointer data) {
-	forget_ctx *ctx = data;
-	GError *err = NULL;
-	WebKitWebsiteDataManager *m = WEBKIT_WEBSITE_DATA_MANAGER(src);
-	GList *all = webkit_website_data_manager_fetch_finish(m, res, &err);
-	if (err) {
-		MH_TO_GO(goDone(ctx->req, err->message));
-		g_error_free(err);
-	} else {
-		GList *mine = NULL;
-		for (GList *l = all; l; l = l->next) {
-			const char *name = webkit_website_data_get_name(l->data);
-			if (name && g_ascii_strcasecmp(name, ctx->host) == 0) mine = g_list_prepend(mine, l->data);
-		}
-		if (mine) {
-			webkit_website_data_manager_remove(m, MH_SITE_DATA, mine, NULL, on_data_removed, (gpointer)ctx->req);
-			g_list_free(mine);
-		} else {
-			MH_TO_GO(goDone(ctx->req, ""));
-		}
-		g_list_free_full(all, (GDestroyNotify)webkit_website_data_unref);
-	}
-	g_free(ctx->host);
-	g_free(ctx);
-}
-
-// mh_forget_site removes what WebKit keeps for host: cookies, local
-// storage, IndexedDB, caches. WebKit keys its records by host name, not
-// by origin.
-void mh_forget_site(WebKitWebView *view, const char *host, uintptr_t req) {
-	forget_ctx *ctx = g_new0(forget_ctx, 1);
-	ctx->host = g_strdup(host);
-	ctx->req = req;
-	webkit_website_data_manager_fetch(webkit_web_view_get_website_data_manager(view), MH_SITE_DATA, NULL,
-	                                  on_data_fetched, ctx);
-}
 
 // mh_snapshot_window writes what the X server shows of the whole window
 // (tabs, the page shown, the consent over it) as a PNG; "" or an error.
@@ -885,9 +923,12 @@ void mh_clear_cookies(WebKitWebView *view, uintptr_t req) {
 	                                  0, NULL, on_cleared, (gpointer)req);
 }
 
-void mh_set_persistent_cookies(WebKitWebView *view, const char *path) {
-	webkit_cookie_manager_set_persistent_storage(cookie_manager(view), path,
-	                                             WEBKIT_COOKIE_PERSISTENT_STORAGE_SQLITE);
+// mh_clear_data removes everything a Miniapp's web context keeps: cookies,
+// local storage, IndexedDB, caches. The context is that Miniapp's alone
+// (mh_context_new), so no other Miniapp loses anything.
+void mh_clear_data(WebKitWebContext *ctx, uintptr_t req) {
+	webkit_website_data_manager_clear(webkit_web_context_get_website_data_manager(ctx), MH_SITE_DATA, 0, NULL,
+	                                  on_cleared, (gpointer)req);
 }
 
 typedef struct {
@@ -989,4 +1030,35 @@ static gboolean on_idle_dispatch(gpointer data) {
 // other (the race detector shows it).
 void mh_dispatch(uintptr_t fn) {
 	g_idle_add_full(G_PRIORITY_HIGH_IDLE, on_idle_dispatch, (gpointer)fn, NULL);
+}
+
+static void on_bare_loaded(WebKitUserContentManager *m, WebKitJavascriptResult *res, gpointer data) {
+	(void)m;
+	(void)res;
+	(void)data;
+	printf("loaded\n");
+	fflush(stdout);
+}
+
+// mh_bare_window is the baseline of BenchmarkFirstLoad: a window with one
+// view on the default web context, no host, that loads uri and prints
+// "loaded" on the page's load event. It returns when the window closes.
+int mh_bare_window(const char *uri) {
+	if (!gtk_init_check(NULL, NULL)) return 1;
+	GtkWindow *win = mh_window_new("bare", 800, 600);
+	WebKitUserContentManager *ucm = webkit_user_content_manager_new();
+	g_signal_connect(ucm, "script-message-received::loaded", G_CALLBACK(on_bare_loaded), NULL);
+	webkit_user_content_manager_register_script_message_handler(ucm, "loaded");
+	webkit_user_content_manager_add_script(
+		ucm, webkit_user_script_new("window.addEventListener('load', function () { "
+		                            "window.webkit.messageHandlers.loaded.postMessage(''); });",
+		                            WEBKIT_USER_CONTENT_INJECT_TOP_FRAME, WEBKIT_USER_SCRIPT_INJECT_AT_DOCUMENT_START,
+		                            NULL, NULL));
+	WebKitWebView *v = WEBKIT_WEB_VIEW(webkit_web_view_new_with_user_content_manager(ucm));
+	g_object_unref(ucm);
+	gtk_container_add(GTK_CONTAINER(win), GTK_WIDGET(v));
+	gtk_widget_show_all(GTK_WIDGET(win));
+	webkit_web_view_load_uri(v, uri);
+	gtk_main();
+	return 0;
 }

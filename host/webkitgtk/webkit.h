@@ -15,7 +15,14 @@
 enum { MH_VIEW_MINIAPP = 0, MH_VIEW_HOST = 1, MH_VIEW_LAUNCHER = 2 };
 
 int mh_display_available(void);
-int mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, WebKitWebView **views);
+GtkWindow *mh_window_new(const char *title, int width, int height);
+void mh_quit(void);
+void mh_run(void);
+WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, const char *cookies);
+void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, int webdriver, WebKitWebContext *ctx,
+              WebKitWebView **views);
+WebKitWebView *mh_replace_miniapp_view(WebKitWebView *old, WebKitWebContext *ctx);
+void mh_clear_data(WebKitWebContext *ctx, uintptr_t req);
 void mh_init_signals(void);
 int mh_suspend_signal(void);
 int mh_signals_without_onstack(int *out, int max);
@@ -42,8 +49,6 @@ void mh_add_cookie(WebKitWebView *view, const char *name, const char *value, con
                    const char *path, int max_age, int http_only, int secure, int same_site, uintptr_t req);
 void mh_get_cookies(WebKitWebView *view, const char *uri, uintptr_t req);
 void mh_clear_cookies(WebKitWebView *view, uintptr_t req);
-void mh_forget_site(WebKitWebView *view, const char *host, uintptr_t req);
-void mh_set_persistent_cookies(WebKitWebView *view, const char *path);
 void mh_snapshot(WebKitWebView *view, const char *path, uintptr_t req);
 char *mh_snapshot_window(GtkWindow *win, const char *path);
 void mh_terminate_web_process(WebKitWebView *view);
@@ -51,8 +56,11 @@ void mh_probe(WebKitWebView *view, uintptr_t req);
 void mh_screen_centre(GtkWidget *widget, int *x, int *y);
 void mh_screen_origin(GtkWidget *widget, int *x, int *y);
 
+int mh_bare_window(const char *uri);
+
 // webdriver.c
-int mh_webdriver_prepare(GtkWindow *win);
+void mh_webdriver_allow(WebKitWebContext *ctx);
+void mh_webdriver_attach(WebKitWebContext *ctx, WebKitWebView *view);
 int mh_webkit_api(void);
 
 #endif
