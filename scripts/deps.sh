@@ -24,9 +24,9 @@ case $forced in
 *) echo "deps: WEBKIT_API=$forced: use 4.0 or 4.1, or leave it empty" >&2; exit 2 ;;
 esac
 
-# Build: webview_go and the host link gtk+-3.0 and WebKitGTK through pkg-config
-# (webkit2gtk-4.0, or webkit2gtk-4.1 through scripts/pkg-config); the WebKitGTK
-# development package is chosen below.
+# Build: the host's engine (host/webkitgtk) links gtk+-3.0 and WebKitGTK through
+# pkg-config (webkit2gtk-4.1, or webkit2gtk-4.0 with the build tag webkit2_40);
+# the WebKitGTK development package is chosen below.
 # Run without a display: Xvfb and xauth (xvfb-run).
 # The playground's plain-browser-tab tests drive Debian's headless Chromium.
 # The host's tests click with xdotool (XTest): real input, as a user gives it.
