@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -106,8 +107,25 @@ type pgState struct {
 
 // writePG runs fn in a transaction of its own. The transaction does not
 // follow ctx once begun, for the same reason as on SQLite: the caller must
-// learn whether a code was spent.
-func (s *core) writePG(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// learn whether a code was spent. A transaction that is not durable
+// commits without waiting for its WAL to reach the disk (writeFlowState).
+//
+// A transaction PostgreSQL chose as a deadlock's victim, or could not
+// serialise, did nothing: it is run again, a few times at most.
+// Admissions that pass a full quota shard on to another (flowstate.go)
+// can rarely wait on each other's rows in a cycle.
+func (s *core) writePG(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
+	for try := 1; ; try++ {
+		err := s.writePGOnce(ctx, durable, fn)
+		var pe *pgconn.PgError
+		if try < 3 && errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
+			continue
+		}
+		return err
+	}
+}
+
+func (s *core) writePGOnce(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
 	select {
 	case <-s.quit:
 		return errClosed
@@ -116,6 +134,12 @@ func (s *core) writePG(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
+	}
+	if !durable {
+		if _, err := tx.Exec(`SET LOCAL synchronous_commit = off`); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("store: begin: %w", err)
+		}
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
