@@ -109,14 +109,14 @@ func shardKey(key string, i int) string {
 // row, as eviction reads its use. Adding before checking makes the check
 // exact on PostgreSQL: a concurrent admission adding to the same count
 // waits for this transaction's row lock and then sees its result.
-func charge(tx *sql.Tx, c Charge, start byte, end, now int64) ([]string, error) {
+func charge(tx *sql.Tx, pg bool, c Charge, start byte, end, now int64) ([]string, error) {
 	keys := make([]string, 0, len(c.Quotas))
 	for _, q := range c.Quotas {
 		n := shards(q.Limit)
 		if q.Key == c.Evict {
 			n = 1
 		}
-		k, err := chargeShard(tx, q, n, int(start)%n, end, now)
+		k, err := chargeShard(tx, pg, q, n, int(start)%n, end, now)
 		if err != nil {
 			return nil, err
 		}
@@ -127,8 +127,8 @@ func charge(tx *sql.Tx, c Charge, start byte, end, now int64) ([]string, error) 
 
 // chargeShard adds one to shard i of q (of n) and returns its key; when
 // that shard is full, to the first other shard with room.
-func chargeShard(tx *sql.Tx, q Quota, n, i int, end, now int64) (string, error) {
-	ok, err := addShard(tx, q, n, i, end, now)
+func chargeShard(tx *sql.Tx, pg bool, q Quota, n, i int, end, now int64) (string, error) {
+	ok, err := addShard(tx, pg, q, n, i, end, now)
 	if ok || err != nil || n == 1 {
 		return shardKey(q.Key, i), err
 	}
@@ -160,7 +160,7 @@ func chargeShard(tx *sql.Tx, q Quota, n, i int, end, now int64) (string, error) 
 		if j == i || used[shardKey(q.Key, j)] >= int64(shardLimit(q.Limit, n, j)) {
 			continue
 		}
-		if ok, err := addShard(tx, q, n, j, end, now); ok || err != nil {
+		if ok, err := addShard(tx, pg, q, n, j, end, now); ok || err != nil {
 			return shardKey(q.Key, j), err
 		}
 	}
@@ -169,15 +169,29 @@ func chargeShard(tx *sql.Tx, q Quota, n, i int, end, now int64) (string, error) 
 
 // addShard adds one to shard i of q for the period ending at end, and
 // takes it back when that shard is then over its part of the limit.
-func addShard(tx *sql.Tx, q Quota, n, i int, end, now int64) (bool, error) {
+func addShard(tx *sql.Tx, pg bool, q Quota, n, i int, end, now int64) (bool, error) {
 	k := shardKey(q.Key, i)
-	if _, err := tx.Exec(`INSERT INTO quota_counts(quota, ends_at, n) VALUES(?, ?, 1)
-		ON CONFLICT(quota, ends_at) DO UPDATE SET n = quota_counts.n + 1`, k, end); err != nil {
-		return false, wrap("charge quota", err)
-	}
-	used, err := quotaUse(tx, k, now)
-	if err != nil {
-		return false, err
+	var used int64
+	if pg {
+		// One statement: the count as added to, and the shard's other
+		// periods as of the statement's start (what a second statement
+		// would read, less the commits in between).
+		err := tx.QueryRow(`WITH added AS (INSERT INTO quota_counts(quota, ends_at, n) VALUES(?, ?, 1)
+				ON CONFLICT(quota, ends_at) DO UPDATE SET n = quota_counts.n + 1 RETURNING n)
+			SELECT (SELECT n FROM added) + COALESCE((SELECT SUM(n) FROM quota_counts WHERE quota = ? AND ends_at > ? AND ends_at <> ?), 0)`,
+			k, end, k, now, end).Scan(&used)
+		if err != nil {
+			return false, wrap("charge quota", err)
+		}
+	} else {
+		if _, err := tx.Exec(`INSERT INTO quota_counts(quota, ends_at, n) VALUES(?, ?, 1)
+			ON CONFLICT(quota, ends_at) DO UPDATE SET n = quota_counts.n + 1`, k, end); err != nil {
+			return false, wrap("charge quota", err)
+		}
+		var err error
+		if used, err = quotaUse(tx, k, now); err != nil {
+			return false, err
+		}
 	}
 	if used <= int64(shardLimit(q.Limit, n, i)) {
 		return true, nil
@@ -260,7 +274,7 @@ func (s *FlowStore) putSession(ctx context.Context, old []byte, se *Session, c C
 		if err := evict(tx, c, ns); err != nil {
 			return err
 		}
-		keys, err := charge(tx, c, se.IDHash[0], end, ns)
+		keys, err := charge(tx, s.pg != nil, c, se.IDHash[0], end, ns)
 		if err != nil {
 			return err
 		}
@@ -369,7 +383,7 @@ func (s *FlowStore) AddPending(ctx context.Context, p *PendingRequest, c Charge,
 	}
 	end, ns := endOf(p.ExpiresAt, c.Period), now.UnixNano()
 	return s.writeFlowState(ctx, func(tx *sql.Tx) error {
-		keys, err := charge(tx, c, p.IDHash[0], end, ns)
+		keys, err := charge(tx, s.pg != nil, c, p.IDHash[0], end, ns)
 		if err != nil {
 			return err
 		}
@@ -434,6 +448,21 @@ func (s *FlowStore) DecidePending(ctx context.Context, idHash []byte, subject st
 	var ins *grantInsert
 	if g != nil {
 		ins = s.prepareGrant(g, c, remember)
+	}
+	if s.pg != nil && ins != nil && ins.remember == nil {
+		if err := s.pgOpen(); err != nil {
+			return err
+		}
+		found, err := s.decidePG(ctx, idHash, subject, now.UnixNano(), ins)
+		switch {
+		case err == nil && found:
+			ins.cache()
+			return nil
+		case err == nil:
+			return fmt.Errorf("store: pending request: %w", ErrNotFound)
+		case !retryable(err):
+			return err
+		}
 	}
 	var found bool
 	err := s.write(ctx, func(tx *sql.Tx) error {

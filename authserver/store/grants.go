@@ -303,6 +303,18 @@ func (s *GrantStore) PeekCode(ctx context.Context, hash []byte) (c *Code, used b
 // ErrReplayed is returned.
 func (s *GrantStore) RedeemCodeFor(ctx context.Context, hash []byte, now time.Time, at *AccessToken, rt *RefreshToken) error {
 	defer s.cache.spentCode(hash)
+	if s.pg != nil {
+		if err := s.pgOpen(); err != nil {
+			return err
+		}
+		switch done, err := s.redeemPG(ctx, hash, at, rt); {
+		case err == nil && done:
+			s.cache.put(cachedToken(at), nil)
+			return nil
+		case err != nil && !retryable(err):
+			return err
+		}
+	}
 	var replayed string
 	var won bool
 	err := s.write(ctx, func(tx *sql.Tx) error {

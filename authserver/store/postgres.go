@@ -66,7 +66,21 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 	if err := migratePostgres(ctx, db); err != nil {
 		return nil, err
 	}
-	s := newStore(&core{w: db, r: db, pg: &pgState{cfg: cfg}, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), quit: make(chan struct{})})
+	// Flow state's writes (writeFlowState) have a pool of their own whose
+	// connections commit without waiting for the WAL flush: the setting
+	// travels with the connection's start-up, so that such a write costs
+	// no statement more than a durable one.
+	acfg := cfg.Copy()
+	acfg.RuntimeParams["synchronous_commit"] = "off"
+	adb := sql.OpenDB(rebindConnector{stdlib.GetConnector(*acfg)})
+	adb.SetMaxOpenConns(n)
+	adb.SetMaxIdleConns(n)
+	defer func() {
+		if err != nil {
+			adb.Close()
+		}
+	}()
+	s := newStore(&core{w: db, r: db, pg: &pgState{cfg: cfg, async: adb}, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), quit: make(chan struct{})})
 	if err := s.stmts.prepare(ctx, db, db); err != nil {
 		return nil, err
 	}
@@ -99,7 +113,8 @@ func redact(err error) string { return Redact(err.Error()) }
 
 // pgState is what a Store on PostgreSQL has beside its pool.
 type pgState struct {
-	cfg *pgx.ConnConfig
+	cfg   *pgx.ConnConfig
+	async *sql.DB // connections with synchronous_commit off (writeFlowState)
 
 	listenerDone chan struct{} // closed when the listener goroutine returns
 	cancel       context.CancelFunc
@@ -107,8 +122,9 @@ type pgState struct {
 
 // writePG runs fn in a transaction of its own. The transaction does not
 // follow ctx once begun, for the same reason as on SQLite: the caller must
-// learn whether a code was spent. A transaction that is not durable
-// commits without waiting for its WAL to reach the disk (writeFlowState).
+// learn whether a code was spent. A transaction that is not durable runs
+// on a connection of pgState.async, and commits without waiting for its
+// WAL to reach the disk (writeFlowState).
 //
 // A transaction PostgreSQL chose as a deadlock's victim, or could not
 // serialise, did nothing: it is run again, a few times at most.
@@ -117,12 +133,19 @@ type pgState struct {
 func (s *core) writePG(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
 	for try := 1; ; try++ {
 		err := s.writePGOnce(ctx, durable, fn)
-		var pe *pgconn.PgError
-		if try < 3 && errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
+		if try < 3 && retryable(err) {
 			continue
 		}
 		return err
 	}
+}
+
+// retryable reports whether err is PostgreSQL's refusal of a transaction
+// that did nothing and may be run again: a deadlock's victim, or a
+// serialisation failure.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
 func (s *core) writePGOnce(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
@@ -131,15 +154,13 @@ func (s *core) writePGOnce(ctx context.Context, durable bool, fn func(tx *sql.Tx
 		return errClosed
 	default:
 	}
-	tx, err := s.w.BeginTx(context.WithoutCancel(ctx), nil)
+	db := s.w
+	if !durable {
+		db = s.pg.async
+	}
+	tx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
-	}
-	if !durable {
-		if _, err := tx.Exec(`SET LOCAL synchronous_commit = off`); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("store: begin: %w", err)
-		}
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
