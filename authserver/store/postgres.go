@@ -28,6 +28,9 @@ import (
 //     an explicit BIGSERIAL column (pgSchema).
 //   - Writes: PostgreSQL runs concurrent write transactions itself, so there
 //     is no single writer goroutine; each write is its own transaction.
+//     Flow state's (writeFlowState) commit asynchronously, on a pool of
+//     their own; a decision's and a code redemption's common case is one
+//     statement (pgwrites.go).
 //   - Schema version: a table, since PRAGMA user_version is SQLite's.
 //   - Several processes: migrations and the first start's seeding run under
 //     an advisory lock (Exclusive), and every write that another process may
