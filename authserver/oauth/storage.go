@@ -62,7 +62,15 @@ import (
 //   - Quotas are exact. AddSession, ReplaceSession and AddPending admit a
 //     row only within its store.Charge; a used-up quota is a
 //     *store.QuotaError and nothing is stored, even when instances admit
-//     rows at once.
+//     rows at once. (The store spreads a quota's count over shards, each
+//     admitting its part of the limit; a quota refuses only when every
+//     shard is full.)
+//   - Durable grants. Once a method that stores a grant, code or token
+//     returns, the record survives a crash of the database. Flow state
+//     (sessions, pending requests, quota counts) may lose its last writes
+//     in a crash, going back to what it was a moment before: a sign-in
+//     starts again. Spending a code or a refresh token, and decisions,
+//     are durable like grants.
 //   - Not found is store.ErrNotFound (possibly wrapped), never a nil record.
 //
 // A write whose context ends after it was queued is still awaited: the

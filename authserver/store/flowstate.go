@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -64,27 +66,137 @@ func endOf(exp time.Time, period time.Duration) int64 {
 	return e
 }
 
+// quotaShards is how many rows at most one quota's count is spread over
+// in each period. Concurrent admissions to one quota (every native
+// request of one host, every browser request of one client) each add to
+// one row of it, and on PostgreSQL an admission holds its row's lock until
+// it commits: on one row they would take turns, one commit at a time.
+const quotaShards = 32
+
+// shards is how many rows a quota of limit is spread over: quotaShards,
+// or fewer for a small limit, so that every shard admits at least one.
+func shards(limit int) int { return max(1, min(quotaShards, limit)) }
+
+// shardLimit is shard i's part of limit: the parts add up to limit.
+func shardLimit(limit, n, i int) int {
+	l := limit / n
+	if i < limit%n {
+		l++
+	}
+	return l
+}
+
+// shardKey is the quota_counts key of shard i of quota key: shard 0 is the
+// key itself (as counted before counts were spread), shard i "#i " before
+// it, which no quota key starts with.
+func shardKey(key string, i int) string {
+	if i == 0 {
+		return key
+	}
+	return "#" + strconv.Itoa(i) + " " + key
+}
+
 // charge adds one to each quota of c for the period ending at end, in
 // order, and checks each quota's use after adding: a quota over its limit
-// is a *QuotaError, which rolls the transaction back. Adding before
-// checking makes the check exact on PostgreSQL: a concurrent admission
-// adding to the same count waits for this transaction's row lock and then
-// sees its result.
-func charge(tx *sql.Tx, c Charge, end, now int64) error {
+// is a *QuotaError, which rolls the transaction back. It returns the keys
+// of the counts it added to, which the row records for its release.
+//
+// A quota's count is spread over shards(Limit) rows (quotaShards), each
+// admitting its part of the limit (shardLimit); the row's id (start)
+// picks the first shard tried, and a full shard passes the admission on
+// to one with room, so that a quota refuses only when all of its shards
+// are full: the limit stays exact. The quota named by c.Evict keeps one
+// row, as eviction reads its use. Adding before checking makes the check
+// exact on PostgreSQL: a concurrent admission adding to the same count
+// waits for this transaction's row lock and then sees its result.
+func charge(tx *sql.Tx, pg bool, c Charge, start byte, end, now int64) ([]string, error) {
+	keys := make([]string, 0, len(c.Quotas))
 	for _, q := range c.Quotas {
-		if _, err := tx.Exec(`INSERT INTO quota_counts(quota, ends_at, n) VALUES(?, ?, 1)
-			ON CONFLICT(quota, ends_at) DO UPDATE SET n = quota_counts.n + 1`, q.Key, end); err != nil {
-			return wrap("charge quota", err)
+		n := shards(q.Limit)
+		if q.Key == c.Evict {
+			n = 1
 		}
-		used, err := quotaUse(tx, q.Key, now)
+		k, err := chargeShard(tx, pg, q, n, int(start)%n, end, now)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if used > int64(q.Limit) {
-			return &QuotaError{Key: q.Key, Limit: q.Limit}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// chargeShard adds one to shard i of q (of n) and returns its key; when
+// that shard is full, to the first other shard with room.
+func chargeShard(tx *sql.Tx, pg bool, q Quota, n, i int, end, now int64) (string, error) {
+	ok, err := addShard(tx, pg, q, n, i, end, now)
+	if ok || err != nil || n == 1 {
+		return shardKey(q.Key, i), err
+	}
+	// Full (or raced to full): the other shards' uses, in one query, then
+	// each with room in turn.
+	keys := make([]any, 0, n+1)
+	for j := range n {
+		keys = append(keys, shardKey(q.Key, j))
+	}
+	rows, err := tx.Query(`SELECT quota, CAST(SUM(n) AS BIGINT) FROM quota_counts WHERE quota IN (?`+strings.Repeat(", ?", n-1)+`) AND ends_at > ? GROUP BY quota`,
+		append(keys, now)...)
+	if err != nil {
+		return "", wrap("quota use", err)
+	}
+	used := make(map[string]int64, n)
+	for rows.Next() {
+		var k string
+		var u int64
+		if err := rows.Scan(&k, &u); err != nil {
+			rows.Close()
+			return "", wrap("quota use", err)
+		}
+		used[k] = u
+	}
+	if err := rows.Close(); err != nil {
+		return "", wrap("quota use", err)
+	}
+	for j := range n {
+		if j == i || used[shardKey(q.Key, j)] >= int64(shardLimit(q.Limit, n, j)) {
+			continue
+		}
+		if ok, err := addShard(tx, pg, q, n, j, end, now); ok || err != nil {
+			return shardKey(q.Key, j), err
 		}
 	}
-	return nil
+	return "", &QuotaError{Key: q.Key, Limit: q.Limit}
+}
+
+// addShard adds one to shard i of q for the period ending at end, and
+// takes it back when that shard is then over its part of the limit.
+func addShard(tx *sql.Tx, pg bool, q Quota, n, i int, end, now int64) (bool, error) {
+	k := shardKey(q.Key, i)
+	var used int64
+	if pg {
+		// One statement: the count as added to, and the shard's other
+		// periods as of the statement's start (what a second statement
+		// would read, less the commits in between).
+		err := tx.QueryRow(`WITH added AS (INSERT INTO quota_counts(quota, ends_at, n) VALUES(?, ?, 1)
+				ON CONFLICT(quota, ends_at) DO UPDATE SET n = quota_counts.n + 1 RETURNING n)
+			SELECT (SELECT n FROM added) + COALESCE((SELECT SUM(n) FROM quota_counts WHERE quota = ? AND ends_at > ? AND ends_at <> ?), 0)`,
+			k, end, k, now, end).Scan(&used)
+		if err != nil {
+			return false, wrap("charge quota", err)
+		}
+	} else {
+		if _, err := tx.Exec(`INSERT INTO quota_counts(quota, ends_at, n) VALUES(?, ?, 1)
+			ON CONFLICT(quota, ends_at) DO UPDATE SET n = quota_counts.n + 1`, k, end); err != nil {
+			return false, wrap("charge quota", err)
+		}
+		var err error
+		if used, err = quotaUse(tx, k, now); err != nil {
+			return false, err
+		}
+	}
+	if used <= int64(shardLimit(q.Limit, n, i)) {
+		return true, nil
+	}
+	return false, release(tx, []string{k}, end)
 }
 
 // quotaUse is the number of rows charged to key whose period has not ended.
@@ -114,11 +226,9 @@ func releaseRow(tx *sql.Tx, quotas string, end int64) error {
 	return release(tx, keys, end)
 }
 
-func quotaKeys(c Charge) string {
-	keys := make([]string, len(c.Quotas))
-	for i, q := range c.Quotas {
-		keys[i] = q.Key
-	}
+// quotaKeys is the quotas column of a row: the keys of the counts it was
+// charged to, as a JSON array.
+func quotaKeys(keys []string) string {
 	b, _ := json.Marshal(keys)
 	return string(b)
 }
@@ -155,7 +265,7 @@ func (s *FlowStore) putSession(ctx context.Context, old []byte, se *Session, c C
 	end, ns := endOf(se.ExpiresAt, c.Period), now.UnixNano()
 	// A refusal is an error, so that nothing of the transaction is kept:
 	// neither the old session's deletion nor an eviction.
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.writeFlowState(ctx, func(tx *sql.Tx) error {
 		if old != nil {
 			if err := deleteRow(tx, `DELETE FROM sessions WHERE id_hash = ? RETURNING quotas, ends_at`, old); err != nil {
 				return err
@@ -164,11 +274,12 @@ func (s *FlowStore) putSession(ctx context.Context, old []byte, se *Session, c C
 		if err := evict(tx, c, ns); err != nil {
 			return err
 		}
-		if err := charge(tx, c, end, ns); err != nil {
+		keys, err := charge(tx, s.pg != nil, c, se.IDHash[0], end, ns)
+		if err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO sessions(id_hash, bind, source, subject, evict, quotas, ends_at, expires_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`,
-			se.IDHash, se.Bind, se.Source, se.Subject, c.Evict, quotaKeys(c), end, se.ExpiresAt.UnixNano())
+		_, err = tx.Exec(`INSERT INTO sessions(id_hash, bind, source, subject, evict, quotas, ends_at, expires_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`,
+			se.IDHash, se.Bind, se.Source, se.Subject, c.Evict, quotaKeys(keys), end, se.ExpiresAt.UnixNano())
 		return wrap("add session", err)
 	})
 }
@@ -271,12 +382,13 @@ func (s *FlowStore) AddPending(ctx context.Context, p *PendingRequest, c Charge,
 		bind = []byte{}
 	}
 	end, ns := endOf(p.ExpiresAt, c.Period), now.UnixNano()
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if err := charge(tx, c, end, ns); err != nil {
+	return s.writeFlowState(ctx, func(tx *sql.Tx) error {
+		keys, err := charge(tx, s.pg != nil, c, p.IDHash[0], end, ns)
+		if err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO pending_requests(id_hash, params, bind, source, host, subject, quotas, ends_at, expires_at)
-			VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.IDHash, string(params), bind, p.Source, p.Host, p.Subject, quotaKeys(c), end, p.ExpiresAt.UnixNano())
+		_, err = tx.Exec(`INSERT INTO pending_requests(id_hash, params, bind, source, host, subject, quotas, ends_at, expires_at)
+			VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.IDHash, string(params), bind, p.Source, p.Host, p.Subject, quotaKeys(keys), end, p.ExpiresAt.UnixNano())
 		return wrap("add pending request", err)
 	})
 }
@@ -303,7 +415,7 @@ func (s *FlowStore) Pending(ctx context.Context, idHash []byte, now time.Time) (
 // ErrNotFound when the request is gone.
 func (s *FlowStore) SetPendingSubject(ctx context.Context, idHash []byte, subject string) error {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeFlowState(ctx, func(tx *sql.Tx) error {
 		res, err := tx.Exec(`UPDATE pending_requests SET subject = ? WHERE id_hash = ?`, subject, idHash)
 		if err != nil {
 			return wrap("set pending subject", err)
@@ -320,7 +432,7 @@ func (s *FlowStore) SetPendingSubject(ctx context.Context, idHash []byte, subjec
 // DeletePending removes a pending request that will not be decided (a
 // refused prompt=none), giving its quotas back.
 func (s *FlowStore) DeletePending(ctx context.Context, idHash []byte) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.writeFlowState(ctx, func(tx *sql.Tx) error {
 		return deleteRow(tx, `DELETE FROM pending_requests WHERE id_hash = ? RETURNING quotas, ends_at`, idHash)
 	})
 }
@@ -336,6 +448,21 @@ func (s *FlowStore) DecidePending(ctx context.Context, idHash []byte, subject st
 	var ins *grantInsert
 	if g != nil {
 		ins = s.prepareGrant(g, c, remember)
+	}
+	if s.pg != nil && ins != nil && ins.remember == nil {
+		if err := s.pgOpen(); err != nil {
+			return err
+		}
+		found, err := s.decidePG(ctx, idHash, subject, now.UnixNano(), ins)
+		switch {
+		case err == nil && found:
+			ins.cache()
+			return nil
+		case err == nil:
+			return fmt.Errorf("store: pending request: %w", ErrNotFound)
+		case !retryable(err):
+			return err
+		}
 	}
 	var found bool
 	err := s.write(ctx, func(tx *sql.Tx) error {

@@ -228,3 +228,64 @@ func TestSessionsInDatabase(t *testing.T) {
 		t.Fatalf("an expired session: %v, want ErrNotFound", err)
 	}
 }
+
+// TestShardedQuotaExactAcrossInstances: a quota's count is spread over
+// shards; two stores on one database (two server instances) admit 60
+// requests of one host at once against a limit of 40, and exactly 40 are
+// stored, the others refused naming the quota; a decision then gives one
+// place back.
+func TestShardedQuotaExactAcrossInstances(t *testing.T) {
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	var stores []*Store
+	for range 2 {
+		s, err := Open(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+	}
+	const limit, tries = 40, 60
+	now := time.Now()
+	charge := Charge{Period: time.Minute / 16, Quotas: []Quota{{"host:h", limit}}}
+	add := func(s *Store, i int) error {
+		return s.AddPending(ctx, &PendingRequest{IDHash: Hash(fmt.Sprint("q", i)), Params: map[string][]string{}, Host: "h",
+			ExpiresAt: now.Add(time.Minute)}, charge, now)
+	}
+	errs := make([]error, tries)
+	var wg sync.WaitGroup
+	for i := range tries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = add(stores[i%2], i)
+		}()
+	}
+	wg.Wait()
+	admitted, first := 0, -1
+	for i, err := range errs {
+		var qe *QuotaError
+		switch {
+		case err == nil:
+			admitted++
+			if first < 0 {
+				first = i
+			}
+		case !errors.As(err, &qe) || qe.Key != "host:h" || qe.Limit != limit:
+			t.Fatalf("admission %d: %v, want a refusal by host:h of %d", i, err, limit)
+		}
+	}
+	if admitted != limit || count(t, stores[0], "pending_requests") != limit {
+		t.Fatalf("%d admitted, %d stored; want exactly %d", admitted, count(t, stores[0], "pending_requests"), limit)
+	}
+	if err := add(stores[0], tries); err == nil {
+		t.Fatal("an admission past the limit was stored")
+	}
+	if err := stores[1].DecidePending(ctx, Hash(fmt.Sprint("q", first)), "", now, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(stores[0], tries+1); err != nil {
+		t.Fatalf("after a decision gave a place back: %v", err)
+	}
+}

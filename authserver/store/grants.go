@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -168,11 +169,35 @@ func (s *core) prepareGrant(g *Grant, c *Code, remember *Consent) *grantInsert {
 		g.Details = json.RawMessage("[]")
 	}
 	in := &grantInsert{s: s, g: g, c: c, remember: remember, aud: string(aud)}
-	if remember != nil {
+	if remember != nil && s.remembered(remember) {
+		in.remember = nil
+	}
+	if in.remember != nil {
 		perms, _ := json.Marshal(nonNil(remember.Permissions))
 		in.perms = string(perms)
 	}
 	return in
+}
+
+// remembered reports whether c is already the subject's remembered consent
+// for the client, as far as the consent cache knows while it may answer:
+// the same Company, account and permissions. Such a consent is not
+// written again; it keeps the time it was given (UpdatedAt). Every
+// approval of one subject for one client would otherwise rewrite one row:
+// on PostgreSQL concurrent approvals then wait on its lock, each for the
+// commit before, and each announces the change to the other instances.
+func (s *core) remembered(c *Consent) bool {
+	if !s.cacheable() {
+		return false
+	}
+	prev, found, _ := s.consents.get(c.SubjectID, c.ClientID)
+	if !found || prev == nil || prev.OrgID != c.OrgID || prev.AccountID != c.AccountID || len(prev.Permissions) != len(c.Permissions) {
+		return false
+	}
+	a, b := slices.Clone(prev.Permissions), slices.Clone(c.Permissions)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 func (in *grantInsert) exec(tx *sql.Tx) error {
@@ -278,6 +303,18 @@ func (s *GrantStore) PeekCode(ctx context.Context, hash []byte) (c *Code, used b
 // ErrReplayed is returned.
 func (s *GrantStore) RedeemCodeFor(ctx context.Context, hash []byte, now time.Time, at *AccessToken, rt *RefreshToken) error {
 	defer s.cache.spentCode(hash)
+	if s.pg != nil {
+		if err := s.pgOpen(); err != nil {
+			return err
+		}
+		switch done, err := s.redeemPG(ctx, hash, at, rt); {
+		case err == nil && done:
+			s.cache.put(cachedToken(at), nil)
+			return nil
+		case err != nil && !retryable(err):
+			return err
+		}
+	}
 	var replayed string
 	var won bool
 	err := s.write(ctx, func(tx *sql.Tx) error {

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -27,6 +28,9 @@ import (
 //     an explicit BIGSERIAL column (pgSchema).
 //   - Writes: PostgreSQL runs concurrent write transactions itself, so there
 //     is no single writer goroutine; each write is its own transaction.
+//     Flow state's (writeFlowState) commit asynchronously, on a pool of
+//     their own; a decision's and a code redemption's common case is one
+//     statement (pgwrites.go).
 //   - Schema version: a table, since PRAGMA user_version is SQLite's.
 //   - Several processes: migrations and the first start's seeding run under
 //     an advisory lock (Exclusive), and every write that another process may
@@ -65,7 +69,21 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 	if err := migratePostgres(ctx, db); err != nil {
 		return nil, err
 	}
-	s := newStore(&core{w: db, r: db, pg: &pgState{cfg: cfg}, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), quit: make(chan struct{})})
+	// Flow state's writes (writeFlowState) have a pool of their own whose
+	// connections commit without waiting for the WAL flush: the setting
+	// travels with the connection's start-up, so that such a write costs
+	// no statement more than a durable one.
+	acfg := cfg.Copy()
+	acfg.RuntimeParams["synchronous_commit"] = "off"
+	adb := sql.OpenDB(rebindConnector{stdlib.GetConnector(*acfg)})
+	adb.SetMaxOpenConns(n)
+	adb.SetMaxIdleConns(n)
+	defer func() {
+		if err != nil {
+			adb.Close()
+		}
+	}()
+	s := newStore(&core{w: db, r: db, pg: &pgState{cfg: cfg, async: adb}, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), quit: make(chan struct{})})
 	if err := s.stmts.prepare(ctx, db, db); err != nil {
 		return nil, err
 	}
@@ -98,7 +116,8 @@ func redact(err error) string { return Redact(err.Error()) }
 
 // pgState is what a Store on PostgreSQL has beside its pool.
 type pgState struct {
-	cfg *pgx.ConnConfig
+	cfg   *pgx.ConnConfig
+	async *sql.DB // connections with synchronous_commit off (writeFlowState)
 
 	listenerDone chan struct{} // closed when the listener goroutine returns
 	cancel       context.CancelFunc
@@ -106,14 +125,43 @@ type pgState struct {
 
 // writePG runs fn in a transaction of its own. The transaction does not
 // follow ctx once begun, for the same reason as on SQLite: the caller must
-// learn whether a code was spent.
-func (s *core) writePG(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// learn whether a code was spent. A transaction that is not durable runs
+// on a connection of pgState.async, and commits without waiting for its
+// WAL to reach the disk (writeFlowState).
+//
+// A transaction PostgreSQL chose as a deadlock's victim, or could not
+// serialise, did nothing: it is run again, a few times at most.
+// Admissions that pass a full quota shard on to another (flowstate.go)
+// can rarely wait on each other's rows in a cycle.
+func (s *core) writePG(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
+	for try := 1; ; try++ {
+		err := s.writePGOnce(ctx, durable, fn)
+		if try < 3 && retryable(err) {
+			continue
+		}
+		return err
+	}
+}
+
+// retryable reports whether err is PostgreSQL's refusal of a transaction
+// that did nothing and may be run again: a deadlock's victim, or a
+// serialisation failure.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+func (s *core) writePGOnce(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
 	select {
 	case <-s.quit:
 		return errClosed
 	default:
 	}
-	tx, err := s.w.BeginTx(context.WithoutCancel(ctx), nil)
+	db := s.w
+	if !durable {
+		db = s.pg.async
+	}
+	tx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}

@@ -230,7 +230,7 @@ func (s *Store) Close() error {
 			s.pg.cancel()
 			<-s.pg.listenerDone
 			s.stmts.close()
-			err = s.w.Close()
+			err = errors.Join(s.w.Close(), s.pg.async.Close())
 		})
 		return err
 	}

@@ -26,8 +26,28 @@ type writeOp struct {
 // part, so sharing it is what lets the token endpoint scale with clients.
 func (s *core) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.pg != nil {
-		return s.writePG(ctx, fn)
+		return s.writePG(ctx, true, fn)
 	}
+	return s.writeSQLite(ctx, fn)
+}
+
+// writeFlowState is write for flow state whose loss only restarts a
+// sign-in: pending requests, browser sessions, their quota counts (and
+// any replay rows of the same kind). On PostgreSQL its transaction commits
+// without waiting for the WAL flush (synchronous_commit off): a crash of
+// the database may lose the last such writes, never a grant, code or
+// token, since those commit synchronously and PostgreSQL flushes the WAL
+// in order, so an acknowledged grant's commit also makes durable every
+// flow-state write before it (docs/authserver.md, "Several instances on
+// one database"). On SQLite it is write.
+func (s *core) writeFlowState(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.pg != nil {
+		return s.writePG(ctx, false, fn)
+	}
+	return s.writeSQLite(ctx, fn)
+}
+
+func (s *core) writeSQLite(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	op := &writeOp{fn: fn, done: make(chan error, 1)}
 	select {
 	case s.ops <- op:

@@ -40,9 +40,13 @@ const port = 5432
 // Cluster is a running temporary server.
 type Cluster struct {
 	dir  string // data directory and socket directory
+	bin  string // the directory of PostgreSQL's programs
+	args []string
+	cred *syscall.Credential // nil: this process's user
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd     // guarded by mu
-	done chan struct{} // closed when postgres has exited
+	done chan struct{} // guarded by mu; closed when postgres has exited
 	err  error         // postgres's exit, once done
 
 	stopOnce sync.Once
@@ -91,6 +95,12 @@ type Options struct {
 	// commit, full-page writes), for benchmarks whose figures should be
 	// those of a real deployment; tests leave it off.
 	Durable bool
+	// SyncCommit keeps synchronous commit without fsync: a commit returns
+	// once its WAL is written to the operating system, so that a crash of
+	// the server (Crash), though not of the machine, keeps every
+	// transaction that committed synchronously and may lose those that
+	// did not. For tests of what survives a crash of PostgreSQL.
+	SyncCommit bool
 }
 
 // Start creates a cluster in a new temporary directory and starts its
@@ -124,35 +134,88 @@ func StartWith(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
 	}
-	c := &Cluster{dir: dir, done: make(chan struct{})}
 	// The settings of a disposable server: no TCP, no durability (the
 	// process under test may be killed, the server is not), and enough
 	// connections for several server instances at once.
 	args := []string{"-D", data, "-k", dir, "-p", strconv.Itoa(port), "-c", "listen_addresses=",
 		"-c", "max_connections=300", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning"}
-	if !o.Durable {
+	switch {
+	case o.Durable:
+	case o.SyncCommit:
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
+	default:
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
-	ready := make(chan error, 1)
-	go c.run(filepath.Join(bin, "postgres"), args, cred, ready)
-	select {
-	case err := <-ready:
-		if err != nil {
-			return nil, err
-		}
-	case <-ctx.Done():
+	c := &Cluster{dir: dir, bin: bin, args: args, cred: cred}
+	if err := c.serve(ctx); err != nil {
 		c.Stop()
-		return nil, ctx.Err()
+		return nil, err
 	}
 	return c, nil
+}
+
+// serve starts postgres and returns once it accepts connections.
+func (c *Cluster) serve(ctx context.Context) error {
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.done = done
+	c.mu.Unlock()
+	ready := make(chan error, 1)
+	go c.run(filepath.Join(c.bin, "postgres"), c.args, c.cred, done, ready)
+	select {
+	case err := <-ready:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Crash stops the server as a crash would, with pg_ctl stop -m immediate:
+// its processes quit at once, without a checkpoint or flushing what they
+// hold in memory, and the next start recovers from the WAL. It returns once
+// the server has exited.
+func (c *Cluster) Crash() error {
+	stop := exec.Command(filepath.Join(c.bin, "pg_ctl"), "stop", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-s")
+	stop.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	if out, err := stop.CombinedOutput(); err != nil {
+		return fmt.Errorf("pgtest: pg_ctl stop -m immediate: %w\n%s", err, out)
+	}
+	c.mu.Lock()
+	done := c.done
+	c.mu.Unlock()
+	<-done
+	return nil
+}
+
+// Running reports whether the server is running (not crashed or stopped).
+func (c *Cluster) Running() bool {
+	c.mu.Lock()
+	done := c.done
+	c.mu.Unlock()
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Restart starts the server again after Crash, on the same data and
+// socket; it returns once the server, having recovered, accepts
+// connections.
+func (c *Cluster) Restart(ctx context.Context) error {
+	if c.Running() {
+		return errors.New("pgtest: Restart: the server is still running (Crash it first)")
+	}
+	return c.serve(ctx)
 }
 
 // run starts postgres and waits for it on a goroutine locked to its OS
 // thread: the parent death signal is sent when the thread that started the
 // child exits, and this thread exits only after postgres has.
-func (c *Cluster) run(prog string, args []string, cred *syscall.Credential, ready chan<- error) {
+func (c *Cluster) run(prog string, args []string, cred *syscall.Credential, done chan struct{}, ready chan<- error) {
 	runtime.LockOSThread()
-	defer close(c.done)
+	defer close(done)
 	cmd := exec.Command(prog, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	stderr, err := cmd.StderrPipe()
@@ -237,8 +300,11 @@ func (c *Cluster) Stop() error {
 			// SIGQUIT: immediate shutdown; the data is thrown away.
 			c.cmd.Process.Signal(syscall.SIGQUIT)
 		}
+		done := c.done
 		c.mu.Unlock()
-		<-c.done
+		if done != nil {
+			<-done
+		}
 		var ee *exec.ExitError
 		if c.err != nil && !errors.As(c.err, &ee) {
 			err = c.err

@@ -27,6 +27,9 @@ const Env = "MINIAPP_HOST_TEST_STORE"
 var (
 	mu      sync.Mutex
 	cluster *pgtest.Cluster
+
+	crashTurn sync.Mutex      // held by the test that may crash crashing
+	crashing  *pgtest.Cluster // guarded by mu
 )
 
 // Main runs the tests, then stops the PostgreSQL server if one was started.
@@ -40,14 +43,17 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
-	if cluster != nil {
-		if err := cluster.Stop(); err != nil {
+	for _, c := range []**pgtest.Cluster{&cluster, &crashing} {
+		if *c == nil {
+			continue
+		}
+		if err := (*c).Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "storetest:", err)
 			if code == 0 {
 				code = 1
 			}
 		}
-		cluster = nil
+		*c = nil
 	}
 	return code
 }
@@ -84,4 +90,35 @@ func Postgres(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dsn
+}
+
+// Crashable returns a PostgreSQL server that the test may crash and
+// restart (pgtest.Cluster's Crash and Restart), and the URL of a new, empty
+// database on it, whatever the environment says. Its commits are
+// synchronous (pgtest.Options.SyncCommit), so a crash keeps what a crash
+// of a real server keeps. The server is not the one DB and Postgres share,
+// and the tests that use it take turns: Crashable waits until the previous
+// one has ended.
+func Crashable(t testing.TB) (*pgtest.Cluster, string) {
+	t.Helper()
+	crashTurn.Lock()
+	t.Cleanup(crashTurn.Unlock)
+	mu.Lock()
+	defer mu.Unlock()
+	if crashing == nil {
+		c, err := pgtest.StartWith(context.Background(), pgtest.Options{SyncCommit: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashing = c
+	} else if !crashing.Running() { // a test before ended with it down
+		if err := crashing.Restart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dsn, err := crashing.NewDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crashing, dsn
 }
