@@ -30,12 +30,14 @@ func (s *FlowStore) AddPushed(ctx context.Context, p *PushedRequest, c Charge, n
 		return fmt.Errorf("store: pushed request: %w", err)
 	}
 	end, ns := endOf(p.ExpiresAt, c.Period), now.UnixNano()
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if err := charge(tx, c, end, ns); err != nil {
+	// Losing a pushed request only restarts a sign-in: flow state.
+	return s.writeFlowState(ctx, func(tx *sql.Tx) error {
+		keys, err := charge(tx, s.pg != nil, c, p.IDHash[0], end, ns)
+		if err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO pushed_requests(id_hash, client_id, params, quotas, ends_at, expires_at) VALUES(?, ?, ?, ?, ?, ?)`,
-			p.IDHash, p.ClientID, string(params), quotaKeys(c), end, p.ExpiresAt.UnixNano())
+		_, err = tx.Exec(`INSERT INTO pushed_requests(id_hash, client_id, params, quotas, ends_at, expires_at) VALUES(?, ?, ?, ?, ?, ?)`,
+			p.IDHash, p.ClientID, string(params), quotaKeys(keys), end, p.ExpiresAt.UnixNano())
 		return wrap("add pushed request", err)
 	})
 }
