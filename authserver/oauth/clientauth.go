@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -142,44 +143,20 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 	if id := form.Get("client_id"); id != "" && id != claims.Iss {
 		return nil, bad("client_id differs from the client_assertion's iss and sub")
 	}
-	c, err := s.clients.get(r.Context(), claims.Iss)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, bad("client authentication failed")
-	} else if err != nil {
-		return nil, err
-	}
-	cs, err := s.security(r.Context(), c)
+	c, keys, err := s.clientKeys(r.Context(), claims.Iss, bad)
 	if err != nil {
 		return nil, err
 	}
-	if c.Type != store.Confidential || cs.keys == nil {
-		return nil, bad("client %s registered no keys (jwks): it does not authenticate with private_key_jwt", c.ID)
-	}
-	payload, err := verifyWith(jws, cs.keys, h.Kid)
+	payload, err := verifyWith(jws, keys, h.Kid)
 	if err != nil {
 		return nil, bad("client_assertion's signature does not verify with a key of client %s (%v)", c.ID, err)
 	}
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return nil, bad("client_assertion's claims: %v", err)
 	}
-	now := s.cfg.Now()
 	aud := []string{s.cfg.Issuer, s.endpoint(pathToken), s.requestURL(r)}
-	switch {
-	case !slices.ContainsFunc(claims.Aud, func(a string) bool { return slices.Contains(aud, a) }):
-		return nil, bad("client_assertion's aud must be the issuer %s (or the token endpoint's URL)", s.cfg.Issuer)
-	case claims.Exp == nil:
-		return nil, bad("client_assertion has no exp (RFC 7523 section 3)")
-	case !now.Before(unixTime(*claims.Exp)):
-		return nil, bad("client_assertion has expired (exp is %s ago)", now.Sub(unixTime(*claims.Exp)).Round(time.Second))
-	case unixTime(*claims.Exp).Sub(now) > maxAssertionLife:
-		return nil, bad("client_assertion's exp is %s ahead: this server accepts at most %s",
-			unixTime(*claims.Exp).Sub(now).Round(time.Second), maxAssertionLife)
-	case claims.Iat != nil && unixTime(*claims.Iat).Sub(now) > clockSkew:
-		return nil, bad("client_assertion's iat is in the future by more than %s", clockSkew)
-	case claims.Nbf != nil && unixTime(*claims.Nbf).Sub(now) > clockSkew:
-		return nil, bad("client_assertion's nbf is in the future by more than %s", clockSkew)
-	case claims.Jti == "":
-		return nil, bad("client_assertion has no jti: give each assertion a unique one (RFC 7523 section 3)")
+	if msg := claims.refusal(s.cfg.Now(), aud); msg != "" {
+		return nil, bad("%s", msg)
 	}
 	err = s.useJTI(r.Context(), jtiKey("client_assertion", c.ID, claims.Jti), unixTime(*claims.Exp))
 	if errors.Is(err, errReplayed) {
@@ -188,6 +165,49 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// clientKeys returns the confidential client id and the public keys it
+// registered; a client unknown or without keys is refused with bad.
+func (s *Server) clientKeys(ctx context.Context, id string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
+	c, err := s.clients.get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, bad("client authentication failed")
+	} else if err != nil {
+		return nil, nil, err
+	}
+	cs, err := s.security(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Type != store.Confidential || cs.keys == nil {
+		return nil, nil, bad("client %s registered no keys (jwks): it does not authenticate with private_key_jwt", c.ID)
+	}
+	return c, cs.keys, nil
+}
+
+// refusal checks an assertion's audience and times against now (RFC 7523
+// section 3; FAPI 2.0's clock skew): "" when they hold, or what is wrong.
+// aud lists the accepted audiences, the issuer first.
+func (c *assertionClaims) refusal(now time.Time, aud []string) string {
+	switch {
+	case !slices.ContainsFunc(c.Aud, func(a string) bool { return slices.Contains(aud, a) }):
+		return fmt.Sprintf("client_assertion's aud must be the issuer %s (or the token endpoint's URL)", aud[0])
+	case c.Exp == nil:
+		return "client_assertion has no exp (RFC 7523 section 3)"
+	case !now.Before(unixTime(*c.Exp)):
+		return fmt.Sprintf("client_assertion has expired (exp is %s ago)", now.Sub(unixTime(*c.Exp)).Round(time.Second))
+	case unixTime(*c.Exp).Sub(now) > maxAssertionLife:
+		return fmt.Sprintf("client_assertion's exp is %s ahead: this server accepts at most %s",
+			unixTime(*c.Exp).Sub(now).Round(time.Second), maxAssertionLife)
+	case c.Iat != nil && unixTime(*c.Iat).Sub(now) > clockSkew:
+		return fmt.Sprintf("client_assertion's iat is in the future by more than %s", clockSkew)
+	case c.Nbf != nil && unixTime(*c.Nbf).Sub(now) > clockSkew:
+		return fmt.Sprintf("client_assertion's nbf is in the future by more than %s", clockSkew)
+	case c.Jti == "":
+		return "client_assertion has no jti: give each assertion a unique one (RFC 7523 section 3)"
+	}
+	return ""
 }
 
 // verifyWith verifies a JWS with the key of set named kid, or with each

@@ -149,60 +149,12 @@ func (s *Server) checkProof(r *http.Request, pc proofCheck) (string, error) {
 	case len(vals) > 1:
 		return "", s.dpopErr(codeInvalidDPoPProof, "send one DPoP header (RFC 9449 section 4.3)")
 	}
-	proof := vals[0]
-	h, err := readHeader("the DPoP proof", proof)
-	if err == nil {
-		err = checkAlg("the DPoP proof", h.Alg)
+	c, jkt, msg := readProof(vals[0])
+	if msg == "" {
+		msg = c.refusal(pc, s.cfg.Now(), s.requestURL(r))
 	}
-	if err != nil {
-		return "", s.dpopErr(codeInvalidDPoPProof, err.Error())
-	}
-	if h.Typ != "dpop+jwt" {
-		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's typ is %q; it must be dpop+jwt (RFC 9449 section 4.2)", h.Typ))
-	}
-	jws, err := jose.ParseSignedCompact(proof, fapiAlgs)
-	if err != nil || len(jws.Signatures) != 1 || jws.Signatures[0].Protected.JSONWebKey == nil {
-		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof must carry its public key in the jwk header (RFC 9449 section 4.2)")
-	}
-	jwk := jws.Signatures[0].Protected.JSONWebKey
-	if !jwk.IsPublic() {
-		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's jwk holds a private key: send the public key only")
-	}
-	payload, err := jws.Verify(jwk)
-	if err != nil {
-		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's signature does not verify with its jwk")
-	}
-	var c proofClaims
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's claims are not a JSON object of jti, htm, htu, iat: "+err.Error())
-	}
-	tp, err := jwk.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's jwk has no thumbprint (RFC 7638): "+err.Error())
-	}
-	jkt := base64.RawURLEncoding.EncodeToString(tp)
-	now := s.cfg.Now()
-	switch {
-	case c.Jti == "":
-		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof has no jti")
-	case pc.method != "" && c.Htm != pc.method:
-		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's htm is %q; this request is %s", c.Htm, pc.method))
-	case !pc.htu(stripQuery(c.Htu)):
-		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's htu %q is not the URL of this request, %s", c.Htu, s.requestURL(r)))
-	case c.Iat == nil:
-		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof has no iat")
-	case unixTime(*c.Iat).Sub(now) > dpopFuture:
-		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's iat is %s ahead of the server's clock; at most %s is accepted",
-			unixTime(*c.Iat).Sub(now).Round(time.Second), dpopFuture))
-	case now.Sub(unixTime(*c.Iat)) > dpopPast:
-		return "", s.dpopErr(codeInvalidDPoPProof, fmt.Sprintf("the DPoP proof's iat is %s old; a proof is accepted for %s: make a new one for each request",
-			now.Sub(unixTime(*c.Iat)).Round(time.Second), dpopPast))
-	}
-	if pc.token != "" {
-		sum := sha256.Sum256([]byte(pc.token))
-		if subtle.ConstantTimeCompare([]byte(c.Ath), []byte(base64.RawURLEncoding.EncodeToString(sum[:]))) != 1 {
-			return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's ath is not the SHA-256 of the access token (RFC 9449 section 4.2)")
-		}
+	if msg != "" {
+		return "", s.dpopErr(codeInvalidDPoPProof, msg)
 	}
 	switch {
 	case c.Nonce != "" && !s.validNonce(c.Nonce):
@@ -210,13 +162,79 @@ func (s *Server) checkProof(r *http.Request, pc proofCheck) (string, error) {
 	case c.Nonce == "" && pc.nonce:
 		return "", s.dpopErr(codeUseDPoPNonce, "this client's DPoP proofs must carry a server nonce: use the one in the DPoP-Nonce header (RFC 9449 section 8)")
 	}
-	err = s.useJTI(r.Context(), jtiKey("dpop", jkt, c.Jti), unixTime(*c.Iat).Add(dpopPast+time.Second))
+	err := s.useJTI(r.Context(), jtiKey("dpop", jkt, c.Jti), unixTime(*c.Iat).Add(dpopPast+time.Second))
 	if errors.Is(err, errReplayed) {
 		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's jti was used before: make a new proof, with a new jti, for each request (RFC 9449 section 11.1)")
 	} else if err != nil {
 		return "", err
 	}
 	return jkt, nil
+}
+
+// readProof reads a DPoP proof (RFC 9449 §4.2): its header, its
+// signature by the public key it carries, and its claims. It returns the
+// claims and the key's thumbprint, or what is wrong with the proof.
+func readProof(proof string) (proofClaims, string, string) {
+	var c proofClaims
+	h, err := readHeader("the DPoP proof", proof)
+	if err == nil {
+		err = checkAlg("the DPoP proof", h.Alg)
+	}
+	if err != nil {
+		return c, "", err.Error()
+	}
+	if h.Typ != "dpop+jwt" {
+		return c, "", fmt.Sprintf("the DPoP proof's typ is %q; it must be dpop+jwt (RFC 9449 section 4.2)", h.Typ)
+	}
+	jws, err := jose.ParseSignedCompact(proof, fapiAlgs)
+	if err != nil || len(jws.Signatures) != 1 || jws.Signatures[0].Protected.JSONWebKey == nil {
+		return c, "", "the DPoP proof must carry its public key in the jwk header (RFC 9449 section 4.2)"
+	}
+	jwk := jws.Signatures[0].Protected.JSONWebKey
+	if !jwk.IsPublic() {
+		return c, "", "the DPoP proof's jwk holds a private key: send the public key only"
+	}
+	payload, err := jws.Verify(jwk)
+	if err != nil {
+		return c, "", "the DPoP proof's signature does not verify with its jwk"
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return c, "", "the DPoP proof's claims are not a JSON object of jti, htm, htu, iat: " + err.Error()
+	}
+	tp, err := jwk.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return c, "", "the DPoP proof's jwk has no thumbprint (RFC 7638): " + err.Error()
+	}
+	return c, base64.RawURLEncoding.EncodeToString(tp), ""
+}
+
+// refusal checks a proof's claims against what the request must match
+// (RFC 9449 §4.3): "" when they hold, or what is wrong. requestURL is the
+// URL the request was sent to, named in the message.
+func (c *proofClaims) refusal(pc proofCheck, now time.Time, requestURL string) string {
+	switch {
+	case c.Jti == "":
+		return "the DPoP proof has no jti"
+	case pc.method != "" && c.Htm != pc.method:
+		return fmt.Sprintf("the DPoP proof's htm is %q; this request is %s", c.Htm, pc.method)
+	case !pc.htu(stripQuery(c.Htu)):
+		return fmt.Sprintf("the DPoP proof's htu %q is not the URL of this request, %s", c.Htu, requestURL)
+	case c.Iat == nil:
+		return "the DPoP proof has no iat"
+	case unixTime(*c.Iat).Sub(now) > dpopFuture:
+		return fmt.Sprintf("the DPoP proof's iat is %s ahead of the server's clock; at most %s is accepted",
+			unixTime(*c.Iat).Sub(now).Round(time.Second), dpopFuture)
+	case now.Sub(unixTime(*c.Iat)) > dpopPast:
+		return fmt.Sprintf("the DPoP proof's iat is %s old; a proof is accepted for %s: make a new one for each request",
+			now.Sub(unixTime(*c.Iat)).Round(time.Second), dpopPast)
+	}
+	if pc.token != "" {
+		sum := sha256.Sum256([]byte(pc.token))
+		if subtle.ConstantTimeCompare([]byte(c.Ath), []byte(base64.RawURLEncoding.EncodeToString(sum[:]))) != 1 {
+			return "the DPoP proof's ath is not the SHA-256 of the access token (RFC 9449 section 4.2)"
+		}
+	}
+	return ""
 }
 
 // stripQuery drops a URL's query and fragment (RFC 9449 §4.3 compares htu
