@@ -44,7 +44,7 @@ func TestDashboardCommands(t *testing.T) {
 		t.Fatalf("credential add: %d %s %s", code, out, errs)
 	}
 	t.Setenv(keyEnv, prj.Key) // the key from the environment
-	if code, out, errs = cli(t, "", "credential", "list", "--dashboard", d, "--project", prj.ID); code != exitOK || strings.Contains(out, "client_secret") {
+	if code, out, errs = cli(t, "", "credential", "list", "--dashboard", d, "--project", prj.ID); code != exitOK || strings.Contains(out, `"client_secret"`) {
 		t.Fatalf("credential list: %d %s %s", code, out, errs)
 	}
 	decl := `{"resource":"https://payslips.example/api","scopes":[{"name":"payslips:read","meaning":"Read payslips"}],"types":[]}`
