@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -283,10 +284,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 // driver is the state of a run's use of the playground.
 type driver struct {
-	cfg   Config
-	c     *client
-	p     *playground
-	rep   *Report
+	cfg Config
+	c   *client
+	p   *playground
+	rep *Report
+	// logMu serialises log's lines: the RSS recorder's goroutine logs
+	// beside the loop.
+	logMu sync.Mutex
 	log   io.Writer
 	start time.Time
 	http  *http.Client
@@ -301,6 +305,8 @@ var errStop = errors.New("soak: stopped")
 func (d *driver) minute() float64 { return time.Since(d.start).Minutes() }
 
 func (d *driver) logf(format string, a ...any) {
+	d.logMu.Lock()
+	defer d.logMu.Unlock()
 	fmt.Fprintf(d.log, "%s [%5.1f min] %s\n", time.Now().Format("15:04:05"), d.minute(), fmt.Sprintf(format, a...))
 }
 
