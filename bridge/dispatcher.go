@@ -242,8 +242,8 @@ func buildScript(key, miniappOrigin string) (string, error) {
 }
 
 // Script is the bridge script for this view, with its key. The host
-// injects it into the top frame only, at document start, after binding
-// PostFunction (webview_go: Bind, then Init(Script())). It must never be
+// injects it into the top frame only, at document start, after the script
+// that defines PostFunction (package host's transport script). It must never be
 // injected into the consent view or any other host-owned page.
 func (d *Dispatcher) Script() string { return d.script }
 
