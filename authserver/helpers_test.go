@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -443,4 +444,28 @@ func (e *env) introspect(tok, clientID, secret string) (int, map[string]any) {
 func s256(v string) string {
 	h := sha256.Sum256([]byte(v))
 	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// postOK posts body to target with hc, set preparing the request, and
+// returns the JSON object of a 2xx answer; any other answer is an error
+// naming the status and the body.
+func postOK(hc *http.Client, target, body string, set func(*http.Request)) (map[string]any, error) {
+	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(body))
+	set(req)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("POST %s: %d %v %v", target, resp.StatusCode, m, err)
+	}
+	return m, nil
+}
+
+// asHost authenticates a native-consent API request as the host.
+func asHost(r *http.Request) {
+	r.SetBasicAuth(hostID, hostSecret)
+	r.Header.Set("Content-Type", "application/json")
 }

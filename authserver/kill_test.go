@@ -100,24 +100,10 @@ func TestKilledInstanceLosesNoGrant(t *testing.T) {
 	flow := func() (string, error) {
 		v, c := pkce(t)
 		q := survivor.confAuthParams(c)
-		post := func(u, body string, set func(*http.Request)) (map[string]any, error) {
-			req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-			set(req)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return nil, err
-			}
-			defer resp.Body.Close()
-			var m map[string]any
-			if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode/100 != 2 {
-				return nil, fmt.Errorf("POST %s: %d %v %v", u, resp.StatusCode, m, err)
-			}
-			return m, nil
+		post := func(target, body string, set func(*http.Request)) (map[string]any, error) {
+			return postOK(hc, target, body, set)
 		}
-		host := func(r *http.Request) {
-			r.SetBasicAuth(hostID, hostSecret)
-			r.Header.Set("Content-Type", "application/json")
-		}
+		host := asHost
 		body, _ := json.Marshal(map[string]any{"authorization_url": u.Authorization + "?" + q.Encode(), "subject": subAna})
 		m, err := post(u.Native, string(body), host)
 		if err != nil {

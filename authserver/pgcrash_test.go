@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,23 +31,9 @@ func TestPostgresCrashKeepsAcknowledgedGrants(t *testing.T) {
 	hc := &http.Client{}
 
 	post := func(target, body string, set func(*http.Request)) (map[string]any, error) {
-		req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(body))
-		set(req)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode/100 != 2 {
-			return nil, fmt.Errorf("POST %s: %d %v %v", target, resp.StatusCode, m, err)
-		}
-		return m, nil
+		return postOK(hc, target, body, set)
 	}
-	host := func(r *http.Request) {
-		r.SetBasicAuth(hostID, hostSecret)
-		r.Header.Set("Content-Type", "application/json")
-	}
+	host := asHost
 	// flow runs one native flow; acked receives the code once the decision
 	// returned it, and the access token once the token endpoint did.
 	flow := func(acked func(kind, v string)) error {
