@@ -67,6 +67,11 @@ func TestHelp(t *testing.T) {
 				t.Fatalf("%s -h: exit %d, stdout %q, stderr %q", name, code, out, stderr)
 			}
 			golden(t, "help/"+name+".txt", out)
+			// -1 stands for "not given" in flags of descriptors and counts;
+			// a user reading the help cannot pass it.
+			if strings.Contains(out, "(default -1)") {
+				t.Errorf("%s -h shows a default of -1", name)
+			}
 			// help COMMAND and --help print the same.
 			for _, args := range [][]string{{"help", name}, {name, "--help"}} {
 				if code, again, _ := runCLI(t, "", args...); code != exitOK || again != out {

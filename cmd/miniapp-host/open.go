@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
@@ -114,11 +115,32 @@ func newOpenFlags(fs *flag.FlagSet, cfg *host.OpenConfig) *openFlags {
 	fs.BoolVar(&cfg.DevTools, "devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view")
 	fs.BoolVar(&cfg.WebDriver, "webdriver", false, "let a W3C WebDriver session drive the Miniapp's view: miniapp-host webdriver (or WebKitWebDriver) starts the host so; implies --automation, for the consent (docs/webdriver.md)")
 	fs.StringVar(&cfg.AutomationFile, "automation-file", "", "write the automation channel's URL and token to this file as JSON (mode 0600) before the window opens")
-	return &openFlags{
-		secretFD:     fs.Int("secret-fd", -1, "read the host's secret from this inherited file descriptor (a pipe, read to its end) instead of MINIAPP_HOST_SECRET; miniapp-host webdriver passes it so"),
-		automationFD: fs.Int("automation-fd", -1, "write the automation channel's URL and token as JSON to this inherited file descriptor, then close it, before the window opens"),
-		verbose:      fs.Bool("v", false, "print the window's events (navigation decisions with their rules, loads, consent, the Miniapp's console messages; URLs redacted) to stderr"),
+	f := &openFlags{secretFD: new(int), automationFD: new(int)}
+	*f.secretFD, *f.automationFD = -1, -1
+	fs.Var(fdFlag{f.secretFD}, "secret-fd", "read the host's secret from the inherited file descriptor `N` (a pipe, read to its end) instead of MINIAPP_HOST_SECRET; miniapp-host webdriver passes it so")
+	fs.Var(fdFlag{f.automationFD}, "automation-fd", "write the automation channel's URL and token as JSON to the inherited file descriptor `N`, then close it, before the window opens")
+	f.verbose = fs.Bool("v", false, "print the window's events (navigation decisions with their rules, loads, consent, the Miniapp's console messages; URLs redacted) to stderr")
+	return f
+}
+
+// fdFlag is a flag naming an inherited file descriptor; -1, its value when
+// the flag is not given, is not shown as a default in the usage text.
+type fdFlag struct{ n *int }
+
+func (v fdFlag) String() string {
+	if v.n == nil || *v.n < 0 {
+		return ""
 	}
+	return strconv.Itoa(*v.n)
+}
+
+func (v fdFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a file descriptor number (0 or above)", s)
+	}
+	*v.n = n
+	return nil
 }
 
 // usageError is what is wrong with open's flags, "" when nothing.

@@ -28,6 +28,8 @@ func TestOpenUsage(t *testing.T) {
 		{"no id", []string{"open", "--origin", "http://127.0.0.1:8701"}, "--origin and --id are required"},
 		{"extra argument", []string{"open", "--origin", "http://127.0.0.1:8701", "--id", "x", "more"}, `unexpected argument "more"`},
 		{"unknown flag", []string{"open", "--nope"}, "flag provided but not defined"},
+		{"descriptor not a number", []string{"open", "--secret-fd", "three"}, `"three" is not a file descriptor number`},
+		{"negative descriptor", []string{"open", "--automation-fd", "-1"}, `"-1" is not a file descriptor number`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
