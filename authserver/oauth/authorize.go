@@ -324,6 +324,14 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 		// is still offered: otherwise the subject must see the screen.
 		if !m.AccountRequired {
 			m.Remembered = true
+		} else if len(m.AccountOwners()) > 1 {
+			// One account is remembered; a request binding the subject's
+			// and the Company's is asked each time.
+			for i := range m.Checks {
+				if m.Checks[i].Name == consent.CheckConsent {
+					m.Checks[i] = consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "accounts of the subject and of the Company are bound: choose both"}
+				}
+			}
 		} else if slices.ContainsFunc(m.Accounts, func(a consent.Account) bool { return a.ID == remembered.AccountID }) {
 			m.Remembered, m.RememberedAccount = true, remembered.AccountID
 		} else {
@@ -371,7 +379,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
 	}
 	if !consent.NeedsAccount(granted) {
-		d.AccountID = "" // the details that needed one were declined
+		d.AccountID, d.CompanyAccountID = "", "" // the details that needed one were declined
 	}
 	details, err := consent.GrantedDetails(p.v.result, d)
 	if err != nil {
