@@ -31,6 +31,9 @@ type validated struct {
 	result  *catalog.Result
 	company *store.Company   // nil without org_id
 	cat     *catalog.Catalog // the catalog the request was checked with
+	// target is the live grant a merge or replace names (grantmgmt.go),
+	// nil otherwise.
+	target *store.Grant
 }
 
 // validateAuthorize checks an authorization request. When it fails,
@@ -117,6 +120,9 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 			return v, true, err
 		}
 		v.company = &co
+	}
+	if err := s.checkGrantManagement(ctx, v); err != nil {
+		return v, true, err
 	}
 	return v, true, nil
 }
@@ -318,6 +324,9 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 		in.Candidates = append(in.Candidates, consent.Account{ID: a.ID, Name: a.Name, Number: a.Number, Currency: a.Currency, Owner: owner})
 	}
 	in.Checks = append(in.Checks, resChks...)
+	if chk, ok := grantCheck(p.v, sub.ID); ok {
+		in.Checks = append(in.Checks, chk)
+	}
 	m := consent.Build(p.v.cat, in)
 	if remembered != nil && m.Approvable() {
 		// Remembered only when nothing failed and the account bound then
@@ -404,6 +413,11 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		Scopes: granted.Scopes, Details: details, Audience: s.audience(granted),
 		InstallationID: s.installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
 	}
+	if p.v.target != nil {
+		if err := s.changeGrant(ctx, p.v, g, granted); err != nil {
+			return "", err
+		}
+	}
 	ttl := s.cfg.CodeTTL
 	// FAPI 2.0 Security Profile §5.3.2.1: codes of the fapi2 profile live
 	// at most 60 s, whatever the server's CodeTTL.
@@ -419,7 +433,9 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		return "", err
 	}
 	// One transaction: a consent is never kept for an approval that failed.
-	if err := s.pending.decide(ctx, p, subject, g, c, remember, now); err != nil {
+	if err := s.pending.decide(ctx, p, subject, g, c, remember, now); errors.Is(err, store.ErrGrantSuperseded) {
+		return "", oauthErr(codeInvalidGrantID, "the grant named by grant_id was revoked, merged or replaced meanwhile; authorize again")
+	} else if err != nil {
 		return "", err
 	}
 	q := url.Values{"code": {code}, "iss": {s.cfg.Issuer}}
