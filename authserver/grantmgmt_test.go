@@ -330,3 +330,74 @@ func mustGet(t *testing.T, u string) *http.Request {
 	}
 	return req
 }
+
+// TestGrantRevocationHonouredByOtherInstance: two instances on one
+// PostgreSQL database. A grant read through the second (which then holds
+// it in its cache) is merged, then revoked at the grant management
+// endpoint of the first; the second refuses the older access token once
+// the merge's notification arrives, and the merged grant's token once the
+// revocation's does, at GET {base_url}/authorization and introspection.
+func TestGrantRevocationHonouredByOtherInstance(t *testing.T) {
+	db := storetest.Postgres(t)
+	shared := sharedConfig(db, "http://service.example.test")
+	a := startWith(t, db, &clock{t: time.Now()}, shared.apply)
+	b := startWith(t, db, &clock{t: time.Now()}, shared.apply)
+	own := func(e *env, u string) string {
+		p, _ := url.Parse(u)
+		p.Scheme, p.Host = "http", e.srv.ListenAddrs().Service
+		return p.String()
+	}
+	for _, e := range []*env{a, b} {
+		e.u.Native, e.u.Token, e.u.Grant, e.u.Issuer = own(e, e.u.Native), own(e, e.u.Token), own(e, e.u.Grant), own(e, e.u.Issuer)
+	}
+	// b registered the confidential client last: its secret is the one.
+	a.confSecret = b.confSecret
+	manager := gmManager(t, a)
+
+	first := gmTokens(t, a, gmRequest(a, gmPKCE(t), "openid email", nil, "create", ""), map[string]any{"action": "approve"})
+	gid := first["grant_id"].(string)
+	for range 2 { // the second answer comes from b's cache
+		if st, g := b.grant(first["access_token"].(string), confID, b.confSecret); st != http.StatusOK {
+			t.Fatalf("the other instance, before the merge: %d %v", st, g)
+		}
+	}
+	merged := gmTokens(t, a, gmRequest(a, gmPKCE(t), "profile", nil, "merge", gid), map[string]any{"action": "approve"})
+	if merged["grant_id"] != gid || merged["scope"] != "openid email profile" {
+		t.Fatalf("merge: %v", merged)
+	}
+	refusedAtB(t, b, first["access_token"].(string), "the merge")
+	if st, g := b.grant(merged["access_token"].(string), confID, b.confSecret); st != http.StatusOK || jsonOf(t, g["scopes"]) != `["openid","email","profile"]` {
+		t.Fatalf("the other instance, the merged grant: %d %v", st, g)
+	}
+	if st, m, _ := gmCall(t, a, http.MethodDelete, gid, manager); st != http.StatusNoContent {
+		t.Fatalf("DELETE at the first instance: %d %v", st, m)
+	}
+	refusedAtB(t, b, merged["access_token"].(string), "the revocation")
+	if st, in := b.introspect(merged["access_token"].(string), confID, b.confSecret); st != http.StatusOK || in["active"] != false {
+		t.Fatalf("introspection at the other instance: %d %v", st, in)
+	}
+	if st, m, _ := gmCall(t, b, http.MethodGet, gid, manager); st != http.StatusNotFound || m["error"] != "invalid_grant_id" {
+		t.Fatalf("GET at the other instance: %d %v", st, m)
+	}
+}
+
+// refusedAtB waits until instance b refuses an access token at the grant
+// endpoint, which it does once the other instance's change notification
+// arrived; the time it took is logged.
+func refusedAtB(t *testing.T, b *env, at, after string) {
+	t.Helper()
+	since := time.Now()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, m := b.grant(at, confID, b.confSecret)
+		if st == http.StatusUnauthorized && m["code"] == "revoked_token" {
+			break
+		}
+		if st != http.StatusOK {
+			t.Fatalf("the other instance after %s: %d %v", after, st, m)
+		}
+		<-tick.C
+	}
+	t.Logf("the other instance refused the token %v after %s returned", time.Since(since), after)
+}
