@@ -15,6 +15,9 @@ import (
 // test runs on the store of MINIAPP_HOST_TEST_STORE (SQLite, or
 // PostgreSQL), as every test of this package.
 
+// anaAccount2 is Ana's other account (the seed world).
+const anaAccount2 = "0b7e9d3c-8a21-4f5e-a6b7-c8d9e0f1a2b3"
+
 // gmDetails are the three details of perEntryRequest, by index.
 func gmDetails(e *env) []string {
 	return []string{
@@ -400,4 +403,114 @@ func refusedAtB(t *testing.T, b *env, at, after string) {
 		<-tick.C
 	}
 	t.Logf("the other instance refused the token %v after %s returned", time.Since(since), after)
+}
+
+// TestGrantManagementActionRequiredPerCredential: a credential's
+// grant_management_action_required, set on the dashboard, refuses that
+// client's requests without an action (while discovery says the server
+// does not require it of every client); cleared, they pass again.
+func TestGrantManagementActionRequiredPerCredential(t *testing.T) {
+	e := start(t)
+	const redirect, orig = "http://127.0.0.1:5000/cb", "http://127.0.0.1:5000"
+	c := e.newSPAClient(redirect, orig)
+	path := "/api/projects/" + c.project + "/credentials/" + c.id
+	set := func(v bool) {
+		t.Helper()
+		m := e.mustDash(http.StatusOK, "PATCH", path, c.key, map[string]any{"grant_management_action_required": v})
+		if m["grant_management_action_required"] != v {
+			t.Fatalf("PATCH: the credential shows %v", m)
+		}
+	}
+	set(true)
+	st, md, _ := e.do(mustGet(t, e.u.Discovery))
+	if st != http.StatusOK || md["grant_management_action_required"] != false {
+		t.Fatalf("discovery: %d %v", st, md["grant_management_action_required"])
+	}
+	_, ch := pkce(t)
+	q := e.spaParams(c, redirect, ch)
+	if st, m := e.submitStatus(q); st != http.StatusBadRequest || m["error"] != "invalid_request" ||
+		!strings.Contains(m["error_description"].(string), "client "+c.id+" must send grant_management_action") {
+		t.Fatalf("without an action: %d %v", st, m)
+	}
+	q.Set("grant_management_action", "create")
+	if st, m := e.submitStatus(q); st != http.StatusCreated {
+		t.Fatalf("with create: %d %v", st, m)
+	}
+	set(false)
+	q.Del("grant_management_action")
+	if st, m := e.submitStatus(q); st != http.StatusCreated {
+		t.Fatalf("without an action, the setting cleared: %d %v", st, m)
+	}
+}
+
+// TestBankAccountWithAutomaticChargeGranted: a bank_account detail and
+// an automatic-charge detail in one request (which failed with
+// no_fitting_account) are approved through the native API with the
+// subject's account and the Company's, and through the consent page, whose
+// two account choices post both; the grant binds each detail to its
+// owner's account.
+func TestBankAccountWithAutomaticChargeGranted(t *testing.T) {
+	e := start(t)
+	details := `[{"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"selection":{"max":1}},` +
+		`{"type":"` + e.u.BaseURL + `/authorization-details/automatic-charge","actions":["create_automatic_charge"],"locations":["` + e.u.BaseURL + `"],` +
+		`"transaction":{"currency":"CLP","minimum":"1000","maximum":"50000"}}]`
+	request := func() (url.Values, string) {
+		v, c := pkce(t)
+		q := e.confAuthParams(c)
+		q.Set("scope", "openid")
+		q.Set("org_id", orgAndes)
+		q.Set("authorization_details", details)
+		return q, v
+	}
+	check := func(code, verifier, personal string) {
+		t.Helper()
+		st, tr := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {confRedir}, "code_verifier": {verifier}}, confID, e.confSecret)
+		if st != http.StatusOK {
+			t.Fatalf("token: %d %v", st, tr)
+		}
+		st, g := e.grant(tr["access_token"].(string), confID, e.confSecret)
+		ds, _ := g["authorizationDetails"].([]any)
+		if st != http.StatusOK || len(ds) != 2 {
+			t.Fatalf("grant: %d %v", st, g)
+		}
+		if got := jsonOf(t, ds[0].(map[string]any)["identifiers"]); got != `["`+personal+`"]` {
+			t.Fatalf("bank_account bound %s", got)
+		}
+		if got := jsonOf(t, ds[1].(map[string]any)["sources"]); got != `["`+andesAcct+`"]` {
+			t.Fatalf("automatic-charge bound %s", got)
+		}
+	}
+
+	q, v := request()
+	st, m := e.native(map[string]any{"authorization_url": e.u.Authorization + "?" + q.Encode(), "subject": subAna})
+	if st != http.StatusCreated || m["consent"].(map[string]any)["account_required"] != true || strings.Contains(jsonOf(t, m["consent"]), "no_fitting_account") {
+		t.Fatalf("native submit: %d %v", st, m)
+	}
+	id := m["request_id"].(string)
+	if st, m := e.decide(id, map[string]any{"action": "approve", "account_id": anaAccount1}); st != http.StatusBadRequest || !strings.Contains(m["error_description"].(string), "company_account_id") {
+		t.Fatalf("without the Company's account: %d %v", st, m)
+	}
+	st, m = e.decide(id, map[string]any{"action": "approve", "account_id": anaAccount1, "company_account_id": andesAcct})
+	if st != http.StatusOK {
+		t.Fatalf("decision: %d %v", st, m)
+	}
+	check(redirectQuery(t, m["redirect_url"].(string)).Get("code"), v, anaAccount1)
+
+	q, v = request()
+	b := newBrowser(t, e.u.Issuer)
+	p := b.get(e.u.Authorization + "?" + q.Encode())
+	f := parseForm(t, p)
+	f.values.Set("subject", subAna)
+	p = b.post(f.action, f.values)
+	f = parseForm(t, p)
+	// Each choice starts on its owner's first account (Ana's by id).
+	if personal := f.values.Get("account_id"); (personal != anaAccount1 && personal != anaAccount2) || f.values.Get("company_account_id") != andesAcct {
+		t.Fatalf("the consent page's account choices: account_id %q company_account_id %q", f.values.Get("account_id"), f.values.Get("company_account_id"))
+	}
+	f.values.Set("action", "approve")
+	p = b.post(f.action, f.values)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("consent: %d %s", p.status, p.body)
+	}
+	check(redirectQuery(t, p.header.Get("Location")).Get("code"), v, f.values.Get("account_id"))
 }

@@ -496,13 +496,20 @@ func (m *Model) Validate(d Decision) error {
 	if err := m.checkRules(scopes, details); err != nil {
 		return err
 	}
+	var owners []string
 	for _, owner := range []string{OwnerSubject, OwnerCompany} {
-		if !slices.ContainsFunc(m.Permissions, func(p Permission) bool {
+		if slices.ContainsFunc(m.Permissions, func(p Permission) bool {
 			return p.Kind == KindDetail && p.NeedsAccount && p.AccountOwner == owner && p.Index != nil && slices.Contains(details, *p.Index)
 		}) {
-			continue
+			owners = append(owners, owner)
 		}
+	}
+	for _, owner := range owners {
 		field, id := d.accountField(owner)
+		if len(owners) == 2 && owner == OwnerCompany && d.CompanyAccountID == "" {
+			// account_id names the subject's: the Company's needs its own.
+			field, id = "company_account_id", ""
+		}
 		if id == "" {
 			return fmt.Errorf("%w: the %s's account for the granted details that bind one (%s)", ErrAccountRequired, ownerWord(owner), field)
 		}

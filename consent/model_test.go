@@ -171,7 +171,7 @@ func TestBankAccountWithAutomaticCharge(t *testing.T) {
 		d    Decision
 		want error
 	}{
-		{"only the subject's", Decision{Action: Approve, AccountID: personal}, ErrAccountNotOffered},
+		{"only the subject's", Decision{Action: Approve, AccountID: personal}, ErrAccountRequired},
 		{"the Company's as the subject's", Decision{Action: Approve, AccountID: company, CompanyAccountID: company}, ErrAccountNotOffered},
 		{"no account", Decision{Action: Approve}, ErrAccountRequired},
 		{"the automatic charge declined", Decision{Action: Approve, AccountID: personal, DeclinedDetails: []int{1}}, nil},
