@@ -514,3 +514,37 @@ func TestBankAccountWithAutomaticChargeGranted(t *testing.T) {
 	}
 	check(redirectQuery(t, p.header.Get("Location")).Get("code"), v, f.values.Get("account_id"))
 }
+
+// TestGrantManagementPAR: a merge pushed to the PAR endpoint (RFC 9126)
+// is checked there as at the authorization endpoint: an unknown grant_id
+// is 400 invalid_grant_id in JSON, a create with a grant_id 400
+// invalid_request; a valid merge pushed and then authorized by reference
+// adds to the grant, whose grant_id the token response keeps.
+func TestGrantManagementPAR(t *testing.T) {
+	e := start(t)
+	first := gmTokens(t, e, gmRequest(e, gmPKCE(t), "openid email", nil, "create", ""), map[string]any{"action": "approve"})
+	gid := first["grant_id"].(string)
+	for _, tc := range []struct{ action, grantID, code string }{
+		{"merge", "0190d7a4-0000-7000-8000-000000000000", "invalid_grant_id"},
+		{"create", gid, "invalid_request"},
+	} {
+		form := gmRequest(e, gmPKCE(t), "profile", nil, tc.action, tc.grantID)
+		if st, m, _ := e.post(e.parEndpoint(), form, confID, e.confSecret); st != http.StatusBadRequest || m["error"] != tc.code {
+			t.Fatalf("PAR of %s with grant_id %s: want 400 %s, got %d %v", tc.action, tc.grantID, tc.code, st, m)
+		}
+	}
+	form := gmRequest(e, gmPKCE(t), "profile", nil, "merge", gid)
+	uri := e.push(form, confID, e.confSecret)
+	st, m := e.native(map[string]any{"authorization_url": e.byReference(confID, uri), "subject": subAna})
+	if st != http.StatusCreated {
+		t.Fatalf("native, pushed merge: %d %v", st, m)
+	}
+	st, m = e.decide(m["request_id"].(string), map[string]any{"action": "approve"})
+	if st != http.StatusOK {
+		t.Fatalf("decision: %d %v", st, m)
+	}
+	merged := gmRedeem(t, e, m["redirect_url"].(string), form)
+	if merged["grant_id"] != gid || merged["scope"] != "openid email profile" {
+		t.Fatalf("pushed merge: %v", merged)
+	}
+}
