@@ -267,8 +267,8 @@ func TestMetadata(t *testing.T) {
 			jsonOf(t, m["code_challenge_methods_supported"]) != `["S256"]` {
 			t.Fatalf("%s: %d %v", path, st, m)
 		}
-		if n := len(m["scopes_supported"].([]any)); n != 12 {
-			t.Errorf("scopes_supported has %d scopes, want 12", n)
+		if n := len(m["scopes_supported"].([]any)); n != 14 {
+			t.Errorf("scopes_supported has %d scopes, want 14", n)
 		}
 		if n := len(m["authorization_details_types_supported"].([]any)); n != 8 {
 			t.Errorf("authorization_details_types_supported has %d types, want 8", n)

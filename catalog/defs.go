@@ -4,8 +4,9 @@ package catalog
 // are templates: "{base_url}", "{signing_origin}" and "{invoicing_origin}"
 // are filled in from Endpoints by New.
 
-// scopeDefs are the 12 scopes of docs/service.md §2.1, in its order: name and
-// meaning. All belong to the banking API at {base_url}.
+// scopeDefs are the 12 scopes of docs/service.md §2.1, in its order, and the
+// two of FAPI Grant Management: name and meaning. All belong to the banking
+// API at {base_url}.
 var scopeDefs = [][2]string{
 	{"addresses:read", "Read profile addresses"},
 	{"addresses:write", "Create and update profile addresses"},
@@ -19,6 +20,13 @@ var scopeDefs = [][2]string{
 	{"phone", "Read the profile phone claim"},
 	{"profile", "Read the standard profile claims"},
 	{"profile:write", "Update the standard profile"},
+	// This project's two more (docs/service.md §2.1, "This project"): the
+	// scopes of FAPI Grant Management for OAuth 2.0 §6.1 (Query) and §6.2
+	// (Revoke), for tokens a client uses at the grant management endpoint
+	// to read or revoke its own grants (docs/authserver.md, "Grant
+	// management").
+	{"grant_management_query", "Read the grants this client holds (FAPI Grant Management)"},
+	{"grant_management_revoke", "Revoke the grants this client holds (FAPI Grant Management)"},
 }
 
 // typeDef is a Type before its placeholders are filled in.

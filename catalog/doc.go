@@ -1,5 +1,6 @@
-// Package catalog owns the service's catalog of 20 requestable permissions
-// (docs/service.md §2): 12 scopes and 8 authorization_details types (RFC 9396),
+// Package catalog owns the service's catalog of 22 requestable permissions
+// (docs/service.md §2): 14 scopes (the 12 of §2.1 and the two of FAPI Grant
+// Management) and 8 authorization_details types (RFC 9396),
 // each type a draft-07 JSON Schema embedded in assets, plus the cross-field
 // rules that a schema does not express well. It checks a whole authorization
 // request and reports every violation with a JSON pointer into the request,

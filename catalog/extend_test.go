@@ -43,8 +43,8 @@ func TestExtendWithApprovedResourceServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(x.Scopes()) != 13 || len(x.Types()) != 9 || len(c.Scopes()) != 12 || len(c.Types()) != 8 {
-		t.Fatalf("extended %d/%d, original %d/%d; want 13/9 and 12/8", len(x.Scopes()), len(x.Types()), len(c.Scopes()), len(c.Types()))
+	if len(x.Scopes()) != 15 || len(x.Types()) != 9 || len(c.Scopes()) != 14 || len(c.Types()) != 8 {
+		t.Fatalf("extended %d/%d, original %d/%d; want 15/9 and 14/8", len(x.Scopes()), len(x.Types()), len(c.Scopes()), len(c.Types()))
 	}
 	detail := func(month any) json.RawMessage {
 		js, _ := json.Marshal([]any{map[string]any{"type": "https://payroll.example/authorization-details/payslips", "actions": []any{"read"},

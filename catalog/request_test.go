@@ -25,7 +25,7 @@ func TestRequestRules(t *testing.T) {
 		js, _ := json.Marshal(ds)
 		return js
 	}
-	allScopes := make([]string, 0, 12)
+	allScopes := make([]string, 0, 14)
 	for _, s := range c.Scopes() {
 		allScopes = append(allScopes, s.Name)
 	}
@@ -123,8 +123,8 @@ func TestEndpointsFillTypesAndLocations(t *testing.T) {
 		"signing-key":       {"http://127.0.0.2:9000/authorization-details/signing-key", "http://127.0.0.2:9000"},
 		"documents":         {"http://[::1]:9100/authorization-details/documents", "http://[::1]:9100/inv"},
 	}
-	if len(c.Types()) != 8 || len(c.Scopes()) != 12 {
-		t.Fatalf("catalog has %d types and %d scopes, want 8 and 12", len(c.Types()), len(c.Scopes()))
+	if len(c.Types()) != 8 || len(c.Scopes()) != 14 {
+		t.Fatalf("catalog has %d types and %d scopes, want 8 and 14", len(c.Types()), len(c.Scopes()))
 	}
 	for _, typ := range c.Types() {
 		w := want[typ.Key]

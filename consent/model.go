@@ -97,6 +97,10 @@ type Permission struct {
 	// NeedsAccount is true when approving binds one of Model.Accounts to
 	// this detail (the current resolver selects one account, docs/service.md §2.3).
 	NeedsAccount bool `json:"needs_account,omitempty"`
+	// AccountOwner says whose account a detail that NeedsAccount binds:
+	// OwnerSubject (bank_account) or OwnerCompany (automatic-charge, whose
+	// sources are the Company's, docs/service.md §2.4).
+	AccountOwner string `json:"account_owner,omitempty"`
 	// Fixed is true when the entry cannot be declined: `openid` in an
 	// OpenID Connect request (declining it would make the request no
 	// sign-in at all). Every other entry can be declined (Decision).
@@ -298,7 +302,12 @@ func Build(cat *catalog.Catalog, in Input) *Model {
 		// granted with any approval (OpenID Connect Core §3.1.2.1).
 		m.Permissions = append(m.Permissions, Permission{Kind: KindScope, Name: s, Meaning: sc.Meaning, Fixed: s == "openid"})
 	}
-	offered := slices.Clone(in.Candidates)
+	// Each owner's accounts are narrowed by the details that bind one of
+	// them: a bank_account detail binds an account of the subject, an
+	// automatic-charge detail one of the Company (docs/service.md §2.3,
+	// §2.4). An approval binds one account per owner (Decision.AccountFor),
+	// so a request with both kinds offers both owners' fitting accounts.
+	offered := map[string][]Account{}
 	for _, d := range in.Result.Details {
 		p := Permission{Kind: KindDetail, Name: d.Type.Name, Key: d.Type.Key, Meaning: d.Type.Meaning,
 			Provider: string(d.Type.Provider), Resource: d.Type.Resource, Index: &d.Index, Limits: limitsOf(d.Object)}
@@ -307,27 +316,66 @@ func Build(cat *catalog.Catalog, in Input) *Model {
 			p.Actions = append(p.Actions, Action{Name: a, Meaning: act.Meaning})
 		}
 		if owner, named := accountNeed(d); owner != "" {
-			p.NeedsAccount = true
+			p.NeedsAccount, p.AccountOwner = true, owner
 			m.AccountRequired = true
-			offered = slices.DeleteFunc(offered, func(a Account) bool {
-				return a.Owner != owner || (len(named) > 0 && !slices.Contains(named, a.ID))
-			})
+			fit, seen := offered[owner]
+			if !seen {
+				fit = slices.DeleteFunc(slices.Clone(in.Candidates), func(a Account) bool { return a.Owner != owner })
+			}
+			offered[owner] = slices.DeleteFunc(fit, func(a Account) bool { return len(named) > 0 && !slices.Contains(named, a.ID) })
 		}
 		m.Permissions = append(m.Permissions, p)
 	}
 	m.requirements()
 	if m.AccountRequired {
-		if offered != nil {
-			m.Accounts = offered // never null in JSON: Accounts starts as []
+		for _, a := range in.Candidates {
+			if slices.ContainsFunc(offered[a.Owner], func(b Account) bool { return b.ID == a.ID }) {
+				m.Accounts = append(m.Accounts, a)
+			}
 		}
-		if len(offered) == 0 {
-			m.Checks = append(m.Checks, Check{Name: CheckAccounts, Outcome: Fail, Code: CodeNoFittingAccount,
-				Message: "no account of the subject fits every requested detail"})
-		} else {
-			m.Checks = append(m.Checks, Check{Name: CheckAccounts, Outcome: Pass})
+		chk := Check{Name: CheckAccounts, Outcome: Pass}
+		for _, owner := range []string{OwnerSubject, OwnerCompany} {
+			if fit, need := offered[owner]; need && len(fit) == 0 {
+				chk = Check{Name: CheckAccounts, Outcome: Fail, Code: CodeNoFittingAccount,
+					Message: fmt.Sprintf("no account of the %s fits every requested detail that binds one", ownerWord(owner))}
+				break
+			}
 		}
+		m.Checks = append(m.Checks, chk)
 	}
 	return m
+}
+
+// ownerWord names an account owner in a message.
+func ownerWord(owner string) string {
+	if owner == OwnerCompany {
+		return "Company"
+	}
+	return "subject"
+}
+
+// AccountOwners returns the owners whose account an approval of every
+// entry binds, subject first.
+func (m *Model) AccountOwners() []string {
+	var owners []string
+	for _, o := range []string{OwnerSubject, OwnerCompany} {
+		if slices.ContainsFunc(m.Permissions, func(p Permission) bool { return p.NeedsAccount && p.AccountOwner == o }) {
+			owners = append(owners, o)
+		}
+	}
+	return owners
+}
+
+// AccountsOf returns the offered accounts of one owner (the consent page
+// shows one choice per owner).
+func (m *Model) AccountsOf(owner string) []Account {
+	var out []Account
+	for _, a := range m.Accounts {
+		if a.Owner == owner {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // accountNeed says whose account a detail binds and which accounts the
@@ -392,7 +440,13 @@ type Decision struct {
 	// Action is Approve or Deny.
 	Action string `json:"action"`
 	// AccountID names the chosen account when a granted detail needs one.
+	// When granted details bind accounts of both owners (a bank_account
+	// and an automatic-charge detail), it names the subject's account and
+	// CompanyAccountID the Company's.
 	AccountID string `json:"account_id,omitempty"`
+	// CompanyAccountID names the Company's account bound by granted
+	// automatic-charge details; without it AccountID serves for them too.
+	CompanyAccountID string `json:"company_account_id,omitempty"`
 	// DeclinedScopes are requested scopes the subject does not grant.
 	DeclinedScopes []string `json:"declined_scopes,omitempty"`
 	// DeclinedDetails are the indexes in authorization_details of the
@@ -442,22 +496,42 @@ func (m *Model) Validate(d Decision) error {
 	if err := m.checkRules(scopes, details); err != nil {
 		return err
 	}
-	needs := false
-	for _, p := range m.Permissions {
-		if p.Kind == KindDetail && p.NeedsAccount && p.Index != nil && slices.Contains(details, *p.Index) {
-			needs = true
+	var owners []string
+	for _, owner := range []string{OwnerSubject, OwnerCompany} {
+		if slices.ContainsFunc(m.Permissions, func(p Permission) bool {
+			return p.Kind == KindDetail && p.NeedsAccount && p.AccountOwner == owner && p.Index != nil && slices.Contains(details, *p.Index)
+		}) {
+			owners = append(owners, owner)
 		}
 	}
-	if !needs {
-		return nil
-	}
-	if d.AccountID == "" {
-		return ErrAccountRequired
-	}
-	if !slices.ContainsFunc(m.Accounts, func(a Account) bool { return a.ID == d.AccountID }) {
-		return ErrAccountNotOffered
+	for _, owner := range owners {
+		field, id := d.accountField(owner)
+		if len(owners) == 2 && owner == OwnerCompany && d.CompanyAccountID == "" {
+			// account_id names the subject's: the Company's needs its own.
+			field, id = "company_account_id", ""
+		}
+		if id == "" {
+			return fmt.Errorf("%w: the %s's account for the granted details that bind one (%s)", ErrAccountRequired, ownerWord(owner), field)
+		}
+		if !slices.ContainsFunc(m.Accounts, func(a Account) bool { return a.ID == id && a.Owner == owner }) {
+			return fmt.Errorf("%w: %s %s is not one of the offered accounts of the %s", ErrAccountNotOffered, field, id, ownerWord(owner))
+		}
 	}
 	return nil
+}
+
+// AccountFor returns the account a decision binds to the details of an
+// owner: CompanyAccountID for the Company when given, else AccountID.
+func (d Decision) AccountFor(owner string) string {
+	_, id := d.accountField(owner)
+	return id
+}
+
+func (d Decision) accountField(owner string) (field, id string) {
+	if owner == OwnerCompany && d.CompanyAccountID != "" {
+		return "company_account_id", d.CompanyAccountID
+	}
+	return "account_id", d.AccountID
 }
 
 // granted returns the scopes and detail indexes an approval grants, after
@@ -662,13 +736,13 @@ func GrantedDetails(res *catalog.Result, d Decision) (json.RawMessage, error) {
 		for k, v := range det.Object {
 			obj[k] = v
 		}
-		if owner, _ := accountNeed(det); owner != "" && d.AccountID != "" {
+		if owner, _ := accountNeed(det); owner != "" && d.AccountFor(owner) != "" {
 			field := "identifiers"
 			if owner == OwnerCompany {
 				field = "sources"
 			}
 			delete(obj, "selection")
-			obj[field] = []string{d.AccountID}
+			obj[field] = []string{d.AccountFor(owner)}
 		}
 		out = append(out, obj)
 	}

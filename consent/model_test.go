@@ -147,3 +147,61 @@ func TestKeysCovered(t *testing.T) {
 		})
 	}
 }
+
+// TestBankAccountWithAutomaticCharge: a bank_account detail binds one of
+// the subject's accounts and an automatic-charge detail one of the
+// Company's. Asked together they once offered no account at all (one
+// choice narrowed by both owners: no_fitting_account); each owner now has
+// its own choice, and the approval binds each detail to its owner's.
+func TestBankAccountWithAutomaticCharge(t *testing.T) {
+	m, res := build(t, "", `[{"type":"bank_account","actions":["read"],"subject":{"type":"profile"},"selection":{"max":1}},`+
+		`{"type":"`+base+`/authorization-details/automatic-charge","actions":["read"],"locations":["`+base+`"],"transaction":{"currency":"CLP","minimum":"1","maximum":"10"}}]`, "org")
+	if !m.Approvable() || !m.AccountRequired || len(m.Accounts) != 3 {
+		t.Fatalf("approvable %v required %v accounts %+v checks %+v", m.Approvable(), m.AccountRequired, m.Accounts, m.Checks)
+	}
+	if got := m.AccountOwners(); strings.Join(got, ",") != "subject,company" {
+		t.Fatalf("owners %v", got)
+	}
+	if p := m.Permissions[1]; !p.NeedsAccount || p.AccountOwner != OwnerCompany {
+		t.Fatalf("automatic-charge permission %+v", p)
+	}
+	personal, company := candidates[0].ID, candidates[2].ID
+	for _, tc := range []struct {
+		name string
+		d    Decision
+		want error
+	}{
+		{"only the subject's", Decision{Action: Approve, AccountID: personal}, ErrAccountRequired},
+		{"the Company's as the subject's", Decision{Action: Approve, AccountID: company, CompanyAccountID: company}, ErrAccountNotOffered},
+		{"no account", Decision{Action: Approve}, ErrAccountRequired},
+		{"the automatic charge declined", Decision{Action: Approve, AccountID: personal, DeclinedDetails: []int{1}}, nil},
+		{"the bank_account declined", Decision{Action: Approve, AccountID: company, DeclinedDetails: []int{0}}, nil},
+		{"both", Decision{Action: Approve, AccountID: personal, CompanyAccountID: company}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := m.Validate(tc.d); !errors.Is(err, tc.want) {
+				t.Fatalf("want %v, got %v", tc.want, err)
+			}
+		})
+	}
+	js, err := GrantedDetails(res, Decision{Action: Approve, AccountID: personal, CompanyAccountID: company})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(js, &got); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := got[0]["identifiers"].([]any); len(ids) != 1 || ids[0] != personal {
+		t.Fatalf("bank_account bound %v", got[0])
+	}
+	if src, _ := got[1]["sources"].([]any); len(src) != 1 || src[0] != company {
+		t.Fatalf("automatic-charge bound %v", got[1])
+	}
+	// A Company without an account still fails, naming the Company.
+	cat := newCatalog(t)
+	only := Build(cat, Input{Subject: Subject{ID: "u"}, Candidates: candidates[:2], Result: res, OrgID: "org"})
+	if f := only.Failed(); f == nil || f.Code != CodeNoFittingAccount || !strings.Contains(f.Message, "Company") {
+		t.Fatalf("failed check %+v", f)
+	}
+}

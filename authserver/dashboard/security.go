@@ -40,25 +40,30 @@ type credentialSecurity struct {
 	DPoPBound               *bool           `json:"dpop_bound_access_tokens,omitempty"`
 	DPoPNonce               *bool           `json:"require_dpop_nonce,omitempty"`
 	Profile                 *string         `json:"profile,omitempty"`
+	// GrantManagementActionRequired: FAPI Grant Management §4.1
+	// (docs/authserver.md, "Grant management").
+	GrantManagementActionRequired *bool `json:"grant_management_action_required,omitempty"`
 }
 
 func (cs *credentialSecurity) empty() bool {
 	return cs.TokenEndpointAuthMethod == "" && cs.JWKS == nil && cs.RequirePAR == nil && cs.DPoPBound == nil &&
-		cs.DPoPNonce == nil && cs.Profile == nil
+		cs.DPoPNonce == nil && cs.Profile == nil && cs.GrantManagementActionRequired == nil
 }
 
 // securityView is what a credential shows of its settings.
 type securityView struct {
-	TokenEndpointAuthMethod string          `json:"token_endpoint_auth_method"`
-	JWKS                    json.RawMessage `json:"jwks,omitempty"`
-	RequirePAR              bool            `json:"require_pushed_authorization_requests"`
-	DPoPBound               bool            `json:"dpop_bound_access_tokens"`
-	DPoPNonce               bool            `json:"require_dpop_nonce"`
-	Profile                 string          `json:"profile,omitempty"`
+	TokenEndpointAuthMethod       string          `json:"token_endpoint_auth_method"`
+	JWKS                          json.RawMessage `json:"jwks,omitempty"`
+	RequirePAR                    bool            `json:"require_pushed_authorization_requests"`
+	DPoPBound                     bool            `json:"dpop_bound_access_tokens"`
+	DPoPNonce                     bool            `json:"require_dpop_nonce"`
+	Profile                       string          `json:"profile,omitempty"`
+	GrantManagementActionRequired bool            `json:"grant_management_action_required"`
 }
 
 func viewOf(c *store.Client, set store.ClientSettings) securityView {
-	v := securityView{JWKS: set.JWKS, RequirePAR: set.RequirePAR, DPoPBound: set.DPoPBound, DPoPNonce: set.DPoPNonce, Profile: set.Profile}
+	v := securityView{JWKS: set.JWKS, RequirePAR: set.RequirePAR, DPoPBound: set.DPoPBound, DPoPNonce: set.DPoPNonce, Profile: set.Profile,
+		GrantManagementActionRequired: set.GrantManagementActionRequired}
 	switch {
 	case c.Type == store.Public:
 		v.TokenEndpointAuthMethod = authNone
@@ -127,6 +132,9 @@ func applySecurity(typ store.ClientType, set store.ClientSettings, in credential
 	if in.DPoPNonce != nil {
 		set.DPoPNonce = *in.DPoPNonce
 	}
+	if in.GrantManagementActionRequired != nil {
+		set.GrantManagementActionRequired = *in.GrantManagementActionRequired
+	}
 	if in.Profile != nil {
 		switch *in.Profile {
 		case "":
@@ -145,7 +153,7 @@ func applySecurity(typ store.ClientType, set store.ClientSettings, in credential
 // noSettings reports whether set is the zero value: a credential with no
 // settings stores none.
 func noSettings(set store.ClientSettings) bool {
-	return len(set.JWKS) == 0 && !set.RequirePAR && !set.DPoPBound && !set.DPoPNonce && set.Profile == ""
+	return len(set.JWKS) == 0 && !set.RequirePAR && !set.DPoPBound && !set.DPoPNonce && set.Profile == "" && !set.GrantManagementActionRequired
 }
 
 // maxClientKeys bounds a credential's JWK Set.

@@ -31,6 +31,9 @@ type validated struct {
 	result  *catalog.Result
 	company *store.Company   // nil without org_id
 	cat     *catalog.Catalog // the catalog the request was checked with
+	// target is the live grant a merge or replace names (grantmgmt.go),
+	// nil otherwise.
+	target *store.Grant
 }
 
 // validateAuthorize checks an authorization request. When it fails,
@@ -117,6 +120,9 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 			return v, true, err
 		}
 		v.company = &co
+	}
+	if err := s.checkGrantManagement(ctx, v); err != nil {
+		return v, true, err
 	}
 	return v, true, nil
 }
@@ -318,12 +324,23 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 		in.Candidates = append(in.Candidates, consent.Account{ID: a.ID, Name: a.Name, Number: a.Number, Currency: a.Currency, Owner: owner})
 	}
 	in.Checks = append(in.Checks, resChks...)
+	if chk, ok := grantCheck(p.v, sub.ID); ok {
+		in.Checks = append(in.Checks, chk)
+	}
 	m := consent.Build(p.v.cat, in)
 	if remembered != nil && m.Approvable() {
 		// Remembered only when nothing failed and the account bound then
 		// is still offered: otherwise the subject must see the screen.
 		if !m.AccountRequired {
 			m.Remembered = true
+		} else if len(m.AccountOwners()) > 1 {
+			// One account is remembered; a request binding the subject's
+			// and the Company's is asked each time.
+			for i := range m.Checks {
+				if m.Checks[i].Name == consent.CheckConsent {
+					m.Checks[i] = consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "accounts of the subject and of the Company are bound: choose both"}
+				}
+			}
 		} else if slices.ContainsFunc(m.Accounts, func(a consent.Account) bool { return a.ID == remembered.AccountID }) {
 			m.Remembered, m.RememberedAccount = true, remembered.AccountID
 		} else {
@@ -371,7 +388,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
 	}
 	if !consent.NeedsAccount(granted) {
-		d.AccountID = "" // the details that needed one were declined
+		d.AccountID, d.CompanyAccountID = "", "" // the details that needed one were declined
 	}
 	details, err := consent.GrantedDetails(p.v.result, d)
 	if err != nil {
@@ -396,6 +413,11 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		Scopes: granted.Scopes, Details: details, Audience: s.audience(granted),
 		InstallationID: s.installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
 	}
+	if p.v.target != nil {
+		if err := s.changeGrant(ctx, p.v, g, granted); err != nil {
+			return "", err
+		}
+	}
 	ttl := s.cfg.CodeTTL
 	// FAPI 2.0 Security Profile §5.3.2.1: codes of the fapi2 profile live
 	// at most 60 s, whatever the server's CodeTTL.
@@ -411,7 +433,9 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		return "", err
 	}
 	// One transaction: a consent is never kept for an approval that failed.
-	if err := s.pending.decide(ctx, p, subject, g, c, remember, now); err != nil {
+	if err := s.pending.decide(ctx, p, subject, g, c, remember, now); errors.Is(err, store.ErrGrantSuperseded) {
+		return "", oauthErr(codeInvalidGrantID, "the grant named by grant_id was revoked, merged or replaced meanwhile; authorize again")
+	} else if err != nil {
 		return "", err
 	}
 	q := url.Values{"code": {code}, "iss": {s.cfg.Issuer}}

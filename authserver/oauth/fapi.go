@@ -27,6 +27,12 @@ type FAPIConfig struct {
 	// in the metadata). A client's own setting requires it for that client
 	// only (store.ClientSettings.RequirePAR).
 	RequirePAR bool
+	// RequireGrantManagementAction refuses, for every client,
+	// authorization requests without grant_management_action (FAPI Grant
+	// Management §4.1, grant_management_action_required); a client's own
+	// setting requires it for that client only
+	// (store.ClientSettings.GrantManagementActionRequired).
+	RequireGrantManagementAction bool
 	// PARTTL is how long a request_uri may be used: default 60 s; it must
 	// be under 600 s (FAPI 2.0 Security Profile §5.3.2.2).
 	PARTTL time.Duration

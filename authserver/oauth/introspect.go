@@ -25,6 +25,8 @@ type introspection struct {
 	Jti                  string          `json:"jti,omitempty"`
 	OrgID                string          `json:"org_id,omitempty"`
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
+	// GrantID is the token's grant (FAPI Grant Management §5.3).
+	GrantID string `json:"grant_id,omitempty"`
 	// Cnf is a DPoP-bound token's key (RFC 9449 §6.2), whose proof the
 	// Resource Server checks.
 	Cnf *cnfClaim `json:"cnf,omitempty"`
@@ -78,7 +80,8 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) describe(g *store.Grant, typ string, iat, exp int64, jti string) introspection {
 	out := introspection{Active: true, Scope: strings.Join(g.Scopes, " "), ClientID: g.ClientID, TokenType: typ,
-		Exp: exp, Iat: iat, Sub: g.SubjectID, Aud: audClaim(g.Audience), Iss: s.cfg.Issuer, Jti: jti, OrgID: g.OrgID}
+		Exp: exp, Iat: iat, Sub: g.SubjectID, Aud: audClaim(g.Audience), Iss: s.cfg.Issuer, Jti: jti, OrgID: g.OrgID,
+		GrantID: g.GrantManagementID()}
 	if string(g.Details) != "[]" {
 		out.AuthorizationDetails = g.Details
 	}

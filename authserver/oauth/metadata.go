@@ -49,6 +49,7 @@ func (s *Server) buildMetadata(c *catalog.Catalog) ([]byte, error) {
 		"native_consent_endpoint": s.NativeEndpoint(),
 	}
 	s.fapiMetadata(md)
+	s.grantMetadata(md)
 	return json.Marshal(md)
 }
 

@@ -247,7 +247,8 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
-	d := consent.Decision{Action: r.PostForm.Get("action"), AccountID: r.PostForm.Get("account_id")}
+	d := consent.Decision{Action: r.PostForm.Get("action"), AccountID: r.PostForm.Get("account_id"),
+		CompanyAccountID: r.PostForm.Get("company_account_id")}
 	if r.PostForm.Has("per_entry") {
 		// The page's checkboxes: an unchecked entry is declined. A form
 		// without them (per_entry absent) approves everything.

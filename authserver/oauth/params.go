@@ -32,6 +32,9 @@ type AuthorizeRequest struct {
 	// Connect Core §6, RFC 9101 §5), which this server does not support;
 	// they are read only to be refused rather than ignored.
 	Request, RequestURI string
+	// GrantManagementAction and GrantID are the parameters of FAPI Grant
+	// Management §5.1 (grantmgmt.go).
+	GrantManagementAction, GrantID string
 	// Duplicated names a single-valued parameter sent more than once,
 	// which RFC 6749 §3.1 forbids.
 	Duplicated string
@@ -39,7 +42,7 @@ type AuthorizeRequest struct {
 
 // singleParams are the parameters that must appear at most once.
 var singleParams = []string{"client_id", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce",
-	"prompt", "code_challenge", "code_challenge_method", "org_id", "authorization_details"}
+	"prompt", "code_challenge", "code_challenge_method", "org_id", "authorization_details", "grant_management_action", "grant_id"}
 
 // ParseAuthorize reads the parameters of an authorization request. It never
 // fails: what is wrong is found by validateAuthorize, once the client and
@@ -57,6 +60,7 @@ func ParseAuthorize(q map[string][]string) *AuthorizeRequest {
 		Prompt: get("prompt"), CodeChallenge: get("code_challenge"), CodeChallengeMethod: get("code_challenge_method"),
 		OrgID: get("org_id"), Resource: slices.Clone(q["resource"]),
 		Request: get("request"), RequestURI: get("request_uri"),
+		GrantManagementAction: get("grant_management_action"), GrantID: get("grant_id"),
 	}
 	if v, ok := q["authorization_details"]; ok && len(v) > 0 {
 		r.AuthorizationDetails = json.RawMessage(v[0])

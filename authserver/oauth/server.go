@@ -334,6 +334,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+s.basePath+pathCharges, s.handleCharge)
 	// The FAPI 2.0 endpoints (fapi.go).
 	s.fapiRoutes(mux)
+	// GET and DELETE {grant_management_endpoint}/{grant_id} (grantmgmt.go).
+	s.grantRoutes(mux)
 }
 
 // randomToken returns n random bytes, base64url-encoded without padding.

@@ -196,6 +196,13 @@ type Grants interface {
 	RevokeGrant(ctx context.Context, id string, now time.Time) error
 	// RevokeAccessToken revokes one access token.
 	RevokeAccessToken(ctx context.Context, hash []byte) error
+	// LiveGrant returns the unrevoked grant of a grant_id (FAPI Grant
+	// Management), read from the database, or store.ErrNotFound.
+	LiveGrant(ctx context.Context, grantID string) (*store.Grant, error)
+	// RevokeGrantID revokes every live grant of a grant_id, and so their
+	// tokens, on every instance as RevokeGrant does; it reports whether
+	// one was live.
+	RevokeGrantID(ctx context.Context, grantID string, now time.Time) (bool, error)
 }
 
 // Consents are the consents subjects asked to be remembered (docs/service.md

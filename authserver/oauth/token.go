@@ -107,6 +107,9 @@ type tokenResponse struct {
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 	IDToken              string          `json:"id_token,omitempty"`
 	RefreshToken         string          `json:"refresh_token,omitempty"`
+	// GrantID names the grant (FAPI Grant Management §5.3), for a merge,
+	// a replace, or the grant management endpoint.
+	GrantID string `json:"grant_id,omitempty"`
 }
 
 // handleToken serves the token endpoint (RFC 6749 §3.2).
@@ -357,7 +360,8 @@ func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce st
 	if err != nil {
 		return nil, err
 	}
-	resp := &tokenResponse{AccessToken: at, TokenType: tokenType, ExpiresIn: int64(s.cfg.AccessTokenTTL.Seconds()), Scope: scope}
+	resp := &tokenResponse{AccessToken: at, TokenType: tokenType, ExpiresIn: int64(s.cfg.AccessTokenTTL.Seconds()), Scope: scope,
+		GrantID: g.GrantManagementID()}
 	if string(g.Details) != "[]" && len(g.Details) > 0 {
 		resp.AuthorizationDetails = g.Details
 	}

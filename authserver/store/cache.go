@@ -72,7 +72,7 @@ func tokenSize(t *AccessToken) int {
 }
 
 func grantSize(g *Grant) int {
-	n := entryOverhead + 2*len(g.ID) + len(g.ClientID) + len(g.SubjectID) + len(g.OrgID) + len(g.Details) + len(g.InstallationID) + 224
+	n := entryOverhead + 2*len(g.ID) + len(g.ClientID) + len(g.SubjectID) + len(g.OrgID) + len(g.Details) + len(g.InstallationID) + len(g.Lineage) + 224
 	for _, x := range g.Scopes {
 		n += 16 + len(x)
 	}

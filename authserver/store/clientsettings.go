@@ -51,6 +51,10 @@ type ClientSettings struct {
 	// DPoPNonce: every DPoP proof of the client must carry a nonce the
 	// server gave (RFC 9449 §8, §9).
 	DPoPNonce bool `json:"require_dpop_nonce,omitempty"`
+	// GrantManagementActionRequired: every authorization request of the
+	// client must carry grant_management_action (FAPI Grant Management
+	// §5.2, grant_management_action_required).
+	GrantManagementActionRequired bool `json:"grant_management_action_required,omitempty"`
 	// Profile is "" or ProfileFAPI2.
 	Profile string `json:"profile,omitempty"`
 }

@@ -449,7 +449,7 @@ func (s *FlowStore) DecidePending(ctx context.Context, idHash []byte, subject st
 	if g != nil {
 		ins = s.prepareGrant(g, c, remember)
 	}
-	if s.pg != nil && ins != nil && ins.remember == nil {
+	if s.pg != nil && ins != nil && ins.remember == nil && g.Supersedes == "" {
 		if err := s.pgOpen(); err != nil {
 			return err
 		}

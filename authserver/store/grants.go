@@ -34,6 +34,14 @@ type Grant struct {
 	CreatedAt      time.Time
 	// RevokedAt is zero while the grant is active.
 	RevokedAt time.Time
+	// Lineage is the grant_id of FAPI Grant Management (grantmgmt.go)
+	// when this grant continues another by merge or replace; "" for a
+	// grant that is its own (GrantManagementID).
+	Lineage string
+	// Supersedes, on a grant being stored, names the live grant it merges
+	// or replaces: that one is revoked in the same transaction, or nothing
+	// is stored (ErrGrantSuperseded). Not stored itself.
+	Supersedes string
 
 	raw *grantScan // columns being scanned; nil outside the store
 }
@@ -84,7 +92,7 @@ type statements struct {
 	putConsent                                  *sql.Stmt // writer
 }
 
-const grantCols = `g.id, g.client_id, g.subject_id, g.org_id, g.scopes, g.details, g.audience, g.installation_id, g.auth_time, g.created_at, COALESCE(g.revoked_at, 0)`
+const grantCols = `g.id, g.client_id, g.subject_id, g.org_id, g.scopes, g.details, g.audience, g.installation_id, g.auth_time, g.created_at, COALESCE(g.revoked_at, 0), g.lineage`
 
 func (st *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 	var errs []error
@@ -100,8 +108,8 @@ func (st *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 	st.refreshToken = p(r, `SELECT t.grant_id, t.issued_at, t.expires_at, t.used, `+grantCols+`
 		FROM refresh_tokens t JOIN grants g ON g.id = t.grant_id WHERE t.hash = ?`)
 	st.peekCode = p(r, `SELECT grant_id, client_id, redirect_uri, challenge, nonce, expires_at, used FROM codes WHERE hash = ?`)
-	st.insertGrant = p(w, `INSERT INTO grants(id, client_id, subject_id, org_id, scopes, details, audience, installation_id, auth_time, created_at)
-		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	st.insertGrant = p(w, `INSERT INTO grants(id, client_id, subject_id, org_id, scopes, details, audience, installation_id, auth_time, created_at, lineage)
+		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	st.insertCode = p(w, `INSERT INTO codes(hash, grant_id, client_id, redirect_uri, challenge, nonce, expires_at) VALUES(?, ?, ?, ?, ?, ?, ?)`)
 	st.useCode = p(w, `UPDATE codes SET used = 1 WHERE hash = ? AND used = 0
 		RETURNING grant_id, client_id, redirect_uri, challenge, nonce, expires_at`)
@@ -203,8 +211,13 @@ func (s *core) remembered(c *Consent) bool {
 func (in *grantInsert) exec(tx *sql.Tx) error {
 	s, g, c, remember := in.s, in.g, in.c, in.remember
 	if _, err := tx.Stmt(s.stmts.insertGrant).Exec(g.ID, g.ClientID, g.SubjectID, g.OrgID,
-		strings.Join(g.Scopes, " "), string(g.Details), in.aud, g.InstallationID, g.AuthTime.Unix(), g.CreatedAt.Unix()); err != nil {
+		strings.Join(g.Scopes, " "), string(g.Details), in.aud, g.InstallationID, g.AuthTime.Unix(), g.CreatedAt.Unix(), g.Lineage); err != nil {
 		return wrap("create grant", err)
+	}
+	if g.Supersedes != "" {
+		if err := s.supersede(tx, g); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.Stmt(s.stmts.insertCode).Exec(c.Hash, g.ID, c.ClientID, c.RedirectURI, c.Challenge, c.Nonce, c.ExpiresAt.Unix()); err != nil {
 		return wrap("create code", err)
@@ -237,7 +250,11 @@ func (in *grantInsert) cache() {
 	// Times are kept to the second in the database; cache what a read
 	// would return.
 	stored.AuthTime, stored.CreatedAt = time.Unix(in.g.AuthTime.Unix(), 0), time.Unix(in.g.CreatedAt.Unix(), 0)
+	stored.Supersedes = ""
 	in.s.cache.put(nil, &stored)
+	if g := in.g; g.Supersedes != "" {
+		in.s.cache.revokedGrant(g.Supersedes, stored.CreatedAt)
+	}
 	code := *in.c
 	code.GrantID, code.ExpiresAt = in.g.ID, time.Unix(in.c.ExpiresAt.Unix(), 0)
 	in.s.cache.putCode(code, in.g.CreatedAt)
@@ -519,7 +536,7 @@ func grantDest(g *Grant) []any {
 	raw := &grantScan{}
 	g.raw = raw
 	return []any{&g.ID, &g.ClientID, &g.SubjectID, &g.OrgID, &raw.scopes, &raw.details, &raw.audience,
-		&g.InstallationID, &raw.authTime, &raw.created, &raw.revoked}
+		&g.InstallationID, &raw.authTime, &raw.created, &raw.revoked, &g.Lineage}
 }
 
 func finishGrant(g *Grant) error {

@@ -467,6 +467,8 @@ DROP INDEX refresh_tokens_grant;
 `,
 	// 6: FAPI 2.0 (clientsettings.go).
 	fapiMigration,
+	// 7: FAPI Grant Management (grantmgmt.go).
+	grantManagementMigration,
 }
 
 // migrate applies the migrations the database has not seen, each in its own

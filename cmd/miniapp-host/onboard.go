@@ -174,13 +174,14 @@ func groups(e env) map[string]map[string]action {
 				return fmt.Sprintf("rotated the secret of credential %s of project %s; the old one no longer works; the new client_secret, shown only this once: %s",
 					a.str("client_id"), flagValue(fs, "project"), a.str("client_secret"))
 			}},
-			"update": {"--project ID CLIENT_ID [--redirect-uri U]... [--origin O]... [--clear-redirect-uris] [--clear-origins]", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
+			"update": {"--project ID CLIENT_ID [--redirect-uri U]... [--origin O]... [--clear-redirect-uris] [--clear-origins] [--grant-management-action-required true|false]", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
 				var redirects, origins repeated
 				fs.Var(&redirects, "redirect-uri", "a redirect URI (repeatable): the ones given replace the credential's")
 				fs.Var(&origins, "origin", "an allowed origin (repeatable): the ones given replace the credential's")
 				clearRedirects := fs.Bool("clear-redirect-uris", false, "remove every redirect URI")
 				clearOrigins := fs.Bool("clear-origins", false, "remove every allowed origin")
+				gmRequired := fs.String("grant-management-action-required", "", "true: every authorization request must carry grant_management_action; false: not (docs/authserver.md, \"Grant management\")")
 				return func(a []string) (request, error) {
 					path, err := needProject(*p)
 					if err != nil {
@@ -200,8 +201,15 @@ func groups(e env) map[string]map[string]action {
 							body[l.member] = nonNil(l.list)
 						}
 					}
+					switch *gmRequired {
+					case "":
+					case "true", "false":
+						body["grant_management_action_required"] = *gmRequired == "true"
+					default:
+						return request{}, fmt.Errorf("--grant-management-action-required is %q; give true or false", *gmRequired)
+					}
 					if len(body) == 0 {
-						return request{}, errors.New("give --redirect-uri, --origin, --clear-redirect-uris or --clear-origins: each replaces the credential's list")
+						return request{}, errors.New("give --redirect-uri, --origin, --clear-redirect-uris, --clear-origins or --grant-management-action-required: each changes the credential")
 					}
 					return request{"PATCH", path + "/credentials/" + url.PathEscape(a[0]), body}, nil
 				}
@@ -217,8 +225,9 @@ func groups(e env) map[string]map[string]action {
 					}
 					return strings.Join(out, " ")
 				}
-				return fmt.Sprintf("updated credential %s of project %s: redirect_uris %s; allowed_origins %s",
-					a.str("client_id"), flagValue(fs, "project"), list("redirect_uris"), list("allowed_origins"))
+				req, _ := a["grant_management_action_required"].(bool)
+				return fmt.Sprintf("updated credential %s of project %s: redirect_uris %s; allowed_origins %s; grant_management_action_required %v",
+					a.str("client_id"), flagValue(fs, "project"), list("redirect_uris"), list("allowed_origins"), req)
 			}},
 			"remove": {"--project ID CLIENT_ID", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
