@@ -36,14 +36,17 @@ import (
 
 // Kinds of Change.
 const (
-	ChangedGrant   = "grant"   // Key: the id of a revoked grant
-	ChangedToken   = "token"   // Key: the hash (hex) of a revoked access token
-	ChangedClient  = "client"  // Key: a client id; "" for several clients
-	ChangedWorld   = "world"   // projects, subjects, companies, memberships, accounts
-	ChangedReview  = "review"  // a submission decided: policies, and the catalog when a Resource Server was approved
-	ChangedKeys    = "keys"    // a signing key added
-	ChangedConsent = "consent" // Key: ConsentKey(subject, client); "" for several
-	ChangedAll     = "all"     // anything may have changed (the listener reconnected)
+	ChangedGrant = "grant" // Key: the id of a revoked grant
+	// ChangedGrantEntries: Key: the id of a grant whose scopes or
+	// authorization_details its subject narrowed (NarrowGrant).
+	ChangedGrantEntries = "grant_entries"
+	ChangedToken        = "token"   // Key: the hash (hex) of a revoked access token
+	ChangedClient       = "client"  // Key: a client id; "" for several clients
+	ChangedWorld        = "world"   // projects, subjects, companies, memberships, accounts
+	ChangedReview       = "review"  // a submission decided: policies, and the catalog when a Resource Server was approved
+	ChangedKeys         = "keys"    // a signing key added
+	ChangedConsent      = "consent" // Key: ConsentKey(subject, client); "" for several
+	ChangedAll          = "all"     // anything may have changed (the listener reconnected)
 )
 
 // Change names what a committed write of another process changed.
@@ -134,6 +137,8 @@ func (s *core) apply(c Change) {
 	switch c.Kind {
 	case ChangedGrant:
 		s.cache.revokedGrant(c.Key, c.At)
+	case ChangedGrantEntries:
+		s.cache.forgetGrant(c.Key)
 	case ChangedToken:
 		if h, err := hex.DecodeString(c.Key); err == nil {
 			s.cache.revokedToken(h)

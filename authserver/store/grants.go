@@ -34,6 +34,9 @@ type Grant struct {
 	CreatedAt      time.Time
 	// RevokedAt is zero while the grant is active.
 	RevokedAt time.Time
+	// UsedAt is when a token of the grant was last issued or looked up
+	// (SubjectGrants only; zero when unknown).
+	UsedAt time.Time
 
 	raw *grantScan // columns being scanned; nil outside the store
 }
@@ -310,6 +313,7 @@ func (s *GrantStore) RedeemCodeFor(ctx context.Context, hash []byte, now time.Ti
 		switch done, err := s.redeemPG(ctx, hash, at, rt); {
 		case err == nil && done:
 			s.cache.put(cachedToken(at), nil)
+			s.uses.touch(at.GrantID, now)
 			return nil
 		case err != nil && !retryable(err):
 			return err
@@ -339,6 +343,7 @@ func (s *GrantStore) RedeemCodeFor(ctx context.Context, hash []byte, now time.Ti
 		return err
 	case won:
 		s.cache.put(cachedToken(at), nil)
+		s.uses.touch(at.GrantID, now)
 		return nil
 	case replayed != "":
 		s.cache.revokedGrant(replayed, time.Unix(now.Unix(), 0))
@@ -387,6 +392,7 @@ func (s *GrantStore) UseRefreshToken(ctx context.Context, hash []byte, now time.
 		return nil, err
 	case found:
 		t.IssuedAt, t.ExpiresAt = time.Unix(iat, 0), time.Unix(exp, 0)
+		s.uses.touch(t.GrantID, now)
 		return t, nil
 	case replayed != "":
 		s.cache.revokedGrant(replayed, time.Unix(now.Unix(), 0))
@@ -478,6 +484,7 @@ func (s *GrantStore) Grant(ctx context.Context, id string) (*Grant, error) {
 func (s *GrantStore) LookupAccessToken(ctx context.Context, hash []byte) (*AccessToken, *Grant, error) {
 	t, g, epoch := s.cache.lookup(hash)
 	if t != nil && s.cacheable() {
+		s.uses.touch(g.ID, time.Now())
 		return t, g, nil
 	}
 	t, g = &AccessToken{Hash: hash}, &Grant{}
@@ -491,6 +498,7 @@ func (s *GrantStore) LookupAccessToken(ctx context.Context, hash []byte) (*Acces
 		return nil, nil, err
 	}
 	s.cache.fill(epoch, t, g)
+	s.uses.touch(g.ID, time.Now())
 	return t, g, nil
 }
 

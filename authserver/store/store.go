@@ -108,6 +108,8 @@ type core struct {
 
 	pg  *pgState  // nil on SQLite (postgres.go)
 	coh coherence // notifications between processes (coherence.go)
+
+	uses grantUses // grants used since the last flush (subjectgrants.go)
 }
 
 // Options tune OpenWith.
@@ -467,6 +469,8 @@ DROP INDEX refresh_tokens_grant;
 `,
 	// 6: FAPI 2.0 (clientsettings.go).
 	fapiMigration,
+	// 7: the subject's view of its grants (subjectgrants.go).
+	subjectGrantsMigration,
 }
 
 // migrate applies the migrations the database has not seen, each in its own
