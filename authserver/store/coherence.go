@@ -36,18 +36,20 @@ import (
 
 // Kinds of Change.
 const (
-	ChangedGrant = "grant" // Key: the id of a revoked grant
-	// ChangedGrantEntries: Key: the id of a grant whose scopes or
-	// authorization_details its subject narrowed (NarrowGrant).
-	ChangedGrantEntries = "grant_entries"
-	ChangedToken        = "token"   // Key: the hash (hex) of a revoked access token
-	ChangedClient       = "client"  // Key: a client id; "" for several clients
-	ChangedWorld        = "world"   // projects, subjects, companies, memberships, accounts
-	ChangedReview       = "review"  // a submission decided: policies, and the catalog when a Resource Server was approved
-	ChangedKeys         = "keys"    // a signing key added
-	ChangedConsent      = "consent" // Key: ConsentKey(subject, client); "" for several
-	ChangedAll          = "all"     // anything may have changed (the listener reconnected)
+	ChangedGrant   = "grant"   // Key: the id of a revoked grant
+	ChangedToken   = "token"   // Key: the hash (hex) of a revoked access token
+	ChangedClient  = "client"  // Key: a client id; "" for several clients
+	ChangedWorld   = "world"   // projects, subjects, companies, memberships, accounts
+	ChangedReview  = "review"  // a submission decided: policies, and the catalog when a Resource Server was approved
+	ChangedKeys    = "keys"    // a signing key added
+	ChangedConsent = "consent" // Key: ConsentKey(subject, client); "" for several
+	ChangedAll     = "all"     // anything may have changed (the listener reconnected)
 )
+
+// ChangedGrantEntries is the Kind of a Change whose Key is the id of a
+// grant whose scopes or authorization_details its subject narrowed
+// (NarrowGrant): caches drop the grant.
+const ChangedGrantEntries = "grant_entries"
 
 // Change names what a committed write of another process changed.
 type Change struct {
