@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -196,6 +197,23 @@ type Grants interface {
 	RevokeGrant(ctx context.Context, id string, now time.Time) error
 	// RevokeAccessToken revokes one access token.
 	RevokeAccessToken(ctx context.Context, hash []byte) error
+	SubjectGrants
+}
+
+// SubjectGrants are a subject's own view of its grants (connected.go).
+type SubjectGrants interface {
+	// SubjectGrants returns a subject's active grants, newest first, each
+	// with store.Grant.UsedAt.
+	SubjectGrants(ctx context.Context, subjectID string) ([]*store.Grant, error)
+	// NarrowGrant replaces an active grant's scopes and details by fewer
+	// and sets (or, without permissions, forgets) the remembered consent
+	// in one transaction; store.ErrNotFound when old is no longer current.
+	// Once it returns the grant holds only the rest, as RevokeGrant holds.
+	NarrowGrant(ctx context.Context, old *store.Grant, scopes []string, details json.RawMessage, consent *store.Consent) error
+	// RevokeSubjectGrant revokes a subject's active grant and forgets the
+	// remembered consent of its client, in one transaction;
+	// store.ErrNotFound when the subject has no such active grant.
+	RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time) error
 }
 
 // Consents are the consents subjects asked to be remembered (docs/service.md
