@@ -175,21 +175,36 @@ func initial(name string) string {
 	return "?"
 }
 
-// sameOrigin refuses a POST whose Origin is present and is not the
-// issuer's origin: a page of another site never acts with the subject's
-// session (docs/security.md). A request without Origin (a program, an old
-// browser's same-origin form) passes on to the CSRF check.
+// sameOrigin refuses a POST that a page of another site sent: the
+// browser's Sec-Fetch-Site, when sent, must be same-origin (or none: the
+// user's own navigation), and an Origin other than "null" must be the
+// issuer's origin; "null" (which browsers send for a form post of a page
+// with Referrer-Policy no-referrer, as this server's pages are) passes only
+// with Sec-Fetch-Site same-origin (docs/security.md). A request with
+// neither header (a program) passes on to the CSRF check, which every
+// POST must pass as well.
 func (s *Server) sameOrigin(r *http.Request) *Error {
+	site := r.Header.Values("Sec-Fetch-Site")
 	o := r.Header.Values("Origin")
+	refuse := func() *Error {
+		return oauthErr(codeCrossOrigin, "only pages of this server may change its grants (Origin "+strings.Join(o, ", ")+", Sec-Fetch-Site "+strings.Join(site, ", ")+")")
+	}
+	if len(site) > 1 || len(site) == 1 && site[0] != "same-origin" && site[0] != "none" || len(o) > 1 {
+		return refuse()
+	}
 	if len(o) == 0 {
 		return nil
 	}
-	if len(o) == 1 {
-		if got, err := origin.Parse(o[0]); err == nil && got.String() == origin.Of(s.issuerURL).String() {
+	if o[0] == "null" {
+		if len(site) == 1 && site[0] == "same-origin" {
 			return nil
 		}
+		return refuse()
 	}
-	return oauthErr(codeCrossOrigin, "only pages of this server may change its grants (Origin "+strings.Join(o, ", ")+")")
+	if got, err := origin.Parse(o[0]); err != nil || !got.Equal(origin.Of(s.issuerURL)) {
+		return refuse()
+	}
+	return nil
 }
 
 // connectedSession returns the browser's signed-in session; nil (and no
