@@ -257,6 +257,10 @@ func TestConnectedMiniappsRefusals(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	crossSite := func(r *http.Request) { r.Header.Set("Origin", "null"); r.Header.Set("Sec-Fetch-Site", "cross-site") }
+	if st, m := ana.api(http.MethodPost, "/revoke", revoke, csrf, crossSite); st != http.StatusForbidden || m["error"] != "cross_origin" {
+		t.Errorf("JSON from another site with Origin null: %d %v", st, m)
+	}
 
 	anon := connected{browser: newBrowser(t, e.u.Issuer), e: e}
 	anonCSRF, none := anon.list()
