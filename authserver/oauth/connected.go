@@ -207,16 +207,6 @@ func (s *Server) sameOrigin(r *http.Request) *Error {
 	return nil
 }
 
-// connectedSession returns the browser's signed-in session; nil (and no
-// error) when there is none or it is not signed in.
-func (s *Server) connectedSession(r *http.Request) (*session, error) {
-	se, err := s.sessionFrom(r)
-	if err != nil || se == nil || se.subject() == "" {
-		return nil, err
-	}
-	return se, nil
-}
-
 func csrfMatches(se *session, token string) bool {
 	return subtle.ConstantTimeCompare([]byte(token), []byte(se.csrf)) == 1
 }
