@@ -7,6 +7,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 )
 
 // connected is a browser signed in as a subject, on the Connected
@@ -289,4 +292,89 @@ func TestConnectedMiniappsRefusals(t *testing.T) {
 	if st, gr := e.grant(at, confID, e.confSecret); st != http.StatusOK || jsonOf(t, gr["scopes"]) != `["openid","profile","email"]` {
 		t.Fatalf("after the refused requests the grant changed: %d %v", st, gr)
 	}
+}
+
+// TestConnectedRevocationReachesOtherInstance: two instances on one
+// PostgreSQL database. The grant of a token read through the second (and
+// so in its cache) loses the scope profile through the first instance's
+// Connected Miniapps API; the second answers the grant without it as soon
+// as the first's notification arrives; then the whole grant is revoked
+// through the first, and the second refuses the token. The last use
+// recorded by the second shows in the first's list once the second
+// flushed it (its list, which flushes).
+func TestConnectedRevocationReachesOtherInstance(t *testing.T) {
+	db := storetest.Postgres(t)
+	shared := sharedConfig(db, "http://service.example.test")
+	a := startWith(t, db, &clock{t: time.Now()}, shared.apply)
+	b := startWith(t, db, &clock{t: time.Now()}, shared.apply)
+	at := func(e *env, u string) string {
+		p, _ := url.Parse(u)
+		p.Scheme, p.Host = "http", e.srv.ListenAddrs().Service
+		return p.String()
+	}
+	for _, e := range []*env{a, b} {
+		e.u.Native, e.u.Token, e.u.Grant = at(e, e.u.Native), at(e, e.u.Token), at(e, e.u.Grant)
+	}
+	a.confSecret = b.confSecret
+
+	v, c := pkce(t)
+	q := a.nativeCode(a.confAuthParams(c), subAna, map[string]string{"action": "approve"})
+	st, tok := a.token(url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "redirect_uri": {confRedir},
+		"code_verifier": {v}}, confID, a.confSecret)
+	if st != http.StatusOK {
+		t.Fatalf("token: %d %v", st, tok)
+	}
+	access := tok["access_token"].(string)
+	for range 2 { // the second answer comes from b's cache
+		if st, g := b.grant(access, confID, b.confSecret); st != http.StatusOK || jsonOf(t, g["scopes"]) != `["openid","profile","offline_access"]` {
+			t.Fatalf("the other instance, before: %d %v", st, g)
+		}
+	}
+
+	// Ana, on a's Connected Miniapps API (a's own listener, as a proxy reaches it).
+	ana := connected{browser: newBrowser(t, a.u.Issuer), e: a}
+	ana.e = &env{t: t, u: a.u}
+	ana.e.u.Issuer = at(a, a.u.Issuer)
+	csrf, _ := ana.list()
+	st, m := ana.api(http.MethodPost, "/login", map[string]string{"subject": subAna}, csrf, nil)
+	if st != http.StatusOK {
+		t.Fatalf("sign-in: %d %v", st, m)
+	}
+	csrf, clients := ana.list()
+	id := onlyGrant(t, clients)["id"].(string)
+	if st, m := ana.api(http.MethodPost, "/revoke", map[string]string{"grant_id": id, "entry": "scope profile"}, csrf, nil); st != http.StatusOK {
+		t.Fatalf("revoking profile through a: %d %v", st, m)
+	}
+	waitGrant := func(what string, done func(int, map[string]any) bool) {
+		t.Helper()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); <-tick.C {
+			if done(b.grant(access, confID, b.confSecret)) {
+				return
+			}
+		}
+		t.Fatalf("the other instance never saw %s", what)
+	}
+	waitGrant("the narrowed grant", func(st int, g map[string]any) bool {
+		return st == http.StatusOK && jsonOf(t, g["scopes"]) == `["openid","offline_access"]`
+	})
+
+	// b's lookups are recorded by b: its own list flushes them.
+	bAPI := connected{browser: newBrowser(t, b.u.Issuer), e: &env{t: t, u: b.u}}
+	bAPI.e.u.Issuer = at(b, b.u.Issuer)
+	bcsrf, _ := bAPI.list()
+	if st, m := bAPI.api(http.MethodPost, "/login", map[string]string{"subject": subAna}, bcsrf, nil); st != http.StatusOK {
+		t.Fatalf("sign-in at b: %d %v", st, m)
+	}
+	if _, cl := bAPI.list(); onlyGrant(t, cl)["last_used_at"] == "" {
+		t.Fatalf("no last use after b's lookups: %v", cl)
+	}
+
+	if st, m := ana.api(http.MethodPost, "/revoke", map[string]string{"grant_id": id}, csrf, nil); st != http.StatusOK || m["whole_grant"] != true {
+		t.Fatalf("revoking the grant through a: %d %v", st, m)
+	}
+	waitGrant("the revoked grant", func(st int, g map[string]any) bool {
+		return st == http.StatusUnauthorized && g["code"] == "revoked_token"
+	})
 }
