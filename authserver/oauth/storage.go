@@ -54,7 +54,8 @@ import (
 //     RedeemCodeFor (the spend and the tokens), ReplaceSession (the old
 //     session's deletion and the new one), RevokeConsent (the consent and
 //     the grants issued on it).
-//   - Revocation holds. Once RevokeGrant, RevokeConsent or
+//   - Revocation holds. Once RevokeGrant, RevokeConsent,
+//     RevokeSubjectGrant, NarrowGrant (for the entries it removed) or
 //     RevokeAccessToken returns, no lookup through this instance returns
 //     the credential as valid (token lookups read their grant's state), and
 //     none through another instance once the change reached it: within one
