@@ -125,6 +125,10 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("GET /api/reviews", p.handleReviews)
 	// POST /api/reviews/{kind}/{id}/{action} {reason}: approve or reject one.
 	m.HandleFunc("POST /api/reviews/{kind}/{id}/{action}", p.handleDecideReview)
+	// GET /api/connected: the current subject's grants (the server's Connected Miniapps API).
+	m.HandleFunc("GET /api/connected", p.handleConnected)
+	// POST /api/connected/revoke {grant_id, entry}: revoke an entry, or the whole grant without entry.
+	m.HandleFunc("POST /api/connected/revoke", p.handleRevokeConnected)
 	// Anything else: 404 in the API's shape.
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errNotFound) })
 	return m

@@ -431,6 +431,7 @@
   $("subject").addEventListener("change", async (ev) => {
     try {
       await api("POST", "/api/subject", { subject: ev.target.value });
+      loadConnected();
     } catch (e) {
       fail("Could not switch the subject: " + e.message);
     }
@@ -522,6 +523,65 @@
   }
   $("reviews-refresh").addEventListener("click", loadReviews);
   if (token) loadReviews();
+
+  // ---- Connected Miniapps -----------------------------------------------
+
+  // The current subject's grants, through the server's Connected Miniapps
+  // API (docs/playground.md, "Connected Miniapps"): one entry per grant,
+  // its permissions with their meanings, a Revoke button for each
+  // permission that can be revoked alone and one for the whole grant.
+  // After a revocation the list is read again.
+  function renderGrant(g) {
+    const outcome = el("div", { class: "review-outcome", "aria-live": "polite" });
+    async function revoke(entry) {
+      outcome.classList.remove("error");
+      try {
+        const d = await api("POST", "/api/connected/revoke", { grant_id: g.id, entry: entry });
+        outcome.textContent = "revoked " + (d.revoked || []).map(str).join(", ");
+        await loadConnected();
+      } catch (e) {
+        outcome.classList.add("error");
+        outcome.textContent = "Revoke: " + e.message;
+      }
+    }
+    const perms = el("ul", { class: "held" }, ...(g.entries || []).map((p) => {
+      const li = el("li", { "data-entry": p.entry },
+        el("span", { class: "entry-desc" }, str(p.meaning) || "A permission the catalog no longer describes"), " ",
+        el("span", { class: "mono muted" }, str(p.name)));
+      if (p.revocable) {
+        const b = el("button", { type: "button", class: "secondary revoke" }, "Revoke");
+        b.addEventListener("click", () => revoke(p.entry));
+        li.append(" ", b);
+      }
+      return li;
+    }));
+    const all = el("button", { type: "button", class: "revoke-grant" }, "Revoke grant");
+    all.addEventListener("click", () => revoke(""));
+    return el("li", { "data-kind": "grant", "data-id": g.id, "data-client": g.client_id },
+      el("div", { class: "entry-name" }, str(g.client_name) + " "),
+      el("div", { class: "entry-origin mono" }, g.client_id + "  ·  granted " + str(g.granted_at) +
+        "  ·  " + (g.last_used_at ? "last used " + str(g.last_used_at) : "not used yet") + (g.org_id ? "  ·  " + str(g.org_id) : "")),
+      perms, el("div", { class: "buttons" }, all), outcome);
+  }
+
+  async function loadConnected() {
+    const list = $("connected");
+    const note = $("connected-note");
+    list.dataset.loaded = "false";
+    try {
+      const data = await api("GET", "/api/connected");
+      $("connected-page").href = str(data.page_url);
+      const grants = (data.clients || []).flatMap((c) => c.grants || []);
+      fill(list, ...grants.map(renderGrant));
+      note.textContent = grants.length ? "" : "No Miniapp holds a grant of " + str(data.subject) + ". Launch a demo and sign in; press Refresh to see it here.";
+    } catch (e) {
+      list.replaceChildren();
+      note.textContent = "The grants could not be read: " + e.message;
+    }
+    list.dataset.loaded = "true";
+  }
+  $("connected-refresh").addEventListener("click", loadConnected);
+  if (token) loadConnected();
 
   // ---- Flow inspector ---------------------------------------------------
   //

@@ -95,7 +95,11 @@ func statusOf(code string) int {
 		consent.CodeCompanyAccessDenied, consent.CodeAccountNotOwned, consent.CodeBeneficiaryNotAllowed,
 		consent.CodeNoFittingAccount, codeAmountOutsideLimits, codeInsufficientAuthorization:
 		return http.StatusForbidden
-	case codeUnknownRequest, codeUnknownConsent:
+	case codeNotSignedIn:
+		return http.StatusUnauthorized
+	case codeCrossOrigin, codeBadCSRF:
+		return http.StatusForbidden
+	case codeUnknownRequest, codeUnknownConsent, codeUnknownGrant, codeUnknownEntry:
 		return http.StatusNotFound
 	case codeServerError:
 		return http.StatusInternalServerError

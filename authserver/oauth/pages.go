@@ -26,6 +26,7 @@ import (
 // pages are the parsed templates, parsed once.
 type pages struct {
 	login, consent, errorPage *template.Template
+	connected                 *template.Template // connected.go
 	css                       []byte
 }
 
@@ -46,6 +47,9 @@ func loadPages() (*pages, error) {
 		return nil, err
 	}
 	if p.consent, err = parse("consent.html"); err != nil {
+		return nil, err
+	}
+	if p.connected, err = parse("connected.html"); err != nil {
 		return nil, err
 	}
 	if p.errorPage, err = parse("error.html"); err != nil {

@@ -304,6 +304,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+s.path(pathConsent), s.handleConsentSubmit)
 	// GET /oauth/static/: the pages' stylesheet.
 	mux.HandleFunc("GET "+s.path(pathStatic+"{file}"), s.handleStatic)
+	// The subject's Connected Miniapps page and its JSON API (connected.go).
+	s.routeConnected(mux)
 	// POST /oauth/token
 	mux.HandleFunc("POST "+s.path(pathToken), s.handleToken)
 	// GET and POST /oauth/userinfo (OIDC Core §5.3.1).

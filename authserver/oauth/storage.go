@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -53,7 +54,8 @@ import (
 //     RedeemCodeFor (the spend and the tokens), ReplaceSession (the old
 //     session's deletion and the new one), RevokeConsent (the consent and
 //     the grants issued on it).
-//   - Revocation holds. Once RevokeGrant, RevokeConsent or
+//   - Revocation holds. Once RevokeGrant, RevokeConsent,
+//     RevokeSubjectGrant, NarrowGrant (for the entries it removed) or
 //     RevokeAccessToken returns, no lookup through this instance returns
 //     the credential as valid (token lookups read their grant's state), and
 //     none through another instance once the change reached it: within one
@@ -203,6 +205,23 @@ type Grants interface {
 	// tokens, on every instance as RevokeGrant does; it reports whether
 	// one was live.
 	RevokeGrantID(ctx context.Context, grantID string, now time.Time) (bool, error)
+	SubjectGrants
+}
+
+// SubjectGrants are a subject's own view of its grants (connected.go).
+type SubjectGrants interface {
+	// SubjectGrants returns a subject's active grants, newest first, each
+	// with store.Grant.UsedAt.
+	SubjectGrants(ctx context.Context, subjectID string) ([]*store.Grant, error)
+	// NarrowGrant replaces an active grant's scopes and details by fewer
+	// and sets (or, without permissions, forgets) the remembered consent
+	// in one transaction; store.ErrNotFound when old is no longer current.
+	// Once it returns the grant holds only the rest, as RevokeGrant holds.
+	NarrowGrant(ctx context.Context, old *store.Grant, scopes []string, details json.RawMessage, consent *store.Consent) error
+	// RevokeSubjectGrant revokes a subject's active grant and forgets the
+	// remembered consent of its client, in one transaction;
+	// store.ErrNotFound when the subject has no such active grant.
+	RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time) error
 }
 
 // Consents are the consents subjects asked to be remembered (docs/service.md

@@ -264,6 +264,16 @@ func (c *cache) revokedGrant(id string, at time.Time) {
 	}
 }
 
+// forgetGrant drops a grant whose entries changed: the next read of it,
+// or of a token of it, goes to the database; a read under way does not
+// cache what it read before (the epoch).
+func (c *cache) forgetGrant(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch++
+	c.dropGrant(id)
+}
+
 // revokedToken records a committed access token revocation.
 func (c *cache) revokedToken(hash []byte) {
 	c.mu.Lock()

@@ -46,6 +46,11 @@ const (
 	ChangedAll     = "all"     // anything may have changed (the listener reconnected)
 )
 
+// ChangedGrantEntries is the Kind of a Change whose Key is the id of a
+// grant whose scopes or authorization_details its subject narrowed
+// (NarrowGrant): caches drop the grant.
+const ChangedGrantEntries = "grant_entries"
+
 // Change names what a committed write of another process changed.
 type Change struct {
 	Kind string
@@ -134,6 +139,8 @@ func (s *core) apply(c Change) {
 	switch c.Kind {
 	case ChangedGrant:
 		s.cache.revokedGrant(c.Key, c.At)
+	case ChangedGrantEntries:
+		s.cache.forgetGrant(c.Key)
 	case ChangedToken:
 		if h, err := hex.DecodeString(c.Key); err == nil {
 			s.cache.revokedToken(h)

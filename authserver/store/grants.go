@@ -42,6 +42,9 @@ type Grant struct {
 	// or replaces: that one is revoked in the same transaction, or nothing
 	// is stored (ErrGrantSuperseded). Not stored itself.
 	Supersedes string
+	// UsedAt is when a token of the grant was last issued or looked up
+	// (SubjectGrants only; zero when unknown).
+	UsedAt time.Time
 
 	raw *grantScan // columns being scanned; nil outside the store
 }
@@ -327,6 +330,7 @@ func (s *GrantStore) RedeemCodeFor(ctx context.Context, hash []byte, now time.Ti
 		switch done, err := s.redeemPG(ctx, hash, at, rt); {
 		case err == nil && done:
 			s.cache.put(cachedToken(at), nil)
+			s.uses.touch(at.GrantID, now)
 			return nil
 		case err != nil && !retryable(err):
 			return err
@@ -356,6 +360,7 @@ func (s *GrantStore) RedeemCodeFor(ctx context.Context, hash []byte, now time.Ti
 		return err
 	case won:
 		s.cache.put(cachedToken(at), nil)
+		s.uses.touch(at.GrantID, now)
 		return nil
 	case replayed != "":
 		s.cache.revokedGrant(replayed, time.Unix(now.Unix(), 0))
@@ -404,6 +409,7 @@ func (s *GrantStore) UseRefreshToken(ctx context.Context, hash []byte, now time.
 		return nil, err
 	case found:
 		t.IssuedAt, t.ExpiresAt = time.Unix(iat, 0), time.Unix(exp, 0)
+		s.uses.touch(t.GrantID, now)
 		return t, nil
 	case replayed != "":
 		s.cache.revokedGrant(replayed, time.Unix(now.Unix(), 0))
@@ -495,6 +501,7 @@ func (s *GrantStore) Grant(ctx context.Context, id string) (*Grant, error) {
 func (s *GrantStore) LookupAccessToken(ctx context.Context, hash []byte) (*AccessToken, *Grant, error) {
 	t, g, epoch := s.cache.lookup(hash)
 	if t != nil && s.cacheable() {
+		s.uses.touch(g.ID, time.Now())
 		return t, g, nil
 	}
 	t, g = &AccessToken{Hash: hash}, &Grant{}
@@ -508,6 +515,7 @@ func (s *GrantStore) LookupAccessToken(ctx context.Context, hash []byte) (*Acces
 		return nil, nil, err
 	}
 	s.cache.fill(epoch, t, g)
+	s.uses.touch(g.ID, time.Now())
 	return t, g, nil
 }
 

@@ -19,7 +19,13 @@ import (
 // Browser sessions, pending requests and quota counts kept in the
 // database (flowstate.go) have no grace period: they go once their quota
 // period has ended, at most one Charge.Period after they expired.
+//
+// It first writes the uses of grants recorded since the last flush
+// (FlushGrantUses).
 func (s *Store) Purge(ctx context.Context, now time.Time, keep time.Duration) (int64, error) {
+	if err := s.flushGrantUses(ctx); err != nil {
+		return 0, err
+	}
 	cutoff := now.Add(-keep).Unix()
 	ns := now.UnixNano()
 	var total int64

@@ -108,6 +108,8 @@ type core struct {
 
 	pg  *pgState  // nil on SQLite (postgres.go)
 	coh coherence // notifications between processes (coherence.go)
+
+	uses grantUses // grants used since the last flush (subjectgrants.go)
 }
 
 // Options tune OpenWith.
@@ -469,6 +471,8 @@ DROP INDEX refresh_tokens_grant;
 	fapiMigration,
 	// 7: FAPI Grant Management (grantmgmt.go).
 	grantManagementMigration,
+	// 8: the subject's view of its grants (subjectgrants.go).
+	subjectGrantsMigration,
 }
 
 // migrate applies the migrations the database has not seen, each in its own

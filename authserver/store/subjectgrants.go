@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The subject's view of its grants (docs/authserver.md, "Connected
+// Miniapps"): the grants a subject holds, when each was last used, and the
+// two revocations a subject makes itself: one entry of a grant (a scope or
+// one authorization_details object) or the whole grant. Each takes its
+// remembered consent with it (docs/service.md §1, the subject's consent), so
+// the next sign-in asks again for what was revoked.
+
+// subjectGrantsMigration lets a subject's grants be listed without a scan,
+// and keeps when each grant was last used (used_at, Unix seconds, written
+// by FlushGrantUses).
+const subjectGrantsMigration = `
+ALTER TABLE grants ADD COLUMN used_at INTEGER;
+CREATE INDEX grants_subject ON grants(subject_id, revoked_at);
+`
+
+// MaxSubjectGrants bounds the grants SubjectGrants returns.
+const MaxSubjectGrants = 200
+
+// maxPendingUses bounds the grants whose use waits for a flush; past it a
+// use is not recorded until the next flush (its grant shows an older last
+// use).
+const maxPendingUses = 100_000
+
+// grantUses records, in memory, when each grant was last used (a token
+// issued from it, or looked up: the grant endpoint, introspection, the
+// token endpoint's refresh), until FlushGrantUses writes them. Recording a
+// use is a map write under a mutex, never a database write: the grant
+// endpoint serves tens of thousands of lookups a second.
+type grantUses struct {
+	mu sync.Mutex
+	at map[string]int64 // grant id -> Unix second of its last use
+}
+
+// touch records a use of a grant.
+func (u *grantUses) touch(id string, now time.Time) {
+	sec := now.Unix()
+	u.mu.Lock()
+	if u.at == nil {
+		u.at = map[string]int64{}
+	}
+	if prev, ok := u.at[id]; ok {
+		if sec > prev {
+			u.at[id] = sec
+		}
+	} else if len(u.at) < maxPendingUses {
+		u.at[id] = sec
+	}
+	u.mu.Unlock()
+}
+
+// take returns the recorded uses and starts a new record.
+func (u *grantUses) take() map[string]int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	m := u.at
+	u.at = nil
+	return m
+}
+
+// pending returns the recorded use of a grant, 0 for none.
+func (u *grantUses) pending(id string) int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.at[id]
+}
+
+// FlushGrantUses writes the uses of grants recorded since the last flush
+// (a later use never goes back to an earlier one). SubjectGrants flushes
+// first, and so does Purge, every 10 minutes: on a shared database the
+// uses another instance recorded show once it flushed.
+func (s *GrantStore) FlushGrantUses(ctx context.Context) error {
+	return s.core.flushGrantUses(ctx)
+}
+
+func (s *core) flushGrantUses(ctx context.Context) error {
+	uses := s.uses.take()
+	if len(uses) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for id, at := range uses {
+			if _, err := tx.Exec(`UPDATE grants SET used_at = ? WHERE id = ? AND (used_at IS NULL OR used_at < ?)`, at, id, at); err != nil {
+				return wrap("record grant use", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for id, at := range uses { // kept for the next flush
+			s.uses.touch(id, time.Unix(at, 0))
+		}
+	}
+	return err
+}
+
+// SubjectGrants returns a subject's grants that are not revoked, newest
+// first, at most MaxSubjectGrants, each with UsedAt: the last time a token
+// of it was issued (code redemption, refresh) or looked up (the grant
+// endpoint, introspection), to the second, or zero when none was since
+// this column exists.
+func (s *GrantStore) SubjectGrants(ctx context.Context, subjectID string) ([]*Grant, error) {
+	if err := s.flushGrantUses(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+grantCols+`, COALESCE(g.used_at, 0) FROM grants g
+		WHERE g.subject_id = ? AND g.revoked_at IS NULL ORDER BY g.created_at DESC, g.id DESC LIMIT ?`, subjectID, MaxSubjectGrants)
+	if err != nil {
+		return nil, wrap("subject grants", err)
+	}
+	defer rows.Close()
+	out := []*Grant{}
+	for rows.Next() {
+		g := &Grant{}
+		var used int64
+		if err := rows.Scan(append(grantDest(g), &used)...); err != nil {
+			return nil, wrap("subject grants", err)
+		}
+		if err := finishGrant(g); err != nil {
+			return nil, err
+		}
+		used = max(used, s.uses.pending(g.ID))
+		if used != 0 {
+			g.UsedAt = time.Unix(used, 0)
+		}
+		out = append(out, g)
+	}
+	return out, wrap("subject grants", rows.Err())
+}
+
+// NarrowGrant replaces the scopes and authorization_details of a subject's
+// grant by fewer (the subject revoked an entry), and sets the subject's
+// remembered consent for the grant's client to consent: its permissions
+// without the revoked entry. A consent without permissions is forgotten;
+// a nil consent leaves the remembered one as it is. It is one
+// transaction. The grant must still be old: active, the subject's, with
+// old's scopes and details; otherwise nothing changes and the error is
+// ErrNotFound (the grant was revoked or changed meanwhile). Once it
+// returns, every token of the grant carries only the rest at the grant
+// endpoint and introspection, on this instance and, once the notification
+// arrived, on every other.
+func (s *GrantStore) NarrowGrant(ctx context.Context, old *Grant, scopes []string, details json.RawMessage, consent *Consent) error {
+	if len(details) == 0 {
+		details = json.RawMessage("[]")
+	}
+	var perms string
+	if consent != nil {
+		p, _ := json.Marshal(nonNil(consent.Permissions))
+		perms = string(p)
+	}
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`UPDATE grants SET scopes = ?, details = ? WHERE id = ? AND subject_id = ? AND revoked_at IS NULL AND scopes = ? AND details = ?`,
+			strings.Join(scopes, " "), string(details), old.ID, old.SubjectID, strings.Join(old.Scopes, " "), string(old.Details))
+		if err != nil {
+			return wrap("narrow grant", err)
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return wrap("narrow grant", err)
+		}
+		if err := s.announce(tx, Change{Kind: ChangedGrantEntries, Key: old.ID}); err != nil {
+			return err
+		}
+		if consent == nil {
+			return nil
+		}
+		if len(consent.Permissions) == 0 {
+			err = forgetConsent(tx, old.SubjectID, old.ClientID)
+		} else {
+			_, err = tx.Stmt(s.stmts.putConsent).Exec(consent.SubjectID, consent.ClientID, consent.OrgID, perms, consent.AccountID, consent.UpdatedAt.Unix())
+		}
+		if err != nil {
+			return wrap("narrow grant: consent", err)
+		}
+		return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(old.SubjectID, old.ClientID)})
+	})
+	if err != nil {
+		s.cache.forgetGrant(old.ID)
+		if consent != nil {
+			s.consents.clear()
+		}
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("store: grant %q of %q is revoked or changed: %w", old.ID, old.SubjectID, ErrNotFound)
+	}
+	s.cache.forgetGrant(old.ID)
+	if consent != nil {
+		if len(consent.Permissions) == 0 {
+			s.consents.written(old.SubjectID, old.ClientID, nil)
+		} else {
+			s.consents.written(old.SubjectID, old.ClientID, consent)
+		}
+	}
+	return nil
+}
+
+// RevokeSubjectGrant revokes a subject's active grant, and with it every
+// token issued from it, and forgets the subject's remembered consent for
+// the grant's client, in one transaction: the next sign-in asks again. A
+// grant that is not the subject's, or not active, is ErrNotFound and
+// nothing changes.
+func (s *GrantStore) RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time) error {
+	var clientID string
+	var found bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		found = false
+		err := tx.QueryRow(`UPDATE grants SET revoked_at = ? WHERE id = ? AND subject_id = ? AND revoked_at IS NULL RETURNING client_id`,
+			now.Unix(), grantID, subjectID).Scan(&clientID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return wrap("revoke grant", err)
+		}
+		found = true
+		if err := forgetConsent(tx, subjectID, clientID); err != nil {
+			return wrap("revoke grant: consent", err)
+		}
+		return s.announceRevoked(tx, []string{grantID}, now, Change{Kind: ChangedConsent, Key: ConsentKey(subjectID, clientID)})
+	})
+	if err != nil {
+		s.consents.clear()
+		return err
+	}
+	if !found {
+		return fmt.Errorf("store: active grant %q of %q: %w", grantID, subjectID, ErrNotFound)
+	}
+	s.cache.revokedGrant(grantID, time.Unix(now.Unix(), 0))
+	s.consents.written(subjectID, clientID, nil)
+	return nil
+}
+
+func forgetConsent(tx *sql.Tx, subjectID, clientID string) error {
+	_, err := tx.Exec(`DELETE FROM consents WHERE subject_id = ? AND client_id = ?`, subjectID, clientID)
+	return err
+}
