@@ -143,7 +143,7 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 	if id := form.Get("client_id"); id != "" && id != claims.Iss {
 		return nil, bad("client_id differs from the client_assertion's iss and sub")
 	}
-	c, keys, err := s.clientKeys(r.Context(), claims.Iss, bad)
+	c, keys, err := s.clientKeys(r.Context(), claims.Iss, h.Kid, bad)
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +168,10 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 }
 
 // clientKeys returns the confidential client id and the public keys it
-// registered; a client unknown or without keys is refused with bad.
-func (s *Server) clientKeys(ctx context.Context, id string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
+// registered, inline or at its jwks_uri (jwksuri.go: fetched again when
+// the kept set lacks kid); a client unknown or without keys, or whose
+// jwks_uri cannot be fetched, is refused with bad.
+func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
 	c, err := s.clients.get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, bad("client authentication failed")
@@ -180,10 +182,18 @@ func (s *Server) clientKeys(ctx context.Context, id string, bad func(string, ...
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.Type != store.Confidential || cs.keys == nil {
-		return nil, nil, bad("client %s registered no keys (jwks): it does not authenticate with private_key_jwt", c.ID)
+	switch {
+	case c.Type != store.Confidential || !cs.Keyed():
+		return nil, nil, bad("client %s registered no keys (jwks or jwks_uri): it does not authenticate with private_key_jwt", c.ID)
+	case cs.keys != nil:
+		return c, cs.keys, nil
 	}
-	return c, cs.keys, nil
+	keys, err := s.fapi.jwks.keys(ctx, cs.JWKSURI, kid)
+	if err != nil {
+		s.cfg.Logger.Info("oauth: jwks_uri fetch failed", "client_id", c.ID, "err", err)
+		return nil, nil, bad("the keys of client %s could not be read: %v", c.ID, err)
+	}
+	return c, keys, nil
 }
 
 // refusal checks an assertion's audience and times against now (RFC 7523
