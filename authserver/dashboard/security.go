@@ -231,7 +231,7 @@ const maxJWKSURI = 2048
 // authorization server fetches it with the same rule (its dialer refuses
 // other addresses), so that a registration cannot make it call the
 // services of its own network.
-func checkJWKSURI(raw string, local bool) error {
+func checkJWKSURI(raw string, local bool) *Error {
 	const field = "/jwks_uri"
 	u, err := url.Parse(raw)
 	switch {
