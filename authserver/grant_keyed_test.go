@@ -64,8 +64,8 @@ func TestGrantPrivateKeyJWT(t *testing.T) {
 	}()
 	for _, tc := range []struct {
 		name, scheme, proof, assertion, id, secret string
-		status                                      int
-		code, desc, challenge                       string
+		status                                     int
+		code, desc, challenge                      string
 	}{
 		{"replayed assertion", "DPoP", proof(), used, "", "", 401, "invalid_client_credentials", "jti was used before", "Bearer"},
 		{"HS256 assertion", "DPoP", proof(), hs, "", "", 401, "invalid_client_credentials", "HS256", "Bearer"},
