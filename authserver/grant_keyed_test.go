@@ -28,7 +28,8 @@ func (e *env) grantKeyed(scheme, token, proof, assertion, id, secret string) (in
 // private_key_jwt (no secret) reads the grant behind its DPoP-bound token
 // at GET {base_url}/authorization with a client assertion in
 // X-Client-Assertion, aud the issuer or the grant endpoint's URL
-// (docs/service.md §4.1; RFC 7523 §3), and the token's DPoP proof. A
+// (docs/service.md §4.1; RFC 7523 §3), and the token's DPoP proof; its
+// introspection reports token_type DPoP and cnf.jkt (RFC 9449 §6.2). A
 // replayed, HS256 or foreign assertion, an assertion beside a secret, and
 // the bound token as Bearer or without its proof are refused, each naming
 // the rule; a bound token's refusals carry WWW-Authenticate: DPoP (RFC 9449
@@ -50,6 +51,13 @@ func TestGrantPrivateKeyJWT(t *testing.T) {
 		if st, g, _ := e.grantKeyed("DPoP", at, proof(), kc.assertion(e, aud), "", ""); st != http.StatusOK || g["subject"] != subAna {
 			t.Fatalf("grant with an assertion (aud %s): want 200, got %d %v", aud, st, g)
 		}
+	}
+	// Introspection by the keyed client (RFC 7662, private_key_jwt): the
+	// token is DPoP-bound, with the key's thumbprint (RFC 9449 §6.2).
+	introspect := e.u.Issuer + "/oauth/introspect"
+	st, in, _ := e.post(introspect, withAssertion(url.Values{"token": {at}}, kc.assertion(e, introspect)), "", "")
+	if cnf, _ := in["cnf"].(map[string]any); st != http.StatusOK || in["active"] != true || in["token_type"] != "DPoP" || cnf["jkt"] != dpopKey.thumbprint(t) {
+		t.Fatalf("introspection with private_key_jwt: want active, token_type DPoP and cnf.jkt %s, got %d %v", dpopKey.thumbprint(t), st, in)
 	}
 	used := kc.assertion(e, e.u.Grant)
 	if st, g, _ := e.grantKeyed("DPoP", at, proof(), used, kc.id, ""); st != http.StatusOK {
