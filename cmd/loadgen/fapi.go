@@ -182,7 +182,7 @@ func (g *gen) fapiPhase(operatorKey string, rounds int) error {
 	if err := g.fapiFlow(fc); err != nil { // a first flow, untimed: the setup works
 		return fmt.Errorf("fapi phase: first flow: %w", err)
 	}
-	var plain, fapi []float64
+	var plain, fapi, plainCPU, fapiCPU []float64
 	for i := range rounds {
 		r := g.phase(g.max, func() error {
 			cs, err := g.codes("bank_accounts:read", 1)
@@ -192,18 +192,25 @@ func (g *gen) fapiPhase(operatorKey string, rounds int) error {
 			return g.exchange(cs[0])
 		})
 		fmt.Printf("round %d: plain flow (native request, client_secret_basic, Bearer token): %s%s\n", i+1, r, loadavg())
-		plain = append(plain, r.rate())
+		plain, plainCPU = append(plain, r.rate()), append(plainCPU, r.perCPU())
 		r = g.phase(g.max, func() error { return g.fapiFlow(fc) })
 		fmt.Printf("round %d: FAPI 2.0 flow (PAR + private_key_jwt + DPoP, fapi2 profile): %s%s\n", i+1, r, loadavg())
-		fapi = append(fapi, r.rate())
+		fapi, fapiCPU = append(fapi, r.rate()), append(fapiCPU, r.perCPU())
 	}
 	mp, mf := median(plain), median(fapi)
 	fmt.Printf("median of %d rounds: plain %.0f flows/s, FAPI %.0f flows/s, FAPI/plain %.2f\n", rounds, mp, mf, mf/mp)
+	// On a shared machine the share of the cores a phase gets varies; per
+	// CPU-second of the process, the ratio is of the work alone.
+	cp, cf := median(plainCPU), median(fapiCPU)
+	fmt.Printf("median of %d rounds per CPU-second: plain %.0f flows, FAPI %.0f flows, FAPI/plain %.2f\n", rounds, cp, cf, cf/cp)
 	return nil
 }
 
 // rate is the phase's operations per second.
 func (r result) rate() float64 { return float64(r.ok) / r.elapsed.Seconds() }
+
+// perCPU is the phase's operations per CPU-second of the process.
+func (r result) perCPU() float64 { return float64(r.ok) / r.cpu.Seconds() }
 
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
