@@ -335,6 +335,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	oc := cfg.OAuth
 	oc.Issuer, oc.Catalog, oc.Store, oc.Now, oc.Rand, oc.Logger = s.urls.Issuer, s.cat, s.st, cfg.Now, cfg.Rand, cfg.Logger
 	oc.TrustedProxies = cfg.HTTP.TrustedProxies
+	// A server whose issuer is on loopback is a development or test one:
+	// its clients' jwks_uri may be on loopback too (docs/fapi.md, "Keys at
+	// a jwks_uri"); a deployed one fetches public addresses only.
+	local := loopbackURL(s.urls.Issuer)
+	oc.FAPI.LocalJWKSURI = oc.FAPI.LocalJWKSURI || local
 	if s.oauth, err = oauth.New(ctx, oc); err != nil {
 		return nil, err
 	}
@@ -365,7 +370,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	dc := dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
 		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger,
-		Origin: s.urls.Dashboard, AllowedOrigins: cfg.DashboardOrigins, Issuer: s.urls.Issuer}
+		Origin: s.urls.Dashboard, AllowedOrigins: cfg.DashboardOrigins, Issuer: s.urls.Issuer,
+		LocalJWKSURI: oc.FAPI.LocalJWKSURI}
 	if st.Shared() {
 		// An approval extends the catalog every instance approved.
 		dc.RefreshCatalog = func(ctx context.Context) error { return s.refreshCatalog(ctx, cfg.Logger) }
@@ -796,4 +802,16 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return s.Shutdown(ctx)
+}
+
+// loopbackURL reports whether raw is a URL on a loopback host (localhost,
+// 127.0.0.0/8, ::1).
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	ip := net.ParseIP(h)
+	return h == "localhost" || ip != nil && ip.IsLoopback()
 }

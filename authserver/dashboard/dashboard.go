@@ -77,6 +77,12 @@ type Config struct {
 	// finds the service there (docs/dashboard.md, "The service"). Empty:
 	// that route answers 404 issuer_unknown.
 	Issuer string
+	// LocalJWKSURI accepts a credential's jwks_uri on a loopback or
+	// private host (http on loopback included): development and tests,
+	// where the authorization server fetches such URLs too
+	// (oauth.FAPIConfig.LocalJWKSURI). Otherwise a jwks_uri is https on a
+	// public host (docs/fapi.md, "Keys at a jwks_uri").
+	LocalJWKSURI bool
 }
 
 // OperatorKeySetting is the store setting holding the SHA-256 hash of the

@@ -195,14 +195,14 @@ func (s *Server) handleAddCredential(w http.ResponseWriter, r *http.Request, p s
 	if c.Name == "" {
 		c.Name = p.Name
 	}
-	set, err := applySecurity(c.Type, store.ClientSettings{}, body.credentialSecurity)
+	set, err := applySecurity(c.Type, store.ClientSettings{}, body.credentialSecurity, s.cfg.LocalJWKSURI)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	var secret string
 	if c.Type == store.Confidential {
-		if len(set.JWKS) == 0 { // private_key_jwt has keys, no secret
+		if !set.Keyed() { // private_key_jwt has keys, no secret
 			if secret, err = s.newID("", 32); err != nil {
 				s.writeError(w, r, err)
 				return
@@ -471,8 +471,8 @@ func (s *Server) handleUpdateCredential(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	if !body.credentialSecurity.empty() {
-		keyed := len(set.JWKS) > 0
-		if set, err = applySecurity(c.Type, set, body.credentialSecurity); err == nil && !keyed && len(set.JWKS) > 0 {
+		keyed := set.Keyed()
+		if set, err = applySecurity(c.Type, set, body.credentialSecurity, s.cfg.LocalJWKSURI); err == nil && !keyed && set.Keyed() {
 			err = invalid("/token_endpoint_auth_method", "the credential authenticates with a secret; create a new credential for private_key_jwt")
 		}
 		if err != nil {

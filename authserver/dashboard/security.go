@@ -7,7 +7,12 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/go-jose/go-jose/v4"
 
@@ -36,6 +41,7 @@ const (
 type credentialSecurity struct {
 	TokenEndpointAuthMethod string          `json:"token_endpoint_auth_method,omitempty"`
 	JWKS                    json.RawMessage `json:"jwks,omitempty"`
+	JWKSURI                 *string         `json:"jwks_uri,omitempty"`
 	RequirePAR              *bool           `json:"require_pushed_authorization_requests,omitempty"`
 	DPoPBound               *bool           `json:"dpop_bound_access_tokens,omitempty"`
 	DPoPNonce               *bool           `json:"require_dpop_nonce,omitempty"`
@@ -46,7 +52,7 @@ type credentialSecurity struct {
 }
 
 func (cs *credentialSecurity) empty() bool {
-	return cs.TokenEndpointAuthMethod == "" && cs.JWKS == nil && cs.RequirePAR == nil && cs.DPoPBound == nil &&
+	return cs.TokenEndpointAuthMethod == "" && cs.JWKS == nil && cs.JWKSURI == nil && cs.RequirePAR == nil && cs.DPoPBound == nil &&
 		cs.DPoPNonce == nil && cs.Profile == nil && cs.GrantManagementActionRequired == nil
 }
 
@@ -54,6 +60,7 @@ func (cs *credentialSecurity) empty() bool {
 type securityView struct {
 	TokenEndpointAuthMethod       string          `json:"token_endpoint_auth_method"`
 	JWKS                          json.RawMessage `json:"jwks,omitempty"`
+	JWKSURI                       string          `json:"jwks_uri,omitempty"`
 	RequirePAR                    bool            `json:"require_pushed_authorization_requests"`
 	DPoPBound                     bool            `json:"dpop_bound_access_tokens"`
 	DPoPNonce                     bool            `json:"require_dpop_nonce"`
@@ -62,12 +69,12 @@ type securityView struct {
 }
 
 func viewOf(c *store.Client, set store.ClientSettings) securityView {
-	v := securityView{JWKS: set.JWKS, RequirePAR: set.RequirePAR, DPoPBound: set.DPoPBound, DPoPNonce: set.DPoPNonce, Profile: set.Profile,
+	v := securityView{JWKS: set.JWKS, JWKSURI: set.JWKSURI, RequirePAR: set.RequirePAR, DPoPBound: set.DPoPBound, DPoPNonce: set.DPoPNonce, Profile: set.Profile,
 		GrantManagementActionRequired: set.GrantManagementActionRequired}
 	switch {
 	case c.Type == store.Public:
 		v.TokenEndpointAuthMethod = authNone
-	case len(set.JWKS) > 0:
+	case set.Keyed():
 		v.TokenEndpointAuthMethod = authPrivateKeyJWT
 	default:
 		v.TokenEndpointAuthMethod = authSecretBasic
@@ -87,10 +94,12 @@ func (s *Server) withSecurity(r *http.Request, c *store.Client, out *credential)
 
 // applySecurity checks the settings members of a body against the
 // credential's type and its settings so far (set), and returns the new
-// settings. A credential that authenticates with private_key_jwt has keys
-// and no secret.
-func applySecurity(typ store.ClientType, set store.ClientSettings, in credentialSecurity) (store.ClientSettings, error) {
-	keyed := len(set.JWKS) > 0
+// settings. A credential that authenticates with private_key_jwt has keys,
+// inline (jwks) or at a jwks_uri, and no secret; giving one replaces the
+// other. local accepts a jwks_uri on a loopback or private host
+// (Config.LocalJWKSURI).
+func applySecurity(typ store.ClientType, set store.ClientSettings, in credentialSecurity, local bool) (store.ClientSettings, error) {
+	keyed := set.Keyed()
 	switch in.TokenEndpointAuthMethod {
 	case "":
 	case authPrivateKeyJWT:
@@ -112,16 +121,27 @@ func applySecurity(typ store.ClientType, set store.ClientSettings, in credential
 	default:
 		return set, invalid("/token_endpoint_auth_method", fmt.Sprintf("token_endpoint_auth_method %q is not one of client_secret_basic, client_secret_post, private_key_jwt, none", in.TokenEndpointAuthMethod))
 	}
-	if in.JWKS != nil {
-		if !keyed {
-			return set, invalid("/jwks", `jwks are the public keys of private_key_jwt: give "token_endpoint_auth_method": "private_key_jwt" with them`)
+	switch {
+	case in.JWKS != nil && in.JWKSURI != nil:
+		return set, invalid("/jwks_uri", "give jwks (the keys themselves) or jwks_uri (where they are published), not both (RFC 7591 section 2)")
+	case (in.JWKS != nil || in.JWKSURI != nil) && !keyed:
+		field := "/jwks"
+		if in.JWKSURI != nil {
+			field = "/jwks_uri"
 		}
+		return set, invalid(field, field[1:]+` names the public keys of private_key_jwt: give "token_endpoint_auth_method": "private_key_jwt" with it`)
+	case in.JWKS != nil:
 		if err := checkJWKS(in.JWKS); err != nil {
 			return set, err
 		}
-		set.JWKS = in.JWKS
-	} else if keyed && len(set.JWKS) == 0 {
-		return set, missing("/jwks", "private_key_jwt needs the credential's public keys: jwks, a JWK Set (RFC 7517 section 5) of EC P-256, RSA (2048 bits or more) or Ed25519 keys")
+		set.JWKS, set.JWKSURI = in.JWKS, ""
+	case in.JWKSURI != nil:
+		if err := checkJWKSURI(*in.JWKSURI, local); err != nil {
+			return set, err
+		}
+		set.JWKS, set.JWKSURI = nil, *in.JWKSURI
+	case keyed && !set.Keyed():
+		return set, missing("/jwks", "private_key_jwt needs the credential's public keys: jwks, a JWK Set (RFC 7517 section 5) of EC P-256, RSA (2048 bits or more) or Ed25519 keys, or jwks_uri, the https URL where the client publishes that set")
 	}
 	if in.RequirePAR != nil {
 		set.RequirePAR = *in.RequirePAR
@@ -139,8 +159,8 @@ func applySecurity(typ store.ClientType, set store.ClientSettings, in credential
 		switch *in.Profile {
 		case "":
 		case store.ProfileFAPI2:
-			if len(set.JWKS) == 0 {
-				return set, invalid("/profile", `the fapi2 profile authenticates with private_key_jwt only: give "token_endpoint_auth_method": "private_key_jwt" and jwks`)
+			if !set.Keyed() {
+				return set, invalid("/profile", `the fapi2 profile authenticates with private_key_jwt only: give "token_endpoint_auth_method": "private_key_jwt" and jwks or jwks_uri`)
 			}
 		default:
 			return set, invalid("/profile", fmt.Sprintf("profile %q is not fapi2; omit it, or give \"\" to leave the profile", *in.Profile))
@@ -153,7 +173,7 @@ func applySecurity(typ store.ClientType, set store.ClientSettings, in credential
 // noSettings reports whether set is the zero value: a credential with no
 // settings stores none.
 func noSettings(set store.ClientSettings) bool {
-	return len(set.JWKS) == 0 && !set.RequirePAR && !set.DPoPBound && !set.DPoPNonce && set.Profile == "" && !set.GrantManagementActionRequired
+	return !set.Keyed() && !set.RequirePAR && !set.DPoPBound && !set.DPoPNonce && set.Profile == "" && !set.GrantManagementActionRequired
 }
 
 // maxClientKeys bounds a credential's JWK Set.
@@ -173,6 +193,9 @@ func checkJWKS(raw json.RawMessage) error {
 	}
 	for i, k := range set.Keys {
 		field := fmt.Sprintf("/jwks/keys/%d", i)
+		if _, oct := k.Key.([]byte); oct {
+			return invalid(field, "key "+k.KeyID+" is a symmetric (oct) key, a shared secret: private_key_jwt takes public keys only (EC P-256, RSA of 2048 bits or more, Ed25519)")
+		}
 		if !k.IsPublic() {
 			return invalid(field, "key "+k.KeyID+" has its private part: register the public key only")
 		}
@@ -193,6 +216,9 @@ func checkJWKS(raw json.RawMessage) error {
 		default:
 			return invalid(field, fmt.Sprintf("key type %T is not an EC P-256, RSA or Ed25519 public key", k.Key))
 		}
+		if k.Algorithm != "" && !slices.Contains([]string{string(jose.ES256), string(jose.PS256), string(jose.EdDSA)}, k.Algorithm) {
+			return invalid(field, fmt.Sprintf("alg %q is not allowed: FAPI 2.0 allows ES256, PS256 and EdDSA; this key signs %s, so give that alg or none", k.Algorithm, fits))
+		}
 		if k.Algorithm != "" && k.Algorithm != fits {
 			return invalid(field, fmt.Sprintf("alg %q does not fit the key: it signs %s (allowed: ES256, PS256, EdDSA)", k.Algorithm, fits))
 		}
@@ -201,4 +227,55 @@ func checkJWKS(raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// maxJWKSURI bounds the length of a jwks_uri.
+const maxJWKSURI = 2048
+
+// checkJWKSURI checks a credential's jwks_uri (RFC 7591 §2): an absolute
+// https URL without user name or fragment, on a public host. With local
+// (Config.LocalJWKSURI: development and tests) a loopback or private host
+// is accepted too, and http on a loopback host, as for redirect URIs. The
+// authorization server fetches it with the same rule (its dialer refuses
+// other addresses), so that a registration cannot make it call the
+// services of its own network.
+func checkJWKSURI(raw string, local bool) *Error {
+	const field = "/jwks_uri"
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		return invalid(field, `jwks_uri is empty: give the https URL of the client's JWK Set, or jwks`)
+	case len(raw) > maxJWKSURI:
+		return invalid(field, fmt.Sprintf("jwks_uri is %d bytes long; at most %d", len(raw), maxJWKSURI))
+	case err != nil || !u.IsAbs() || u.Host == "":
+		return invalid(field, fmt.Sprintf("jwks_uri %q is not an absolute URL: give https://host/path of the client's JWK Set", raw))
+	case u.User != nil:
+		return invalid(field, "jwks_uri has no user name or password: the keys are public, fetched without credentials")
+	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
+		return invalid(field, "jwks_uri has no fragment")
+	}
+	host := u.Hostname()
+	addr, ipErr := netip.ParseAddr(host)
+	loopback := host == "localhost" || (ipErr == nil && addr.IsLoopback())
+	internal := loopback || (ipErr == nil && !publicAddr(addr)) || !strings.Contains(host, ".") && ipErr != nil
+	switch {
+	case u.Scheme == "http" && !loopback:
+		return invalid(field, fmt.Sprintf("jwks_uri %q is plain http: keys fetched without TLS could be replaced on the way; use https", raw))
+	case u.Scheme == "http" && !local:
+		return invalid(field, fmt.Sprintf("jwks_uri %q is on loopback: this server fetches loopback and private hosts only in development (an issuer on loopback); publish the keys at a public https URL", raw))
+	case u.Scheme != "https" && u.Scheme != "http":
+		return invalid(field, fmt.Sprintf("jwks_uri's scheme is %q: use https", u.Scheme))
+	case internal && !local:
+		return invalid(field, fmt.Sprintf("jwks_uri's host %q is loopback, private or a single label: this server fetches only public hosts outside development; publish the keys at a public https URL", host))
+	}
+	return nil
+}
+
+// publicAddr reports whether a is a public unicast address: not
+// loopback, private (RFC 1918, RFC 4193), link-local, multicast or
+// unspecified.
+func publicAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() && !a.IsLinkLocalUnicast() &&
+		!a.IsInterfaceLocalMulticast() && a != netip.IPv4Unspecified() && !net.IP(a.AsSlice()).Equal(net.IPv4bcast)
 }

@@ -110,16 +110,27 @@ func unixTime(f float64) time.Time {
 // with a description that names the rule.
 func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 	form := r.PostForm
-	bad := func(format string, a ...any) error {
-		return &Error{Code: codeInvalidClient, Description: fmt.Sprintf(format, a...), challenge: `Basic realm="oauth"`}
-	}
 	switch {
 	case len(form["client_assertion"]) != 1 || len(form["client_assertion_type"]) != 1:
 		return nil, oauthErr(codeInvalidRequest, "send client_assertion and client_assertion_type once each (RFC 7521 section 4.2)")
 	case form.Get("client_assertion_type") != assertionType:
-		return nil, bad("client_assertion_type must be %s (RFC 7523 section 2.2)", assertionType)
+		return nil, assertionRefusal("client_assertion_type must be %s (RFC 7523 section 2.2)", assertionType)
 	}
-	tok := form.Get("client_assertion")
+	return s.checkAssertion(r, form.Get("client_assertion"), form.Get("client_id"))
+}
+
+// assertionRefusal is an invalid_client refusal of a client assertion.
+func assertionRefusal(format string, a ...any) error {
+	return &Error{Code: codeInvalidClient, Description: fmt.Sprintf(format, a...), challenge: `Basic realm="oauth"`}
+}
+
+// checkAssertion verifies the client assertion tok of request r (RFC 7523
+// §3) and returns its client; id is the client_id sent beside it, if any.
+// The assertion comes in the form at the token, PAR, introspection and
+// revocation endpoints, and in the X-Client-Assertion header at the grant
+// endpoint (grant.go), which has no body.
+func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client, error) {
+	bad := assertionRefusal
 	h, err := readHeader("client_assertion", tok)
 	if err == nil {
 		err = checkAlg("client_assertion", h.Alg)
@@ -140,10 +151,10 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 	if claims.Iss == "" || claims.Iss != claims.Sub {
 		return nil, bad("client_assertion's iss and sub must both be the client_id (RFC 7523 section 3)")
 	}
-	if id := form.Get("client_id"); id != "" && id != claims.Iss {
+	if id != "" && id != claims.Iss {
 		return nil, bad("client_id differs from the client_assertion's iss and sub")
 	}
-	c, keys, err := s.clientKeys(r.Context(), claims.Iss, bad)
+	c, keys, err := s.clientKeys(r.Context(), claims.Iss, h.Kid, bad)
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +179,10 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 }
 
 // clientKeys returns the confidential client id and the public keys it
-// registered; a client unknown or without keys is refused with bad.
-func (s *Server) clientKeys(ctx context.Context, id string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
+// registered, inline or at its jwks_uri (jwksuri.go: fetched again when
+// the kept set lacks kid); a client unknown or without keys, or whose
+// jwks_uri cannot be fetched, is refused with bad.
+func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
 	c, err := s.clients.get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, bad("client authentication failed")
@@ -180,10 +193,18 @@ func (s *Server) clientKeys(ctx context.Context, id string, bad func(string, ...
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.Type != store.Confidential || cs.keys == nil {
-		return nil, nil, bad("client %s registered no keys (jwks): it does not authenticate with private_key_jwt", c.ID)
+	switch {
+	case c.Type != store.Confidential || !cs.Keyed():
+		return nil, nil, bad("client %s registered no keys (jwks or jwks_uri): it does not authenticate with private_key_jwt", c.ID)
+	case cs.keys != nil:
+		return c, cs.keys, nil
 	}
-	return c, cs.keys, nil
+	keys, err := s.fapi.jwks.keys(ctx, cs.JWKSURI, kid)
+	if err != nil {
+		s.cfg.Logger.Info("oauth: jwks_uri fetch failed", "client_id", c.ID, "err", err)
+		return nil, nil, bad("the keys of client %s could not be read: %v", c.ID, err)
+	}
+	return c, keys, nil
 }
 
 // refusal checks an assertion's audience and times against now (RFC 7523

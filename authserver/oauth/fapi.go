@@ -39,6 +39,11 @@ type FAPIConfig struct {
 	// MaxPushedPerClient caps the unused pushed requests of one client;
 	// default 10,000. MaxPushed caps them in all; default 100,000.
 	MaxPushedPerClient, MaxPushed int
+	// LocalJWKSURI lets the server fetch a client's jwks_uri on a
+	// loopback or private address (jwksuri.go): development and tests.
+	// Otherwise only public addresses are fetched. package authserver
+	// sets it when its issuer is on a loopback host.
+	LocalJWKSURI bool
 }
 
 // fapi2CodeTTL bounds the lifetime of a fapi2 client's codes (FAPI 2.0
@@ -55,6 +60,8 @@ type fapiState struct {
 	replay memReplay // single-use ids of a server that owns its database (replay.go)
 	// nonceKey authenticates DPoP server nonces (dpop.go).
 	nonceKey []byte
+	// jwks fetches and keeps the keys of jwks_uri clients (jwksuri.go).
+	jwks *jwksCache
 
 	mu  sync.RWMutex // guards sec and gen
 	sec map[string]*clientSecurity
@@ -82,7 +89,7 @@ func (s *Server) initFAPI(ctx context.Context) error {
 		c.MaxPushed = 100_000
 	}
 	s.cfg.FAPI = c
-	s.fapi = &fapiState{cfg: c, st: st, sec: map[string]*clientSecurity{}}
+	s.fapi = &fapiState{cfg: c, st: st, sec: map[string]*clientSecurity{}, jwks: newJWKSCache(c.LocalJWKSURI, s.cfg.Now)}
 	return s.initNonceKey(ctx)
 }
 
@@ -112,7 +119,7 @@ func (s *Server) fapiMetadata(md map[string]any) {
 // clientSecurity is a client's settings with its keys parsed.
 type clientSecurity struct {
 	store.ClientSettings
-	keys *jose.JSONWebKeySet // nil without JWKS
+	keys *jose.JSONWebKeySet // nil without JWKS (a client with a JWKSURI has its keys fetched)
 }
 
 // fapi2 reports whether the client follows the FAPI 2.0 profile.

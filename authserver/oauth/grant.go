@@ -14,9 +14,13 @@ import (
 // Grant endpoint client credentials. The Authorization header carries the
 // Bearer token, so the calling Resource Server's own credential travels in
 // these two headers (docs/authserver.md).
+// A caller that authenticates with private_key_jwt sends its client
+// assertion in X-Client-Assertion instead of the secret (RFC 7523 §2.2,
+// carried in a header because the request has no body).
 const (
-	headerClientID     = "X-Client-Id"
-	headerClientSecret = "X-Client-Secret"
+	headerClientID        = "X-Client-Id"
+	headerClientSecret    = "X-Client-Secret"
+	headerClientAssertion = "X-Client-Assertion"
 )
 
 // grantBody is the response of GET {base_url}/authorization (docs/service.md §2.6, §4.1).
@@ -118,16 +122,8 @@ func (s *Server) mayReadGrant(c *store.Client, g *store.Grant) bool {
 // introspection). Only an unknown token is named as such before the
 // audience check, because there is no grant to check the caller against.
 func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
-	id, secret := r.Header.Get(headerClientID), r.Header.Get(headerClientSecret)
-	if id == "" || secret == "" {
-		s.writeGrantError(w, r, oauthErr(codeMissingClientCredentials, "send the Resource Server's credential in "+headerClientID+" and "+headerClientSecret))
-		return
-	}
-	c, err := s.checkSecret(r.Context(), id, secret)
+	c, err := s.grantCaller(r)
 	if err != nil {
-		if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
-			err = oauthErr(codeInvalidClientCredentials, "the client credential is not valid")
-		}
 		s.writeGrantError(w, r, err)
 		return
 	}
@@ -164,6 +160,35 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 	h["Cache-Control"] = headerNoStore
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
+}
+
+// grantCaller authenticates the caller of the grant endpoint (docs/service.md
+// §4.1, "This project"): X-Client-Id and X-Client-Secret, or, for a
+// credential that authenticates with private_key_jwt (docs/fapi.md), a
+// client assertion in X-Client-Assertion (RFC 7523 §3: iss and sub the
+// client_id, aud the issuer or this endpoint's URL, a jti used once),
+// with X-Client-Id optional beside it. A wrong secret is answered without
+// detail; a refused assertion names the rule, as at the token endpoint.
+func (s *Server) grantCaller(r *http.Request) (*store.Client, error) {
+	id, secret, assertion := r.Header.Get(headerClientID), r.Header.Get(headerClientSecret), r.Header.Get(headerClientAssertion)
+	switch {
+	case assertion != "" && secret != "":
+		return nil, oauthErr(codeInvalidClientCredentials, "send one credential: "+headerClientSecret+" or "+headerClientAssertion+", not both (RFC 6749 section 2.3)")
+	case assertion != "":
+		c, err := s.checkAssertion(r, assertion, id)
+		if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
+			err = oauthErr(codeInvalidClientCredentials, oe.Description)
+		}
+		return c, err
+	case id == "" || secret == "":
+		return nil, oauthErr(codeMissingClientCredentials, "send the Resource Server's credential in "+headerClientID+" and "+headerClientSecret+
+			", or, for a credential with private_key_jwt, a client assertion in "+headerClientAssertion)
+	}
+	c, err := s.checkSecret(r.Context(), id, secret)
+	if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
+		err = oauthErr(codeInvalidClientCredentials, "the client credential is not valid")
+	}
+	return c, err
 }
 
 // appendGrantBody appends the grantBody of g, encoded as json.Marshal

@@ -42,6 +42,10 @@ type ClientSettings struct {
 	// private_key_jwt client authentication (RFC 7523, OpenID Connect
 	// Core §9); a confidential client with keys has no secret.
 	JWKS json.RawMessage `json:"jwks,omitempty"`
+	// JWKSURI is, instead of JWKS, the https URL where the client
+	// publishes its public keys (RFC 7591 §2, jwks_uri); the server
+	// fetches and caches them (docs/fapi.md, "Keys at a jwks_uri").
+	JWKSURI string `json:"jwks_uri,omitempty"`
 	// RequirePAR: authorization requests must be pushed (RFC 9126 §6,
 	// require_pushed_authorization_requests).
 	RequirePAR bool `json:"require_pushed_authorization_requests,omitempty"`
@@ -58,6 +62,10 @@ type ClientSettings struct {
 	// Profile is "" or ProfileFAPI2.
 	Profile string `json:"profile,omitempty"`
 }
+
+// Keyed reports whether the client authenticates with private_key_jwt:
+// it registered keys, inline or at a jwks_uri, and has no secret.
+func (cs ClientSettings) Keyed() bool { return len(cs.JWKS) > 0 || cs.JWKSURI != "" }
 
 // ProfileFAPI2 is the FAPI 2.0 Security Profile: PAR, DPoP and
 // private_key_jwt required, short-lived codes (docs/fapi.md).

@@ -1,6 +1,7 @@
 // Command loadgen measures the reference authorization server on loopback:
 // token endpoint requests per second, GET {base_url}/authorization requests
-// per second, and full native flows per second (submit, decide, token). It
+// per second, and full native flows per second (submit, decide, token);
+// -only fapi times FAPI 2.0 flows beside plain ones (fapi.go). It
 // starts the server in-process on a temporary database, so the figures
 // include the client's own cost on the same cores. Every phase is bounded
 // in time and in count.
@@ -57,12 +58,15 @@ type gen struct {
 	dur        time.Duration
 	max        int64
 	confSecret string
+	// operatorKey approves the fapi phase's project policy.
+	operatorKey string
 }
 
 // flags are loadgen's flags.
 type flags struct {
 	dur                  time.Duration
 	conc, instances      int
+	rounds               int
 	max, driftN, driftWn int64
 	only, driftProfile   string
 	profile, dbURL       string
@@ -73,7 +77,8 @@ func parseFlags() flags {
 	flag.DurationVar(&f.dur, "duration", 5*time.Second, "length of each phase")
 	flag.IntVar(&f.conc, "c", 32, "concurrent clients")
 	flag.Int64Var(&f.max, "n", 200_000, "maximum requests (or flows) per phase")
-	flag.StringVar(&f.only, "only", "", "run one phase: token, grant, flow, or drift (not run by default)")
+	flag.StringVar(&f.only, "only", "", "run one phase: token, grant, flow, fapi or drift (fapi and drift are not run by default)")
+	flag.IntVar(&f.rounds, "rounds", 3, "rounds of the fapi phase: each runs a plain flow phase, then a FAPI 2.0 flow phase")
 	flag.Int64Var(&f.driftN, "drift-flows", 100_000, "browser flows of the drift phase")
 	flag.Int64Var(&f.driftWn, "drift-window", 1_000, "flows at the start and the end of the drift phase whose CPU is compared")
 	flag.StringVar(&f.driftProfile, "drift-profile-prefix", "", "write CPU profiles of the drift phase's start and end to PREFIX-start.pprof and PREFIX-end.pprof, and its live heap at the end to PREFIX-end.heap")
@@ -100,22 +105,33 @@ func run() error {
 	if f.instances > 1 && !store.IsPostgres(db) {
 		return errors.New("-instances above 1 needs -db postgres or a PostgreSQL URL: one SQLite file serves one instance")
 	}
-	srv, targets, closeAll, err := startInstances(ctx, db, f.instances)
+	g, closeAll, err := newGen(ctx, db, f.instances, f.conc)
 	defer closeAll()
 	if err != nil {
 		return err
 	}
-	cred, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "loadgen", Confidential: true, RedirectURIs: []string{redirect}, IDTokenAlg: "ES256"})
-	if err != nil {
-		return err
-	}
-	tr := &http.Transport{MaxIdleConnsPerHost: f.conc * 2, MaxConnsPerHost: f.conc * 2}
-	g := &gen{u: srv.URLs(), profile: f.profile, conc: f.conc, dur: f.dur, max: f.max, confSecret: cred.ClientSecret,
-		hc: &http.Client{Transport: &roundRobin{base: tr, service: targets[0], targets: targets}}}
+	g.profile, g.dur, g.max = f.profile, f.dur, f.max
+	targets := g.hc.Transport.(*roundRobin).targets
 	fmt.Printf("loadgen: GOMAXPROCS=%d NumCPU=%d, %d concurrent clients, %s per phase (max %d), server and client in one process on loopback, %d instance(s) on %s%s\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), f.conc, f.dur, f.max, len(targets), dbKind(db), loadavg())
 	defer printDone(db)
 	return g.runPhases(f)
+}
+
+// newGen starts the server instances on db and registers the loadgen
+// client; closeAll closes what was started, also after an error.
+func newGen(ctx context.Context, db string, instances, conc int) (*gen, func(), error) {
+	srv, targets, closeAll, err := startInstances(ctx, db, instances)
+	if err != nil {
+		return nil, closeAll, err
+	}
+	cred, err := srv.RegisterClient(ctx, authserver.ClientSpec{ID: "loadgen", Confidential: true, RedirectURIs: []string{redirect}, IDTokenAlg: "ES256"})
+	if err != nil {
+		return nil, closeAll, err
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: conc * 2, MaxConnsPerHost: conc * 2}
+	return &gen{u: srv.URLs(), operatorKey: srv.OperatorKey(), conc: conc, confSecret: cred.ClientSecret,
+		hc: &http.Client{Transport: &roundRobin{base: tr, service: targets[0], targets: targets}}}, closeAll, nil
 }
 
 // openDB is the database of the run: a new SQLite file at sqlite, a
@@ -205,6 +221,9 @@ func (g *gen) runPhases(f flags) error {
 	}
 	if f.only == "drift" {
 		return g.driftPhase(f.driftN, f.driftWn, f.driftProfile)
+	}
+	if f.only == "fapi" {
+		return g.fapiPhase(g.operatorKey, f.rounds)
 	}
 	return nil
 }

@@ -138,24 +138,31 @@ func groups(e env) map[string]map[string]action {
 			}, nil},
 		},
 		"credential": {
-			"add": {"--project ID --type public|confidential [--name N] [--redirect-uri U]... [--origin O]...", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
+			"add": {"--project ID --type public|confidential [--name N] [--redirect-uri U]... [--origin O]... [--jwks FILE | --jwks-uri URL] [--profile fapi2] [--require-par] [--dpop-bound] [--dpop-nonce]", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
-				typ := fs.String("type", "", "public or confidential (an app that runs on a server; gets a client_secret)")
+				typ := fs.String("type", "", "public or confidential (an app that runs on a server; gets a client_secret, or authenticates with private_key_jwt given --jwks or --jwks-uri)")
 				name := fs.String("name", "", "a name for the consent screen (default: the project's)")
 				var redirects, origins repeated
 				fs.Var(&redirects, "redirect-uri", "a redirect URI (repeatable)")
 				fs.Var(&origins, "origin", "an allowed origin (repeatable)")
+				settings := securityFlags(fs, e)
 				return func([]string) (request, error) {
 					path, err := needProject(*p)
-					return request{"POST", path + "/credentials", map[string]any{"type": *typ, "name": *name,
-						"redirect_uris": nonNil(redirects), "allowed_origins": nonNil(origins)}}, err
+					if err != nil {
+						return request{}, err
+					}
+					body := map[string]any{"type": *typ, "name": *name, "redirect_uris": nonNil(redirects), "allowed_origins": nonNil(origins)}
+					if err := settings(body); err != nil {
+						return request{}, err
+					}
+					return request{"POST", path + "/credentials", body}, nil
 				}
 			}, func(fs *flag.FlagSet, _ []string, a answer) string {
 				line := fmt.Sprintf("added %s credential %s (%q) to project %s", a.str("client_type"), a.str("client_id"), a.str("name"), flagValue(fs, "project"))
 				if sec := a.str("client_secret"); sec != "" {
 					line += "; its client_secret, shown only this once: " + sec
 				}
-				return line
+				return line + securitySummary(a)
 			}},
 			"list": {"--project ID", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
@@ -174,14 +181,14 @@ func groups(e env) map[string]map[string]action {
 				return fmt.Sprintf("rotated the secret of credential %s of project %s; the old one no longer works; the new client_secret, shown only this once: %s",
 					a.str("client_id"), flagValue(fs, "project"), a.str("client_secret"))
 			}},
-			"update": {"--project ID CLIENT_ID [--redirect-uri U]... [--origin O]... [--clear-redirect-uris] [--clear-origins] [--grant-management-action-required true|false]", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
+			"update": {"--project ID CLIENT_ID [--redirect-uri U]... [--origin O]... [--clear-redirect-uris] [--clear-origins] [--jwks FILE | --jwks-uri URL] [--profile fapi2|\"\"] [--require-par[=false]] [--dpop-bound[=false]] [--dpop-nonce[=false]] [--grant-management-action-required[=false]]", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
 				var redirects, origins repeated
 				fs.Var(&redirects, "redirect-uri", "a redirect URI (repeatable): the ones given replace the credential's")
 				fs.Var(&origins, "origin", "an allowed origin (repeatable): the ones given replace the credential's")
 				clearRedirects := fs.Bool("clear-redirect-uris", false, "remove every redirect URI")
 				clearOrigins := fs.Bool("clear-origins", false, "remove every allowed origin")
-				gmRequired := fs.String("grant-management-action-required", "", "true: every authorization request must carry grant_management_action; false: not (docs/authserver.md, \"Grant management\")")
+				settings := securityFlags(fs, e)
 				return func(a []string) (request, error) {
 					path, err := needProject(*p)
 					if err != nil {
@@ -201,15 +208,11 @@ func groups(e env) map[string]map[string]action {
 							body[l.member] = nonNil(l.list)
 						}
 					}
-					switch *gmRequired {
-					case "":
-					case "true", "false":
-						body["grant_management_action_required"] = *gmRequired == "true"
-					default:
-						return request{}, fmt.Errorf("--grant-management-action-required is %q; give true or false", *gmRequired)
+					if err := settings(body); err != nil {
+						return request{}, err
 					}
 					if len(body) == 0 {
-						return request{}, errors.New("give --redirect-uri, --origin, --clear-redirect-uris, --clear-origins or --grant-management-action-required: each changes the credential")
+						return request{}, errors.New("give --redirect-uri, --origin, --clear-redirect-uris, --clear-origins, or a setting (--jwks, --jwks-uri, --profile, --require-par, --dpop-bound, --dpop-nonce, --grant-management-action-required): each replaces the credential's")
 					}
 					return request{"PATCH", path + "/credentials/" + url.PathEscape(a[0]), body}, nil
 				}
@@ -225,9 +228,8 @@ func groups(e env) map[string]map[string]action {
 					}
 					return strings.Join(out, " ")
 				}
-				req, _ := a["grant_management_action_required"].(bool)
-				return fmt.Sprintf("updated credential %s of project %s: redirect_uris %s; allowed_origins %s; grant_management_action_required %v",
-					a.str("client_id"), flagValue(fs, "project"), list("redirect_uris"), list("allowed_origins"), req)
+				return fmt.Sprintf("updated credential %s of project %s: redirect_uris %s; allowed_origins %s",
+					a.str("client_id"), flagValue(fs, "project"), list("redirect_uris"), list("allowed_origins")) + securitySummary(a)
 			}},
 			"remove": {"--project ID CLIENT_ID", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
@@ -313,6 +315,73 @@ func groups(e env) map[string]map[string]action {
 			}, decided},
 		},
 	}
+}
+
+// securityFlags adds the flags of a credential's FAPI 2.0 settings
+// (docs/fapi.md, "Credential settings") and returns the function that puts
+// those given into a request body: --jwks (a JWK Set file, - for stdin)
+// or --jwks-uri (either sets private_key_jwt), --profile, and the switches
+// --require-par, --dpop-bound and --dpop-nonce (a switch given =false
+// clears the setting; one left out keeps it).
+func securityFlags(fs *flag.FlagSet, e env) func(body map[string]any) error {
+	jwks := fs.String("jwks", "", "a file holding the credential's public keys, a JWK Set (- for stdin): it then authenticates with private_key_jwt")
+	jwksURI := fs.String("jwks-uri", "", "the https URL where the client publishes its public keys: it then authenticates with private_key_jwt")
+	profile := fs.String("profile", "", `the credential's profile: fapi2 (PAR, DPoP and private_key_jwt required), or "" to leave it`)
+	fs.Bool("require-par", false, "its authorization requests must be pushed (RFC 9126)")
+	fs.Bool("dpop-bound", false, "its token requests must carry a DPoP proof (RFC 9449)")
+	fs.Bool("dpop-nonce", false, "its DPoP proofs must carry a server nonce")
+	fs.Bool("grant-management-action-required", false, "its authorization requests must carry grant_management_action (docs/authserver.md, \"Grant management\")")
+	return func(body map[string]any) error {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		switch {
+		case given["jwks"] && given["jwks-uri"]:
+			return errors.New("--jwks and --jwks-uri contradict each other: give the keys or where they are published, not both")
+		case given["jwks"]:
+			set, err := readJSONFile(e, *jwks)
+			if err != nil {
+				return fmt.Errorf("--jwks: %w", err)
+			}
+			body["jwks"], body["token_endpoint_auth_method"] = set, "private_key_jwt"
+		case given["jwks-uri"]:
+			body["jwks_uri"], body["token_endpoint_auth_method"] = *jwksURI, "private_key_jwt"
+		}
+		if given["profile"] {
+			body["profile"] = *profile
+		}
+		for flagName, member := range map[string]string{"require-par": "require_pushed_authorization_requests",
+			"dpop-bound": "dpop_bound_access_tokens", "dpop-nonce": "require_dpop_nonce",
+			"grant-management-action-required": "grant_management_action_required"} {
+			if given[flagName] {
+				body[member] = flagValue(fs, flagName) == "true"
+			}
+		}
+		return nil
+	}
+}
+
+// securitySummary is what a confirmation says of a credential's settings,
+// when it has any beyond a secret.
+func securitySummary(a answer) string {
+	var parts []string
+	switch {
+	case a.str("jwks_uri") != "":
+		parts = append(parts, "authenticates with private_key_jwt, keys at "+a.str("jwks_uri"))
+	case a["jwks"] != nil:
+		parts = append(parts, "authenticates with private_key_jwt, keys registered")
+	}
+	if p := a.str("profile"); p != "" {
+		parts = append(parts, "profile "+p)
+	}
+	for _, m := range []string{"require_pushed_authorization_requests", "dpop_bound_access_tokens", "require_dpop_nonce", "grant_management_action_required"} {
+		if on, _ := a[m].(bool); on {
+			parts = append(parts, m)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }
 
 func nonNil(r repeated) []string {

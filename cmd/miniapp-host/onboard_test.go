@@ -168,9 +168,9 @@ func TestDashboardTranscript(t *testing.T) {
 		"--origin", "https://app.payslips.example", "--origin", "http://127.0.0.1:5000", "--dashboard", d)
 	step("", exitOK, "credential", "update", public.ClientID, "--project", prj.ID, "--clear-redirect-uris", "--dashboard", d, "--json")
 	// The grant management setting (docs/authserver.md, "Grant management").
-	step("", exitUsage, "credential", "update", public.ClientID, "--project", prj.ID, "--grant-management-action-required", "yes", "--dashboard", d)
-	step("", exitOK, "credential", "update", public.ClientID, "--project", prj.ID, "--grant-management-action-required", "true", "--dashboard", d)
-	step("", exitOK, "credential", "update", public.ClientID, "--project", prj.ID, "--grant-management-action-required", "false", "--dashboard", d)
+	step("", exitUsage, "credential", "update", public.ClientID, "--project", prj.ID, "--grant-management-action-required=yes", "--dashboard", d)
+	step("", exitOK, "credential", "update", public.ClientID, "--project", prj.ID, "--grant-management-action-required", "--dashboard", d)
+	step("", exitOK, "credential", "update", public.ClientID, "--project", prj.ID, "--grant-management-action-required=false", "--dashboard", d)
 	step("", exitRejected, "credential", "rotate", public.ClientID, "--project", prj.ID, "--dashboard", d)
 	// A refused declaration and a refused manifest list every violation;
 	// with --json the server's answer is printed as it came.

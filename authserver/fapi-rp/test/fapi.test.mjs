@@ -5,7 +5,9 @@
 //
 // Refusals oauth4webapi will not produce (a replayed, stale or misdirected
 // DPoP proof, an HS256 client assertion) are crafted below with node's
-// WebCrypto (jws()), as a faulty client would send them.
+// WebCrypto (jws()), as a faulty client would send them. A code redeemed
+// late moves the server's clock through FAPI_CLOCK_URL (setClock) rather
+// than waiting 60 s.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHmac, randomBytes, webcrypto } from 'node:crypto'
@@ -183,6 +185,22 @@ test('PAR + private_key_jwt + DPoP + PKCE + RAR: a DPoP-bound token with authori
   assert.equal(asBearer.status, 401)
   assert.match(asBearer.headers.get('www-authenticate'), /^DPoP error="invalid_token"/)
 
+  // The client itself, keyed (private_key_jwt, no secret), reads its grant
+  // with a client assertion in X-Client-Assertion and oauth4webapi's proof
+  // for the grant endpoint (docs/authserver.md, "GET {base_url}/authorization").
+  const own = await oauth.protectedResourceRequest(tokens.access_token, 'GET', new URL(grantURL),
+    new Headers({ 'x-client-assertion': await assertion(rp, grantURL) }), null, { DPoP, ...insecure })
+  const ownGrant = await own.json()
+  assert.equal(own.status, 200, JSON.stringify(ownGrant))
+  assert.equal(ownGrant.orgId, env('FAPI_ORG_ID'))
+
+  // The bound token without a proof, as DPoP: 401 invalid_dpop_proof.
+  const noProof = await fetch(grantURL, {
+    headers: { authorization: `DPoP ${tokens.access_token}`, 'x-client-id': env('FAPI_RS_ID'), 'x-client-secret': env('FAPI_RS_SECRET') }
+  })
+  assert.equal(noProof.status, 401)
+  assert.match(noProof.headers.get('www-authenticate'), /^DPoP error="invalid_dpop_proof"/)
+
   // The bound token as Bearer: 401 with a DPoP challenge.
   const bearer = await fetch(grantURL, {
     headers: { authorization: `Bearer ${tokens.access_token}`, 'x-client-id': env('FAPI_RS_ID'), 'x-client-secret': env('FAPI_RS_SECRET') }
@@ -247,6 +265,58 @@ test('a credential that requires DPoP nonces: a proof without one is refused wit
   assert.equal(err.error, 'use_dpop_nonce')
   const par = await send()
   assert.match(par.request_uri, /^urn:ietf:params:oauth:request_uri:/)
+})
+
+test('a proof without a nonce, from a credential that requires one, is refused with use_dpop_nonce and a DPoP-Nonce', async () => {
+  const nrp = await importClient('FAPI_NONCE_CLIENT_ID', 'FAPI_NONCE_CLIENT_JWK')
+  const keyPair = await oauth.generateKeyPair('ES256', { extractable: true })
+  const body = await requestParams(oauth.generateRandomCodeVerifier())
+  body.set('client_id', nrp.client.client_id)
+  body.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer')
+  body.set('client_assertion', await assertion(nrp, as.issuer))
+  const res = await fetch(as.pushed_authorization_request_endpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: await proof(keyPair, 'POST', as.pushed_authorization_request_endpoint) },
+    body
+  })
+  const r = await res.json()
+  assert.equal(res.status, 400, JSON.stringify(r))
+  assert.equal(r.error, 'use_dpop_nonce')
+  assert.match(r.error_description, /must carry a server nonce/)
+  assert.ok(res.headers.get('dpop-nonce'), 'a DPoP-Nonce header to retry with')
+})
+
+// setClock moves the server's clock (the Go test's clock, through its
+// loopback control address) seconds ahead of the real time.
+async function setClock (seconds) {
+  const r = await fetch(`${env('FAPI_CLOCK_URL')}?ahead=${seconds}`, { method: 'POST' })
+  assert.equal(r.status, 204, `clock: ${await r.text()}`)
+}
+
+test('a code redeemed more than 60 s after it was issued is refused with invalid_grant', async () => {
+  const keyPair = await oauth.generateKeyPair('ES256')
+  const verifier = oauth.generateRandomCodeVerifier()
+  const par = await oauth.processPushedAuthorizationResponse(as, rp.client,
+    await oauth.pushedAuthorizationRequest(as, rp.client, rp.auth, await requestParams(verifier), { DPoP: oauth.DPoP(rp.client, keyPair), ...insecure }))
+  const authURL = new URL(as.authorization_endpoint)
+  authURL.searchParams.set('client_id', rp.client.client_id)
+  authURL.searchParams.set('request_uri', par.request_uri)
+  const callback = oauth.validateAuthResponse(as, rp.client, await approve(authURL.href), 'st-fapi')
+  // 61 s later on the server's clock; the client's assertion and proof
+  // follow that clock (oauth4webapi's clockSkew), so only the code is late.
+  await setClock(61)
+  try {
+    const late = { ...rp.client, [oauth.clockSkew]: 61 }
+    const err = await oauth.authorizationCodeGrantRequest(as, late, rp.auth, callback, redirectURI, verifier,
+      { DPoP: oauth.DPoP(late, keyPair), ...insecure })
+      .then((res) => oauth.processAuthorizationCodeResponse(as, late, res, { expectedNonce: 'n-fapi' }))
+      .then(() => null, (e) => e)
+    assert.ok(err instanceof oauth.ResponseBodyError, `want a refusal, got ${err}`)
+    assert.equal(err.error, 'invalid_grant')
+    assert.match(err.error_description, /code has expired/)
+  } finally {
+    await setClock(0)
+  }
 })
 
 test('an HS256 client assertion is refused', async () => {
