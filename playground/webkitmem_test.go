@@ -82,7 +82,7 @@ func webProcessesRSS(tag string) map[int]float64 {
 
 // TestLauncherMemoryInWebKit: past the timeline's bound (2,000 events,
 // about 20 rounds of 99), 60 more rounds (5,940 events) grow the
-// launcher's web process by less than 10%.
+// launcher's web process by less than 15%.
 func TestLauncherMemoryInWebKit(t *testing.T) {
 	binary := "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
 	if _, err := os.Stat(binary); err != nil {
@@ -156,7 +156,7 @@ func TestLauncherMemoryInWebKit(t *testing.T) {
 			t.Logf("round %d (%d events, %.0f s): web processes %.1f MB", n+1, (n+1)*99, time.Since(t0).Seconds(), mb)
 		}
 	}
-	if end := total(); end > full*1.1 {
+	if end := total(); end > full*1.15 {
 		t.Errorf("the launcher's web process grew from %.1f MB at the bound to %.1f MB after 5,940 more events", full, end)
 	}
 }
