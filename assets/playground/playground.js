@@ -29,7 +29,9 @@
     }
     for (const c of children) {
       if (c === undefined || c === null || c === false) continue;
-      e.append(typeof c === "string" ? document.createTextNode(c) : c);
+      // A string is appended as text the engine makes itself: no
+      // JavaScript wrapper of a text node is made (see setText).
+      e.append(c);
     }
     return e;
   }
@@ -698,12 +700,15 @@
     return dl(rows);
   }
 
-  // extra is what an event shows under its summary beyond one line.
-  function extra(kind, d) {
-    const box = el("div", { class: "ev-extra" });
+  // extra writes into box (an event row's, emptied) what an event shows
+  // under its summary beyond one line. The kinds of every round (a
+  // console message, a network entry) get one line of text, which makes no
+  // element (see keepEvents); a failed stage, the claims and the grant,
+  // a few per flow, get their tables.
+  function extra(box, kind, d) {
     switch (kind) {
       case "resolve.stage":
-        if (d.ok) return null;
+        if (d.ok) return;
         for (const r of Array.isArray(d.reasons) && d.reasons.length ? d.reasons : [{ code: d.code, pointer: d.pointer, hint: d.hint }]) {
           if (r && r.code) box.append(renderReason(r));
         }
@@ -731,19 +736,18 @@
         }
         break;
       case "console":
-        box.append(el("div", {},
-          el("span", { class: "level" }, str(d.level || "log")),
-          d.source ? el("span", { class: "source mono" }, "  " + str(d.source)) : null,
-          d.frame ? el("span", { class: "source mono" }, "  frame " + str(d.frame)) : null));
+        setText(box, "level " + str(d.level || "log") + (d.source ? " · source " + str(d.source) : "") +
+          (d.frame ? " · frame " + str(d.frame) : ""));
         break;
       case "network":
-        box.append(dl([["method", d.method], ["url", d.url], ["status", d.status],
-          ["duration", typeof d.duration_ms === "number" ? d.duration_ms + " ms" : d.duration], ["error", d.error]]));
+        // The summary has the method, URL, status and duration.
+        setText(box, [d.source ? "from " + str(d.source) : "", d.kind ? str(d.kind) : "",
+          typeof d.duration_ms !== "number" && d.duration ? "duration " + str(d.duration) : "",
+          d.error ? "error " + str(d.error) : ""].filter(Boolean).join(" · "));
         break;
       default:
-        return null;
+        break;
     }
-    return box.childNodes.length ? box : null;
   }
 
   function fmtDuration(ms) {
@@ -759,6 +763,19 @@
   // JSON and buttons in the launcher's web process, which grew by about 5
   // MB a round of the soak (BENCHMARKS.md, "Soak"). The count says how
   // many were dropped. A page may lower it with ?keep=N (tests).
+  //
+  // Dropping is not enough on its own: in WebKit a removed element made by
+  // script lives until JavaScriptCore's next full collection (its wrapper
+  // holds it, with its whole subtree), and this page allocates so little
+  // JavaScript that such collections are rare; a page that made and dropped
+  // some 40 elements per event kept growing by about 14 KB per event once
+  // the bound was reached (BENCHMARKS.md, "Where the WebKit memory goes").
+  // So the timeline makes no element per event once it is full: a dropped
+  // event's row goes to rowPool and is filled again for the next event
+  // (takeRow), text is set with setText (a text node of the engine's own,
+  // freed at once), heads are updated in place, one listener on the
+  // timeline serves every row's buttons, and an event's JSON is drawn only
+  // when its "data" button is first pressed.
   const keepEvents = (() => {
     const n = Number(search.get("keep"));
     return Number.isInteger(n) && n > 0 ? n : 2000;
@@ -775,12 +792,25 @@
     outcomes: new Map(), // flow id → {outcome, detail}, from flow.ended and GET /api/flows
     kinds: new Set(),
   };
+  const rowPool = []; // rows of dropped events, emptied, for takeRow
+
+  // setText sets a node's text without a text node made by script:
+  // textContent's text node has no wrapper and goes when replaced.
+  function setText(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
 
   function newGroup(key, title, sub) {
     const g = { key, title, sub, events: [], flows: [], flow: null, node: null, body: null, head: null };
     model.groups.push(g);
     model.groupByKey.set(key, g);
-    const head = el("div", { class: "group-head" });
+    g.parts = {
+      title: el("span", { class: "title" }, title),
+      badge: el("span", { class: "badge", hidden: "" }),
+      sub: el("span", { class: "mono muted" }, sub + (key.startsWith("launch-") ? " · " + key : "")),
+      duration: el("span", { class: "duration" }),
+    };
+    const head = el("div", { class: "group-head" }, g.parts.title, g.parts.badge, g.parts.sub, g.parts.duration);
     const body = el("div", { class: "group-body" });
     g.node = el("section", { class: "group", "data-launch": key }, head, body);
     g.head = head;
@@ -819,7 +849,16 @@
 
   function newFlow(g, id) {
     const f = { id, group: g, events: [], clientID: "", status: "running" };
-    const head = el("div", { class: "flow-head" });
+    const har = el("a", { class: "har", href: "/api/flows/" + encodeURIComponent(id) + "/har" }, "Export HAR");
+    har.addEventListener("click", (ev) => { ev.preventDefault(); exportHAR(f); });
+    f.parts = {
+      title: el("span", { class: "title" }),
+      badge: el("span", { class: "badge" }),
+      duration: el("span", { class: "duration" }),
+      har,
+      harResult: el("span", { class: "har-result", hidden: "" }),
+    };
+    const head = el("div", { class: "flow-head" }, f.parts.title, f.parts.badge, f.parts.duration, har, f.parts.harResult);
     const evs = el("ol", { class: "events" });
     f.node = el("div", { class: "flow", "data-flow": id, "data-status": f.status }, head, evs);
     f.head = head;
@@ -838,8 +877,8 @@
     return model.flowById.get(d.flow) || newFlow(g, d.flow);
   }
 
-  // updateFlow redraws a flow's head after an event, or after its outcome
-  // became known.
+  // updateFlow updates a flow's head, in place, after an event, or after
+  // its outcome became known.
   function updateFlow(f, env) {
     const d = (env && env.data) || {};
     if (d.client_id && !f.clientID) f.clientID = str(d.client_id);
@@ -850,14 +889,12 @@
     f.node.dataset.status = status;
     const first = f.events[0], last = f.events[f.events.length - 1];
     const dur = new Date(last.time) - new Date(first.time);
-    const har = el("a", { class: "har", href: "/api/flows/" + encodeURIComponent(f.id) + "/har" }, "Export HAR");
-    har.addEventListener("click", (ev) => { ev.preventDefault(); exportHAR(f); });
-    fill(f.head,
-      el("span", { class: "title" }, "Flow " + f.id + (f.clientID ? " · " + f.clientID : "")),
-      el("span", { class: "badge", "data-outcome": status, title: known && known.detail ? known.detail : null }, status),
-      el("span", { class: "duration" }, f.events.length + " event" + (f.events.length > 1 ? "s" : "") + ", " + fmtDuration(dur)),
-      har,
-      f.harResult || null);
+    const p = f.parts;
+    setText(p.title, "Flow " + f.id + (f.clientID ? " · " + f.clientID : ""));
+    p.badge.dataset.outcome = status;
+    if (known && known.detail) p.badge.title = known.detail; else p.badge.removeAttribute("title");
+    setText(p.badge, status);
+    setText(p.duration, f.events.length + " event" + (f.events.length > 1 ? "s" : "") + ", " + fmtDuration(dur));
   }
 
   // refreshOutcomes reads every flow's outcome from GET /api/flows: the
@@ -891,63 +928,120 @@
     } catch (e) {
       msg = "HAR: " + e.message;
     }
-    f.harResult = msg ? el("span", { class: "har-result" }, msg) : null;
-    const old = f.head.querySelector(".har-result");
-    if (old) old.remove();
-    if (f.harResult) f.head.append(f.harResult);
+    setText(f.parts.harResult, msg);
+    f.parts.harResult.hidden = !msg;
   }
 
   function updateGroup(g) {
     const first = g.events[0], last = g.events[g.events.length - 1];
     const failed = g.events.some((e) => e.kind === "resolve.stage" && e.data && e.data.ok === false);
     const stages = g.events.some((e) => e.kind === "resolve.stage");
-    fill(g.head, 
-      el("span", { class: "title" }, g.title),
-      stages ? el("span", { class: "badge", "data-outcome": failed ? "rejected" : "accepted" }, failed ? "rejected" : "resolved") : null,
-      el("span", { class: "mono muted" }, g.sub + (g.key.startsWith("launch-") ? " · " + g.key : "")),
-      el("span", { class: "duration" }, g.events.length + " event" + (g.events.length > 1 ? "s" : "") +
-        (g.flows.length ? ", " + g.flows.length + " flow" + (g.flows.length > 1 ? "s" : "") : "") +
-        ", " + fmtDuration(new Date(last.time) - new Date(first.time))));
+    const p = g.parts;
+    p.badge.hidden = !stages;
+    p.badge.dataset.outcome = failed ? "rejected" : "accepted";
+    setText(p.badge, stages ? (failed ? "rejected" : "resolved") : "");
+    setText(p.duration, g.events.length + " event" + (g.events.length > 1 ? "s" : "") +
+      (g.flows.length ? ", " + g.flows.length + " flow" + (g.flows.length > 1 ? "s" : "") : "") +
+      ", " + fmtDuration(new Date(last.time) - new Date(first.time)));
   }
 
   // plain is an event as the channel sent it, without the page's links
   // to its drawing (which are circular).
   const plain = (env) => ({ type: "event", seq: env.seq, time: env.time, kind: env.kind, data: env.data });
 
-  function renderEvent(env, prev) {
-    const d = env.data || {};
-    const level = levelOf(env.kind, d);
-    const attrs = { "data-kind": env.kind, "data-seq": env.seq, "data-level": level };
-    if (typeof d.ok === "boolean") attrs["data-ok"] = String(d.ok);
-    if (typeof d.decision === "string") attrs["data-decision"] = d.decision;
-    const t = new Date(env.time);
-    const delta = prev ? new Date(env.time) - new Date(prev.time) : NaN;
-    const copy = el("button", { type: "button", class: "secondary small copy", title: "Copy this event as JSON" }, "Copy");
-    const toggle = el("button", { type: "button", class: "secondary small data-toggle", "aria-expanded": "false",
-      title: "Show the event's data as JSON" }, "data");
-    const pre = el("pre", { class: "json ev-data", hidden: "" }, JSON.stringify(d, null, 2));
-    toggle.addEventListener("click", () => {
-      pre.hidden = !pre.hidden;
-      toggle.setAttribute("aria-expanded", String(!pre.hidden));
-    });
-    const li = el("li", attrs,
-      el("div", { class: "ev-head" },
-        el("span", { class: "ev-seq" }, "#" + env.seq),
-        el("span", { class: "ev-time mono" }, isNaN(t) ? "" : t.toISOString().slice(11, 23)),
-        el("span", { class: "duration", title: "since the previous step" }, isNaN(delta) ? "" : "+" + fmtDuration(delta)),
-        el("span", { class: "ev-kind" }, str(env.kind)),
-        el("span", { class: "ev-actions" }, toggle, copy)),
-      el("div", { class: "ev-summary" }, summary(env.kind, d)),
-      extra(env.kind, d),
-      pre);
-    copy.addEventListener("click", async () => {
-      const ok = await copyText(JSON.stringify(plain(env), null, 2));
-      const old = li.querySelector(".copied");
-      if (old) old.remove();
-      copy.before(el("span", { class: "copied", role: "status", "data-ok": String(ok) }, ok ? "copied" : "copy failed: open “data” and select it"));
-    });
+  // takeRow is a row for an event: one of a dropped event (rowPool), or a
+  // new one. Its parts stay the same elements for as long as the page is
+  // open; fillRow writes an event into them.
+  function takeRow() {
+    const pooled = rowPool.pop();
+    if (pooled) return pooled;
+    const parts = {
+      seq: el("span", { class: "ev-seq" }),
+      time: el("span", { class: "ev-time mono" }),
+      delta: el("span", { class: "duration", title: "since the previous step" }),
+      kind: el("span", { class: "ev-kind" }),
+      toggle: el("button", { type: "button", class: "secondary small data-toggle", "aria-expanded": "false",
+        title: "Show the event's data as JSON" }, "data"),
+      copy: el("button", { type: "button", class: "secondary small copy", title: "Copy this event as JSON" }, "Copy"),
+      summary: el("div", { class: "ev-summary" }),
+      extra: el("div", { class: "ev-extra", hidden: "" }),
+      pre: null,    // the event's JSON, drawn at the first press of "data"
+      copied: null, // the answer of the last Copy
+    };
+    const li = el("li", {},
+      el("div", { class: "ev-head" }, parts.seq, parts.time, parts.delta, parts.kind,
+        el("span", { class: "ev-actions" }, parts.toggle, parts.copy)),
+      parts.summary, parts.extra);
+    li._parts = parts;
     return li;
   }
+
+  // releaseRow empties a dropped event's row (its text, its JSON, what
+  // its buttons said) and keeps it for the next event.
+  function releaseRow(env) {
+    const li = env._li;
+    if (!li) return;
+    env._li = null;
+    li.remove();
+    const p = li._parts;
+    li._env = null;
+    for (const k of ["seq", "time", "delta", "kind", "summary"]) setText(p[k], "");
+    p.extra.replaceChildren();
+    p.extra.hidden = true;
+    if (p.pre) { p.pre.remove(); p.pre = null; }
+    if (p.copied) { p.copied.remove(); p.copied = null; }
+    p.toggle.setAttribute("aria-expanded", "false");
+    if (rowPool.length < keepEvents) rowPool.push(li);
+  }
+
+  function renderEvent(env, prev) {
+    const d = env.data || {};
+    const li = takeRow();
+    const p = li._parts;
+    li._env = env;
+    li.hidden = false;
+    li.dataset.kind = env.kind;
+    li.dataset.seq = env.seq;
+    li.dataset.level = levelOf(env.kind, d);
+    if (typeof d.ok === "boolean") li.dataset.ok = String(d.ok); else delete li.dataset.ok;
+    if (typeof d.decision === "string") li.dataset.decision = d.decision; else delete li.dataset.decision;
+    const t = new Date(env.time);
+    const delta = prev ? new Date(env.time) - new Date(prev.time) : NaN;
+    setText(p.seq, "#" + env.seq);
+    setText(p.time, isNaN(t) ? "" : t.toISOString().slice(11, 23));
+    setText(p.delta, isNaN(delta) ? "" : "+" + fmtDuration(delta));
+    setText(p.kind, str(env.kind));
+    setText(p.summary, summary(env.kind, d));
+    extra(p.extra, env.kind, d);
+    p.extra.hidden = !p.extra.firstChild;
+    return li;
+  }
+
+  // One listener serves the buttons of every row: "data" shows the
+  // event's JSON (drawn the first time), Copy copies the event as the
+  // channel sent it.
+  $("timeline").addEventListener("click", async (ev) => {
+    const b = ev.target.closest && ev.target.closest("button.data-toggle, button.copy");
+    const li = b && b.closest("li");
+    const env = li && li._env;
+    if (!env) return;
+    const p = li._parts;
+    if (b === p.toggle) {
+      if (!p.pre) {
+        p.pre = el("pre", { class: "json ev-data", hidden: "" }, JSON.stringify(env.data || {}, null, 2));
+        li.append(p.pre);
+      }
+      p.pre.hidden = !p.pre.hidden;
+      p.toggle.setAttribute("aria-expanded", String(!p.pre.hidden));
+      return;
+    }
+    if (b !== p.copy) return;
+    const ok = await copyText(JSON.stringify(plain(env), null, 2));
+    if (li._env !== env) return; // the event was dropped meanwhile
+    if (p.copied) p.copied.remove();
+    p.copied = el("span", { class: "copied", role: "status", "data-ok": String(ok) }, ok ? "copied" : "copy failed: open “data” and select it");
+    p.copy.before(p.copied);
+  });
 
   // addEvent files one envelope into its launch and flow. Events of the
   // backfill may arrive after live ones: then the timeline is rebuilt in
@@ -1021,7 +1115,7 @@
       const g = env._group, f = env._flow;
       if (env._li) {
         const run = env._li.parentNode;
-        env._li.remove();
+        releaseRow(env);
         // A run of events outside any flow, left empty.
         if (!f && run && !run.firstChild) run.remove();
       }
@@ -1053,6 +1147,7 @@
   }
 
   function rebuild() {
+    for (const env of model.events) releaseRow(env);
     $("timeline").replaceChildren();
     model.groups = [];
     model.groupByKey.clear();
@@ -1153,6 +1248,7 @@
   $("export-timeline").addEventListener("click", exportTimeline);
 
   $("clear-timeline").addEventListener("click", () => {
+    for (const env of model.events) releaseRow(env);
     model.events = [];
     rebuild();
   });
