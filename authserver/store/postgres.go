@@ -321,7 +321,28 @@ func (c *rebindConn) PrepareContext(ctx context.Context, q string) (driver.Stmt,
 	if c.lost(err) && ctx.Err() == nil {
 		return nil, driver.ErrBadConn
 	}
-	return st, err
+	if err != nil {
+		return nil, err
+	}
+	return &rebindStmt{st.(*stdlib.Stmt), c, q}, nil
+}
+
+// rebindStmt is pgx's prepared statement, whose errors are marked as the
+// connection's (mark).
+type rebindStmt struct {
+	*stdlib.Stmt
+	c *rebindConn
+	q string
+}
+
+func (s *rebindStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	r, err := s.Stmt.ExecContext(ctx, args)
+	return r, s.c.mark(ctx, s.q, err)
+}
+
+func (s *rebindStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	r, err := s.Stmt.QueryContext(ctx, args)
+	return r, s.c.mark(ctx, s.q, err)
 }
 
 func (c *rebindConn) Begin() (driver.Tx, error) {

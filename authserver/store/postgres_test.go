@@ -68,8 +68,9 @@ func TestRedact(t *testing.T) {
 
 // TestPostgresLostConnectionsReplaced: every pooled connection dies at
 // once (PostgreSQL restarted, or its sessions terminated) right after it
-// was used; the next reads, flow-state writes and durable writes each
-// succeed on a new connection instead of failing on a dead one.
+// was used; the next reads (a query's and a prepared statement's),
+// flow-state writes and durable writes each succeed on a new connection
+// instead of failing on a dead one.
 func TestPostgresLostConnectionsReplaced(t *testing.T) {
 	ctx := context.Background()
 	dsn := storetest.Postgres(t)
@@ -101,6 +102,11 @@ func TestPostgresLostConnectionsReplaced(t *testing.T) {
 				}
 				if err := s.DecidePending(ctx, id, "", now, nil, nil, nil); err != nil {
 					errs[i] = fmt.Errorf("decide pending request %d: %w", i, err)
+					return
+				}
+				// A prepared statement's read.
+				if _, _, err := s.PeekCode(ctx, id); !errors.Is(err, ErrNotFound) {
+					errs[i] = fmt.Errorf("read a code that does not exist %d: %v, want ErrNotFound", i, err)
 				}
 			}()
 		}
