@@ -118,6 +118,7 @@ func redact(err error) string { return Redact(err.Error()) }
 type pgState struct {
 	cfg   *pgx.ConnConfig
 	async *sql.DB // connections with synchronous_commit off (writeFlowState)
+	local localPending // native requests this instance admitted (pgpending.go)
 
 	listenerDone chan struct{} // closed when the listener goroutine returns
 	cancel       context.CancelFunc
