@@ -117,7 +117,7 @@ func redact(err error) string { return Redact(err.Error()) }
 // pgState is what a Store on PostgreSQL has beside its pool.
 type pgState struct {
 	cfg   *pgx.ConnConfig
-	async *sql.DB // connections with synchronous_commit off (writeFlowState)
+	async *sql.DB      // connections with synchronous_commit off (writeFlowState)
 	local localPending // native requests this instance admitted (pgpending.go)
 
 	listenerDone chan struct{} // closed when the listener goroutine returns
