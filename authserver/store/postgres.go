@@ -30,7 +30,10 @@ import (
 //     is no single writer goroutine; each write is its own transaction.
 //     Flow state's (writeFlowState) commit asynchronously, on a pool of
 //     their own; a decision's and a code redemption's common case is one
-//     statement (pgwrites.go).
+//     statement (pgwrites.go), and so is a native request's admission
+//     (pgpending.go).
+//   - Lost connections (a restart of PostgreSQL): what changed nothing is
+//     run again on a new connection (rebindConn).
 //   - Schema version: a table, since PRAGMA user_version is SQLite's.
 //   - Several processes: migrations and the first start's seeding run under
 //     an advisory lock (Exclusive), and every write that another process may
