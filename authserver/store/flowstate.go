@@ -382,6 +382,22 @@ func (s *FlowStore) AddPending(ctx context.Context, p *PendingRequest, c Charge,
 		bind = []byte{}
 	}
 	end, ns := endOf(p.ExpiresAt, c.Period), now.UnixNano()
+	if s.pg != nil && len(c.Quotas) == 1 && c.Evict == "" {
+		// One statement in the common case (pgpending.go).
+		if err := s.pgOpen(); err != nil {
+			return err
+		}
+		full, err := s.addPendingPG(ctx, p, string(params), bind, c.Quotas[0], p.IDHash[0], end, ns)
+		if err != nil {
+			return err
+		}
+		if !full {
+			if p.Host != "" && p.Subject != "" && len(p.Bind) == 0 {
+				s.pg.local.put(p, string(params))
+			}
+			return nil
+		}
+	}
 	return s.writeFlowState(ctx, func(tx *sql.Tx) error {
 		keys, err := charge(tx, s.pg != nil, c, p.IDHash[0], end, ns)
 		if err != nil {
@@ -396,6 +412,11 @@ func (s *FlowStore) AddPending(ctx context.Context, p *PendingRequest, c Charge,
 // Pending returns the unexpired pending request whose id hashes to idHash,
 // or ErrNotFound.
 func (s *FlowStore) Pending(ctx context.Context, idHash []byte, now time.Time) (*PendingRequest, error) {
+	if s.pg != nil {
+		if p, ok, err := s.pg.local.get(idHash, now); ok || err != nil {
+			return p, err
+		}
+	}
 	p := &PendingRequest{IDHash: idHash}
 	var params string
 	var exp int64
@@ -414,6 +435,9 @@ func (s *FlowStore) Pending(ctx context.Context, idHash []byte, now time.Time) (
 // SetPendingSubject records the subject a pending request is decided for;
 // ErrNotFound when the request is gone.
 func (s *FlowStore) SetPendingSubject(ctx context.Context, idHash []byte, subject string) error {
+	if s.pg != nil {
+		s.pg.local.drop(idHash)
+	}
 	var n int64
 	err := s.writeFlowState(ctx, func(tx *sql.Tx) error {
 		res, err := tx.Exec(`UPDATE pending_requests SET subject = ? WHERE id_hash = ?`, subject, idHash)
@@ -432,6 +456,9 @@ func (s *FlowStore) SetPendingSubject(ctx context.Context, idHash []byte, subjec
 // DeletePending removes a pending request that will not be decided (a
 // refused prompt=none), giving its quotas back.
 func (s *FlowStore) DeletePending(ctx context.Context, idHash []byte) error {
+	if s.pg != nil {
+		s.pg.local.drop(idHash)
+	}
 	return s.writeFlowState(ctx, func(tx *sql.Tx) error {
 		return deleteRow(tx, `DELETE FROM pending_requests WHERE id_hash = ? RETURNING quotas, ends_at`, idHash)
 	})
@@ -448,6 +475,9 @@ func (s *FlowStore) DecidePending(ctx context.Context, idHash []byte, subject st
 	var ins *grantInsert
 	if g != nil {
 		ins = s.prepareGrant(g, c, remember)
+	}
+	if s.pg != nil {
+		s.pg.local.drop(idHash)
 	}
 	if s.pg != nil && ins != nil && ins.remember == nil && g.Supersedes == "" {
 		if err := s.pgOpen(); err != nil {

@@ -289,3 +289,57 @@ func TestShardedQuotaExactAcrossInstances(t *testing.T) {
 		t.Fatalf("after a decision gave a place back: %v", err)
 	}
 }
+
+// TestNativePendingReadBackAcrossInstances: a native request admitted
+// through one instance reads back the same through it (its own copy) and
+// through another (the database); once decided through the other, a
+// decision through the first finds it gone, and so does a second one
+// through either.
+func TestNativePendingReadBackAcrossInstances(t *testing.T) {
+	db := storetest.Postgres(t)
+	ctx := context.Background()
+	var stores []*Store
+	for range 2 {
+		s, err := Open(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+	}
+	now := time.Now()
+	charge := Charge{Period: time.Minute / 16, Quotas: []Quota{{"host:h", 10}}}
+	for round := range 10 {
+		id := Hash(fmt.Sprint("native", round))
+		want := &PendingRequest{IDHash: id, Params: map[string][]string{"client_id": {"c"}, "scope": {"a b"}}, Host: "h", Subject: "u",
+			ExpiresAt: now.Add(time.Minute)}
+		if err := stores[0].AddPending(ctx, want, charge, now); err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range stores {
+			p, err := s.Pending(ctx, id, now)
+			if err != nil || p.Host != "h" || p.Subject != "u" || fmt.Sprint(p.Params) != fmt.Sprint(want.Params) || !p.ExpiresAt.Equal(want.ExpiresAt) {
+				t.Fatalf("round %d: read back through instance %d: %+v, %v", round, i, p, err)
+			}
+		}
+		if p, err := stores[0].Pending(ctx, id, now.Add(2*time.Minute)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("round %d: an expired request read back: %+v, %v", round, p, err)
+		}
+		decider, other := stores[round%2], stores[1-round%2]
+		if err := decider.DecidePending(ctx, id, "u", now, nil, nil, nil); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for _, s := range []*Store{other, decider} {
+			if err := s.DecidePending(ctx, id, "u", now, nil, nil, nil); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("round %d: a decided request decided again: %v, want ErrNotFound", round, err)
+			}
+		}
+	}
+	// Every request gave its place back: the quota admits ten again.
+	for i := range 10 {
+		if err := stores[1].AddPending(ctx, &PendingRequest{IDHash: Hash(fmt.Sprint("again", i)), Params: map[string][]string{}, Host: "h", Subject: "u",
+			ExpiresAt: now.Add(time.Minute)}, charge, now); err != nil {
+			t.Fatalf("admission %d after the decisions: %v", i, err)
+		}
+	}
+}

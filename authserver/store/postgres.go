@@ -30,7 +30,10 @@ import (
 //     is no single writer goroutine; each write is its own transaction.
 //     Flow state's (writeFlowState) commit asynchronously, on a pool of
 //     their own; a decision's and a code redemption's common case is one
-//     statement (pgwrites.go).
+//     statement (pgwrites.go), and so is a native request's admission
+//     (pgpending.go).
+//   - Lost connections (a restart of PostgreSQL): what changed nothing is
+//     run again on a new connection (rebindConn).
 //   - Schema version: a table, since PRAGMA user_version is SQLite's.
 //   - Several processes: migrations and the first start's seeding run under
 //     an advisory lock (Exclusive), and every write that another process may
@@ -117,7 +120,8 @@ func redact(err error) string { return Redact(err.Error()) }
 // pgState is what a Store on PostgreSQL has beside its pool.
 type pgState struct {
 	cfg   *pgx.ConnConfig
-	async *sql.DB // connections with synchronous_commit off (writeFlowState)
+	async *sql.DB      // connections with synchronous_commit off (writeFlowState)
+	local localPending // native requests this instance admitted (pgpending.go)
 
 	listenerDone chan struct{} // closed when the listener goroutine returns
 	cancel       context.CancelFunc
@@ -134,9 +138,17 @@ type pgState struct {
 // Admissions that pass a full quota shard on to another (flowstate.go)
 // can rarely wait on each other's rows in a cycle.
 func (s *core) writePG(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
+	lost := false
 	for try := 1; ; try++ {
 		err := s.writePGOnce(ctx, durable, fn)
 		if try < 3 && retryable(err) {
+			continue
+		}
+		// A connection lost before the COMMIT was sent: the
+		// transaction did nothing, and runs once more on another
+		// connection (rebindConn).
+		if (errors.Is(err, errConnLost) || errors.Is(err, driver.ErrBadConn)) && !lost {
+			lost = true
 			continue
 		}
 		return err
@@ -170,6 +182,8 @@ func (s *core) writePGOnce(ctx context.Context, durable bool, fn func(tx *sql.Tx
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		// Not errConnLost (pgx's own COMMIT, not a statement of ours):
+		// a COMMIT whose connection was lost may have committed.
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	return nil
@@ -273,22 +287,117 @@ func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return &rebindConn{conn.(*stdlib.Conn)}, nil
 }
 
-// rebindConn is pgx's connection with every query's placeholders rewritten;
-// its other methods (transactions, named values, resets) are pgx's.
+// rebindConn is pgx's connection with every query's placeholders rewritten
+// and a lost connection reported as database/sql expects (below); its
+// other methods (named values, resets) are pgx's.
+//
+// A lost connection. When PostgreSQL restarts (a crash, a failover), every
+// pooled connection is dead, and database/sql learns it only by using one:
+// pgx pings a connection before reuse only once it was idle for a second.
+// database/sql discards a connection and runs the operation again on
+// another when the driver answers driver.ErrBadConn, which the driver may
+// do only when the operation changed nothing on the server. pgx's
+// statements answer it only on some paths when the query never left the
+// process. Here BEGIN and PREPARE, which change nothing however far they
+// went, a plain SELECT, and any statement that never left the process
+// answer driver.ErrBadConn on a lost connection (mark). Another statement
+// that lost its connection in the middle of a transaction (after its
+// BEGIN) is an error that says so (errConnLost), on which writePG runs
+// the transaction again: its COMMIT was never sent. A connection lost
+// during a COMMIT, or during a write that is a transaction of its own
+// (pgwrites.go), is an error: whether it committed is unknown.
 type rebindConn struct{ *stdlib.Conn }
 
-func (c *rebindConn) Prepare(q string) (driver.Stmt, error) { return c.Conn.Prepare(rebind(q)) }
+// lost reports whether err left the connection closed: pgx closes it on
+// every failure of the connection itself (and on PostgreSQL's FATAL
+// errors, which end the session), never on an error that leaves the
+// session usable, such as a statement's refusal.
+func (c *rebindConn) lost(err error) bool {
+	return err != nil && c.Conn.Conn().IsClosed()
+}
+
+func (c *rebindConn) Prepare(q string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), q)
+}
 
 func (c *rebindConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
-	return c.Conn.PrepareContext(ctx, rebind(q))
+	st, err := c.Conn.PrepareContext(ctx, rebind(q))
+	if c.lost(err) && ctx.Err() == nil {
+		return nil, driver.ErrBadConn
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &rebindStmt{st.(*stdlib.Stmt), c, q}, nil
+}
+
+// rebindStmt is pgx's prepared statement, whose errors are marked as the
+// connection's (mark).
+type rebindStmt struct {
+	*stdlib.Stmt
+	c *rebindConn
+	q string
+}
+
+func (s *rebindStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	r, err := s.Stmt.ExecContext(ctx, args)
+	return r, s.c.mark(ctx, s.q, err)
+}
+
+func (s *rebindStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	r, err := s.Stmt.QueryContext(ctx, args)
+	return r, s.c.mark(ctx, s.q, err)
+}
+
+func (c *rebindConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c *rebindConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.Conn.BeginTx(ctx, opts)
+	if c.lost(err) && ctx.Err() == nil {
+		return nil, driver.ErrBadConn
+	}
+	return tx, err
 }
 
 func (c *rebindConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.ExecContext(ctx, rebind(q), args)
+	r, err := c.Conn.ExecContext(ctx, rebind(q), args)
+	return r, c.mark(ctx, q, err)
 }
 
 func (c *rebindConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.Conn.QueryContext(ctx, rebind(q), args)
+	r, err := c.Conn.QueryContext(ctx, rebind(q), args)
+	return r, c.mark(ctx, q, err)
+}
+
+// IsValid (driver.Validator) keeps a closed connection out of the pool
+// when it is given back.
+func (c *rebindConn) IsValid() bool { return !c.Conn.Conn().IsClosed() }
+
+// errConnLost marks a statement's failure that closed its connection.
+var errConnLost = errors.New("store: the connection to PostgreSQL was lost")
+
+// mark is a statement's error as database/sql and writePG should see it.
+// A lost connection is driver.ErrBadConn when the statement changed
+// nothing: pgx says it never left the process (pgconn.SafeToRetry, which
+// pgx's stdlib checks only on some paths: a query's write error reaches
+// us through its rows), or it is a plain SELECT. Otherwise it is wrapped
+// in errConnLost.
+func (c *rebindConn) mark(ctx context.Context, q string, err error) error {
+	if errors.Is(err, driver.ErrBadConn) || !c.lost(err) {
+		return err
+	}
+	if ctx.Err() == nil && (pgconn.SafeToRetry(err) || readOnly(q)) {
+		return driver.ErrBadConn
+	}
+	return fmt.Errorf("%w: %w", errConnLost, err)
+}
+
+// readOnly reports whether q is a SELECT that writes nothing (pg_notify's
+// is the only SELECT of the Store that has an effect).
+func readOnly(q string) bool {
+	return strings.HasPrefix(strings.TrimSpace(q), "SELECT") && !strings.Contains(q, "pg_notify") && !strings.Contains(q, "pg_advisory")
 }
 
 // rebound caches rewritten queries: the Store's queries are a fixed set of

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,11 +61,14 @@ type gen struct {
 	confSecret string
 	// operatorKey approves the fapi phase's project policy.
 	operatorKey string
+	// dbCPU is the CPU time the database server has used, when loadgen
+	// started it (-db postgres); nil otherwise.
+	dbCPU func() time.Duration
 }
 
 // flags are loadgen's flags.
 type flags struct {
-	dur                  time.Duration
+	dur, warmup          time.Duration
 	conc, instances      int
 	rounds               int
 	max, driftN, driftWn int64
@@ -75,6 +79,7 @@ type flags struct {
 func parseFlags() flags {
 	var f flags
 	flag.DurationVar(&f.dur, "duration", 5*time.Second, "length of each phase")
+	flag.DurationVar(&f.warmup, "warmup", 0, "flows run untimed before the flow phase (the database's connections and caches warm up)")
 	flag.IntVar(&f.conc, "c", 32, "concurrent clients")
 	flag.Int64Var(&f.max, "n", 200_000, "maximum requests (or flows) per phase")
 	flag.StringVar(&f.only, "only", "", "run one phase: token, grant, flow, fapi or drift (fapi and drift are not run by default)")
@@ -97,7 +102,7 @@ func run() error {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	db, stopDB, err := openDB(ctx, f.dbURL, filepath.Join(dir, "load.db"))
+	db, dbCPU, stopDB, err := openDB(ctx, f.dbURL, filepath.Join(dir, "load.db"))
 	if err != nil {
 		return err
 	}
@@ -110,7 +115,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	g.profile, g.dur, g.max = f.profile, f.dur, f.max
+	g.profile, g.dur, g.max, g.dbCPU = f.profile, f.dur, f.max, dbCPU
 	targets := g.hc.Transport.(*roundRobin).targets
 	fmt.Printf("loadgen: GOMAXPROCS=%d NumCPU=%d, %d concurrent clients, %s per phase (max %d), server and client in one process on loopback, %d instance(s) on %s%s\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), f.conc, f.dur, f.max, len(targets), dbKind(db), loadavg())
@@ -136,24 +141,69 @@ func newGen(ctx context.Context, db string, instances, conc int) (*gen, func(), 
 
 // openDB is the database of the run: a new SQLite file at sqlite, a
 // temporary PostgreSQL server's database for "postgres", or the URL given;
-// stop stops what it started.
-func openDB(ctx context.Context, dbURL, sqlite string) (db string, stop func(), err error) {
+// stop stops what it started. cpu is the CPU time of the PostgreSQL
+// server loadgen started, nil for another database.
+func openDB(ctx context.Context, dbURL, sqlite string) (db string, cpu func() time.Duration, stop func(), err error) {
 	switch dbURL {
 	case "":
-		return sqlite, func() {}, nil
+		return sqlite, nil, func() {}, nil
 	case "postgres":
 		c, err := pgtest.StartWith(ctx, pgtest.Options{Durable: true})
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		db, err := c.NewDatabase(ctx)
 		if err != nil {
 			c.Stop()
-			return "", nil, err
+			return "", nil, nil, err
 		}
-		return db, func() { c.Stop() }, nil
+		return db, func() time.Duration { return serverCPU(c.Pid()) }, func() { c.Stop() }, nil
 	}
-	return dbURL, func() {}, nil
+	return dbURL, nil, func() {}, nil
+}
+
+// clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// serverCPU is the CPU time of PostgreSQL's server process pid and its
+// children (its backends and workers, each in a session of its own): each
+// live one's user and system time, and the server's children's time,
+// which holds those of the children that exited. 0 where /proc cannot
+// tell.
+func serverCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var ticks int64
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state,
+		// ppid, pgrp, ..., utime (14th of the line), stime, cutime, cstime.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 15 || (f[1] != strconv.Itoa(pid) && e.Name() != strconv.Itoa(pid)) {
+			continue
+		}
+		n := 2 // utime, stime
+		if e.Name() == strconv.Itoa(pid) {
+			n = 4 // and the children's
+		}
+		for _, v := range f[11 : 11+n] {
+			t, _ := strconv.ParseInt(v, 10, 64)
+			ticks += t
+		}
+	}
+	return time.Duration(ticks) * clockTick
 }
 
 // startInstances starts the server instances on db: further instances on
@@ -217,7 +267,7 @@ func (g *gen) runPhases(f flags) error {
 		}
 	}
 	if f.only == "" || f.only == "flow" {
-		g.flowPhase()
+		g.flowPhase(f.warmup)
 	}
 	if f.only == "drift" {
 		return g.driftPhase(f.driftN, f.driftWn, f.driftProfile)
@@ -266,15 +316,29 @@ func (g *gen) grantPhase() error {
 
 // flowPhase runs full native flows, without and with an ID token (RS256
 // signing dominates the second).
-func (g *gen) flowPhase() {
-	for _, scope := range []string{"bank_accounts:read", "openid bank_accounts:read"} {
-		r := g.phase(g.max, func() error {
+// warmup > 0 runs flows of both kinds for that long first, untimed.
+func (g *gen) flowPhase(warmup time.Duration) {
+	flow := func(scope string) func() error {
+		return func() error {
 			cs, err := g.codes(scope, 1)
 			if err != nil {
 				return err
 			}
 			return g.exchange(cs[0])
-		})
+		}
+	}
+	if warmup > 0 {
+		dur, profile := g.dur, g.profile
+		g.dur, g.profile = warmup/2, ""
+		for _, scope := range []string{"bank_accounts:read", "openid bank_accounts:read"} {
+			if r := g.phase(g.max, flow(scope)); r.firstErr != nil {
+				fmt.Printf("warm-up (scope %q): %s\n", scope, r)
+			}
+		}
+		g.dur, g.profile = dur, profile
+	}
+	for _, scope := range []string{"bank_accounts:read", "openid bank_accounts:read"} {
+		r := g.phase(g.max, flow(scope))
 		fmt.Printf("full native flow (submit, decide, token; scope %q): %s\n", scope, r)
 	}
 }
@@ -310,6 +374,7 @@ type result struct {
 	ok, failed int64
 	elapsed    time.Duration
 	cpu        time.Duration // user and system CPU of the whole process (server and client)
+	dbCPU      time.Duration // the PostgreSQL server's, when loadgen started it
 	firstErr   error
 }
 
@@ -317,6 +382,10 @@ func (r result) String() string {
 	s := fmt.Sprintf("%.0f/s (%d ok, %d failed in %.2fs; process CPU %.2f cores, %.0f per CPU-second)",
 		float64(r.ok)/r.elapsed.Seconds(), r.ok, r.failed, r.elapsed.Seconds(),
 		r.cpu.Seconds()/r.elapsed.Seconds(), float64(r.ok)/r.cpu.Seconds())
+	if r.dbCPU > 0 {
+		s += fmt.Sprintf("; PostgreSQL CPU %.2f cores, %.0f per CPU-second of both", r.dbCPU.Seconds()/r.elapsed.Seconds(),
+			float64(r.ok)/(r.cpu+r.dbCPU).Seconds())
+	}
 	if r.firstErr != nil {
 		s += "; first error: " + r.firstErr.Error()
 	}
@@ -338,7 +407,11 @@ func (g *gen) phase(max int64, op func() error) result {
 		}
 	}
 	stop := time.Now().Add(g.dur)
-	begin, cpu0 := time.Now(), cpuTime()
+	dbCPU := func() time.Duration { return 0 }
+	if g.dbCPU != nil {
+		dbCPU = g.dbCPU
+	}
+	begin, cpu0, db0 := time.Now(), cpuTime(), dbCPU()
 	var wg sync.WaitGroup
 	for range g.conc {
 		wg.Add(1)
@@ -359,7 +432,7 @@ func (g *gen) phase(max int64, op func() error) result {
 		}()
 	}
 	wg.Wait()
-	return result{ok: ok.Load(), failed: failed.Load(), elapsed: time.Since(begin), cpu: cpuTime() - cpu0, firstErr: first}
+	return result{ok: ok.Load(), failed: failed.Load(), elapsed: time.Since(begin), cpu: cpuTime() - cpu0, dbCPU: dbCPU() - db0, firstErr: first}
 }
 
 // estimate is how many codes to prepare for a token phase: enough for the

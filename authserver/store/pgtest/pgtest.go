@@ -187,6 +187,28 @@ func (c *Cluster) Crash() error {
 	return nil
 }
 
+// Pid is the process id of the running server (postgres, the postmaster),
+// or 0. Its backends and workers are its children; the CPU of those that
+// exited counts in its children's time (/proc/PID/stat).
+func (c *Cluster) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil || c.cmd.Process == nil || !c.running() {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+// running is Running with c.mu held.
+func (c *Cluster) running() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // Running reports whether the server is running (not crashed or stopped).
 func (c *Cluster) Running() bool {
 	c.mu.Lock()
