@@ -237,10 +237,12 @@
       entries.push(e);
       root.appendChild(c);
     });
-    var warn = el("section", "card warn");
+    // What keeps Approve off is said beside it, in the bar that stays on
+    // screen, whichever entry was changed.
+    var warn = el("div", "warn");
     warn.id = "rules";
+    warn.setAttribute("role", "alert");
     warn.hidden = true;
-    root.appendChild(warn);
 
     function granted(key) { return !declined[key]; }
     // problems lists what keeps the choices from being approved: a rule
@@ -290,12 +292,15 @@
       warn.textContent = "";
       warn.hidden = blocked.length === 0;
       if (blocked.length) {
-        warn.appendChild(el("h2", "", "Approve is off: change your choices"));
-        var ul = el("ul");
-        blocked.forEach(function (t) { ul.appendChild(el("li", "", t)); });
-        warn.appendChild(ul);
+        warn.appendChild(el("strong", "", "Approve is off: "));
+        blocked.forEach(function (t, k) { warn.appendChild(el("span", "", (k ? " \u00b7 " : "") + t)); });
       }
-      if (approve) approve.disabled = failed.length > 0 || blocked.length > 0;
+      if (approve) {
+        // Off, but not with the disabled attribute (see inert): a press
+        // on it still reaches the page.
+        approve.dataset.blocked = blocked.length ? "true" : "false";
+        inert(approve.dataset.inert === "true");
+      }
     }
 
     var approve = null;
@@ -311,7 +316,7 @@
         declined_scopes: d.declined_scopes, declined_details: d.declined_details, lowered_maximums: d.lowered_maximums });
     }
     approve = button("Approve", "primary", "approve", function (ev) {
-      if (approve.dataset.inert !== "true" && !approve.disabled && deliberate(ev)) decide("approve");
+      if (approve.dataset.inert !== "true" && approve.dataset.blocked !== "true" && deliberate(ev)) decide("approve");
     });
     approve.addEventListener("pointerdown", notePress);
     approve.addEventListener("keydown", function (ev) {
@@ -323,11 +328,12 @@
     // page, and a press would not restart the arming.
     function inert(on) {
       approve.dataset.inert = on ? "true" : "false";
-      if (on) approve.setAttribute("aria-disabled", "true"); else approve.removeAttribute("aria-disabled");
+      if (on || approve.dataset.blocked === "true") approve.setAttribute("aria-disabled", "true"); else approve.removeAttribute("aria-disabled");
     }
     inert(true);
+    approve.disabled = failed.length > 0;
     update();
-    root.appendChild(bar([deny, approve]));
+    root.appendChild(bar([warn, deny, approve]));
     // setChoices replaces the choices with those of the automation
     // channel: it answers "" or what is wrong with them.
     function setChoices(c) {
