@@ -32,4 +32,3 @@ func TestInspectorPerEntryDecision(t *testing.T) {
 		t.Errorf("the inspector says\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
-
