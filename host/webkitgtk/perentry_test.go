@@ -16,8 +16,11 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/devapp"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/hosttest"
+	"github.com/miniapp-host/miniapp-host/playground"
+	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
 // The signing provider's client reads GET {base_url}/authorization for the
@@ -329,4 +332,85 @@ func TestConsentAutomationPerEntry(t *testing.T) {
 func detailJSON(d []map[string]any) string {
 	b, _ := json.Marshal(d)
 	return string(b)
+}
+
+// TestConsentPerEntryHandWrittenMiniapp runs a Miniapp the project did not
+// write (testdata/perentry-miniapp: a manifest, a page and a few lines of
+// script, nothing of miniapp-host new) under dev in the playground's
+// window: its own request for three scopes and a bank account shows the
+// host's per-entry consent view, the subject declines email with a real
+// click and approves, and the page gets a token response with openid,
+// profile and the bank account bound to the chosen account.
+func TestConsentPerEntryHandWrittenMiniapp(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"miniapp.webmanifest", "index.html", "app.js"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "perentry-miniapp", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, name), string(b))
+	}
+	app, err := devapp.Start(devapp.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	pw := playground.NewWindow(testWin, "test")
+	bus := bridge.NewBus(nil)
+	testBus.forwardTo(t, bus)
+	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+	p, err := playground.Start(sctx, playground.Config{Opener: pw, Bus: bus})
+	scancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("playground: close: %v", err)
+		}
+	})
+	rec := record(t)
+	launched := make(chan playground.DevEvent, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Dev(ctx, app, func(ev playground.DevEvent) {
+			if ev.Kind == playground.DevLaunched || ev.Kind == playground.DevFailed {
+				launched <- ev
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case ev := <-launched:
+		if ev.Kind == playground.DevFailed || ev.Launch.Report.Outcome != resolver.OutcomeAccepted || !ev.Launch.Window.Opened {
+			t.Fatalf("the hand-written Miniapp was not opened: %+v", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev never launched the hand-written Miniapp")
+	}
+	appHost := strings.TrimPrefix(app.Origin().String(), "http://")
+	rec.Wait(t, "its page loaded", func(e host.Event) bool { return e.Kind == host.EventLoadFinished && strings.Contains(e.URL, appHost) })
+	var clicked bool
+	evalJSON(t, `(document.getElementById("ask").click(), true)`, &clicked)
+	rec.Wait(t, "the consent view", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+	pollHost(t, `document.getElementById("approve").dataset.inert`, "false")
+	s := viewState(t)
+	if want := []string{"scope openid", "scope profile", "scope email", "detail 0"}; !slices.Equal(s.Checked, want) {
+		t.Fatalf("the consent view offers %v, want %v", s.Checked, want)
+	}
+	clickHost(t, `input.grant[value="scope email"]`)
+	waitView(t, "email declined", func(s grantState) bool { return !slices.Contains(s.Checked, "scope email") && s.Approve })
+	clickHost(t, "#approve")
+	pollJS(t, `document.body.dataset.state`, "signed-in")
+	var raw string
+	evalJSON(t, `document.getElementById("result").textContent`, &raw)
+	var r struct {
+		Scope   string           `json:"scope"`
+		Details []map[string]any `json:"authorization_details"`
+	}
+	if err := json.Unmarshal([]byte(raw), &r); err != nil || r.Scope != "openid profile" || len(r.Details) != 1 || r.Details[0]["type"] != "bank_account" || r.Details[0]["identifiers"] == nil {
+		t.Errorf("the Miniapp got %s; want scope openid profile and the bank account bound to an account", raw)
+	}
 }
