@@ -21,7 +21,10 @@ const CodeNoConsent bridge.Code = "no_consent"
 
 // CodeConsentRefused is the automation error of consent.approve when the
 // consent screen refuses approval: one of its checks failed, and only
-// consent.deny is taken.
+// consent.deny is taken; or its per-entry choices break a rule between
+// entries, name a maximum outside the requested limits or leave nothing to
+// grant (docs/native-consent.md, "2. Post the decision"), and other
+// choices are.
 const CodeConsentRefused bridge.Code = "consent_refused"
 
 // controller carries out the automation channel's commands on the window
