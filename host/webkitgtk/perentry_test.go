@@ -33,7 +33,9 @@ var signingOnce sync.Once
 func signingProvider(t *testing.T, e *hosttest.World) {
 	t.Helper()
 	var err error
-	signingOnce.Do(func() { err = e.Store.SetClientSecret(context.Background(), "signing-provider", store.Hash(signingSecret)) })
+	signingOnce.Do(func() {
+		err = e.Store.SetClientSecret(context.Background(), "signing-provider", store.Hash(signingSecret))
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
