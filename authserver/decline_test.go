@@ -173,3 +173,53 @@ func TestPerEntryConsentRules(t *testing.T) {
 		t.Fatalf("declining everything: want access_denied, got %d %v", st, m)
 	}
 }
+
+// TestPerEntryConsentLowerMaximum: the subject allows an automatic charge
+// less than it asked (docs/service.md §2.4); a maximum above the request
+// is refused naming the member and the bounds, the token's grant carries
+// the lowered maximum, a charge above it is refused, and the same request
+// asks again, since its maximum was not consented to.
+func TestPerEntryConsentLowerMaximum(t *testing.T) {
+	e := start(t)
+	base := e.u.BaseURL
+	v, c := pkce(t)
+	q := e.authParams(c)
+	q.Set("org_id", orgAndes)
+	q.Set("authorization_details", `[{"type":"`+base+`/authorization-details/automatic-charge","actions":["create_automatic_charge"],"locations":["`+base+`"],`+
+		`"transaction":{"currency":"CLP","minimum":"1000","maximum":"50000"}}]`)
+	st, m := e.native(map[string]any{"authorization_url": e.u.Authorization + "?" + q.Encode(), "subject": subAna})
+	if st != http.StatusCreated {
+		t.Fatalf("native submit: %d %v", st, m)
+	}
+	id := m["request_id"].(string)
+	st, m = e.decide(id, map[string]any{"action": "approve", "account_id": andesAcct, "lowered_maximums": []map[string]any{{"index": 0, "maximum": "60000"}}})
+	if desc, _ := m["error_description"].(string); st != http.StatusBadRequest || m["error"] != "invalid_request" ||
+		!strings.Contains(desc, "lowered_maximums[0].maximum 60000") || !strings.Contains(desc, "1000") {
+		t.Fatalf("a maximum above the request: want 400 naming the member and the bounds, got %d %v", st, m)
+	}
+	st, m = e.decide(id, map[string]any{"action": "approve", "account_id": andesAcct, "lowered_maximums": []map[string]any{{"index": 0, "maximum": "20000"}}})
+	if st != http.StatusOK {
+		t.Fatalf("decision: %d %v", st, m)
+	}
+	st, tr := e.exchange(redirectQuery(t, m["redirect_url"].(string)).Get("code"), v)
+	if st != http.StatusOK || !strings.Contains(jsonOf(t, tr["authorization_details"]), `"maximum":"20000"`) {
+		t.Fatalf("token: %d %v; want the charge at 20000", st, tr)
+	}
+	for _, tc := range []struct {
+		amount string
+		status int
+	}{{"20000", http.StatusCreated}, {"20001", http.StatusForbidden}} {
+		req, _ := http.NewRequest(http.MethodPost, base+"/automatic-charges", strings.NewReader(`{"amount":"`+tc.amount+`","currency":"CLP"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tr["access_token"].(string))
+		if st, m, _ := e.do(req); st != tc.status {
+			t.Fatalf("a charge of %s: want %d, got %d %v", tc.amount, tc.status, st, m)
+		}
+	}
+	_, c2 := pkce(t)
+	q.Set("code_challenge", c2)
+	st, m = e.native(map[string]any{"authorization_url": e.u.Authorization + "?" + q.Encode(), "subject": subAna})
+	if st != http.StatusCreated || m["consent"].(map[string]any)["remembered"] == true {
+		t.Fatalf("the same request again: want the screen (50000 was not consented to), got %d %v", st, m)
+	}
+}

@@ -85,6 +85,59 @@ type ApproveCommand struct {
 	// Account is the choice to make on the screen, one of the Accounts
 	// of the consent.shown event; "" keeps the screen's default.
 	Account string `json:"account,omitempty"`
+	// Choices, when set, are the per-entry decisions to make on the
+	// screen (docs/native-consent.md, "2. Post the decision"): what is
+	// declined, and lowered maximums. Nil keeps the screen's own
+	// (everything granted unless the subject changed it).
+	Choices *ConsentChoices `json:"-"`
+}
+
+// ConsentChoices are per-entry decisions of consent.approve, named as the
+// native-consent API names them: scopes by name, authorization_details
+// objects by their index in the request (the entries of consent.shown).
+type ConsentChoices struct {
+	DeclinedScopes  []string         `json:"declined_scopes"`
+	DeclinedDetails []int            `json:"declined_details"`
+	LoweredMaximums []LoweredMaximum `json:"lowered_maximums"`
+}
+
+// LoweredMaximum is the maximum allowed for each charge of the automatic
+// charge at Index, lower than requested (docs/service.md §2.4).
+type LoweredMaximum struct {
+	Index   int    `json:"index"`
+	Maximum string `json:"maximum"`
+}
+
+// MarshalJSON writes the command as its params: the choices' members
+// beside view and account, present only when Choices is set.
+func (c ApproveCommand) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		View    string `json:"view,omitempty"`
+		Account string `json:"account,omitempty"`
+	}
+	p := plain{View: c.View, Account: c.Account}
+	if c.Choices == nil {
+		return json.Marshal(p)
+	}
+	// Every member of the choices is sent, empty or not: set choices
+	// replace the screen's own.
+	type withChoices struct {
+		plain
+		DeclinedScopes  []string         `json:"declined_scopes"`
+		DeclinedDetails []int            `json:"declined_details"`
+		LoweredMaximums []LoweredMaximum `json:"lowered_maximums"`
+	}
+	wc := withChoices{plain: p, DeclinedScopes: c.Choices.DeclinedScopes, DeclinedDetails: c.Choices.DeclinedDetails, LoweredMaximums: c.Choices.LoweredMaximums}
+	if wc.DeclinedScopes == nil {
+		wc.DeclinedScopes = []string{}
+	}
+	if wc.DeclinedDetails == nil {
+		wc.DeclinedDetails = []int{}
+	}
+	if wc.LoweredMaximums == nil {
+		wc.LoweredMaximums = []LoweredMaximum{}
+	}
+	return json.Marshal(wc)
 }
 
 // NavigateCommand is the params of navigate.
@@ -209,7 +262,7 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 		}
 		return ctl.Open(ctx, cmd)
 	case CommandConsentApprove:
-		if err := p.only("view", "account"); err != nil {
+		if err := p.only("view", "account", "declined_scopes", "declined_details", "lowered_maximums"); err != nil {
 			return nil, invalid(err)
 		}
 		var cmd ApproveCommand
@@ -218,6 +271,9 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 			return nil, invalid(err)
 		}
 		if cmd.Account, _, err = p.str("account"); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.Choices, err = p.choices(); err != nil {
 			return nil, invalid(err)
 		}
 		return nil, ctl.ApproveConsent(ctx, cmd)

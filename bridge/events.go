@@ -97,17 +97,46 @@ type ConsentShownEvent struct {
 	// Accounts are the choices the screen offers, the values that
 	// consent.approve takes as "account".
 	Accounts []string `json:"accounts,omitempty"`
+	// Entries are the screen's entries, each of which the subject may
+	// decline unless it is fixed (docs/native-consent.md): what
+	// consent.approve's declined_scopes, declined_details and
+	// lowered_maximums name.
+	Entries []ConsentEntry `json:"entries,omitempty"`
 	// Flow is the id of the consent flow the event belongs to in the
 	// host's network log (GET /api/flows in the playground, docs/playground.md):
 	// "" when the host keeps no network log or the event is in no flow.
 	Flow string `json:"flow,omitempty"`
 }
 
+// ConsentEntry is one entry of a consent screen: a scope by Name, or an
+// authorization_details object by Index (Name is then its type).
+type ConsentEntry struct {
+	Kind  string `json:"kind"` // "scope" or "detail"
+	Name  string `json:"name"`
+	Index *int   `json:"index,omitempty"`
+	// Fixed entries cannot be declined (openid in an OpenID Connect
+	// request).
+	Fixed bool `json:"fixed,omitempty"`
+	// Minimum and Maximum are an automatic charge's requested
+	// transaction limits: a maximum from Minimum to Maximum may be given.
+	Minimum string `json:"minimum,omitempty"`
+	Maximum string `json:"maximum,omitempty"`
+	// Requires are the entries granted only together with this one
+	// ("scope NAME", "detail N"), by a catalog rule between entries.
+	Requires []string `json:"requires,omitempty"`
+}
+
 // ConsentDecidedEvent reports the subject's decision.
 type ConsentDecidedEvent struct {
 	Decision string `json:"decision"` // ConsentApproved or ConsentDenied
 	Account  string `json:"account,omitempty"`
-	Flow     string `json:"flow,omitempty"` // see ConsentShownEvent
+	// DeclinedScopes, DeclinedDetails and LoweredMaximums are the
+	// per-entry decisions of an approval: what it does not grant, and the
+	// automatic charges allowed less than they asked.
+	DeclinedScopes  []string         `json:"declined_scopes,omitempty"`
+	DeclinedDetails []int            `json:"declined_details,omitempty"`
+	LoweredMaximums []LoweredMaximum `json:"lowered_maximums,omitempty"`
+	Flow            string           `json:"flow,omitempty"` // see ConsentShownEvent
 }
 
 // CodeIssuedEvent reports an authorization code. The code itself never

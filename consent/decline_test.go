@@ -135,3 +135,52 @@ func TestDecliningEverything(t *testing.T) {
 		t.Fatal("a deny is not a denial")
 	}
 }
+
+// TestLowerMaximum: the subject lowers an automatic charge's maximum; the
+// grant and what is remembered carry the lowered amount, and a maximum
+// outside the requested limits, not an amount, on a declined or
+// limitless object is refused naming the field and how to fix it.
+func TestLowerMaximum(t *testing.T) {
+	charge := `[{"type":"https://inv.example/authorization-details/documents","actions":["read"],"locations":["https://inv.example/api"]},` +
+		`{"type":"` + base + `/authorization-details/automatic-charge","actions":["create_automatic_charge"],"locations":["` + base + `"],` +
+		`"transaction":{"currency":"CLP","minimum":"1000","maximum":"50000"}}]`
+	m, res := build(t, "", charge, "org")
+	ok := Decision{Action: Approve, DeclinedDetails: []int{0}, AccountID: candidates[2].ID, LoweredMaximums: []LoweredMaximum{{Index: 1, Maximum: "20000"}}}
+	if err := m.Validate(ok); err != nil {
+		t.Fatalf("lowering to 20000: %v", err)
+	}
+	js, err := GrantedDetails(res, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"maximum":"20000"`) || !strings.Contains(string(js), `"minimum":"1000"`) || strings.Contains(string(js), "documents") {
+		t.Fatalf("granted %s, want the charge alone with maximum 20000", js)
+	}
+	if keys := Keys(Granted(res, ok)); len(keys) != 1 || !strings.Contains(keys[0], `"maximum":"20000"`) {
+		t.Fatalf("remembered %v, want the lowered charge", keys)
+	}
+	if res.Details[1].Object["transaction"].(map[string]any)["maximum"] != "50000" {
+		t.Fatal("lowering changed the request itself")
+	}
+	for _, tc := range []struct {
+		name string
+		lm   []LoweredMaximum
+		dec  []int
+		want string
+	}{
+		{"above the requested maximum", []LoweredMaximum{{1, "60000"}}, nil, "from 1000 (transaction.minimum) to 50000"},
+		{"below the minimum", []LoweredMaximum{{1, "999"}}, nil, "outside the requested limits"},
+		{"not an amount", []LoweredMaximum{{1, "020000"}}, nil, `lowered_maximums[0].maximum "020000" is not an amount`},
+		{"no transaction", []LoweredMaximum{{0, "10"}}, nil, "index 0 has no transaction.maximum"},
+		{"declined", []LoweredMaximum{{1, "2000"}}, []int{1}, "index 1 is declined"},
+		{"twice", []LoweredMaximum{{1, "2000"}, {1, "3000"}}, nil, "named twice"},
+		{"not requested", []LoweredMaximum{{7, "2000"}}, nil, "index 7 is not the index"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decision{Action: Approve, AccountID: candidates[0].ID, DeclinedDetails: tc.dec, LoweredMaximums: tc.lm}
+			if err := m.Validate(d); !errors.Is(err, ErrBadMaximum) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want ErrBadMaximum with %q, got %v", tc.want, err)
+			}
+		})
+	}
+}

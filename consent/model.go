@@ -14,6 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +103,10 @@ type Permission struct {
 	// OwnerSubject (bank_account) or OwnerCompany (automatic-charge, whose
 	// sources are the Company's, docs/service.md §2.4).
 	AccountOwner string `json:"account_owner,omitempty"`
+	// CompanyScoped is true on a detail that acts for the request's
+	// Company (docs/service.md §2.2 rule 3): the consent screen names the
+	// Company beside it.
+	CompanyScoped bool `json:"company_scoped,omitempty"`
 	// Fixed is true when the entry cannot be declined: `openid` in an
 	// OpenID Connect request (declining it would make the request no
 	// sign-in at all). Every other entry can be declined (Decision).
@@ -310,7 +316,8 @@ func Build(cat *catalog.Catalog, in Input) *Model {
 	offered := map[string][]Account{}
 	for _, d := range in.Result.Details {
 		p := Permission{Kind: KindDetail, Name: d.Type.Name, Key: d.Type.Key, Meaning: d.Type.Meaning,
-			Provider: string(d.Type.Provider), Resource: d.Type.Resource, Index: &d.Index, Limits: limitsOf(d.Object)}
+			Provider: string(d.Type.Provider), Resource: d.Type.Resource, Index: &d.Index, Limits: limitsOf(d.Object),
+			CompanyScoped: d.Type.CompanyScoped}
 		for _, a := range d.Actions {
 			act, _ := d.Type.Action(a)
 			p.Actions = append(p.Actions, Action{Name: a, Meaning: act.Meaning})
@@ -452,6 +459,19 @@ type Decision struct {
 	// DeclinedDetails are the indexes in authorization_details of the
 	// requested objects the subject does not grant.
 	DeclinedDetails []int `json:"declined_details,omitempty"`
+	// LoweredMaximums lower the `transaction.maximum` of granted
+	// automatic-charge objects (docs/service.md §2.4): the subject allows
+	// smaller charges than the Miniapp asked for, never larger ones.
+	LoweredMaximums []LoweredMaximum `json:"lowered_maximums,omitempty"`
+}
+
+// LoweredMaximum is the subject's own `transaction.maximum` for the
+// granted object at Index of authorization_details: an amount
+// (docs/service.md §2.2 rule 5) from the requested minimum up to the
+// requested maximum.
+type LoweredMaximum struct {
+	Index   int    `json:"index"`
+	Maximum string `json:"maximum"`
 }
 
 // Errors of Validate.
@@ -467,6 +487,10 @@ var (
 	// ErrRuleBroken is a decision whose granted entries break a catalog
 	// rule between entries (company-identity without company-addresses).
 	ErrRuleBroken = errors.New("consent: the granted entries break a catalog rule")
+	// ErrBadMaximum is a lowered maximum that names no granted
+	// automatic-charge object, is not an amount, or is outside the
+	// requested minimum and maximum.
+	ErrBadMaximum = errors.New("consent: a lowered maximum is not valid")
 )
 
 // Validate checks a decision against the model: its action, that a check
@@ -494,6 +518,9 @@ func (m *Model) Validate(d Decision) error {
 		return nil // a denial
 	}
 	if err := m.checkRules(scopes, details); err != nil {
+		return err
+	}
+	if err := m.checkMaximums(d.LoweredMaximums, details); err != nil {
 		return err
 	}
 	var owners []string
@@ -586,6 +613,48 @@ func (m *Model) checkRules(scopes []string, details []int) error {
 	}
 	return nil
 }
+
+// checkMaximums checks the lowered maximums of a decision: each names a
+// granted object with a transaction (an automatic charge), once, and is an
+// amount from the requested minimum to the requested maximum.
+func (m *Model) checkMaximums(lowered []LoweredMaximum, details []int) error {
+	for i, lm := range lowered {
+		at := fmt.Sprintf("lowered_maximums[%d]", i)
+		k := slices.IndexFunc(m.Permissions, func(p Permission) bool { return p.Kind == KindDetail && p.Index != nil && *p.Index == lm.Index })
+		switch {
+		case k < 0:
+			return fmt.Errorf("%w: %s.index %d is not the index of a requested authorization_details object", ErrBadMaximum, at, lm.Index)
+		case m.Permissions[k].Limits == nil || m.Permissions[k].Limits.Maximum == "":
+			return fmt.Errorf("%w: %s.index %d has no transaction.maximum to lower (only an automatic charge has one)", ErrBadMaximum, at, lm.Index)
+		case !slices.Contains(details, lm.Index):
+			return fmt.Errorf("%w: %s.index %d is declined; lower the maximum of a granted object only", ErrBadMaximum, at, lm.Index)
+		case slices.ContainsFunc(lowered[:i], func(o LoweredMaximum) bool { return o.Index == lm.Index }):
+			return fmt.Errorf("%w: %s.index %d is named twice; give one maximum per object", ErrBadMaximum, at, lm.Index)
+		}
+		l := m.Permissions[k].Limits
+		v, ok := amount(lm.Maximum)
+		if !ok {
+			return fmt.Errorf("%w: %s.maximum %q is not an amount (digits, no leading zero, at most 15: %s)", ErrBadMaximum, at, lm.Maximum, catalog.AmountPattern)
+		}
+		lo, _ := amount(l.Minimum)
+		hi, _ := amount(l.Maximum)
+		if v < lo || v > hi {
+			return fmt.Errorf("%w: %s.maximum %s is outside the requested limits; give an amount from %s (transaction.minimum) to %s (transaction.maximum)", ErrBadMaximum, at, lm.Maximum, l.Minimum, l.Maximum)
+		}
+	}
+	return nil
+}
+
+// amount reads an amount of docs/service.md §2.2 rule 5.
+func amount(s string) (int64, bool) {
+	if !amountRe.MatchString(s) {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return v, err == nil
+}
+
+var amountRe = regexp.MustCompile(catalog.AmountPattern)
 
 // grants reports whether p is among the granted entries.
 func grants(p Permission, scopes []string, details []int) bool {
@@ -704,11 +773,34 @@ func Granted(res *catalog.Result, d Decision) *catalog.Result {
 		}
 	}
 	for _, det := range res.Details {
-		if !slices.Contains(d.DeclinedDetails, det.Index) {
-			g.Details = append(g.Details, det)
+		if slices.Contains(d.DeclinedDetails, det.Index) {
+			continue
 		}
+		if k := slices.IndexFunc(d.LoweredMaximums, func(lm LoweredMaximum) bool { return lm.Index == det.Index }); k >= 0 {
+			det = lowered(det, d.LoweredMaximums[k].Maximum)
+		}
+		g.Details = append(g.Details, det)
 	}
 	return g
+}
+
+// lowered is det with its transaction.maximum set to maximum: what the
+// grant holds, and what is remembered as consented (Keys), so that the
+// requested maximum is asked for again.
+func lowered(det catalog.Detail, maximum string) catalog.Detail {
+	t, ok := det.Object["transaction"].(map[string]any)
+	if !ok {
+		return det
+	}
+	obj := maps.Clone(det.Object)
+	tx := maps.Clone(t)
+	tx["maximum"] = maximum
+	obj["transaction"] = tx
+	det.Object = obj
+	if js, err := json.Marshal(obj); err == nil {
+		det.JSON = js
+	}
+	return det
 }
 
 // Denies reports whether a decision, which passed Validate, is a denial:

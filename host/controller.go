@@ -21,7 +21,10 @@ const CodeNoConsent bridge.Code = "no_consent"
 
 // CodeConsentRefused is the automation error of consent.approve when the
 // consent screen refuses approval: one of its checks failed, and only
-// consent.deny is taken.
+// consent.deny is taken; or its per-entry choices break a rule between
+// entries, name a maximum outside the requested limits or leave nothing to
+// grant (docs/native-consent.md, "2. Post the decision"), and other
+// choices are.
 const CodeConsentRefused bridge.Code = "consent_refused"
 
 // controller carries out the automation channel's commands on the window
@@ -66,17 +69,23 @@ func (c *controller) consentOnScreen() bool {
 
 // press decides the consent on screen through the host page's own
 // hostPress, which applies the screen's rules (a failed check refuses
-// approval; Approve is not armed at once) but not the pointer rule: the
-// channel's token is the caller's proof of intent. It waits out the
-// arming delay the page names.
-func (c *controller) press(ctx context.Context, account, action string) error {
+// approval; so do per-entry choices that break a rule between entries;
+// Approve is not armed at once) but not the pointer rule: the channel's
+// token is the caller's proof of intent. choices, when not nil, are the
+// per-entry decisions to make first. It waits out the arming delay the
+// page names.
+func (c *controller) press(ctx context.Context, account, action string, choices *bridge.ConsentChoices) error {
 	if !c.consentOnScreen() {
 		return bridge.Errorf(CodeNoConsent, "no consent screen is shown")
 	}
 	a, _ := json.Marshal(account)
 	b, _ := json.Marshal(action)
+	ch := []byte("null")
+	if choices != nil {
+		ch, _ = json.Marshal(choices)
+	}
 	for {
-		out, err := c.w.EvalHost(ctx, `window.hostPress(`+string(b)+`, `+string(a)+`)`)
+		out, err := c.w.EvalHost(ctx, `window.hostPress(`+string(b)+`, `+string(a)+`, `+string(ch)+`)`)
 		if err != nil {
 			return err
 		}
@@ -91,6 +100,12 @@ func (c *controller) press(ctx context.Context, account, action string) error {
 			return bridge.Errorf(bridge.CodeInvalidParams, "account %q is not offered on the consent screen", account)
 		case answer == "disabled":
 			return bridge.Errorf(CodeConsentRefused, "the consent screen refuses %s: a check failed", action)
+		case strings.HasPrefix(answer, "refused "):
+			// docs/native-consent.md, "2. Post the decision": the rest
+			// must keep the catalog's rules between entries.
+			return bridge.Errorf(CodeConsentRefused, "the consent screen refuses %s with these choices: %s", action, strings.TrimPrefix(answer, "refused "))
+		case strings.HasPrefix(answer, "invalid "):
+			return bridge.Errorf(bridge.CodeInvalidParams, "%s", strings.TrimPrefix(answer, "invalid "))
 		case answer == "no-consent":
 			return bridge.Errorf(CodeNoConsent, "no consent screen is shown")
 		case strings.HasPrefix(answer, "wait "):
@@ -116,7 +131,7 @@ func (c *controller) ApproveConsent(ctx context.Context, cmd bridge.ApproveComma
 	if err := checkView(cmd.View); err != nil {
 		return err
 	}
-	return c.press(ctx, cmd.Account, "approve")
+	return c.press(ctx, cmd.Account, "approve", cmd.Choices)
 }
 
 // DenyConsent implements bridge.Controller.
@@ -124,7 +139,7 @@ func (c *controller) DenyConsent(ctx context.Context, cmd bridge.ViewCommand) er
 	if err := checkView(cmd.View); err != nil {
 		return err
 	}
-	return c.press(ctx, "", "deny")
+	return c.press(ctx, "", "deny", nil)
 }
 
 // Navigate implements bridge.Controller: the policy decides the URL as any

@@ -224,9 +224,9 @@ func (w *Window) bridgeMessage(raw string) {
 // hostMessage runs for messages of the host's view.
 func (w *Window) hostMessage(raw string) {
 	var m struct {
-		Action  string `json:"action"`
-		Screen  string `json:"screen"`
-		Account string `json:"account"`
+		Action string `json:"action"`
+		Screen string `json:"screen"`
+		hostDecision
 	}
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
 		return
@@ -247,7 +247,7 @@ func (w *Window) hostMessage(raw string) {
 			}
 		}
 	case "approve":
-		go w.decide(consent.Decision{Action: consent.Approve, AccountID: m.Account})
+		go w.decide(m.approval())
 	case "deny":
 		go w.decide(consent.Decision{Action: consent.Deny})
 	case "reload":

@@ -53,6 +53,7 @@ func shownEvent(u *url.URL, model json.RawMessage) *bridge.ConsentShownEvent {
 		for _, a := range m.Accounts {
 			ev.Accounts = append(ev.Accounts, a.ID)
 		}
+		ev.Entries = consentEntries(m)
 	}
 	return ev
 }
@@ -223,11 +224,7 @@ func (w *Window) decide(d consent.Decision) {
 		return // no consent on screen, or its screen is not shown yet
 	}
 	w.emit(Event{Kind: EventConsentDecided, Detail: d.Action})
-	decided := bridge.ConsentDecidedEvent{Decision: bridge.ConsentDenied, Flow: f.net.ID()}
-	if d.Action == consent.Approve {
-		decided = bridge.ConsentDecidedEvent{Decision: bridge.ConsentApproved, Account: d.AccountID, Flow: f.net.ID()}
-	}
-	w.publish(decided)
+	w.publish(decidedEvent(d, f.net.ID()))
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
 	defer cancel()
 	redirect, err := f.app.Consent.Decide(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindNativeConsent), id, d)

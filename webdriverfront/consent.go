@@ -66,29 +66,37 @@ func (f *Front) decide(w http.ResponseWriter, r *http.Request, s *session, appro
 		return
 	}
 	var params struct {
-		Account string `json:"account"`
+		Account         string                  `json:"account"`
+		DeclinedScopes  []string                `json:"declined_scopes"`
+		DeclinedDetails []int                   `json:"declined_details"`
+		LoweredMaximums []bridge.LoweredMaximum `json:"lowered_maximums"`
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		d := json.NewDecoder(bytes.NewReader(body))
 		d.DisallowUnknownFields()
 		if err := d.Decode(&params); err != nil || d.More() {
-			what := `{"account": "..."} (optional) or {}`
+			what := `{} or {"account": "...", "declined_scopes": [...], "declined_details": [...], "lowered_maximums": [{"index": N, "maximum": "..."}]} (each member optional)`
 			if !approve {
 				what = "{}"
 			}
 			writeError(w, http.StatusBadRequest, errInvalidArgument, fmt.Sprintf("the body must be %s: %v", what, err))
 			return
 		}
-		if !approve && params.Account != "" {
-			writeError(w, http.StatusBadRequest, errInvalidArgument, "deny takes no account: the body must be {}")
+		if !approve && (params.Account != "" || params.DeclinedScopes != nil || params.DeclinedDetails != nil || params.LoweredMaximums != nil) {
+			writeError(w, http.StatusBadRequest, errInvalidArgument, "deny takes no account and no per-entry decisions: the body must be {}")
 			return
 		}
 	}
 	after := s.auto.Last()
 	ctx := r.Context()
-	if approve {
+	switch {
+	case approve && (params.DeclinedScopes != nil || params.DeclinedDetails != nil || params.LoweredMaximums != nil):
+		// Per-entry decisions (docs/webdriver.md, "The consent screen").
+		err = s.auto.ApproveWith(ctx, "", params.Account, bridge.ConsentChoices{DeclinedScopes: params.DeclinedScopes,
+			DeclinedDetails: params.DeclinedDetails, LoweredMaximums: params.LoweredMaximums})
+	case approve:
 		err = s.auto.Approve(ctx, "", params.Account)
-	} else {
+	default:
 		err = s.auto.Deny(ctx, "")
 	}
 	var ce *client.Error

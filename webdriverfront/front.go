@@ -17,7 +17,7 @@
 // host's automation channel:
 //
 //	GET  /session/{id}/miniapp-host/consent          the consent shown, or no such alert
-//	POST /session/{id}/miniapp-host/consent/approve  {"account": "..."} optional
+//	POST /session/{id}/miniapp-host/consent/approve  {"account", "declined_scopes", "declined_details", "lowered_maximums"} each optional
 //	POST /session/{id}/miniapp-host/consent/deny
 package webdriverfront
 

@@ -150,11 +150,37 @@
       root.appendChild(r);
     }
 
-    (m.permissions || []).forEach(function (p) {
+    // Per-entry consent (docs/native-consent.md, "2. Post the decision"):
+    // every entry but a fixed one (openid in an OpenID Connect request) has
+    // a checkbox, checked by default; an automatic charge's maximum may be
+    // lowered. The choices live in this state and change only by trusted
+    // input once the screen is armed, or by hostPress; the checkboxes and
+    // fields show the state.
+    var perms = m.permissions || [];
+    var declined = {};   // entry ("scope NAME", "detail N") -> true
+    var maxOf = {};      // detail index -> the maximum typed ("" = as requested)
+    var entries = [];    // {p, key, box, card, max}
+    function entryKey(p) { return p.kind === "detail" && p.index !== undefined ? "detail " + p.index : "scope " + p.name; }
+    function label(p) { return p.kind === "detail" ? (p.key || p.name) : p.name; }
+    var chooser = null;
+    perms.forEach(function (p, i) {
+      var key = entryKey(p);
       var c = el("section", "card perm");
-      c.appendChild(el("h2", "", p.meaning || p.name));
-      var code = el("code", "", p.name + (p.provider ? " \u00b7 " + p.provider : ""));
-      c.appendChild(code);
+      c.dataset.entry = key;
+      var head = el("label", "grant");
+      var box = document.createElement("input");
+      box.type = "checkbox";
+      box.className = "grant";
+      box.id = "grant-" + i;
+      box.value = key;
+      box.checked = true;
+      if (p.fixed) box.disabled = true;
+      head.appendChild(box);
+      head.appendChild(el("h2", "", p.meaning || p.name));
+      c.appendChild(head);
+      c.appendChild(el("code", "", p.name + (p.provider ? " \u00b7 " + p.provider : "")));
+      if (p.fixed) c.appendChild(el("div", "note", "Needed to sign you in: it cannot be declined."));
+      if (p.company_scoped && company) c.appendChild(el("div", "limits", "For the company " + company.name + (company.legal_id ? " \u00b7 " + company.legal_id : "")));
       var acts = p.actions || [];
       if (acts.length) {
         var ul = el("ul");
@@ -162,38 +188,135 @@
         c.appendChild(ul);
       }
       limits(p).forEach(function (l) { c.appendChild(el("div", "limits", l)); });
+      var e = { p: p, key: key, box: box, card: c, max: null };
+      if (p.kind === "detail" && p.limits && p.limits.maximum) {
+        var row = el("label", "maxrow");
+        row.appendChild(el("span", "", "Largest charge you allow (CLP, " + p.limits.minimum + " to " + p.limits.maximum + ")"));
+        var inp = document.createElement("input");
+        inp.type = "text";
+        inp.inputMode = "numeric";
+        inp.id = "maximum-" + p.index;
+        inp.className = "maximum";
+        inp.value = p.limits.maximum;
+        inp.addEventListener("input", function (ev) {
+          if (!ev.isTrusted || !armed()) { inp.value = maxOf[p.index] || p.limits.maximum; return; }
+          maxOf[p.index] = inp.value.trim() === p.limits.maximum ? "" : inp.value.trim();
+          update();
+        });
+        row.appendChild(inp);
+        c.appendChild(row);
+        e.max = inp;
+      }
+      if (p.needs_account && m.account_required && (m.accounts || []).length) {
+        if (!chooser) {
+          chooser = el("fieldset", "accounts");
+          chooser.id = "accounts";
+          chooser.appendChild(el("legend", "", "Account to share"));
+          m.accounts.forEach(function (a, k) {
+            var lab = el("label", "acct");
+            var input = document.createElement("input");
+            input.type = "radio";
+            input.name = "account";
+            input.value = a.id;
+            if (k === 0) input.checked = true;
+            lab.appendChild(input);
+            lab.appendChild(el("span", "", a.name + (a.number ? " \u00b7 " + a.number : "") + (a.currency ? " \u00b7 " + a.currency : "")));
+            chooser.appendChild(lab);
+          });
+          c.appendChild(chooser);
+        } else {
+          c.appendChild(el("div", "note", "Uses the account chosen above."));
+        }
+      }
+      box.addEventListener("click", function (ev) {
+        // Only a deliberate click, once armed, changes what is granted.
+        if (!ev.isTrusted || !armed() || p.fixed) { ev.preventDefault(); return; }
+        if (box.checked) delete declined[key]; else declined[key] = true;
+        update();
+      });
+      entries.push(e);
       root.appendChild(c);
     });
+    // What keeps Approve off is said beside it, in the bar that stays on
+    // screen, whichever entry was changed.
+    var warn = el("div", "warn");
+    warn.id = "rules";
+    warn.setAttribute("role", "alert");
+    warn.hidden = true;
 
-    var chooser = null;
-    if (m.account_required && (m.accounts || []).length) {
-      chooser = el("fieldset", "card accounts");
-      chooser.id = "accounts";
-      chooser.appendChild(el("legend", "", "Account to share"));
-      m.accounts.forEach(function (a, i) {
-        var lab = el("label", "acct");
-        var input = document.createElement("input");
-        input.type = "radio";
-        input.name = "account";
-        input.value = a.id;
-        if (i === 0) input.checked = true;
-        lab.appendChild(input);
-        lab.appendChild(el("span", "", a.name + (a.number ? " \u00b7 " + a.number : "") + (a.currency ? " \u00b7 " + a.currency : "")));
-        chooser.appendChild(lab);
+    function granted(key) { return !declined[key]; }
+    // problems lists what keeps the choices from being approved: a rule
+    // between entries (each permission's requires), a maximum that is not
+    // an amount within the requested limits, nothing left to grant.
+    function problems() {
+      var out = [];
+      entries.forEach(function (e) {
+        if (!granted(e.key)) return;
+        (e.p.requires || []).forEach(function (r) {
+          if (!granted(r.kind === "detail" && r.index !== undefined ? "detail " + r.index : "scope " + r.name)) out.push(r.message);
+        });
+        var v = maxOf[e.p.index];
+        if (e.max && v) {
+          var l = e.p.limits;
+          if (!/^[1-9][0-9]{0,14}$/.test(v)) out.push(label(e.p) + ": the largest charge must be an amount in whole CLP, digits only");
+          else if (Number(v) < Number(l.minimum) || Number(v) > Number(l.maximum)) out.push(label(e.p) + ": the largest charge must be from " + l.minimum + " to " + l.maximum + " CLP");
+        }
       });
-      root.appendChild(chooser);
+      if (entries.length && entries.every(function (e) { return !granted(e.key); })) out.push("Nothing is left to grant: deny instead, or keep an entry.");
+      return out;
+    }
+    function choices() {
+      var d = { declined_scopes: [], declined_details: [], lowered_maximums: [] };
+      entries.forEach(function (e) {
+        if (!granted(e.key)) {
+          if (e.p.kind === "detail") d.declined_details.push(e.p.index); else d.declined_scopes.push(e.p.name);
+        } else if (e.max && maxOf[e.p.index]) {
+          d.lowered_maximums.push({ index: e.p.index, maximum: maxOf[e.p.index] });
+        }
+      });
+      d.needs_account = entries.some(function (e) { return e.p.needs_account && granted(e.key); });
+      return d;
+    }
+    var blocked = [];
+    function update() {
+      entries.forEach(function (e) {
+        e.box.checked = granted(e.key);
+        e.card.classList.toggle("declined", !granted(e.key));
+        if (e.max) {
+          e.max.disabled = !granted(e.key);
+          if (document.activeElement !== e.max) e.max.value = maxOf[e.p.index] || e.p.limits.maximum;
+        }
+      });
+      if (chooser) chooser.hidden = !choices().needs_account;
+      blocked = problems();
+      warn.textContent = "";
+      warn.hidden = blocked.length === 0;
+      if (blocked.length) {
+        warn.appendChild(el("strong", "", "Approve is off: "));
+        blocked.forEach(function (t, k) { warn.appendChild(el("span", "", (k ? " \u00b7 " : "") + t)); });
+      }
+      if (approve) {
+        // Off, but not with the disabled attribute (see inert): a press
+        // on it still reaches the page.
+        approve.dataset.blocked = blocked.length ? "true" : "false";
+        inert(approve.dataset.inert === "true");
+      }
     }
 
+    var approve = null;
     function decide(action) {
       if (approve.dataset.decided) return;
       approve.dataset.decided = action;
       var chosen = chooser && chooser.querySelector("input:checked");
       approve.disabled = deny.disabled = true;
       decideNow = null;
-      post(action === "approve" ? { action: "approve", account: chosen ? chosen.value : "" } : { action: "deny" });
+      if (action !== "approve") { post({ action: "deny" }); return; }
+      var d = choices();
+      post({ action: "approve", account: d.needs_account && chosen ? chosen.value : "",
+        declined_scopes: d.declined_scopes, declined_details: d.declined_details, lowered_maximums: d.lowered_maximums });
     }
-    var approve = button("Approve", "primary", "approve", function (ev) {
-      if (approve.dataset.inert !== "true" && deliberate(ev)) decide("approve");
+    approve = button("Approve", "primary", "approve", function (ev) {
+      if (approve.dataset.inert !== "true" && approve.dataset.blocked !== "true" && deliberate(ev)) decide("approve");
     });
     approve.addEventListener("pointerdown", notePress);
     approve.addEventListener("keydown", function (ev) {
@@ -205,13 +328,46 @@
     // page, and a press would not restart the arming.
     function inert(on) {
       approve.dataset.inert = on ? "true" : "false";
-      if (on) approve.setAttribute("aria-disabled", "true"); else approve.removeAttribute("aria-disabled");
+      if (on || approve.dataset.blocked === "true") approve.setAttribute("aria-disabled", "true"); else approve.removeAttribute("aria-disabled");
     }
     inert(true);
     approve.disabled = failed.length > 0;
-    root.appendChild(bar([deny, approve]));
-    decideNow = function (action) {
+    update();
+    root.appendChild(bar([warn, deny, approve]));
+    // setChoices replaces the choices with those of the automation
+    // channel: it answers "" or what is wrong with them.
+    function setChoices(c) {
+      var nd = {}, nm = {};
+      var i, k;
+      for (i = 0; i < (c.declined_scopes || []).length; i++) {
+        var s = c.declined_scopes[i];
+        k = entries.filter(function (e) { return e.p.kind !== "detail" && e.p.name === s; })[0];
+        if (!k) return "declined_scopes[" + i + "] " + JSON.stringify(s) + " is not a scope on the screen";
+        if (k.p.fixed) return "declined_scopes[" + i + "] " + JSON.stringify(s) + " is the sign-in of an OpenID Connect request and cannot be declined";
+        nd[k.key] = true;
+      }
+      for (i = 0; i < (c.declined_details || []).length; i++) {
+        var x = c.declined_details[i];
+        if (!entries.some(function (e) { return e.key === "detail " + x; })) return "declined_details[" + i + "] " + JSON.stringify(x) + " is not the index of a detail on the screen";
+        nd["detail " + x] = true;
+      }
+      for (i = 0; i < (c.lowered_maximums || []).length; i++) {
+        var lm = c.lowered_maximums[i] || {};
+        if (!entries.some(function (e) { return e.max && e.p.index === lm.index; })) return "lowered_maximums[" + i + "].index " + JSON.stringify(lm.index) + " is not an automatic charge on the screen";
+        nm[lm.index] = String(lm.maximum);
+      }
+      declined = nd;
+      maxOf = nm;
+      update();
+      return "";
+    }
+    decideNow = function (action, c) {
+      if (action === "approve" && c) {
+        var bad = setChoices(c);
+        if (bad) return "invalid " + bad;
+      }
       if (action === "approve" && failed.length) return "disabled";
+      if (action === "approve" && blocked.length) return "refused " + blocked.join("; ");
       if (action === "approve" && !armed()) return "wait " + Math.ceil(armedAt === Infinity ? armMs : armedAt - performance.now());
       decide(action);
       return "ok";
@@ -239,17 +395,21 @@
 
   // hostPress is how the host itself (the automation channel, whose token
   // is its proof of intent) presses a button of the consent on screen:
-  // arming and failed checks apply, the pointer rule does not. It answers
-  // "ok", "disabled" (a check failed), "wait <ms>" (not armed yet),
+  // arming, failed checks and the rules between entries apply, the pointer
+  // rule does not. choices, when given, replaces the per-entry choices
+  // ({declined_scopes, declined_details, lowered_maximums}); without it
+  // the screen's own are kept. It answers "ok", "disabled" (a check
+  // failed), "refused <why>" (the choices break a rule), "invalid <why>"
+  // (a choice names no entry of the screen), "wait <ms>" (not armed yet),
   // "no-account", or "no-consent". The Miniapp's pages cannot reach it.
-  window.hostPress = function (action, account) {
+  window.hostPress = function (action, account, choices) {
     if (!decideNow) return "no-consent";
     if (account) {
       var r = Array.prototype.find.call(document.querySelectorAll("input[name=account]"), function (x) { return x.value === account; });
       if (!r) return "no-account";
       r.checked = true;
     }
-    return decideNow(action);
+    return decideNow(action, choices);
   };
 
   function message(s, buttons) {

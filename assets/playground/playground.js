@@ -616,7 +616,13 @@
           (d.authorization_details ? " details " + types(d.authorization_details) : "") +
           (d.org_id ? " for " + str(d.org_id) : "") + (d.accounts ? "; accounts " + list(d.accounts) : "");
       case "consent.decided":
-        return str(d.decision) + (d.account ? " with account " + str(d.account) : "");
+        // Per-entry decisions (docs/native-consent.md): what the approval
+        // declined, and the automatic charges allowed less than asked.
+        return str(d.decision) + (d.account ? " with account " + str(d.account) : "") +
+          (d.declined_scopes && d.declined_scopes.length ? "; declined scopes " + list(d.declined_scopes) : "") +
+          (d.declined_details && d.declined_details.length ? "; declined details " + list(d.declined_details.map((i) => "#" + i)) : "") +
+          (Array.isArray(d.lowered_maximums) && d.lowered_maximums.length ? "; lowered maximum " +
+            d.lowered_maximums.map((m) => "#" + str(m && m.index) + " to " + str(m && m.maximum) + " CLP").join(", ") : "");
       case "code.issued":
         return "code for " + str(d.client_id) + " → " + str(d.redirect_uri) + " (fingerprint " + str(d.fingerprint) + ")";
       case "token.issued":

@@ -289,6 +289,14 @@ func (c *Client) Approve(ctx context.Context, view, account string) error {
 	return c.Do(ctx, bridge.CommandConsentApprove, bridge.ApproveCommand{View: view, Account: account}, nil)
 }
 
+// ApproveWith approves the consent screen shown in view with per-entry
+// decisions (docs/automation.md, "Commands"): the entries choices declines
+// are not granted, and its lowered maximums bound the automatic charges.
+// A rest that breaks a rule between entries is refused (consent_refused).
+func (c *Client) ApproveWith(ctx context.Context, view, account string, choices bridge.ConsentChoices) error {
+	return c.Do(ctx, bridge.CommandConsentApprove, bridge.ApproveCommand{View: view, Account: account, Choices: &choices}, nil)
+}
+
 // Deny denies the consent screen shown in view.
 func (c *Client) Deny(ctx context.Context, view string) error {
 	return c.Do(ctx, bridge.CommandConsentDeny, bridge.ViewCommand{View: view}, nil)

@@ -160,6 +160,13 @@ type consentModel struct {
 	ClientID string   `json:"client_id"`
 	Scopes   []string `json:"scopes"`
 	Accounts []string `json:"accounts"`
+	// Entries are what may be declined: each scope by name, each
+	// authorization_details object by index, those Fixed never.
+	Entries []struct {
+		Kind  string `json:"kind"`
+		Name  string `json:"name"`
+		Fixed bool   `json:"fixed"`
+	} `json:"entries"`
 }
 
 // consentShown waits (bounded) until a consent screen is shown and
@@ -263,6 +270,53 @@ func TestMain(m *testing.M) {
 	// body is labelled JSON.
 	selenium.HTTPClient = &http.Client{Timeout: commandTimeout, Transport: jsonBodies{http.DefaultTransport}}
 	os.Exit(m.Run())
+}
+
+// TestPublicDemoDeclinesProfile approves the public demo's consent screen
+// with a per-entry decision (docs/webdriver.md, "The consent screen"):
+// openid cannot be declined (400 invalid argument, the screen stays), the
+// profile scope is, and the token the page gets carries openid alone. It
+// runs before TestPublicDemoSignsIn: the service remembers only what was
+// granted, so that test's request for profile is asked again.
+func TestPublicDemoDeclinesProfile(t *testing.T) {
+	s := loadSetup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout)
+	defer cancel()
+	ss := newSession(t, s, s.public, "demo-public")
+	ss.waitScript(t, "the start page", `return document.readyState === "complete" && !!document.getElementById("bridge-signin")`, true)
+	ss.click(t, "#bridge-signin")
+	shown := ss.consentShown(t, ctx)
+	var fixed []string
+	for _, e := range shown.Entries {
+		if e.Fixed {
+			fixed = append(fixed, e.Kind+" "+e.Name)
+		}
+	}
+	if !slices.Contains(shown.Scopes, "profile") || !slices.Equal(fixed, []string{"scope openid"}) {
+		t.Fatalf("the consent screen asks for %+v; want profile among its scopes and openid alone fixed", shown)
+	}
+	var decided struct {
+		Decision       string   `json:"decision"`
+		DeclinedScopes []string `json:"declined_scopes"`
+	}
+	var e *w3cError
+	err := ss.consentCommand(ctx, http.MethodPost, "/approve", map[string]any{"declined_scopes": []string{"openid"}}, &decided)
+	if !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Code != "invalid argument" {
+		t.Fatalf("declining openid: %v, want 400 invalid argument", err)
+	}
+	if err := ss.consentCommand(ctx, http.MethodPost, "/approve", map[string]any{"declined_scopes": []string{"profile"}}, &decided); err != nil {
+		t.Fatalf("approving without profile: %v", err)
+	}
+	if decided.Decision != "approved" || !slices.Equal(decided.DeclinedScopes, []string{"profile"}) {
+		t.Fatalf("the host decided %+v, want approved with profile declined", decided)
+	}
+	ss.waitScript(t, "the signed-in page", `return document.body.dataset.state`, "signed-in")
+	var result struct {
+		Scope string `json:"scope"`
+	}
+	if raw := ss.text(t, "#result"); json.Unmarshal([]byte(raw), &result) != nil || result.Scope != "openid" {
+		t.Errorf("the page's result %q, want scope openid alone", raw)
+	}
 }
 
 // TestPublicDemoSignsIn signs in to the public demo through the host's
