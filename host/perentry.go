@@ -41,6 +41,7 @@ func entryName(kind, name string, index *int) string {
 // hostDecision is the consent view's answer (assets/host/consent.js).
 type hostDecision struct {
 	Account         string                   `json:"account"`
+	CompanyAccount  string                   `json:"company_account"`
 	DeclinedScopes  []string                 `json:"declined_scopes"`
 	DeclinedDetails []int                    `json:"declined_details"`
 	LoweredMaximums []consent.LoweredMaximum `json:"lowered_maximums"`
@@ -48,7 +49,7 @@ type hostDecision struct {
 
 // approval is the decision the view's approval asks for.
 func (h hostDecision) approval() consent.Decision {
-	return consent.Decision{Action: consent.Approve, AccountID: h.Account,
+	return consent.Decision{Action: consent.Approve, AccountID: h.Account, CompanyAccountID: h.CompanyAccount,
 		DeclinedScopes: h.DeclinedScopes, DeclinedDetails: h.DeclinedDetails, LoweredMaximums: h.LoweredMaximums}
 }
 

@@ -162,7 +162,10 @@
     var entries = [];    // {p, key, box, card, max}
     function entryKey(p) { return p.kind === "detail" && p.index !== undefined ? "detail " + p.index : "scope " + p.name; }
     function label(p) { return p.kind === "detail" ? (p.key || p.name) : p.name; }
-    var chooser = null;
+    var choosers = {};   // account owner ("subject", "company") -> its fieldset
+    function ownerOf(p) { return p.account_owner || "subject"; }
+    var twoOwners = perms.some(function (p) { return p.needs_account && ownerOf(p) === "subject"; }) &&
+      perms.some(function (p) { return p.needs_account && ownerOf(p) === "company"; });
     perms.forEach(function (p, i) {
       var key = entryKey(p);
       var c = el("section", "card perm");
@@ -207,23 +210,31 @@
         c.appendChild(row);
         e.max = inp;
       }
-      if (p.needs_account && m.account_required && (m.accounts || []).length) {
-        if (!chooser) {
-          chooser = el("fieldset", "accounts");
-          chooser.id = "accounts";
-          chooser.appendChild(el("legend", "", "Account to share"));
-          m.accounts.forEach(function (a, k) {
+      // One account chooser per owner (docs/native-consent.md): a
+      // bank_account detail binds an account of the subject, an automatic
+      // charge one of the Company; with both, the Company's chooser
+      // answers company_account.
+      var owner = ownerOf(p);
+      var accts = (m.accounts || []).filter(function (a) { return (a.owner || "subject") === owner; });
+      if (p.needs_account && m.account_required && accts.length) {
+        if (!choosers[owner]) {
+          var fs = el("fieldset", "accounts");
+          fs.id = Object.keys(choosers).length ? "accounts-" + owner : "accounts";
+          fs.dataset.owner = owner;
+          fs.appendChild(el("legend", "", twoOwners && owner === "company" ? "Company account to pay from" : "Account to share"));
+          accts.forEach(function (a, k) {
             var lab = el("label", "acct");
             var input = document.createElement("input");
             input.type = "radio";
-            input.name = "account";
+            input.name = twoOwners && owner === "company" ? "company_account" : "account";
             input.value = a.id;
             if (k === 0) input.checked = true;
             lab.appendChild(input);
             lab.appendChild(el("span", "", a.name + (a.number ? " \u00b7 " + a.number : "") + (a.currency ? " \u00b7 " + a.currency : "")));
-            chooser.appendChild(lab);
+            fs.appendChild(lab);
           });
-          c.appendChild(chooser);
+          choosers[owner] = fs;
+          c.appendChild(fs);
         } else {
           c.appendChild(el("div", "note", "Uses the account chosen above."));
         }
@@ -275,6 +286,8 @@
         }
       });
       d.needs_account = entries.some(function (e) { return e.p.needs_account && granted(e.key); });
+      d.owners = {};
+      entries.forEach(function (e) { if (e.p.needs_account && granted(e.key)) d.owners[ownerOf(e.p)] = true; });
       return d;
     }
     var blocked = [];
@@ -287,7 +300,8 @@
           if (document.activeElement !== e.max) e.max.value = maxOf[e.p.index] || e.p.limits.maximum;
         }
       });
-      if (chooser) chooser.hidden = !choices().needs_account;
+      var owners = choices().owners;
+      Object.keys(choosers).forEach(function (o) { choosers[o].hidden = !owners[o]; });
       blocked = problems();
       warn.textContent = "";
       warn.hidden = blocked.length === 0;
@@ -307,12 +321,15 @@
     function decide(action) {
       if (approve.dataset.decided) return;
       approve.dataset.decided = action;
-      var chosen = chooser && chooser.querySelector("input:checked");
+      function chosen(name) {
+        var r = document.querySelector("input[name=" + name + "]:checked");
+        return r && !r.closest("fieldset").hidden ? r.value : "";
+      }
       approve.disabled = deny.disabled = true;
       decideNow = null;
       if (action !== "approve") { post({ action: "deny" }); return; }
       var d = choices();
-      post({ action: "approve", account: d.needs_account && chosen ? chosen.value : "",
+      post({ action: "approve", account: chosen("account"), company_account: chosen("company_account"),
         declined_scopes: d.declined_scopes, declined_details: d.declined_details, lowered_maximums: d.lowered_maximums });
     }
     approve = button("Approve", "primary", "approve", function (ev) {
@@ -405,7 +422,7 @@
   window.hostPress = function (action, account, choices) {
     if (!decideNow) return "no-consent";
     if (account) {
-      var r = Array.prototype.find.call(document.querySelectorAll("input[name=account]"), function (x) { return x.value === account; });
+      var r = Array.prototype.find.call(document.querySelectorAll("input[name=account], input[name=company_account]"), function (x) { return x.value === account; });
       if (!r) return "no-account";
       r.checked = true;
     }

@@ -81,9 +81,8 @@ func TestConsentViewDetails(t *testing.T) {
 }
 
 // TestConsentViewRefusedCheck: a request that one of the checks refuses
-// (here no account of the subject fits both a personal bank_account and a
-// Company's automatic charge) says which check refused it and can only be
-// denied.
+// (here an automatic charge from a source that is the subject's own
+// account, none of the Company's) says which check refused it and can only be denied.
 func TestConsentViewRefusedCheck(t *testing.T) {
 	e := testEnv(t)
 	base := e.Svc.URL + "/api"
@@ -93,6 +92,7 @@ func TestConsentViewRefusedCheck(t *testing.T) {
 	}, {
 		"type": base + "/authorization-details/automatic-charge", "actions": []string{"create_automatic_charge"},
 		"locations": []string{base}, "transaction": map[string]any{"currency": "CLP", "minimum": "1000", "maximum": "50000"},
+		"sources": []string{"6f1c2a4e-3b5d-4c7e-9f10-2a3b4c5d6e71"}, // sub_ana's Cuenta corriente
 	}}})
 	rec := mount(t, publicApp(t, e, nil))
 	testWin.Eval(`window.miniapp.authorize(` + string(req) + `).then(function () { document.body.dataset.details = "granted"; },
@@ -136,4 +136,36 @@ func TestConsentViewOutOfReach(t *testing.T) {
 	}
 	press(t, "deny")
 	pollJS(t, `document.body.dataset.state || ""`, "denied")
+}
+
+// TestConsentViewTwoOwners: a request that binds an account of the subject
+// (bank_account) and one of the Company (an automatic charge) shows one
+// chooser for each owner, and approving binds both: the subject is not
+// sent back with "company_account_id required".
+func TestConsentViewTwoOwners(t *testing.T) {
+	e := testEnv(t)
+	base := e.Svc.URL + "/api"
+	req, _ := json.Marshal(map[string]any{"org_id": "org_andes", "authorization_details": []map[string]any{{
+		"type": "bank_account", "actions": []string{"read"}, "locations": []string{base},
+		"subject": map[string]any{"type": "profile"}, "selection": map[string]any{"min": 1, "max": 1},
+	}, {
+		"type": base + "/authorization-details/automatic-charge", "actions": []string{"create_automatic_charge"},
+		"locations": []string{base}, "transaction": map[string]any{"currency": "CLP", "minimum": "1000", "maximum": "50000"},
+	}}})
+	rec := mount(t, publicApp(t, e, nil))
+	testWin.Eval(`window.miniapp.authorize(` + string(req) + `).then(function () { document.body.dataset.details = "granted"; },
+		function (err) { document.body.dataset.details = err.code; })`)
+	rec.Wait(t, "consent shown", func(e host.Event) bool { return e.Kind == host.EventHostShown && e.Detail == "consent" })
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	out, err := testWin.EvalHost(ctx, `JSON.stringify([document.querySelectorAll("input[name=account]").length, document.querySelectorAll("input[name=company_account]").length])`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sub_ana has two accounts, Comercial Andes two (the seed).
+	if out != `"[2,2]"` {
+		t.Errorf("account choosers (subject's, Company's radios): %s, want [2,2]", out)
+	}
+	press(t, "approve")
+	pollJS(t, `document.body.dataset.details || ""`, "granted")
 }
