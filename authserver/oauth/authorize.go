@@ -31,6 +31,10 @@ type validated struct {
 	result  *catalog.Result
 	company *store.Company   // nil without org_id
 	cat     *catalog.Catalog // the catalog the request was checked with
+	// pushed is set when params are those of a pushed request taken by
+	// its requestURI (RFC 9126 §4), not those of the query.
+	pushed     bool
+	requestURI string
 }
 
 // validateAuthorize checks an authorization request. When it fails,

@@ -119,7 +119,17 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 	case form.Get("client_assertion_type") != assertionType:
 		return nil, bad("client_assertion_type must be %s (RFC 7523 section 2.2)", assertionType)
 	}
-	tok := form.Get("client_assertion")
+	return s.verifyAssertion(r, form.Get("client_assertion"), form.Get("client_id"))
+}
+
+// verifyAssertion authenticates a client by a client assertion (RFC 7523
+// §3), sent beside clientID ("" when not sent): at the token, PAR,
+// introspection and revocation endpoints as client_assertion, at the grant
+// endpoint in X-Client-Assertion. Refusals are invalid_client.
+func (s *Server) verifyAssertion(r *http.Request, tok, clientID string) (*store.Client, error) {
+	bad := func(format string, a ...any) error {
+		return &Error{Code: codeInvalidClient, Description: fmt.Sprintf(format, a...), challenge: `Basic realm="oauth"`}
+	}
 	h, err := readHeader("client_assertion", tok)
 	if err == nil {
 		err = checkAlg("client_assertion", h.Alg)
@@ -140,7 +150,7 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 	if claims.Iss == "" || claims.Iss != claims.Sub {
 		return nil, bad("client_assertion's iss and sub must both be the client_id (RFC 7523 section 3)")
 	}
-	if id := form.Get("client_id"); id != "" && id != claims.Iss {
+	if clientID != "" && clientID != claims.Iss {
 		return nil, bad("client_id differs from the client_assertion's iss and sub")
 	}
 	c, keys, err := s.clientKeys(r.Context(), claims.Iss, bad)

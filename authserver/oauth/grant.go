@@ -17,6 +17,10 @@ import (
 const (
 	headerClientID     = "X-Client-Id"
 	headerClientSecret = "X-Client-Secret"
+	// headerClientAssertion carries, instead of a secret, the client
+	// assertion of a private_key_jwt client (RFC 7523 §2.2, docs/fapi.md):
+	// its aud may be the issuer or this endpoint's URL, its jti is used once.
+	headerClientAssertion = "X-Client-Assertion"
 )
 
 // grantBody is the response of GET {base_url}/authorization (docs/service.md §2.6, §4.1).
@@ -118,12 +122,22 @@ func (s *Server) mayReadGrant(c *store.Client, g *store.Grant) bool {
 // introspection). Only an unknown token is named as such before the
 // audience check, because there is no grant to check the caller against.
 func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
-	id, secret := r.Header.Get(headerClientID), r.Header.Get(headerClientSecret)
-	if id == "" || secret == "" {
-		s.writeGrantError(w, r, oauthErr(codeMissingClientCredentials, "send the Resource Server's credential in "+headerClientID+" and "+headerClientSecret))
+	id, secret, assertion := r.Header.Get(headerClientID), r.Header.Get(headerClientSecret), r.Header.Get(headerClientAssertion)
+	var c *store.Client
+	var err error
+	switch {
+	case id == "" || (secret == "" && assertion == ""):
+		s.writeGrantError(w, r, oauthErr(codeMissingClientCredentials, "send the Resource Server's credential in "+headerClientID+" and "+headerClientSecret+
+			" (a private_key_jwt client: its client assertion in "+headerClientAssertion+" instead of the secret)"))
 		return
+	case secret != "" && assertion != "":
+		s.writeGrantError(w, r, oauthErr(codeInvalidClientCredentials, "send "+headerClientSecret+" or "+headerClientAssertion+", not both (RFC 6749 §2.3)"))
+		return
+	case assertion != "":
+		c, err = s.verifyAssertion(r, assertion, id)
+	default:
+		c, err = s.checkSecret(r.Context(), id, secret)
 	}
-	c, err := s.checkSecret(r.Context(), id, secret)
 	if err != nil {
 		if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
 			err = oauthErr(codeInvalidClientCredentials, "the client credential is not valid")
