@@ -163,6 +163,13 @@ func (w *Window) beginFlow(f *flow, u *url.URL, announce func(flowID string)) er
 			return
 		}
 		f.net.SetConsent(screen.Model, nil)
+		if r := screen.Request; r != nil && r.Pushed {
+			// The request_uri's resolution: the pushed request the
+			// service took (RFC 9126 §4), on the caught request's entry.
+			if b, err := json.Marshal(r); err == nil {
+				f.net.SetPushed(b)
+			}
+		}
 		shown := shownEvent(u, screen.Request, screen.Model)
 		shown.Flow = f.net.ID()
 		w.mu.Lock()
