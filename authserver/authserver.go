@@ -177,6 +177,7 @@ type URLs struct {
 	Token            string `json:"token_endpoint"`
 	Grant            string `json:"grant_endpoint"`
 	Native           string `json:"native_consent_endpoint"`
+	PAR              string `json:"pushed_authorization_request_endpoint"`
 }
 
 // ListenAddrs are the addresses a running server's roles listen on
@@ -357,7 +358,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	})
 	s.urls.Discovery = s.oauth.DiscoveryEndpoint()
 	s.urls.Authorization, s.urls.Token = s.oauth.AuthorizationEndpoint(), s.oauth.TokenEndpoint()
-	s.urls.Grant, s.urls.Native = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint()
+	s.urls.Grant, s.urls.Native, s.urls.PAR = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint(), s.oauth.PAREndpoint()
 
 	roles[0].h = s.oauth.Handler()
 	now := cfg.Now
