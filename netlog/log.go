@@ -377,6 +377,10 @@ type NetworkEvent struct {
 	Status     int     `json:"status"`
 	DurationMS float64 `json:"duration_ms"`
 	Error      string  `json:"error,omitempty"`
+	// DPoP is what the log keeps of the request's DPoP proof (RFC 9449):
+	// its header's typ, alg and kid and its key's JWK thumbprint, never
+	// the signed proof; "" without one.
+	DPoP string `json:"dpop,omitempty"`
 }
 
 // Kind implements Event.
@@ -390,6 +394,11 @@ func (l *Log) publish(e Entry) {
 		URL: e.Request.URL, DurationMS: e.DurationMS, Error: e.Error}
 	if e.Response != nil {
 		ev.Status = e.Response.Status
+	}
+	for _, h := range e.Request.Headers {
+		if h.Name == "Dpop" {
+			ev.DPoP = h.Value
+		}
 	}
 	l.cfg.Events.Publish(ev)
 }

@@ -53,7 +53,8 @@ func dpopProof(t *testing.T, htm, htu string) (proof, jkt string) {
 // the first entry of the flow whose caught request names the request_uri
 // it got, before the caught request; its client assertion is withheld and
 // its DPoP proof is kept only as its header and key thumbprint (the
-// signed proof nowhere, not in the HAR either). The service's reading of
+// signed proof nowhere, not in the HAR either), which its network event
+// carries too. The service's reading of
 // the pushed request lands on the caught request (SetPushed). A push the
 // service refused, and one whose request_uri no flow names, join nothing.
 func TestPushedRequestJoinsItsFlow(t *testing.T) {
@@ -72,7 +73,8 @@ func TestPushedRequestJoinsItsFlow(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	l := New(Config{})
+	bus := &events{}
+	l := New(Config{Events: bus})
 	c := Client(srv.Client())
 	proof, jkt := dpopProof(t, "POST", srv.URL+"/oauth/par")
 	push := func(query string) {
@@ -114,6 +116,9 @@ func TestPushedRequestJoinsItsFlow(t *testing.T) {
 	want := withheld + ` (the DPoP proof); header {"alg":"ES256","typ":"dpop+jwt"}; jkt ` + jkt
 	if dpop != want {
 		t.Errorf("DPoP header kept as %q, want %q", dpop, want)
+	}
+	if len(bus.evs) < 1 || bus.evs[0].(NetworkEvent).EntryKind != KindPAR || bus.evs[0].(NetworkEvent).DPoP != want {
+		t.Errorf("first network event %+v: want the pushed request's, with the DPoP proof's header and thumbprint", bus.evs)
 	}
 	pushed := string(x.Entries[1].Authorize.Pushed)
 	if !strings.Contains(pushed, `"redirect_uri": "https://app.example/cb"`) || !strings.Contains(pushed, `"state": "`+withheld+`"`) {

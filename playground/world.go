@@ -91,6 +91,9 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 	if cfg.obs.grant, err = origin.ParseURL(u.Grant); err != nil {
 		return nil, fmt.Errorf("playground: grant endpoint: %w", err)
 	}
+	if cfg.obs.par, err = origin.ParseURL(u.PAR); err != nil {
+		return nil, fmt.Errorf("playground: PAR endpoint: %w", err)
+	}
 	demoHTTP := &http.Client{Transport: cfg.obs, Timeout: 30 * time.Second}
 	if host, ok := w.srv.Credential(HostClientID); ok {
 		w.hostID, w.hostSecret = host.ClientID, host.ClientSecret
