@@ -356,9 +356,10 @@ func (a *fapiApp) handleCallback(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// readGrant asks GET {base_url}/authorization about the session's token,
-// presented as DPoP with a proof of its key, the client authenticated by
-// its assertion (docs/fapi.md).
+// readGrant asks GET {base_url}/authorization (docs/service.md §4.1)
+// about the session's token, presented as DPoP with a proof of its key
+// (RFC 9449 §7.1), the client authenticated by its assertion in
+// X-Client-Assertion (docs/fapi.md).
 func (a *fapiApp) readGrant(s *fapiSession) (int, []byte, error) {
 	return a.send(func() (*http.Request, error) {
 		as, err := a.assertion(a.cfg.Issuer)
