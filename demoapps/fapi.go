@@ -74,9 +74,10 @@ func PublicJWKS(k *ecdsa.PrivateKey) json.RawMessage {
 
 // publicJWK is an EC P-256 public key as a JWK (RFC 7518 §6.2.1).
 func publicJWK(k *ecdsa.PublicKey) map[string]string {
-	b := make([]byte, 65)
-	k.X.FillBytes(b[1:33])
-	k.Y.FillBytes(b[33:])
+	b, err := k.Bytes() // 0x04, X, Y (SEC 1 §2.3.3), 32 bytes each on P-256
+	if err != nil || len(b) != 65 {
+		b = make([]byte, 65) // not a P-256 key: NewKey makes only those
+	}
 	return map[string]string{"kty": "EC", "crv": "P-256",
 		"x": base64.RawURLEncoding.EncodeToString(b[1:33]), "y": base64.RawURLEncoding.EncodeToString(b[33:])}
 }
