@@ -30,9 +30,10 @@ func (tg target) add(x Exchange) {
 // IntoPushed returns a context whose request through a Transport, a
 // pushed authorization request (RFC 9126 section 2) made by source, is
 // kept by l until a flow begins whose caught request names the
-// request_uri the answer gave (RFC 9126 section 4): it becomes that flow's
-// first entry, of kind KindPAR. A push the service refused starts no flow
-// and is not kept. A nil l records nothing.
+// request_uri the answer gave (RFC 9126 section 4): it is added to that
+// flow, of kind KindPAR, before the caught request (Flow lists entries in
+// the order they started). A push the service refused starts no flow and
+// is not kept. A nil l records nothing.
 func IntoPushed(ctx context.Context, l *Log, source string) context.Context {
 	if l == nil {
 		return ctx
