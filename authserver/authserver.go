@@ -18,6 +18,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -176,6 +177,7 @@ type URLs struct {
 	Token            string `json:"token_endpoint"`
 	Grant            string `json:"grant_endpoint"`
 	Native           string `json:"native_consent_endpoint"`
+	PAR              string `json:"pushed_authorization_request_endpoint"`
 }
 
 // ListenAddrs are the addresses a running server's roles listen on
@@ -361,7 +363,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	})
 	s.urls.Discovery = s.oauth.DiscoveryEndpoint()
 	s.urls.Authorization, s.urls.Token = s.oauth.AuthorizationEndpoint(), s.oauth.TokenEndpoint()
-	s.urls.Grant, s.urls.Native = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint()
+	s.urls.Grant, s.urls.Native, s.urls.PAR = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint(), s.oauth.PAREndpoint()
 
 	roles[0].h = s.oauth.Handler()
 	now := cfg.Now
@@ -666,6 +668,13 @@ type ClientSpec struct {
 	// IDTokenAlg signs the client's ID tokens: RS256 when empty, or ES256
 	// or EdDSA (store.IDTokenAlgs).
 	IDTokenAlg string
+	// JWKS, when set, makes a confidential client authenticate with
+	// private_key_jwt (RFC 7523) by these public keys, a JWK Set (RFC
+	// 7517 §5) checked as the dashboard checks it; it gets no secret.
+	JWKS json.RawMessage
+	// Profile is "" or "fapi2" (with JWKS): PAR, DPoP-bound tokens and
+	// private_key_jwt required (docs/fapi.md, "The fapi2 profile").
+	Profile string
 
 	secretHash []byte // RegisterDevClient: the secret kept on update
 }
@@ -739,8 +748,23 @@ func (s *Server) registerClient(ctx context.Context, spec ClientSpec, projectID 
 	if c.Name == "" {
 		c.Name = spec.ID
 	}
+	var set store.ClientSettings
+	if spec.JWKS != nil || spec.Profile != "" {
+		if !spec.Confidential || spec.JWKS == nil {
+			return Credential{}, fmt.Errorf("authserver: client %q: keys (JWKS) need a confidential client, and the %q profile needs keys", spec.ID, spec.Profile)
+		}
+		if spec.Profile != "" && spec.Profile != store.ProfileFAPI2 {
+			return Credential{}, fmt.Errorf("authserver: client %q: profile %q is not %q or empty", spec.ID, spec.Profile, store.ProfileFAPI2)
+		}
+		if err := dashboard.CheckJWKS(spec.JWKS); err != nil {
+			return Credential{}, fmt.Errorf("authserver: client %q: jwks: %w", spec.ID, err)
+		}
+		set = store.ClientSettings{JWKS: spec.JWKS, Profile: spec.Profile}
+	}
 	var secret string
 	switch {
+	case set.JWKS != nil:
+		c.Type = store.Confidential // private_key_jwt: no secret
 	case spec.Confidential && keepSecret:
 		c.Type, c.SecretHash = store.Confidential, spec.secretHash
 	case spec.Confidential:
@@ -749,6 +773,11 @@ func (s *Server) registerClient(ctx context.Context, spec ClientSpec, projectID 
 			return Credential{}, err
 		}
 		c.Type, c.SecretHash = store.Confidential, store.Hash(secret)
+	}
+	// The settings first: a client never exists without them (a
+	// replaced client's old settings are replaced too).
+	if err := s.st.PutClientSettings(ctx, c.ID, set); err != nil {
+		return Credential{}, err
 	}
 	if err := s.st.PutClient(ctx, c); err != nil {
 		return Credential{}, err

@@ -69,7 +69,7 @@ func TestPublicAddressesBehindAProxy(t *testing.T) {
 	want := authserver.URLs{Issuer: issuer, BaseURL: issuer + "/bank", Dashboard: dash.URL, SigningBaseURL: sign.URL + "/api",
 		InvoicingBaseURL: inv.URL + "/api", Discovery: issuer + "/.well-known/openid-configuration",
 		Authorization: issuer + "/oauth/authorize", Token: issuer + "/oauth/token", Grant: issuer + "/bank/authorization",
-		Native: issuer + "/native/requests"}
+		Native: issuer + "/native/requests", PAR: issuer + "/oauth/par"}
 	if u != want {
 		t.Fatalf("URLs:\n got %+v\nwant %+v", u, want)
 	}

@@ -102,6 +102,10 @@ type ConsentShownEvent struct {
 	// consent.approve's declined_scopes, declined_details and
 	// lowered_maximums name.
 	Entries []ConsentEntry `json:"entries,omitempty"`
+	// Pushed is true when the caught request named a pushed authorization
+	// request (request_uri, RFC 9126 §4): the members above are then the
+	// pushed request's, as the service read it.
+	Pushed bool `json:"pushed,omitempty"`
 	// Flow is the id of the consent flow the event belongs to in the
 	// host's network log (GET /api/flows in the playground, docs/playground.md):
 	// "" when the host keeps no network log or the event is in no flow.

@@ -11,4 +11,8 @@ const (
 	PublicAddr       = "127.0.0.1:8701"
 	ConfidentialID   = "demo-confidential"
 	ConfidentialAddr = "127.0.0.1:8702"
+	// FAPIID is the FAPI demo (ServeFAPI); the seed world does not hold
+	// its client, which the playground registers with the demo's key.
+	FAPIID   = "demo-fapi"
+	FAPIAddr = "127.0.0.1:8707"
 )

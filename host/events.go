@@ -233,7 +233,9 @@ func (w *Window) hostMessage(raw string) {
 	}
 	switch m.Action {
 	case "shown":
-		w.emit(Event{Kind: EventHostShown, Detail: m.Screen})
+		// The screen is on record as shown (ConsentOnScreen) and
+		// consent.shown published before the event says so: whoever
+		// answers the event (consent.approve) finds the screen there.
 		if m.Screen == "consent" {
 			w.mu.Lock()
 			var shown *bridge.ConsentShownEvent
@@ -246,6 +248,7 @@ func (w *Window) hostMessage(raw string) {
 				w.publish(*shown)
 			}
 		}
+		w.emit(Event{Kind: EventHostShown, Detail: m.Screen})
 	case "approve":
 		go w.decide(m.approval())
 	case "deny":

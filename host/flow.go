@@ -41,12 +41,20 @@ type flow struct {
 }
 
 // shownEvent describes a consent screen for the automation channel: the
-// request as it was caught, and the accounts the screen offers.
-func shownEvent(u *url.URL, model json.RawMessage) *bridge.ConsentShownEvent {
+// request as the service read it (for a pushed request, RFC 9126 §4, the
+// pushed parameters, which the caught URL does not hold), else as it was
+// caught; and the accounts the screen offers.
+func shownEvent(u *url.URL, read *ReadRequest, model json.RawMessage) *bridge.ConsentShownEvent {
 	q := u.Query()
 	ev := &bridge.ConsentShownEvent{ClientID: q.Get("client_id"), Scopes: strings.Fields(q.Get("scope")), OrgID: q.Get("org_id")}
 	if d := q.Get("authorization_details"); d != "" && json.Valid([]byte(d)) {
 		ev.AuthorizationDetails = json.RawMessage(d)
+	}
+	if read != nil && read.Pushed {
+		ev = &bridge.ConsentShownEvent{ClientID: read.ClientID, Scopes: strings.Fields(read.Scope), OrgID: read.OrgID, Pushed: true}
+		if json.Valid(read.AuthorizationDetails) {
+			ev.AuthorizationDetails = read.AuthorizationDetails
+		}
 	}
 	var m consent.Model
 	if json.Unmarshal(model, &m) == nil {
@@ -89,6 +97,12 @@ func (w *Window) startConsent(u *url.URL, nav bridge.NavigationEvent) {
 	if app != nil && app.ClientID != "" && u.Query().Get("client_id") != app.ClientID {
 		w.publish(nav)
 		go f.fail(fmt.Errorf("host: the Miniapp asked to sign in as client %q; it is %q", u.Query().Get("client_id"), app.ClientID))
+		return
+	}
+	if err := CheckPushedReference(u.Query()); err != nil {
+		// Nothing was verified: the error is shown, never redirected.
+		w.publish(nav)
+		go f.fail(err)
 		return
 	}
 	announce := func(id string) {
@@ -150,13 +164,25 @@ func (w *Window) beginFlow(f *flow, u *url.URL, announce func(flowID string)) er
 			return
 		}
 		f.net.SetConsent(screen.Model, nil)
-		shown := shownEvent(u, screen.Model)
+		if r := screen.Request; r != nil && r.Pushed {
+			// The request_uri's resolution: the pushed request the
+			// service took (RFC 9126 §4), on the caught request's entry.
+			if b, err := json.Marshal(r); err == nil {
+				f.net.SetPushed(b)
+			}
+		}
+		shown := shownEvent(u, screen.Request, screen.Model)
 		shown.Flow = f.net.ID()
 		w.mu.Lock()
 		current := w.flow == f
 		if current {
 			f.requestID, f.shown = screen.RequestID, shown
+			if r := screen.Request; r != nil && r.Pushed {
+				// The caught URL held only client_id and request_uri.
+				f.redirectURI = r.RedirectURI
+			}
 		}
+		redirectURI := f.redirectURI
 		w.mu.Unlock()
 		if !current {
 			return
@@ -170,7 +196,7 @@ func (w *Window) beginFlow(f *flow, u *url.URL, announce func(flowID string)) er
 			return
 		}
 		w.showHost(map[string]any{"screen": "consent", "model": screen.Model, "arm_ms": w.opts.ConsentArm.Milliseconds(),
-			"miniapp_origin": origin.Of(f.app.LoadURL).String(), "redirect_uri": f.redirectURI})
+			"miniapp_origin": origin.Of(f.app.LoadURL).String(), "redirect_uri": redirectURI})
 	}()
 	return nil
 }

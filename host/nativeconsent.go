@@ -45,6 +45,7 @@ func (n *NativeConsent) Begin(ctx context.Context, authorize *url.URL, subject s
 	var out struct {
 		RequestID string          `json:"request_id"`
 		Consent   json.RawMessage `json:"consent"`
+		Request   *ReadRequest    `json:"request"`
 	}
 	body := map[string]string{"authorization_url": authorize.String(), "subject": subject}
 	err := n.post(ctx, n.Endpoint, body, &out)
@@ -63,7 +64,7 @@ func (n *NativeConsent) Begin(ctx context.Context, authorize *url.URL, subject s
 	if out.RequestID == "" || len(out.Consent) == 0 {
 		return nil, fmt.Errorf("host: native consent: answer without request_id or consent")
 	}
-	return &ConsentScreen{RequestID: out.RequestID, Model: out.Consent}, nil
+	return &ConsentScreen{RequestID: out.RequestID, Model: out.Consent, Request: out.Request}, nil
 }
 
 // Decide implements ConsentService.

@@ -20,6 +20,7 @@ const (
 // Kinds of entries: what the request is in the flow.
 const (
 	KindAuthorize     = "authorize"      // the caught authorization request; never sent
+	KindPAR           = "par"            // a backend's pushed authorization request (RFC 9126 section 2), before the flow it starts
 	KindNativeConsent = "native-consent" // POST {native} and POST {native}/{id}/decision (docs/native-consent.md)
 	KindCallback      = "callback"       // the host's confidential callback to redirect_uri
 	KindToken         = "token"          // a token request (RFC 6749 section 4.1.3)
@@ -118,6 +119,10 @@ type Authorize struct {
 	// answered. ConsentError is the API's refusal instead.
 	Consent      json.RawMessage `json:"consent,omitempty"`
 	ConsentError string          `json:"consent_error,omitempty"`
+	// Pushed is, for a request that names a pushed one (request_uri, RFC
+	// 9126 section 4), the pushed request the service took for it: the
+	// native-consent API's request member (docs/native-consent.md).
+	Pushed json.RawMessage `json:"pushed,omitempty"`
 }
 
 // Entry is one exchange of a flow, as the log keeps it: nothing in it is

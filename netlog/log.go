@@ -61,6 +61,7 @@ type Log struct {
 	mu         sync.Mutex // guards below
 	launches   []*Launch
 	flows      []*Flow
+	pushed     []pushedEntry // IntoPushed's, until their flow begins
 	nextLaunch int
 	nextFlow   int
 	nextEntry  int
@@ -149,9 +150,18 @@ func (la *Launch) BeginFlow(u *url.URL) *Flow {
 	if len(l.flows) > l.cfg.MaxFlows {
 		l.flows = slices.Delete(l.flows, 0, len(l.flows)-l.cfg.MaxFlows)
 	}
+	// A pushed request this flow's request_uri names (IntoPushed) came
+	// first: it is the flow's first entry, the caught request the next.
+	par, pushed := l.takePushedLocked(u)
+	if pushed {
+		par = l.addLocked(f, par)
+	}
 	e := l.addLocked(f, authorizeEntry(u, now))
 	f.authorizeID = e.ID
 	l.mu.Unlock()
+	if pushed {
+		l.publish(par)
+	}
 	l.publish(e)
 	return f
 }
@@ -177,14 +187,19 @@ func (f *Flow) Add(x Exchange) {
 }
 
 // addLocked numbers e and appends it to f, dropping f's oldest entry
-// beyond the cap (never the authorize entry, the flow's first).
+// beyond the cap (never the authorize entry, the flow's first, nor the
+// pushed request before it).
 func (l *Log) addLocked(f *Flow, e Entry) Entry {
 	l.nextEntry++
 	e.ID, e.Flow, e.Launch = l.nextEntry, f.id, f.launch.ID
 	f.entries = append(f.entries, e)
 	if len(f.entries) > l.cfg.MaxEntries {
-		f.entries = slices.Delete(f.entries, 1, 2)
-		f.dropped++
+		// The oldest after the flow's start: its pushed request and
+		// the caught request stay.
+		if i := slices.IndexFunc(f.entries, func(e Entry) bool { return e.Kind != KindPAR && e.Kind != KindAuthorize }); i >= 0 {
+			f.entries = slices.Delete(f.entries, i, i+1)
+			f.dropped++
+		}
 	}
 	return e
 }
@@ -362,6 +377,10 @@ type NetworkEvent struct {
 	Status     int     `json:"status"`
 	DurationMS float64 `json:"duration_ms"`
 	Error      string  `json:"error,omitempty"`
+	// DPoP is what the log keeps of the request's DPoP proof (RFC 9449):
+	// its header's typ, alg and kid and its key's JWK thumbprint, never
+	// the signed proof; "" without one.
+	DPoP string `json:"dpop,omitempty"`
 }
 
 // Kind implements Event.
@@ -375,6 +394,11 @@ func (l *Log) publish(e Entry) {
 		URL: e.Request.URL, DurationMS: e.DurationMS, Error: e.Error}
 	if e.Response != nil {
 		ev.Status = e.Response.Status
+	}
+	for _, h := range e.Request.Headers {
+		if h.Name == "Dpop" {
+			ev.DPoP = h.Value
+		}
 	}
 	l.cfg.Events.Publish(ev)
 }

@@ -30,7 +30,9 @@ import (
 //   - Every other secret (client_secret, password, state, code_verifier,
 //     assertions, DPoP proofs, Basic credentials, headers named like a
 //     secret, password or key) becomes "redacted:withheld": a fingerprint of
-//     a value someone chose could be reversed by trying candidates.
+//     a value someone chose could be reversed by trying candidates. A DPoP
+//     header's proof keeps its header's typ, alg and kid and its key's
+//     JWK thumbprint (dpop.go), never the signed proof.
 
 // redacted is how a secret value appears in headers, cookies and bodies.
 func redacted(secret string) string { return "redacted:" + redact.Fingerprint(secret) }
@@ -135,6 +137,9 @@ func redactHeader(canonical, v string, response bool) (string, []Cookie) {
 		return line, []Cookie{c}
 	case canonical == "Authorization" || canonical == "Proxy-Authorization":
 		return redactCredentials(v), nil
+	case canonical == "Dpop" && !response:
+		// A proof: its header and key thumbprint only (dpop.go).
+		return dpopProofSummary(v), nil
 	case chosenSecretHeader(canonical):
 		return withheld, nil
 	case secretHeader(canonical):

@@ -14,7 +14,31 @@ type ctxKey struct{}
 
 type target struct {
 	flow         *Flow
+	pushed       *Log // IntoPushed: kept until the flow it starts begins
 	source, kind string
+}
+
+// add records x where the target says.
+func (tg target) add(x Exchange) {
+	if tg.pushed != nil {
+		tg.pushed.addPushed(x)
+		return
+	}
+	tg.flow.Add(x)
+}
+
+// IntoPushed returns a context whose request through a Transport, a
+// pushed authorization request (RFC 9126 section 2) made by source, is
+// kept by l until a flow begins whose caught request names the
+// request_uri the answer gave (RFC 9126 section 4): it is added to that
+// flow, of kind KindPAR, before the caught request (Flow lists entries in
+// the order they started). A push the service refused starts no flow and
+// is not kept. A nil l records nothing.
+func IntoPushed(ctx context.Context, l *Log, source string) context.Context {
+	if l == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, ctxKey{}, target{pushed: l, source: source, kind: KindPAR})
 }
 
 // Into returns a context whose requests through a Transport are recorded
@@ -117,11 +141,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	defer mu.Unlock()
 	if err != nil {
 		x.Done, x.Err = now(), err.Error()
-		tg.flow.Add(*x)
+		tg.add(*x)
 		return nil, err
 	}
 	x.Status, x.HTTPVersion, x.ResponseHeader, x.ResponseSize = resp.StatusCode, resp.Proto, resp.Header.Clone(), 0
-	resp.Body = &recordingBody{rc: resp.Body, x: x, flow: tg.flow, now: now, mu: &mu}
+	resp.Body = &recordingBody{rc: resp.Body, x: x, tg: tg, now: now, mu: &mu}
 	return resp, nil
 }
 
@@ -130,7 +154,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 type recordingBody struct {
 	rc   io.ReadCloser
 	x    *Exchange
-	flow *Flow
+	tg   target
 	now  func() time.Time
 	mu   *sync.Mutex
 	once sync.Once
@@ -165,6 +189,6 @@ func (b *recordingBody) finish(err error) {
 		if err != nil && err != io.EOF {
 			x.Err = "reading the response: " + err.Error()
 		}
-		b.flow.Add(x)
+		b.tg.add(x)
 	})
 }

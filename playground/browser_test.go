@@ -181,7 +181,7 @@ func TestLauncherInChromium(t *testing.T) {
 		demo: [...document.querySelectorAll("#list-demo li")].map((li) => li.dataset.id),
 		broken: [...document.querySelectorAll("#list-broken li")].map((li) => li.dataset.id),
 	})`)
-	if strings.Join(lists["demo"], " ") != DemoPublicID+" "+DemoConfidentialID ||
+	if strings.Join(lists["demo"], " ") != DemoPublicID+" "+DemoConfidentialID+" "+DemoFAPIID ||
 		strings.Join(lists["broken"], " ") != strings.Join(BrokenKinds(), " ") {
 		t.Fatalf("lists %v", lists)
 	}

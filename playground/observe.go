@@ -79,9 +79,9 @@ type observer struct {
 	base   http.RoundTripper // nil: http.DefaultTransport
 	client *http.Client      // reads the grant
 	log    *slog.Logger
-	// token and grant are the service's endpoints, set before any demo
-	// Miniapp starts.
-	token, grant *url.URL
+	// token, grant and par are the service's endpoints, set before any
+	// demo Miniapp starts.
+	token, grant, par *url.URL
 	// hostIssues is set for the host's own client: the host publishes
 	// token.issued itself (docs/automation.md), so the observer adds only
 	// token.claims and grant.
@@ -91,6 +91,23 @@ type observer struct {
 	netlog *netlog.Log
 
 	wg sync.WaitGroup // grant reads in flight
+
+	mu sync.Mutex // guards keyed
+	// keyed are the tokens of private_key_jwt clients by fingerprint,
+	// until their backend reads the grant itself: the playground holds no
+	// key to read it with.
+	keyed map[string]keyedToken
+}
+
+// keyedToken is a token whose grant its backend reads (observer.keyed).
+type keyedToken struct {
+	flow     *netlog.Flow
+	clientID string
+}
+
+// is reports whether req is a request with method to the endpoint u.
+func is(req *http.Request, method string, u *url.URL) bool {
+	return u != nil && req.Method == method && origin.SameOrigin(req.URL, u) && req.URL.Path == u.Path
 }
 
 const maxObserved = 1 << 20
@@ -100,7 +117,15 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if o.token == nil || req.Method != http.MethodPost || !origin.SameOrigin(req.URL, o.token) || req.URL.Path != o.token.Path {
+	switch {
+	case is(req, http.MethodPost, o.par) && netlog.FlowOf(req.Context()) == nil:
+		// A backend's pushed authorization request (RFC 9126): it joins
+		// the flow its request_uri starts, once the host catches it.
+		req = req.WithContext(netlog.IntoPushed(req.Context(), o.netlog, netlog.SourceBackend))
+		return (&netlog.Transport{Base: base}).RoundTrip(req)
+	case is(req, http.MethodGet, o.grant) && netlog.FlowOf(req.Context()) == nil:
+		return o.backendGrant(base, req)
+	case !is(req, http.MethodPost, o.token):
 		return base.RoundTrip(req)
 	}
 	var form url.Values
@@ -144,12 +169,48 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		clientID, secret = form.Get("client_id"), form.Get("client_secret")
 	}
-	o.publish(flow, clientID, secret, form.Get("code"), body)
+	o.publish(flow, clientID, secret, form.Get("client_assertion") != "", form.Get("code"), body)
 	return resp, nil
 }
 
-// publish reports one token response.
-func (o *observer) publish(flow *netlog.Flow, clientID, secret, code string, body []byte) {
+// backendGrant passes on a backend's own request to the grant endpoint.
+// For the token of a private_key_jwt client (observer.keyed), the first
+// one is recorded in the token's flow and its answer published as the
+// grant event.
+func (o *observer) backendGrant(base http.RoundTripper, req *http.Request) (*http.Response, error) {
+	_, tok, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+	fp := redact.Fingerprint(strings.TrimSpace(tok))
+	o.mu.Lock()
+	k, ok := o.keyed[fp]
+	delete(o.keyed, fp)
+	o.mu.Unlock()
+	if !ok {
+		return base.RoundTrip(req)
+	}
+	req = req.WithContext(netlog.Into(req.Context(), k.flow, netlog.SourceBackend, netlog.KindGrant))
+	resp, err := (&netlog.Transport{Base: base}).RoundTrip(req)
+	ev := GrantEvent{ClientID: k.clientID, Fingerprint: fp, Flow: k.flow.ID()}
+	if err != nil {
+		ev.Error = "the grant endpoint did not answer"
+		o.bus.Publish(ev)
+		return nil, err
+	}
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxObserved))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	ev.Status = resp.StatusCode
+	if rerr != nil || !json.Valid(body) {
+		ev.Error = "the grant endpoint's answer is not JSON"
+	} else {
+		ev.Grant = body
+	}
+	o.bus.Publish(ev)
+	return resp, nil
+}
+
+// publish reports one token response; keyed says the client
+// authenticated with a client assertion (private_key_jwt).
+func (o *observer) publish(flow *netlog.Flow, clientID, secret string, keyed bool, code string, body []byte) {
 	var tr struct {
 		AccessToken          string          `json:"access_token"`
 		TokenType            string          `json:"token_type"`
@@ -175,6 +236,20 @@ func (o *observer) publish(flow *netlog.Flow, clientID, secret, code string, bod
 		claims.Claims = c
 	}
 	o.bus.Publish(claims)
+	if keyed {
+		// Its backend reads the grant (backendGrant); the token response
+		// says what was granted meanwhile.
+		o.mu.Lock()
+		if o.keyed == nil {
+			o.keyed = map[string]keyedToken{}
+		}
+		if len(o.keyed) > 256 {
+			clear(o.keyed) // tokens whose grant no backend read
+		}
+		o.keyed[fp] = keyedToken{flow: flow, clientID: clientID}
+		o.mu.Unlock()
+		return
+	}
 	if secret == "" {
 		o.bus.Publish(GrantEvent{ClientID: clientID, Fingerprint: fp, Error: errPublicGrant,
 			Scope: tr.Scope, AuthorizationDetails: tr.AuthorizationDetails, Flow: flow.ID()})

@@ -124,7 +124,7 @@ func TestObserverPublicClient(t *testing.T) {
 	sub := bus.Subscribe(8)
 	defer sub.Close()
 	o := &observer{bus: bus}
-	o.publish(nil, "pub", "", "the-code", []byte(`{"access_token":"opaque","token_type":"Bearer"}`))
+	o.publish(nil, "pub", "", false, "the-code", []byte(`{"access_token":"opaque","token_type":"Bearer"}`))
 	want := []struct{ kind, has string }{
 		{"token.issued", `"fingerprint":"` + redact.Fingerprint("opaque") + `"`},
 		{"token.claims", `"error":"the access token is not a JWT`},
@@ -165,7 +165,7 @@ func TestObserverHostClient(t *testing.T) {
 	defer sub.Close()
 	o := &observer{bus: bus, hostIssues: true}
 	jwt := "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzdWJfYW5hIn0.c2ln"
-	o.publish(nil, "demo-public", "", "the-code", []byte(`{"access_token":"`+jwt+`","token_type":"Bearer","scope":"openid profile"}`))
+	o.publish(nil, "demo-public", "", false, "the-code", []byte(`{"access_token":"`+jwt+`","token_type":"Bearer","scope":"openid profile"}`))
 	want := []struct{ kind, has string }{
 		{"token.claims", `"claims":{"sub":"sub_ana"}`},
 		{"grant", `"scope":"openid profile"`},

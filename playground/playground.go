@@ -31,8 +31,9 @@ type Addrs struct {
 	Launcher string
 	// Automation is the automation channel's WebSocket.
 	Automation string
-	// Public and Confidential are the two demo Miniapps.
-	Public, Confidential string
+	// Public and Confidential are the two demo Miniapps, FAPI the demo
+	// on the FAPI 2.0 profile (docs/fapi.md).
+	Public, Confidential, FAPI string
 	// Broken are the broken demo Miniapps, in the order of [BrokenKinds];
 	// missing entries mean free ports.
 	Broken []string
@@ -207,7 +208,7 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 
 // validate refuses an address that is not on loopback.
 func (a Addrs) validate() error {
-	all := []string{a.Service, a.Dashboard, a.Signing, a.Invoicing, a.Launcher, a.Automation, a.Public, a.Confidential}
+	all := []string{a.Service, a.Dashboard, a.Signing, a.Invoicing, a.Launcher, a.Automation, a.Public, a.Confidential, a.FAPI}
 	for _, addr := range append(all, a.Broken...) {
 		if addr == "" {
 			continue

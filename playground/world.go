@@ -6,11 +6,13 @@ package playground
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
@@ -38,14 +40,16 @@ const HostClientID = "miniapp-host"
 const (
 	DemoPublicID       = demoapps.PublicID
 	DemoConfidentialID = demoapps.ConfidentialID
+	DemoFAPIID         = demoapps.FAPIID
 	// demoScope is what both demos ask for, with {base_url} as resource.
 	demoScope = "openid profile"
 )
 
-// world is the reference server and the two demo Miniapps.
+// world is the reference server and the three demo Miniapps.
 type world struct {
 	srv                  *authserver.Server
 	public, confidential *demoapps.App
+	fapi                 *demoapps.App
 	urls                 Services
 	subjects             []Subject
 	hostID, hostSecret   string
@@ -87,6 +91,9 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 	if cfg.obs.grant, err = origin.ParseURL(u.Grant); err != nil {
 		return nil, fmt.Errorf("playground: grant endpoint: %w", err)
 	}
+	if cfg.obs.par, err = origin.ParseURL(u.PAR); err != nil {
+		return nil, fmt.Errorf("playground: PAR endpoint: %w", err)
+	}
 	demoHTTP := &http.Client{Transport: cfg.obs, Timeout: 30 * time.Second}
 	if host, ok := w.srv.Credential(HostClientID); ok {
 		w.hostID, w.hostSecret = host.ClientID, host.ClientSecret
@@ -124,7 +131,47 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 		return nil, err
 	}
 	w.confidential = demoapps.ServeConfidential(conf, ln)
+	if err := w.startFAPI(ctx, cfg, demoHTTP); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// fapiOrg is the Company the FAPI demo's authorization_details act for: the
+// first seeded subject's (docs/playground.md).
+const fapiOrg = "org_andes"
+
+// startFAPI starts the FAPI demo (docs/fapi.md, "Running a Miniapp on the
+// profile"): a key made for this run, its client registered with the
+// fapi2 profile and the key's public JWK Set at the demo's origin, then
+// the demo served with the private key. It asks for openid and the
+// signing provider's signing-key detail for fapiOrg.
+func (w *world) startFAPI(ctx context.Context, cfg worldConfig, demoHTTP *http.Client) error {
+	u := w.urls
+	key, err := demoapps.NewKey()
+	if err != nil {
+		return fmt.Errorf("playground: %w", err)
+	}
+	ln, fapiOrigin, err := demoapps.Listen(cfg.addrs.FAPI)
+	if err != nil {
+		return fmt.Errorf("playground: %w", err)
+	}
+	const name = "Demo FAPI Miniapp"
+	if _, err := w.srv.RegisterClient(ctx, authserver.ClientSpec{ID: DemoFAPIID, Name: name, Confidential: true,
+		RedirectURIs: []string{fapiOrigin + "/callback"}, AllowedOrigins: []string{fapiOrigin}, IDTokenAlg: "ES256",
+		JWKS: demoapps.PublicJWKS(key), Profile: "fapi2"}); err != nil {
+		ln.Close()
+		return fmt.Errorf("playground: register client %s: %w", DemoFAPIID, err)
+	}
+	signing := strings.TrimSuffix(u.SigningBaseURL, "/api")
+	details, _ := json.Marshal([]map[string]any{{"type": signing + "/authorization-details/signing-key",
+		"actions": []string{"read"}, "locations": []string{u.SigningBaseURL}}})
+	w.fapi = demoapps.ServeFAPI(demoapps.FAPIConfig{
+		Config: demoapps.Config{ID: DemoFAPIID, Name: name, ClientID: DemoFAPIID, AuthURL: u.Authorization, TokenURL: u.Token,
+			Scope: "openid", Resource: u.BaseURL, AuthorizationDetails: string(details), HTTP: demoHTTP},
+		Issuer: u.Issuer, PARURL: u.PAR, GrantURL: u.Grant, OrgID: fapiOrg, Key: key,
+	}, ln)
+	return nil
 }
 
 // register adds (or replaces) a client of the demo project whose redirect
@@ -151,12 +198,14 @@ func (w *world) demos() []Entry {
 			Description: "Public client: signs in through the host's bridge (authorize), or by navigating to the service with PKCE made in the page."},
 		{ID: DemoConfidentialID, Name: "Demo confidential Miniapp", Origin: w.confidential.Origin, Kind: KindDemo,
 			Description: "Confidential client: its Go backend starts the sign-in at oauth.auth_url, exchanges the code and sets an HttpOnly session cookie."},
+		{ID: DemoFAPIID, Name: "Demo FAPI Miniapp", Origin: w.fapi.Origin, Kind: KindDemo,
+			Description: "FAPI 2.0 client (fapi2 profile): its backend pushes the request (PAR) with private_key_jwt, PKCE, authorization_details and a DPoP proof, and reads the grant with its DPoP-bound token."},
 	}
 }
 
 func (w *world) close() error {
 	var errs []error
-	for _, a := range []*demoapps.App{w.public, w.confidential} {
+	for _, a := range []*demoapps.App{w.public, w.confidential, w.fapi} {
 		if a != nil {
 			errs = append(errs, a.Close())
 		}

@@ -614,7 +614,8 @@
       case "consent.shown":
         return "client " + str(d.client_id) + " asks" + (d.scopes ? " scopes " + list(d.scopes) : "") +
           (d.authorization_details ? " details " + types(d.authorization_details) : "") +
-          (d.org_id ? " for " + str(d.org_id) : "") + (d.accounts ? "; accounts " + list(d.accounts) : "");
+          (d.org_id ? " for " + str(d.org_id) : "") + (d.accounts ? "; accounts " + list(d.accounts) : "") +
+          (d.pushed ? " (the pushed request its request_uri named)" : "");
       case "consent.decided":
         // Per-entry decisions (docs/native-consent.md): what the approval
         // declined, and the automatic charges allowed less than asked.
@@ -654,8 +655,9 @@
       case "console":
         return str(d.message);
       case "network":
-        return str(d.method) + " " + str(d.url) + (d.status !== undefined ? " → " + str(d.status) : "") +
-          (typeof d.duration_ms === "number" ? " in " + d.duration_ms + " ms" : "");
+        return (d.kind === "par" ? "pushed authorization request: " : "") +
+          str(d.method) + " " + str(d.url) + (d.status !== undefined ? " → " + str(d.status) : "") +
+          (typeof d.duration_ms === "number" ? " in " + d.duration_ms + " ms" : "") + (d.dpop ? "; DPoP " + str(d.dpop) : "");
       case "flow.ended":
         return "flow " + str(d.flow) + " " + str(d.outcome) + (d.detail ? ": " + str(d.detail) : "");
       case "download":

@@ -183,6 +183,11 @@ const maxClientKeys = 10
 // public keys, each usable with an algorithm of FAPI 2.0 (ES256 on P-256,
 // PS256 on RSA of at least 2048 bits, EdDSA on Ed25519), with an alg (if
 // any) that fits it, and without a private part.
+// CheckJWKS checks the public keys of a private_key_jwt credential by the
+// dashboard's rules (docs/fapi.md, "Registered keys"), for clients
+// registered in-process (authserver.Server.RegisterClient).
+func CheckJWKS(raw json.RawMessage) error { return checkJWKS(raw) }
+
 func checkJWKS(raw json.RawMessage) error {
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(raw, &set); err != nil {

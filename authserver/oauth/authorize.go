@@ -34,6 +34,10 @@ type validated struct {
 	// target is the live grant a merge or replace names (grantmgmt.go),
 	// nil otherwise.
 	target *store.Grant
+	// pushed is set when params are those of a pushed request taken by
+	// its requestURI (RFC 9126 §4), not those of the query.
+	pushed     bool
+	requestURI string
 }
 
 // validateAuthorize checks an authorization request. When it fails,

@@ -135,6 +135,10 @@ func (s *Server) authorizeRequest(ctx context.Context, q map[string][]string) (v
 		return &validated{params: q, req: ParseAuthorize(q)}, false, err
 	}
 	v, redirect, err = s.validateAuthorize(ctx, params)
+	v.pushed, v.requestURI = pushed, ""
+	if pushed {
+		v.requestURI = q["request_uri"][0]
+	}
 	if err == nil {
 		err = checkDPoPJKT(params)
 	}

@@ -269,6 +269,9 @@ func (s *Server) AuthorizationEndpoint() string { return s.endpoint(pathAuthoriz
 // TokenEndpoint is the token endpoint's URL.
 func (s *Server) TokenEndpoint() string { return s.endpoint(pathToken) }
 
+// PAREndpoint is the pushed authorization request endpoint (RFC 9126 §2).
+func (s *Server) PAREndpoint() string { return s.endpoint(pathPAR) }
+
 // NativeEndpoint is the native-consent API's collection URL.
 func (s *Server) NativeEndpoint() string { return s.endpoint(pathNative) }
 

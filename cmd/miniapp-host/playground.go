@@ -86,7 +86,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	addr, launcher := *f.addr, *f.launcher
 	cfg := playground.Config{DataDir: *f.data, Addrs: playground.Addrs{
 		Service: addr, Dashboard: nextPort(addr, 1), Signing: nextPort(addr, 2), Invoicing: nextPort(addr, 3),
-		Launcher: launcher, Public: nextPort(launcher, 1), Confidential: nextPort(launcher, 2),
+		Launcher: launcher, Public: nextPort(launcher, 1), Confidential: nextPort(launcher, 2), FAPI: nextPort(launcher, 7),
 		Automation: nextPort(launcher, 9),
 	}}
 	// `open` reads the same variable: with it, `open --dashboard <this

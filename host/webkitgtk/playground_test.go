@@ -59,7 +59,7 @@ func TestPlaygroundWindow(t *testing.T) {
 		t.Errorf("the launcher's load event carries its token: %s", loaded.URL)
 	}
 	pollLauncher(t, `document.body.dataset.ready === "true" && document.getElementById("channel").dataset.state === "open" &&
-		document.querySelectorAll("#list-broken li").length === 4 && document.querySelectorAll("#list-demo li").length === 2`)
+		document.querySelectorAll("#list-broken li").length === 4 && document.querySelectorAll("#list-demo li").length === 3`)
 	if got := launcherString(t, `document.getElementById("window-status").hidden ? "" : document.getElementById("window-status").textContent`); got != "" {
 		t.Errorf("the launcher says %q about the window, want nothing: it has one", got)
 	}
