@@ -40,10 +40,33 @@ import (
 // errShardFull is the division by zero of addPendingPG's full shard.
 const errShardFull = "22012"
 
+// errUniqueViolation is PostgreSQL's unique_violation.
+const errUniqueViolation = "23505"
+
 // addPendingPG admits p charged to q (one quota, no eviction) in one
 // statement, on the asynchronously committing pool. full is true when the
 // shard tried was full: nothing was stored.
+//
+// A statement whose connection was lost (errConnLost: PostgreSQL restarted
+// or ended the session) may or may not have committed, and runs once more
+// on another connection. The request's id hash is its primary key and
+// random, so a second run that finds the row taken learns that the first
+// committed: the request is admitted, and charged once, since the second
+// run's charge is taken back with its failed insertion.
 func (s *core) addPendingPG(ctx context.Context, p *PendingRequest, params string, bind []byte, q Quota, start byte, end, now int64) (full bool, err error) {
+	full, err = s.addPendingPGOnce(ctx, p, params, bind, q, start, end, now)
+	if !errors.Is(err, errConnLost) {
+		return full, err
+	}
+	full, err = s.addPendingPGOnce(ctx, p, params, bind, q, start, end, now)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == errUniqueViolation && pe.TableName == "pending_requests" {
+		return false, nil
+	}
+	return full, err
+}
+
+func (s *core) addPendingPGOnce(ctx context.Context, p *PendingRequest, params string, bind []byte, q Quota, start byte, end, now int64) (full bool, err error) {
 	n := shards(q.Limit)
 	i := int(start) % n
 	k := shardKey(q.Key, i)

@@ -57,10 +57,8 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 		// pgx's message repeats the URL, password included; name the rule.
 		return nil, fmt.Errorf("store: the PostgreSQL URL is not valid (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=...]): %v", redact(err))
 	}
-	db := sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
 	n := max(8, 4*runtime.GOMAXPROCS(0))
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
+	db := openPool(stdlib.GetConnector(*cfg), n)
 	defer func() {
 		if err != nil {
 			db.Close()
@@ -78,9 +76,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 	// no statement more than a durable one.
 	acfg := cfg.Copy()
 	acfg.RuntimeParams["synchronous_commit"] = "off"
-	adb := sql.OpenDB(rebindConnector{stdlib.GetConnector(*acfg)})
-	adb.SetMaxOpenConns(n)
-	adb.SetMaxIdleConns(n)
+	adb := openPool(stdlib.GetConnector(*acfg), n)
 	defer func() {
 		if err != nil {
 			adb.Close()
@@ -276,15 +272,46 @@ func pgSchema(m string) string {
 	return blobType.ReplaceAllString(integerType.ReplaceAllString(m, "BIGINT"), "BYTEA")
 }
 
+// openPool is a database/sql pool of at most n of pgx's connections,
+// each a rebindConn.
+func openPool(c driver.Connector, n int) *sql.DB {
+	p := &pool{idle: n}
+	db := sql.OpenDB(rebindConnector{c, p})
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	p.db = db
+	return db
+}
+
+// pool is what a pool's connections know of it.
+type pool struct {
+	db   *sql.DB
+	idle int
+}
+
+// purge closes the pool's idle connections. A connection that finds
+// PostgreSQL gone (a restart, a crash, its sessions ended) calls it: the
+// pool's other connections were opened to the same server and are most
+// likely dead too, and database/sql would hand each out once more, to a
+// statement that may then not know whether it committed. The next
+// statements open new connections instead.
+func (p *pool) purge() {
+	p.db.SetMaxIdleConns(0)
+	p.db.SetMaxIdleConns(p.idle)
+}
+
 // rebindConnector makes pgx's connections take "?" placeholders.
-type rebindConnector struct{ driver.Connector }
+type rebindConnector struct {
+	driver.Connector
+	pool *pool
+}
 
 func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &rebindConn{conn.(*stdlib.Conn)}, nil
+	return &rebindConn{conn.(*stdlib.Conn), c.pool}, nil
 }
 
 // rebindConn is pgx's connection with every query's placeholders rewritten
@@ -306,14 +333,21 @@ func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // the transaction again: its COMMIT was never sent. A connection lost
 // during a COMMIT, or during a write that is a transaction of its own
 // (pgwrites.go), is an error: whether it committed is unknown.
-type rebindConn struct{ *stdlib.Conn }
+type rebindConn struct {
+	*stdlib.Conn
+	pool *pool
+}
 
 // lost reports whether err left the connection closed: pgx closes it on
 // every failure of the connection itself (and on PostgreSQL's FATAL
 // errors, which end the session), never on an error that leaves the
 // session usable, such as a statement's refusal.
 func (c *rebindConn) lost(err error) bool {
-	return err != nil && c.Conn.Conn().IsClosed()
+	if err == nil || !c.Conn.Conn().IsClosed() {
+		return false
+	}
+	c.pool.purge()
+	return true
 }
 
 func (c *rebindConn) Prepare(q string) (driver.Stmt, error) {
@@ -385,7 +419,7 @@ var errConnLost = errors.New("store: the connection to PostgreSQL was lost")
 // us through its rows), or it is a plain SELECT. Otherwise it is wrapped
 // in errConnLost.
 func (c *rebindConn) mark(ctx context.Context, q string, err error) error {
-	if errors.Is(err, driver.ErrBadConn) || !c.lost(err) {
+	if !c.lost(err) || errors.Is(err, driver.ErrBadConn) {
 		return err
 	}
 	if ctx.Err() == nil && (pgconn.SafeToRetry(err) || readOnly(q)) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,8 +91,15 @@ func TestPlayground(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&list)
 	resp.Body.Close()
-	if err != nil || len(list.Miniapps) != 6 {
-		t.Errorf("launcher lists %+v (%v)", list, err)
+	// The three demos (public, confidential, FAPI 2.0) and the four broken
+	// Miniapps, in the launcher's order.
+	var ids []string
+	for _, m := range list.Miniapps {
+		ids = append(ids, m.ID)
+	}
+	want := []string{"demo-public", "demo-confidential", "demo-fapi", "broken-cross-origin", "broken-unknown-member", "broken-unregistered", "broken-no-auth-url"}
+	if err != nil || !slices.Equal(ids, want) {
+		t.Errorf("launcher lists %v (%v), want %v", ids, err, want)
 	}
 	cancel()
 	if code := <-done; code != exitOK {
