@@ -223,3 +223,49 @@ func TestPerEntryConsentLowerMaximum(t *testing.T) {
 		t.Fatalf("the same request again: want the screen (50000 was not consented to), got %d %v", st, m)
 	}
 }
+
+// TestPerEntryConsentLowerMaximumBrowser: on the consent page the subject
+// types a lower maximum for an automatic charge. One above the request is
+// refused on the page, naming the bounds, with the typed amount shown
+// again; a lower one is granted and the token carries it.
+func TestPerEntryConsentLowerMaximumBrowser(t *testing.T) {
+	e := start(t)
+	base := e.u.BaseURL
+	b := newBrowser(t, e.u.Issuer)
+	v, c := pkce(t)
+	q := e.authParams(c)
+	q.Set("org_id", orgAndes)
+	q.Set("authorization_details", `[{"type":"`+base+`/authorization-details/automatic-charge","actions":["create_automatic_charge"],"locations":["`+base+`"],`+
+		`"transaction":{"currency":"CLP","minimum":"1000","maximum":"50000"}}]`)
+	p := b.get(e.u.Authorization + "?" + q.Encode())
+	f := parseForm(t, p)
+	f.values.Set("subject", subAna)
+	p = b.post(f.action, f.values)
+	if p.status != http.StatusOK || !strings.Contains(p.url.Path, "/oauth/consent") {
+		t.Fatalf("sign-in: want the consent page, got %d %s", p.status, p.url)
+	}
+	f = parseForm(t, p)
+	if got := f.values.Get("maximum_0"); got != "50000" {
+		t.Fatalf("the maximum field holds %q, want the requested 50000", got)
+	}
+	f.values.Set("maximum_0", "60000")
+	f.values.Set("action", "approve")
+	p = b.post(f.action, f.values)
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "lowered_maximums[0].maximum 60000") || !strings.Contains(p.body, "1000") {
+		t.Fatalf("a maximum above the request: want the page again naming the bounds, got %d: %s", p.status, p.body)
+	}
+	f = parseForm(t, p)
+	if got := f.values.Get("maximum_0"); got != "60000" {
+		t.Errorf("the refused page shows %q in the maximum field, want the typed 60000", got)
+	}
+	f.values.Set("maximum_0", "20000")
+	f.values.Set("action", "approve")
+	p = b.post(f.action, f.values)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("consent: want a redirect to the client, got %d: %s", p.status, p.body)
+	}
+	st, tr := e.exchange(redirectQuery(t, p.header.Get("Location")).Get("code"), v)
+	if st != http.StatusOK || !strings.Contains(jsonOf(t, tr["authorization_details"]), `"maximum":"20000"`) {
+		t.Fatalf("token: %d %v; want the charge at 20000", st, tr)
+	}
+}

@@ -367,7 +367,8 @@ func parseForm(t *testing.T, p page) form {
 					f.action = attr["action"]
 				}
 			case "input":
-				if attr["type"] == "hidden" || (attr["type"] == "radio" && checked) || (attr["type"] == "checkbox" && checked && !disabled) {
+				// What a browser sends of a form left as it is.
+				if attr["type"] == "hidden" || attr["type"] == "text" || (attr["type"] == "radio" && checked) || (attr["type"] == "checkbox" && checked && !disabled) {
 					f.values.Add(attr["name"], attr["value"])
 				}
 			}

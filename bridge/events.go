@@ -162,7 +162,10 @@ type TokenIssuedEvent struct {
 	ExpiresIn            int64           `json:"expires_in,omitempty"`
 	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
 	Fingerprint          string          `json:"fingerprint"`
-	Flow                 string          `json:"flow,omitempty"` // see ConsentShownEvent
+	// GrantID is the grant the token belongs to (FAPI Grant Management
+	// §5.4, docs/authserver.md "Grant management"), when the server said.
+	GrantID string `json:"grant_id,omitempty"`
+	Flow    string `json:"flow,omitempty"` // see ConsentShownEvent
 }
 
 // CookiesSyncedEvent reports the cookies copied from a callback response

@@ -184,9 +184,10 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 			return bridge.AuthorizeResult{}, fmt.Errorf("host: authorize: %w", err)
 		}
 	}
+	grantID, _ := tok.Extra("grant_id").(string)
 	w.emit(Event{Kind: EventCompleted, URL: h.cfg.RedirectURI, Detail: "token issued to the bridge"})
 	w.publish(bridge.TokenIssuedEvent{ClientID: h.cfg.ClientID, TokenType: res.TokenType, Scope: res.Scope, ExpiresIn: res.ExpiresIn,
-		AuthorizationDetails: res.AuthorizationDetails, Fingerprint: redact.Fingerprint(res.AccessToken), Flow: f.net.ID()})
+		AuthorizationDetails: res.AuthorizationDetails, Fingerprint: redact.Fingerprint(res.AccessToken), GrantID: grantID, Flow: f.net.ID()})
 	return res, nil
 }
 

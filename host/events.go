@@ -226,6 +226,7 @@ func (w *Window) hostMessage(raw string) {
 	var m struct {
 		Action string `json:"action"`
 		Screen string `json:"screen"`
+		Seq    uint64 `json:"seq"`
 		hostDecision
 	}
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
@@ -233,6 +234,11 @@ func (w *Window) hostMessage(raw string) {
 	}
 	switch m.Action {
 	case "shown":
+		if m.Seq != w.renderSeq.Load() {
+			// A screen that a later render, or a hiding, replaced
+			// before it was painted: not the one on view.
+			return
+		}
 		// The screen is on record as shown (ConsentOnScreen) and
 		// consent.shown published before the event says so: whoever
 		// answers the event (consent.approve) finds the screen there.

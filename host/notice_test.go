@@ -32,7 +32,12 @@ func lastRender(t *testing.T, eng *hosttest.Engine) map[string]any {
 	for i := len(evals) - 1; i >= 0; i-- {
 		if arg, ok := strings.CutPrefix(evals[i], "window.hostRender("); ok {
 			var screen map[string]any
-			if err := json.Unmarshal([]byte(strings.TrimSuffix(arg, ")")), &screen); err != nil {
+			// window.hostRender(SCREEN, SEQ)
+			arg = strings.TrimSuffix(arg, ")")
+			if i := strings.LastIndex(arg, ", "); i >= 0 {
+				arg = arg[:i]
+			}
+			if err := json.Unmarshal([]byte(arg), &screen); err != nil {
 				t.Fatal(err)
 			}
 			return screen

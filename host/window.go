@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
@@ -48,9 +49,10 @@ type Window struct {
 	hostLoading bool
 	hostLoaded  bool
 	hostPending []string
-	hostScreen  string       // the screen rendered in the host's view, "" while it is hidden
-	blocked     []blockedNav // the blocked navigations its notice lists, newest last
-	blockedMore int          // those blocked before them, counted
+	renderSeq   atomic.Uint64 // the number of the latest render or hiding of the host's view (renderHostUI)
+	hostScreen  string        // the screen rendered in the host's view, "" while it is hidden
+	blocked     []blockedNav  // the blocked navigations its notice lists, newest last
+	blockedMore int           // those blocked before them, counted
 
 	stop     chan struct{} // closed by Terminate
 	stopOnce sync.Once
@@ -512,12 +514,16 @@ func (w *Window) hostRender(screen map[string]any) (name, js string, ok bool) {
 		return "", "", false
 	}
 	name, _ = screen["screen"].(string)
-	return name, "window.hostRender(" + string(b) + ")", true
+	return name, string(b), true
 }
 
 // renderHostUI runs a render of the host's view (hostRender) and shows
-// the view; UI thread.
-func (w *Window) renderHostUI(name, js string) {
+// the view; UI thread. Each render, and each hiding of the view, has a
+// number of its own (renderSeq), which the page's "shown" message
+// repeats: a message of a screen that a later render or a hiding
+// replaced is not taken for the screen on view.
+func (w *Window) renderHostUI(name, screen string) {
+	js := fmt.Sprintf("window.hostRender(%s, %d)", screen, w.renderSeq.Add(1))
 	w.hostScreen = name
 	if name != screenBlocked {
 		w.blocked, w.blockedMore = nil, 0
@@ -550,6 +556,7 @@ func (w *Window) showHostViewUI(show bool) {
 	if !show {
 		w.hostScreen = ""
 		w.blocked, w.blockedMore = nil, 0
+		w.renderSeq.Add(1)
 	}
 	w.mu.Lock()
 	w.hostVisible = show

@@ -145,8 +145,26 @@ func (p *Playground) RevokeConnected(ctx context.Context, grantID, entry string)
 	if err := s.do(ctx, http.MethodPost, "/revoke", map[string]string{"grant_id": grantID, "entry": entry}, &out); err != nil {
 		return nil, err
 	}
+	ev := GrantRevokedEvent{Subject: p.Subject()}
+	if err := json.Unmarshal(out, &ev); err != nil {
+		return nil, fmt.Errorf("playground: connected miniapps: the server's answer: %w", err)
+	}
+	p.bus.Publish(ev)
 	return out, nil
 }
+
+// GrantRevokedEvent reports a revocation made from the launcher's
+// Connected Miniapps panel: entries of a grant, or the whole grant, as the
+// server answered it (docs/authserver.md, "Connected Miniapps").
+type GrantRevokedEvent struct {
+	Subject    string   `json:"subject"`
+	GrantID    string   `json:"grant_id"`
+	Revoked    []string `json:"revoked,omitempty"`
+	WholeGrant bool     `json:"whole_grant"`
+}
+
+// Kind is the event's name on the automation channel.
+func (GrantRevokedEvent) Kind() string { return "grant.revoked" }
 
 // handleConnected serves GET /api/connected.
 func (p *Playground) handleConnected(w http.ResponseWriter, r *http.Request) {

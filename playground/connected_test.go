@@ -1,9 +1,11 @@
 package playground
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +71,8 @@ func listConnected(t *testing.T, p *Playground) (subject string, grants []connec
 // revoking the grant empties the list; a grant no longer there is 404.
 func TestConnectedMiniappsAPI(t *testing.T) {
 	p := start(t, Config{})
+	sub := p.Bus().Subscribe(1024)
+	defer sub.Close()
 	if _, gs := listConnected(t, p); len(gs) != 0 {
 		t.Fatalf("before any sign-in: %+v", gs)
 	}
@@ -108,6 +112,35 @@ func TestConnectedMiniappsAPI(t *testing.T) {
 	}
 	if _, gs := listConnected(t, p); len(gs) != 0 {
 		t.Fatalf("after revoking the grant: %+v", gs)
+	}
+	// The inspector's events: the token names its grant, and each
+	// revocation is reported as the server answered it.
+	want := []string{`token.issued {"grant_id":"` + g.ID + `"}`, `grant.revoked {"grant_id":"` + g.ID + `","revoked":["scope profile"],"whole_grant":false}`,
+		`grant.revoked {"grant_id":"` + g.ID + `","revoked":["scope openid"],"whole_grant":true}`}
+	var seen []string
+	for len(seen) < len(want) {
+		env, ok := <-sub.C()
+		if !ok {
+			t.Fatalf("the subscription ended; seen %q", seen)
+		}
+		var ev struct {
+			Kind string `json:"kind"`
+			Data struct {
+				GrantID    string   `json:"grant_id"`
+				Revoked    []string `json:"revoked,omitempty"`
+				WholeGrant *bool    `json:"whole_grant,omitempty"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(env, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == "token.issued" || ev.Kind == "grant.revoked" {
+			d, _ := json.Marshal(ev.Data)
+			seen = append(seen, ev.Kind+" "+string(d))
+		}
+	}
+	if !slices.Equal(seen, want) {
+		t.Errorf("inspector events:\n got %q\nwant %q", seen, want)
 	}
 	if st := call(t, p, http.MethodPost, "/api/connected/revoke", map[string]string{"grant_id": g.ID}, &e); st != http.StatusNotFound || e.Error.Code != "unknown_grant" {
 		t.Fatalf("a revoked grant again: %d %+v", st, e)

@@ -217,6 +217,7 @@ func (o *observer) publish(flow *netlog.Flow, clientID, secret string, keyed boo
 		ExpiresIn            int64           `json:"expires_in"`
 		Scope                string          `json:"scope"`
 		AuthorizationDetails json.RawMessage `json:"authorization_details"`
+		GrantID              string          `json:"grant_id"`
 	}
 	if json.Unmarshal(body, &tr) != nil || tr.AccessToken == "" {
 		return
@@ -224,7 +225,7 @@ func (o *observer) publish(flow *netlog.Flow, clientID, secret string, keyed boo
 	fp := redact.Fingerprint(tr.AccessToken)
 	if !o.hostIssues {
 		o.bus.Publish(bridge.TokenIssuedEvent{ClientID: clientID, TokenType: tr.TokenType, Scope: tr.Scope, ExpiresIn: tr.ExpiresIn,
-			AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp, Flow: flow.ID()})
+			AuthorizationDetails: tr.AuthorizationDetails, Fingerprint: fp, GrantID: tr.GrantID, Flow: flow.ID()})
 	}
 	claims := TokenClaimsEvent{ClientID: clientID, Fingerprint: fp, Flow: flow.ID()}
 	if code != "" {

@@ -32,10 +32,14 @@
   }
   // then runs once the screen is on screen: two frames, the first lays
   // out, the second is painted.
+  // renderSeq is the number the host gave the render on view; "shown"
+  // repeats it, so that the host can tell a replaced screen's message.
+  var renderSeq = 0;
   function shown(screen, then) {
+    var seq = renderSeq;
     requestAnimationFrame(function () {
       requestAnimationFrame(function () {
-        post({ action: "shown", screen: screen });
+        post({ action: "shown", screen: screen, seq: seq });
         if (then) then();
       });
     });
@@ -440,7 +444,8 @@
     shown(s.screen);
   }
 
-  window.hostRender = function (s) {
+  window.hostRender = function (s, seq) {
+    renderSeq = seq || 0;
     decideNow = null;
     rearm = null;
     switch (s.screen) {

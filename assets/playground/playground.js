@@ -628,7 +628,11 @@
         return "code for " + str(d.client_id) + " → " + str(d.redirect_uri) + " (fingerprint " + str(d.fingerprint) + ")";
       case "token.issued":
         return str(d.token_type) + " token for " + str(d.client_id) + (d.scope ? " scope " + str(d.scope) : "") +
-          (d.expires_in ? ", expires in " + str(d.expires_in) + " s" : "") + " (fingerprint " + str(d.fingerprint) + ")";
+          (d.expires_in ? ", expires in " + str(d.expires_in) + " s" : "") + " (fingerprint " + str(d.fingerprint) + ")" +
+          (d.grant_id ? "; grant " + str(d.grant_id) : "");
+      case "grant.revoked":
+        return str(d.subject) + " revoked " + (d.whole_grant ? "the whole grant " + str(d.grant_id) :
+          list(d.revoked) + " of grant " + str(d.grant_id));
       case "token.claims": {
         if (d.error) return str(d.error);
         const c = d.claims || {};

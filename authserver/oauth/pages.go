@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/miniapp-host/miniapp-host/assets"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -197,6 +198,33 @@ type consentData struct {
 	// Unchecked are the entries (consent.Permission.Entry) shown
 	// unchecked: those a refused decision declined.
 	Unchecked map[string]bool
+	// Maximums are the lowered maximums a refused decision asked for, by
+	// entry, shown again in their fields.
+	Maximums map[string]string
+}
+
+// maximumField is the consent page's field in which the subject may lower
+// the transaction.maximum of the detail at index (docs/service.md §2.4).
+func maximumField(index int) string { return fmt.Sprintf("maximum_%d", index) }
+
+// loweredMaximums reads the consent page's maximum fields: a granted
+// detail whose field holds an amount other than the requested maximum
+// is lowered to it (consent.Model.Validate checks the amount). typed are
+// the fields' values by entry, to show again when the decision is refused.
+func loweredMaximums(m *consent.Model, form url.Values, declined []int) (lowered []consent.LoweredMaximum, typed map[string]string) {
+	typed = map[string]string{}
+	for _, p := range m.Permissions {
+		if p.Kind != consent.KindDetail || p.Index == nil || p.Limits == nil || p.Limits.Maximum == "" {
+			continue
+		}
+		v := strings.TrimSpace(form.Get(maximumField(*p.Index)))
+		if v == "" || v == p.Limits.Maximum || slices.Contains(declined, *p.Index) {
+			continue
+		}
+		typed[p.Entry()] = v
+		lowered = append(lowered, consent.LoweredMaximum{Index: *p.Index, Maximum: v})
+	}
+	return lowered, typed
 }
 
 // handleConsentPage shows the consent model of a pending request.
@@ -258,6 +286,10 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		// without them (per_entry absent) approves everything.
 		d.DeclinedScopes, d.DeclinedDetails = m.Declined(r.PostForm["grant"])
 	}
+	var typed map[string]string
+	if d.Action == consent.Approve {
+		d.LoweredMaximums, typed = loweredMaximums(m, r.PostForm, d.DeclinedDetails)
+	}
 	if err := m.Validate(d); err != nil {
 		un := map[string]bool{}
 		for _, p := range m.Permissions {
@@ -266,7 +298,7 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 				un[p.Entry()] = true
 			}
 		}
-		s.render(w, r, http.StatusBadRequest, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m, Error: err.Error(), Unchecked: un})
+		s.render(w, r, http.StatusBadRequest, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m, Error: err.Error(), Unchecked: un, Maximums: typed})
 		return
 	}
 	to, err := s.decide(r.Context(), p, subj, d)

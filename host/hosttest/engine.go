@@ -11,6 +11,7 @@ import (
 	"image/png"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -181,9 +182,13 @@ func (e *Engine) Eval(v host.View, js string, done func(string, error)) {
 	}
 	if v == host.ViewHost {
 		if arg, ok := strings.CutPrefix(js, "window.hostRender("); ok {
+			// window.hostRender(SCREEN, SEQ)
 			var screen struct{ Screen string }
-			if json.Unmarshal([]byte(strings.TrimSuffix(arg, ")")), &screen) == nil {
-				msg, _ := json.Marshal(map[string]string{"action": "shown", "screen": screen.Screen})
+			arg = strings.TrimSuffix(arg, ")")
+			i := strings.LastIndex(arg, ", ")
+			seq, err := strconv.ParseUint(arg[i+2:], 10, 64)
+			if i >= 0 && err == nil && json.Unmarshal([]byte(arg[:i]), &screen) == nil {
+				msg, _ := json.Marshal(map[string]any{"action": "shown", "screen": screen.Screen, "seq": seq})
 				e.Dispatch(func() { e.events.ScriptMessage(host.ViewHost, string(msg)) })
 			}
 		}
