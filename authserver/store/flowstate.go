@@ -96,6 +96,16 @@ func shardKey(key string, i int) string {
 	return "#" + strconv.Itoa(i) + " " + key
 }
 
+// releasedKey is the quota_counts key under which PostgreSQL's
+// one-statement decisions (pgwrites.go, pggroup.go) count down the
+// requests they consumed of shard key k: a negative count of its own row,
+// beside k's, which every reading of k's use adds in. A decision that took
+// one from k's own row would hold that row's lock until its durable commit
+// (its WAL flush), and every admission to the shard would wait for it
+// (BENCHMARKS.md, "PostgreSQL beside SQLite"); the released row is one
+// that only decisions change. No quota key starts with "~".
+func releasedKey(k string) string { return "~" + k }
+
 // charge adds one to each quota of c for the period ending at end, in
 // order, and checks each quota's use after adding: a quota over its limit
 // is a *QuotaError, which rolls the transaction back. It returns the keys
@@ -138,7 +148,11 @@ func chargeShard(tx *sql.Tx, pg bool, q Quota, n, i int, end, now int64) (string
 	for j := range n {
 		keys = append(keys, shardKey(q.Key, j))
 	}
-	rows, err := tx.Query(`SELECT quota, CAST(SUM(n) AS BIGINT) FROM quota_counts WHERE quota IN (?`+strings.Repeat(", ?", n-1)+`) AND ends_at > ? GROUP BY quota`,
+	for j := range n {
+		keys = append(keys, releasedKey(shardKey(q.Key, j)))
+	}
+	rows, err := tx.Query(`SELECT CASE WHEN quota LIKE '~%' THEN substr(quota, 2) ELSE quota END AS k, CAST(SUM(n) AS BIGINT)
+		FROM quota_counts WHERE quota IN (?`+strings.Repeat(", ?", 2*n-1)+`) AND ends_at > ? GROUP BY k`,
 		append(keys, now)...)
 	if err != nil {
 		return "", wrap("quota use", err)
@@ -176,10 +190,12 @@ func addShard(tx *sql.Tx, pg bool, q Quota, n, i int, end, now int64) (bool, err
 		// One statement: the count as added to, and the shard's other
 		// periods as of the statement's start (what a second statement
 		// would read, less the commits in between).
+		// The shard's released row (releasedKey) is read the same way.
 		err := tx.QueryRow(`WITH added AS (INSERT INTO quota_counts(quota, ends_at, n) VALUES(?, ?, 1)
 				ON CONFLICT(quota, ends_at) DO UPDATE SET n = quota_counts.n + 1 RETURNING n)
-			SELECT (SELECT n FROM added) + COALESCE((SELECT SUM(n) FROM quota_counts WHERE quota = ? AND ends_at > ? AND ends_at <> ?), 0)`,
-			k, end, k, now, end).Scan(&used)
+			SELECT (SELECT n FROM added) + COALESCE((SELECT SUM(n) FROM quota_counts
+				WHERE ((quota = ? AND ends_at <> ?) OR quota = ?) AND ends_at > ?), 0)`,
+			k, end, k, end, releasedKey(k), now).Scan(&used)
 		if err != nil {
 			return false, wrap("charge quota", err)
 		}
@@ -199,10 +215,11 @@ func addShard(tx *sql.Tx, pg bool, q Quota, n, i int, end, now int64) (bool, err
 	return false, release(tx, []string{k}, end)
 }
 
-// quotaUse is the number of rows charged to key whose period has not ended.
+// quotaUse is the number of rows charged to key whose period has not ended
+// (less those its released row counts down).
 func quotaUse(tx *sql.Tx, key string, now int64) (int64, error) {
 	var n int64
-	err := tx.QueryRow(`SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM quota_counts WHERE quota = ? AND ends_at > ?`, key, now).Scan(&n)
+	err := tx.QueryRow(`SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM quota_counts WHERE quota IN (?, ?) AND ends_at > ?`, key, releasedKey(key), now).Scan(&n)
 	return n, wrap("quota use", err)
 }
 
@@ -387,7 +404,7 @@ func (s *FlowStore) AddPending(ctx context.Context, p *PendingRequest, c Charge,
 		if err := s.pgOpen(); err != nil {
 			return err
 		}
-		full, err := s.addPendingPG(ctx, p, string(params), bind, c.Quotas[0], p.IDHash[0], end, ns)
+		full, err := s.admitGrouped(ctx, p, string(params), bind, c.Quotas[0], p.IDHash[0], end, ns)
 		if err != nil {
 			return err
 		}
@@ -483,7 +500,7 @@ func (s *FlowStore) DecidePending(ctx context.Context, idHash []byte, subject st
 		if err := s.pgOpen(); err != nil {
 			return err
 		}
-		found, err := s.decidePG(ctx, idHash, subject, now.UnixNano(), ins)
+		found, err := s.decideGrouped(ctx, idHash, subject, now.UnixNano(), ins)
 		switch {
 		case err == nil && found:
 			ins.cache()

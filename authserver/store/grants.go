@@ -327,7 +327,7 @@ func (s *GrantStore) RedeemCodeFor(ctx context.Context, hash []byte, now time.Ti
 		if err := s.pgOpen(); err != nil {
 			return err
 		}
-		switch done, err := s.redeemPG(ctx, hash, at, rt); {
+		switch done, err := s.redeemGrouped(ctx, hash, at, rt); {
 		case err == nil && done:
 			s.cache.put(cachedToken(at), nil)
 			s.uses.touch(at.GrantID, now)

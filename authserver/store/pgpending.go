@@ -58,6 +58,13 @@ func (s *core) addPendingPG(ctx context.Context, p *PendingRequest, params strin
 	if !errors.Is(err, errConnLost) {
 		return full, err
 	}
+	return s.addPendingPGAgain(ctx, p, params, bind, q, start, end, now)
+}
+
+// addPendingPGAgain runs p's admission once more after a statement that
+// admitted it (alone or in a batch, pggroup.go) lost its connection: a
+// taken id proves that statement committed.
+func (s *core) addPendingPGAgain(ctx context.Context, p *PendingRequest, params string, bind []byte, q Quota, start byte, end, now int64) (full bool, err error) {
 	full, err = s.addPendingPGOnce(ctx, p, params, bind, q, start, end, now)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == errUniqueViolation && pe.TableName == "pending_requests" {
@@ -74,11 +81,12 @@ func (s *core) addPendingPGOnce(ctx context.Context, p *PendingRequest, params s
 	err = s.pg.async.QueryRowContext(context.WithoutCancel(ctx), `WITH
 		a AS (INSERT INTO quota_counts(quota, ends_at, n) VALUES(?, ?, 1)
 			ON CONFLICT(quota, ends_at) DO UPDATE SET n = quota_counts.n + 1 RETURNING n),
-		u AS (SELECT CAST((SELECT n FROM a) + COALESCE((SELECT SUM(n) FROM quota_counts WHERE quota = ? AND ends_at > ? AND ends_at <> ?), 0) AS BIGINT) AS used),
+		u AS (SELECT CAST((SELECT n FROM a) + COALESCE((SELECT SUM(n) FROM quota_counts
+			WHERE ((quota = ? AND ends_at <> ?) OR quota = ?) AND ends_at > ?), 0) AS BIGINT) AS used),
 		r AS (INSERT INTO pending_requests(id_hash, params, bind, source, host, subject, quotas, ends_at, expires_at)
 			SELECT ?::bytea, ?, ?::bytea, ?, ?, ?, ?, ?::bigint, ?::bigint FROM u WHERE used <= ?::bigint)
 		SELECT 1 / CAST(used <= ?::bigint AS INT) FROM u`,
-		k, end, k, now, end,
+		k, end, k, end, releasedKey(k), now,
 		p.IDHash, params, bind, p.Source, p.Host, p.Subject, quotaKeys([]string{k}), end, p.ExpiresAt.UnixNano(), shardLimit(q.Limit, n, i),
 		shardLimit(q.Limit, n, i)).Scan(&one)
 	var pe *pgconn.PgError

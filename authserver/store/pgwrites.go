@@ -15,12 +15,14 @@ import (
 // each of these is the same transaction as the general path beside it,
 // which it falls back to for every case it does not cover (a code already
 // spent, a quota shard full, a consent to remember): the fallback then
-// decides and words the outcome exactly as on SQLite.
+// decides and words the outcome exactly as on SQLite. Concurrent ones are
+// sent together, in one statement (pggroup.go).
 
 // decidePG consumes a pending request and stores the grant and its code
 // (no consent to remember) in one durable statement. found is false when
 // no request was consumed: nothing was stored, and the general path says
-// why.
+// why. The request's quota counts are given back on their released rows
+// (releasedKey).
 func (s *core) decidePG(ctx context.Context, idHash []byte, subject string, now int64, in *grantInsert) (found bool, err error) {
 	g, c := in.g, in.c
 	cond, args := ``, []any{idHash, now}
@@ -32,8 +34,8 @@ func (s *core) decidePG(ctx context.Context, idHash []byte, subject string, now 
 	var n int
 	err = s.w.QueryRowContext(context.WithoutCancel(ctx), `WITH
 		d AS (DELETE FROM pending_requests WHERE id_hash = ? AND expires_at > ?`+cond+` RETURNING quotas, ends_at),
-		r AS (UPDATE quota_counts SET n = quota_counts.n - 1 FROM d, json_array_elements_text(d.quotas::json) AS k(quota)
-			WHERE quota_counts.quota = k.quota AND quota_counts.ends_at = d.ends_at AND quota_counts.n > 0),
+		r AS (INSERT INTO quota_counts(quota, ends_at, n) SELECT '~' || k.quota, d.ends_at, -1 FROM d, json_array_elements_text(d.quotas::json) AS k(quota)
+			ON CONFLICT(quota, ends_at) DO UPDATE SET n = quota_counts.n + excluded.n),
 		g AS (INSERT INTO grants(id, client_id, subject_id, org_id, scopes, details, audience, installation_id, auth_time, created_at)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM d),
 		c AS (INSERT INTO codes(hash, grant_id, client_id, redirect_uri, challenge, nonce, expires_at)

@@ -31,7 +31,8 @@ import (
 //     Flow state's (writeFlowState) commit asynchronously, on a pool of
 //     their own; a decision's and a code redemption's common case is one
 //     statement (pgwrites.go), and so is a native request's admission
-//     (pgpending.go).
+//     (pgpending.go); concurrent ones are sent together, in one statement
+//     (pggroup.go).
 //   - Lost connections (a restart of PostgreSQL): what changed nothing is
 //     run again on a new connection (rebindConn).
 //   - Schema version: a table, since PRAGMA user_version is SQLite's.
@@ -90,6 +91,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 		s.stmts.close()
 		return nil, err
 	}
+	s.pg.groups.start(s.core)
 	return s, nil
 }
 
@@ -115,9 +117,10 @@ func redact(err error) string { return Redact(err.Error()) }
 
 // pgState is what a Store on PostgreSQL has beside its pool.
 type pgState struct {
-	cfg   *pgx.ConnConfig
-	async *sql.DB      // connections with synchronous_commit off (writeFlowState)
-	local localPending // native requests this instance admitted (pgpending.go)
+	cfg    *pgx.ConnConfig
+	async  *sql.DB      // connections with synchronous_commit off (writeFlowState)
+	local  localPending // native requests this instance admitted (pgpending.go)
+	groups pgGroups     // batchers of the one-statement writes (pggroup.go)
 
 	listenerDone chan struct{} // closed when the listener goroutine returns
 	cancel       context.CancelFunc

@@ -229,6 +229,7 @@ func (s *Store) Close() error {
 	if s.pg != nil {
 		s.closeOnce.Do(func() {
 			close(s.quit)
+			s.pg.groups.wg.Wait()
 			s.pg.cancel()
 			<-s.pg.listenerDone
 			s.stmts.close()
