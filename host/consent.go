@@ -39,26 +39,7 @@ type ConsentScreen struct {
 	// service read it; nil when the service does not say. For a caught URL
 	// with a request_uri it is the pushed request (RFC 9126 §4), which the
 	// URL does not hold.
-	Request *ReadRequest
-}
-
-// ReadRequest is the authorization request a consent screen is for, as
-// the service read it (docs/native-consent.md, "1. Submit a caught
-// request": the answer's request member).
-type ReadRequest struct {
-	// Pushed is true when the parameters are those of a pushed
-	// authorization request, taken by RequestURI (RFC 9126 §4).
-	Pushed               bool            `json:"pushed"`
-	RequestURI           string          `json:"request_uri,omitempty"`
-	ClientID             string          `json:"client_id"`
-	RedirectURI          string          `json:"redirect_uri"`
-	Scope                string          `json:"scope,omitempty"`
-	Resource             []string        `json:"resource,omitempty"`
-	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
-	OrgID                string          `json:"org_id,omitempty"`
-	// DPoPJKT is the JWK thumbprint the code is bound to (RFC 9449 §10).
-	DPoPJKT             string `json:"dpop_jkt,omitempty"`
-	CodeChallengeMethod string `json:"code_challenge_method,omitempty"`
+	Request *consent.Request
 }
 
 // requestURIPrefix begins the request_uri of a pushed authorization

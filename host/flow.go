@@ -44,7 +44,7 @@ type flow struct {
 // request as the service read it (for a pushed request, RFC 9126 §4, the
 // pushed parameters, which the caught URL does not hold), else as it was
 // caught; and the accounts the screen offers.
-func shownEvent(u *url.URL, read *ReadRequest, model json.RawMessage) *bridge.ConsentShownEvent {
+func shownEvent(u *url.URL, read *consent.Request, model json.RawMessage) *bridge.ConsentShownEvent {
 	q := u.Query()
 	ev := &bridge.ConsentShownEvent{ClientID: q.Get("client_id"), Scopes: strings.Fields(q.Get("scope")), OrgID: q.Get("org_id")}
 	if d := q.Get("authorization_details"); d != "" && json.Valid([]byte(d)) {

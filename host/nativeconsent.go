@@ -43,9 +43,9 @@ func (e *NativeError) Error() string {
 // Begin implements ConsentService.
 func (n *NativeConsent) Begin(ctx context.Context, authorize *url.URL, subject string) (*ConsentScreen, error) {
 	var out struct {
-		RequestID string          `json:"request_id"`
-		Consent   json.RawMessage `json:"consent"`
-		Request   *ReadRequest    `json:"request"`
+		RequestID string           `json:"request_id"`
+		Consent   json.RawMessage  `json:"consent"`
+		Request   *consent.Request `json:"request"`
 	}
 	body := map[string]string{"authorization_url": authorize.String(), "subject": subject}
 	err := n.post(ctx, n.Endpoint, body, &out)

@@ -38,36 +38,13 @@ type nativeRequest struct {
 	Consent   *consent.Model `json:"consent"`
 	// Request is the authorization request the model is for, as this
 	// server read it (docs/native-consent.md, "1. Submit a caught request").
-	Request nativeRead `json:"request"`
+	Request consent.Request `json:"request"`
 }
 
-// nativeRead is the request a consent model was built for. For a caught
-// URL with a request_uri it is the pushed request the server took for it
-// (RFC 9126 §4): the caught URL itself holds only client_id and
-// request_uri, so a host reads the redirect_uri, the permissions and the
-// key binding here. Secrets the client chose (state, nonce, the PKCE
-// challenge) are not repeated.
-type nativeRead struct {
-	// Pushed is true when the parameters are those of a pushed
-	// authorization request, named by RequestURI.
-	Pushed               bool            `json:"pushed"`
-	RequestURI           string          `json:"request_uri,omitempty"`
-	ClientID             string          `json:"client_id"`
-	RedirectURI          string          `json:"redirect_uri"`
-	Scope                string          `json:"scope,omitempty"`
-	Resource             []string        `json:"resource,omitempty"`
-	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
-	OrgID                string          `json:"org_id,omitempty"`
-	// DPoPJKT is the thumbprint the code is bound to (RFC 9449 §10),
-	// sent as dpop_jkt or by a DPoP proof at the PAR endpoint.
-	DPoPJKT             string `json:"dpop_jkt,omitempty"`
-	CodeChallengeMethod string `json:"code_challenge_method"`
-}
-
-// readOf is the nativeRead of a validated request.
-func readOf(v *validated) nativeRead {
+// readOf is the consent.Request of a validated request.
+func readOf(v *validated) consent.Request {
 	r := v.req
-	return nativeRead{Pushed: v.pushed, RequestURI: v.requestURI, ClientID: r.ClientID, RedirectURI: r.RedirectURI,
+	return consent.Request{Pushed: v.pushed, RequestURI: v.requestURI, ClientID: r.ClientID, RedirectURI: r.RedirectURI,
 		Scope: r.Scope, Resource: r.Resource, AuthorizationDetails: r.AuthorizationDetails, OrgID: r.OrgID,
 		DPoPJKT: jktOf(v), CodeChallengeMethod: r.CodeChallengeMethod}
 }
