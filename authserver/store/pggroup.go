@@ -237,16 +237,8 @@ type redeemArgs struct {
 // decideGrouped is decidePG, batched with concurrent durable writes.
 func (s *core) decideGrouped(ctx context.Context, idHash []byte, subject string, now int64, in *grantInsert) (found bool, err error) {
 	op := &durableOp{groupOp: groupOp{done: make(chan struct{})}, decide: &decideArgs{idHash: idHash, subject: subject, now: now, in: in}}
-	if err := enqueue(s.quit, s.pg.groups.durable, op, &op.groupOp); err != nil {
-		return false, err
-	}
-	switch op.out {
-	case groupDone:
-		return true, nil
-	case groupNotFound:
-		return false, nil
-	case groupLost:
-		return false, wrap("decide pending request", op.err)
+	if found, alone, err := s.durable(op, "decide pending request"); !alone {
+		return found, err
 	}
 	return s.decidePG(ctx, idHash, subject, now, in)
 }
@@ -254,18 +246,28 @@ func (s *core) decideGrouped(ctx context.Context, idHash []byte, subject string,
 // redeemGrouped is redeemPG, batched with concurrent durable writes.
 func (s *core) redeemGrouped(ctx context.Context, hash []byte, at *AccessToken, rt *RefreshToken) (done bool, err error) {
 	op := &durableOp{groupOp: groupOp{done: make(chan struct{})}, redeem: &redeemArgs{hash: hash, at: at, rt: rt}}
+	if done, alone, err := s.durable(op, "redeem code"); !alone {
+		return done, err
+	}
+	return s.redeemPG(ctx, hash, at, rt)
+}
+
+// durable runs op in a batch of durable writes: done when the batch did
+// it, alone when the caller is to run its own statement, an error (named
+// what) when the batch's connection was lost.
+func (s *core) durable(op *durableOp, what string) (done, alone bool, err error) {
 	if err := enqueue(s.quit, s.pg.groups.durable, op, &op.groupOp); err != nil {
-		return false, err
+		return false, false, err
 	}
 	switch op.out {
 	case groupDone:
-		return true, nil
+		return true, false, nil
 	case groupNotFound:
-		return false, nil
+		return false, false, nil
 	case groupLost:
-		return false, wrap("redeem code", op.err)
+		return false, false, wrap(what, op.err)
 	}
-	return s.redeemPG(ctx, hash, at, rt)
+	return false, true, nil
 }
 
 // durableBatch runs a batch of decisions and redemptions in one durable

@@ -14,19 +14,7 @@ import (
 // openPG returns a store on a new PostgreSQL database with one client.
 func openPG(t *testing.T) *Store {
 	t.Helper()
-	ctx := context.Background()
-	s, err := Open(ctx, storetest.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.PutProject(ctx, Project{ID: "p", Name: "P"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutClient(ctx, &Client{ID: "c", ProjectID: "p", Name: "C", Type: Public, RedirectURIs: []string{"https://a/cb"}}); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return openOn(t, storetest.Postgres(t))
 }
 
 // TestGroupedDecisionsAndRedemptions: one batch of decisions and

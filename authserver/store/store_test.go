@@ -16,8 +16,14 @@ import (
 // PostgreSQL with MINIAPP_HOST_TEST_STORE=postgres) with one client.
 func open(t testing.TB) *Store {
 	t.Helper()
+	return openOn(t, storetest.DB(t))
+}
+
+// openOn returns a store on the new database db with one client.
+func openOn(t testing.TB, db string) *Store {
+	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, storetest.DB(t))
+	s, err := Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
