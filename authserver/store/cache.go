@@ -185,6 +185,13 @@ func (c *cache) grant(id string) (*Grant, uint64) {
 	return nil, c.epoch
 }
 
+// epochNow is the epoch to pass to fill for a read about to begin.
+func (c *cache) epochNow() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epoch
+}
+
 // fill stores what a read found, unless a revocation happened since the
 // read began.
 func (c *cache) fill(epoch uint64, t *AccessToken, g *Grant) {

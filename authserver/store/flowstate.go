@@ -434,6 +434,22 @@ func (s *FlowStore) Pending(ctx context.Context, idHash []byte, now time.Time) (
 			return p, err
 		}
 	}
+	if s.pg != nil {
+		switch r, found, alone, err := s.pg.groups.reads.pending.get(s.quit, string(idHash)); {
+		case err != nil:
+			return nil, err
+		case alone:
+		case !found || r.exp <= now.UnixNano():
+			return nil, fmt.Errorf("store: pending request: %w", ErrNotFound)
+		default:
+			p := r.p
+			if err := json.Unmarshal([]byte(r.params), &p.Params); err != nil {
+				return nil, fmt.Errorf("store: pending request parameters: %w", err)
+			}
+			p.ExpiresAt = time.Unix(0, r.exp)
+			return &p, nil
+		}
+	}
 	p := &PendingRequest{IDHash: idHash}
 	var params string
 	var exp int64

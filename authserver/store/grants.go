@@ -308,6 +308,20 @@ func (s *GrantStore) PeekCode(ctx context.Context, hash []byte) (c *Code, used b
 	if cc, ok := s.cache.code(hash); ok && s.cacheable() {
 		return &cc, false, nil
 	}
+	if s.pg != nil {
+		epoch := s.cache.epochNow()
+		switch r, found, alone, err := s.pg.groups.reads.code.get(s.quit, string(hash)); {
+		case err != nil:
+			return nil, false, err
+		case alone:
+		case !found:
+			return nil, false, fmt.Errorf("store: code: %w", ErrNotFound)
+		default:
+			s.cache.fill(epoch, nil, r.g)
+			c := r.c
+			return &c, r.used, nil
+		}
+	}
 	c = &Code{Hash: hash}
 	var exp int64
 	if err := s.stmts.peekCode.QueryRowContext(ctx, hash).Scan(&c.GrantID, &c.ClientID, &c.RedirectURI, &c.Challenge, &c.Nonce, &exp, &used); err != nil {
@@ -484,6 +498,18 @@ func (s *GrantStore) Grant(ctx context.Context, id string) (*Grant, error) {
 	g, epoch := s.cache.grant(id)
 	if g != nil && s.cacheable() {
 		return g, nil
+	}
+	if s.pg != nil {
+		switch g, found, alone, err := s.pg.groups.reads.grant.get(s.quit, id); {
+		case err != nil:
+			return nil, err
+		case alone:
+		case !found:
+			return nil, fmt.Errorf("store: grant: %w", ErrNotFound)
+		default:
+			s.cache.fill(epoch, nil, g)
+			return g, nil
+		}
 	}
 	g = &Grant{}
 	if err := s.stmts.grant.QueryRowContext(ctx, id).Scan(grantDest(g)...); err != nil {

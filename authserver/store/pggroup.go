@@ -81,6 +81,7 @@ func (o *groupOp) finish(out groupOutcome, err error) {
 type pgGroups struct {
 	admit   chan *admitOp
 	durable chan *durableOp
+	reads   pgLookups // pglookup.go
 	wg      sync.WaitGroup
 }
 
@@ -93,6 +94,7 @@ func (g *pgGroups) start(s *core) {
 		go groupWorker(&g.wg, s.quit, g.admit, s.admitBatch)
 		go groupWorker(&g.wg, s.quit, g.durable, s.durableBatch)
 	}
+	g.reads.start(s, &g.wg)
 }
 
 // groupWorker takes a write, lets the goroutines that are about to queue

@@ -233,3 +233,64 @@ func TestGroupedFlowsConcurrently(t *testing.T) {
 		t.Fatalf("one admission past the quota: %v, want a QuotaError", err)
 	}
 }
+
+// TestGroupedReads: the reads another instance makes of this one's rows,
+// sent as one query: a request and a code are found by their keys (twice
+// in one batch as well), a missing key is not, an expired request is
+// gone for a reader whose clock is past its expiry, and a code brings its
+// grant into the reader's cache.
+func TestGroupedReads(t *testing.T) {
+	db := storetest.Postgres(t)
+	a := openOn(t, db)
+	b, err := Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	now := time.Now()
+	charge := Charge{Period: time.Minute / 16, Quotas: []Quota{{"host:h", 10}}}
+	if err := a.AddPending(ctx, &PendingRequest{IDHash: Hash("r1"), Params: map[string][]string{"client_id": {"c"}}, Host: "h", Subject: "u",
+		ExpiresAt: now.Add(time.Minute)}, charge, now); err != nil {
+		t.Fatal(err)
+	}
+	newGrant(a, t, "g1", now)
+
+	l := &b.pg.groups.reads
+	ops := []*lookupOp[pendingRow]{{key: string(Hash("r1"))}, {key: string(Hash("r1"))}, {key: string(Hash("none"))}}
+	for _, op := range ops {
+		op.done = make(chan struct{})
+	}
+	l.pending.run(b.r, ops)
+	for i, want := range []bool{true, true, false} {
+		if ops[i].alone || ops[i].found != want {
+			t.Fatalf("read %d: found %v alone %v, want found %v", i, ops[i].found, ops[i].alone, want)
+		}
+	}
+	if r := ops[0].row; r.p.Host != "h" || r.p.Subject != "u" || r.params != `{"client_id":["c"]}` {
+		t.Fatalf("the request read: %+v", r)
+	}
+
+	if p, err := b.Pending(ctx, Hash("r1"), now); err != nil || p.Params["client_id"][0] != "c" {
+		t.Fatalf("the request through the other instance: %+v, %v", p, err)
+	}
+	if _, err := b.Pending(ctx, Hash("r1"), now.Add(2*time.Minute)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the request past its expiry: %v, want ErrNotFound", err)
+	}
+	if g, _ := b.cache.grant("g1"); g != nil {
+		t.Fatal("the grant was cached before its code was read")
+	}
+	c, used, err := b.PeekCode(ctx, Hash("code-g1"))
+	if err != nil || used || c.GrantID != "g1" || c.RedirectURI != "https://a/cb" {
+		t.Fatalf("the code through the other instance: %+v used %v, %v", c, used, err)
+	}
+	if g, _ := b.cache.grant("g1"); g == nil || g.ClientID != "c" || g.SubjectID != "u" {
+		t.Fatalf("the code's grant in the reader's cache: %+v", g)
+	}
+	if _, _, err := b.PeekCode(ctx, Hash("no-such-code")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an unknown code: %v, want ErrNotFound", err)
+	}
+	if _, err := b.Grant(ctx, "no-such-grant"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an unknown grant: %v, want ErrNotFound", err)
+	}
+}
