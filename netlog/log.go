@@ -210,6 +210,19 @@ func (f *Flow) SetConsent(model json.RawMessage, err error) {
 	if f == nil {
 		return
 	}
+	f.editAuthorize(func(a *Authorize) {
+		if err != nil {
+			a.ConsentError = redact.URL(err.Error())
+		} else if text, ok := redactJSON(model); ok && len(text) <= 4*maxBody {
+			a.Consent = json.RawMessage(text)
+		}
+	})
+}
+
+// editAuthorize changes a copy of the flow's caught authorization's
+// entry with fn and puts it in the entry's place, so that what readers
+// already hold never changes under them.
+func (f *Flow) editAuthorize(fn func(a *Authorize)) {
 	f.log.mu.Lock()
 	defer f.log.mu.Unlock()
 	for i := range f.entries {
@@ -217,11 +230,7 @@ func (f *Flow) SetConsent(model json.RawMessage, err error) {
 			continue
 		}
 		a := *f.entries[i].Authorize
-		if err != nil {
-			a.ConsentError = redact.URL(err.Error())
-		} else if text, ok := redactJSON(model); ok && len(text) <= 4*maxBody {
-			a.Consent = json.RawMessage(text)
-		}
+		fn(&a)
 		f.entries[i].Authorize = &a
 	}
 }

@@ -64,14 +64,5 @@ func (f *Flow) SetPushed(read json.RawMessage) {
 	if !ok || len(text) > 4*maxBody {
 		return
 	}
-	f.log.mu.Lock()
-	defer f.log.mu.Unlock()
-	for i := range f.entries {
-		if f.entries[i].ID != f.authorizeID || f.entries[i].Authorize == nil {
-			continue
-		}
-		a := *f.entries[i].Authorize
-		a.Pushed = json.RawMessage(text)
-		f.entries[i].Authorize = &a
-	}
+	f.editAuthorize(func(a *Authorize) { a.Pushed = json.RawMessage(text) })
 }
