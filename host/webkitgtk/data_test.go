@@ -262,3 +262,51 @@ func startOpenAutomation(t *testing.T, cfg childConfig) (*client.Client, func())
 	t.Cleanup(func() { c.Close() })
 	return c, func() { c.Close(); stop() }
 }
+
+// TestReplacedViewsAreFreed launches Miniapps one after another, as a
+// developer does in the playground for hours: each launch of another
+// Miniapp replaces the window's Miniapp view (UseData), and the replaced
+// view must be freed with every widget it holds, its internal ones
+// included, not kept by a reference the window or WebKit forgot (each kept
+// one stayed in this process: the host's memory grew with every launch).
+func TestReplacedViewsAreFreed(t *testing.T) {
+	e := testEnv(t)
+	srv := httptest.NewServer(dataPage())
+	defer srv.Close()
+	rec := record(t)
+	const launches = 8
+	for n := range launches {
+		id := fmt.Sprintf("views-%d", n%2)
+		load := fmt.Sprintf("%s/?launch=%d", srv.URL, n)
+		app := host.Miniapp{Name: id, Origin: srv.URL, ID: id, LoadURL: mustURL(t, load), Consent: e.Consent,
+			Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{srv.URL}}}
+		if err := testWin.Mount(t.Context(), app); err != nil {
+			t.Fatal(err)
+		}
+		rec.Wait(t, id+" loaded", func(ev host.Event) bool { return ev.Kind == host.EventLoadFinished && ev.URL == load })
+		// What the soak and a developer's tools do with a page.
+		var title string
+		evalJSON(t, `document.title`, &title)
+	}
+	type alive struct{ views, children, current int }
+	var got alive
+	live := func() bool {
+		n := make(chan alive, 1)
+		testEng.Dispatch(func() {
+			v, c, cur := testEng.liveMiniappViews()
+			n <- alive{v, c, cur}
+		})
+		got = <-n
+		return got.views == 1 && got.children == got.current
+	}
+	// Freed when the last reference goes, which an answer of WebKit's
+	// still on its way may hold a moment.
+	deadline := time.Now().Add(10 * time.Second)
+	for !live() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !live() {
+		t.Fatalf("after %d launches: %d Miniapp views alive with %d child widgets, want the window's one with its own %d",
+			launches, got.views, got.children, got.current)
+	}
+}

@@ -177,6 +177,16 @@ func (e *engine) UseData(d host.MiniappData) error {
 	return nil
 }
 
+// liveMiniappViews is how many Miniapp views this process holds, made and
+// not yet finalized (the window's own and any replaced one still alive),
+// and how many child widgets of theirs, internal ones included: alive in
+// all, and of the window's view now. UI thread only.
+func (e *engine) liveMiniappViews() (views, children, current int) {
+	var c C.int
+	children = int(C.mh_live_view_children(e.views[host.ViewMiniapp], &c))
+	return int(C.mh_live_miniapp_views()), children, int(c)
+}
+
 // ForgetData implements host.Engine: d's context is d's alone.
 func (e *engine) ForgetData(d host.MiniappData, done func(error)) {
 	ctx, err := e.context(d)

@@ -551,6 +551,56 @@ WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, co
 	return ctx;
 }
 
+// The Miniapp views alive: made and not yet finalized. A view replaced by
+// another must be finalized, or each launch of another Miniapp keeps the
+// old view's memory in this process for as long as the window is open.
+// Main thread only.
+static int mh_miniapp_views;
+
+static void on_miniapp_view_finalized(gpointer data, GObject *where) {
+	(void)data;
+	(void)where;
+	mh_miniapp_views--;
+}
+
+int mh_live_miniapp_views(void) { return mh_miniapp_views; }
+
+// The child widgets of Miniapp views alive, internal ones included: those
+// a view had when it was made, not yet finalized. Main thread only.
+static int mh_view_children;
+
+static void on_view_child_finalized(gpointer data, GObject *where) {
+	(void)data;
+	(void)where;
+	mh_view_children--;
+}
+
+static void track_child(GtkWidget *child, gpointer data) {
+	(void)data;
+	mh_view_children++;
+	g_object_weak_ref(G_OBJECT(child), on_view_child_finalized, NULL);
+}
+
+static void count_child(GtkWidget *child, gpointer data) {
+	(void)child;
+	(*(int *)data)++;
+}
+
+// mh_live_view_children gives the children of Miniapp views alive, and in
+// *current those view has now.
+int mh_live_view_children(WebKitWebView *view, int *current) {
+	*current = 0;
+	gtk_container_forall(GTK_CONTAINER(view), count_child, current);
+	return mh_view_children;
+}
+
+// destroy_child destroys a child of a view that is being replaced, as
+// GtkContainer's destroy would.
+static void destroy_child(GtkWidget *child, gpointer data) {
+	(void)data;
+	gtk_widget_destroy(child);
+}
+
 // miniapp_view makes a Miniapp's view on ctx with the Miniapp views'
 // content manager and settings (shared by every Miniapp view of the
 // window, so scripts, message handlers, the content filter and developer
@@ -577,6 +627,9 @@ static WebKitWebView *miniapp_view(WebKitWebContext *ctx, WebKitUserContentManag
 	g_signal_connect(view, "resource-load-started", G_CALLBACK(on_resource_started), r);
 	g_object_set_data(G_OBJECT(view), "mh-ref", r);
 	watch_downloads(view);
+	mh_miniapp_views++;
+	g_object_weak_ref(G_OBJECT(view), on_miniapp_view_finalized, NULL);
+	gtk_container_forall(GTK_CONTAINER(view), track_child, NULL);
 	return view;
 }
 
@@ -674,6 +727,14 @@ WebKitWebView *mh_replace_miniapp_view(WebKitWebView *old, WebKitWebContext *ctx
 	gboolean focus = gtk_widget_has_focus(GTK_WIDGET(old));
 	g_signal_handlers_disconnect_by_data(old, r);
 	g_object_set_data(G_OBJECT(old), "mh-ref", NULL);
+	// Its children first, internal ones included. WebKitGTK (GTK 3)
+	// parents a GtkTextView of its own to every view, its key binding
+	// translator, and its dispose lets go of its pointer to it before
+	// GtkContainer's destroy asks the view for its internal children: the
+	// text view was never destroyed, and each replaced view left it, with
+	// its buffer, style and input method contexts, in this process (the
+	// host's memory grew with every launch of another Miniapp).
+	gtk_container_forall(GTK_CONTAINER(old), destroy_child, NULL);
 	gtk_container_remove(GTK_CONTAINER(overlay), GTK_WIDGET(old)); // the overlay's reference: old is destroyed
 	gtk_container_add(GTK_CONTAINER(overlay), GTK_WIDGET(view));
 	gtk_widget_show(GTK_WIDGET(view));

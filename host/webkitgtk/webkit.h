@@ -57,6 +57,8 @@ void mh_screen_centre(GtkWidget *widget, int *x, int *y);
 void mh_screen_origin(GtkWidget *widget, int *x, int *y);
 
 int mh_bare_window(const char *uri);
+int mh_live_miniapp_views(void);
+int mh_live_view_children(WebKitWebView *view, int *current);
 
 // webdriver.c
 void mh_webdriver_allow(WebKitWebContext *ctx);
