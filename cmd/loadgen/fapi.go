@@ -184,7 +184,7 @@ func (g *gen) fapiPhase(operatorKey string, rounds int) error {
 	}
 	var plain, fapi, plainCPU, fapiCPU []float64
 	for i := range rounds {
-		r := g.phase(g.max, func() error {
+		r := g.phase(g.max, func(g *gen) error {
 			cs, err := g.codes("bank_accounts:read", 1)
 			if err != nil {
 				return err
@@ -193,7 +193,7 @@ func (g *gen) fapiPhase(operatorKey string, rounds int) error {
 		})
 		fmt.Printf("round %d: plain flow (native request, client_secret_basic, Bearer token): %s%s\n", i+1, r, loadavg())
 		plain, plainCPU = append(plain, r.rate()), append(plainCPU, r.perCPU())
-		r = g.phase(g.max, func() error { return g.fapiFlow(fc) })
+		r = g.phase(g.max, func(g *gen) error { return g.fapiFlow(fc) })
 		fmt.Printf("round %d: FAPI 2.0 flow (PAR + private_key_jwt + DPoP, fapi2 profile): %s%s\n", i+1, r, loadavg())
 		fapi, fapiCPU = append(fapi, r.rate()), append(fapiCPU, r.perCPU())
 	}

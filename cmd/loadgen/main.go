@@ -64,12 +64,17 @@ type gen struct {
 	// dbCPU is the CPU time the database server has used, when loadgen
 	// started it (-db postgres); nil otherwise.
 	dbCPU func() time.Duration
+	// affinity keeps each worker's requests on one instance, as a
+	// balancer with session affinity would (worker w on instance w mod n);
+	// without it every request goes to the next instance in turn.
+	affinity bool
 }
 
 // flags are loadgen's flags.
 type flags struct {
 	dur, warmup          time.Duration
 	conc, instances      int
+	affinity             bool
 	rounds               int
 	max, driftN, driftWn int64
 	only, driftProfile   string
@@ -89,6 +94,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.driftProfile, "drift-profile-prefix", "", "write CPU profiles of the drift phase's start and end to PREFIX-start.pprof and PREFIX-end.pprof, and its live heap at the end to PREFIX-end.heap")
 	flag.StringVar(&f.profile, "cpuprofile", "", "write a CPU profile of each timed phase to FILE-1, FILE-2...")
 	flag.IntVar(&f.instances, "instances", 1, "server instances on the database (above 1 needs PostgreSQL); requests go to each in turn")
+	flag.BoolVar(&f.affinity, "affinity", false, "with -instances: each client's requests go to one instance (client w to instance w mod n), as a balancer with session affinity sends them, instead of each request to the next instance in turn")
 	flag.StringVar(&f.dbURL, "db", "", "the database: a PostgreSQL URL (postgres://...) of an empty database, or \"postgres\" for a temporary PostgreSQL server with default durability (pgtest); default a new SQLite file")
 	flag.Parse()
 	return f
@@ -115,10 +121,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	g.profile, g.dur, g.max, g.dbCPU = f.profile, f.dur, f.max, dbCPU
+	g.profile, g.dur, g.max, g.dbCPU, g.affinity = f.profile, f.dur, f.max, dbCPU, f.affinity
 	targets := g.hc.Transport.(*roundRobin).targets
-	fmt.Printf("loadgen: GOMAXPROCS=%d NumCPU=%d, %d concurrent clients, %s per phase (max %d), server and client in one process on loopback, %d instance(s) on %s%s\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), f.conc, f.dur, f.max, len(targets), dbKind(db), loadavg())
+	spread := "each request to the next"
+	if f.affinity {
+		spread = "each client's requests to one"
+	}
+	fmt.Printf("loadgen: GOMAXPROCS=%d NumCPU=%d, %d concurrent clients, %s per phase (max %d), server and client in one process on loopback, %d instance(s) on %s (%s)%s\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), f.conc, f.dur, f.max, len(targets), dbKind(db), spread, loadavg())
 	defer printDone(db)
 	return g.runPhases(f)
 }
@@ -288,7 +298,7 @@ func (g *gen) tokenPhase() error {
 			return err
 		}
 		var next atomic.Int64
-		r := g.phase(int64(len(codes)), func() error {
+		r := g.phase(int64(len(codes)), func(g *gen) error {
 			i := next.Add(1) - 1
 			if i >= int64(len(codes)) {
 				return errDone
@@ -309,7 +319,7 @@ func (g *gen) grantPhase() error {
 	if err != nil {
 		return err
 	}
-	r := g.phase(g.max, func() error { return g.grant(tok) })
+	r := g.phase(g.max, func(g *gen) error { return g.grant(tok) })
 	fmt.Printf("GET /authorization: %s\n", r)
 	return nil
 }
@@ -318,8 +328,8 @@ func (g *gen) grantPhase() error {
 // signing dominates the second).
 // warmup > 0 runs flows of both kinds for that long first, untimed.
 func (g *gen) flowPhase(warmup time.Duration) {
-	flow := func(scope string) func() error {
-		return func() error {
+	flow := func(scope string) func(*gen) error {
+		return func(g *gen) error {
 			cs, err := g.codes(scope, 1)
 			if err != nil {
 				return err
@@ -393,8 +403,8 @@ func (r result) String() string {
 }
 
 // phase runs op from conc workers until the duration passes or max
-// operations were started.
-func (g *gen) phase(max int64, op func() error) result {
+// operations were started; each worker passes op its own gen (worker).
+func (g *gen) phase(max int64, op func(*gen) error) result {
 	var ok, failed, started atomic.Int64
 	var once sync.Once
 	var first error
@@ -413,12 +423,13 @@ func (g *gen) phase(max int64, op func() error) result {
 	}
 	begin, cpu0, db0 := time.Now(), cpuTime(), dbCPU()
 	var wg sync.WaitGroup
-	for range g.conc {
+	for w := range g.conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			g := g.worker(w)
 			for time.Now().Before(stop) && started.Add(1) <= max {
-				err := op()
+				err := op(g)
 				switch {
 				case errors.Is(err, errDone):
 					return
@@ -454,10 +465,11 @@ func (g *gen) codes(scope string, n int) ([]code, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
-	for range min(g.conc, n) {
+	for w := range min(g.conc, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			g := g.worker(w)
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(n) {
@@ -576,6 +588,35 @@ func (rr *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = r
 	}
 	return rr.base.RoundTrip(req)
+}
+
+// pinned sends every request for the service to one instance's listener,
+// as a balancer with session affinity sends one client's.
+type pinned struct {
+	base    http.RoundTripper
+	service string
+	target  string
+}
+
+func (p *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host == p.service && p.target != p.service {
+		r := req.Clone(req.Context())
+		r.URL.Host = p.target
+		req = r
+	}
+	return p.base.RoundTrip(req)
+}
+
+// worker is the gen worker w runs its operations with: g itself, or with
+// affinity a copy whose requests all go to instance w mod n.
+func (g *gen) worker(w int) *gen {
+	rr, ok := g.hc.Transport.(*roundRobin)
+	if !g.affinity || !ok || len(rr.targets) < 2 {
+		return g
+	}
+	c := *g
+	c.hc = &http.Client{Transport: &pinned{base: rr.base, service: rr.service, target: rr.targets[w%len(rr.targets)]}}
+	return &c
 }
 
 func dbKind(db string) string {
