@@ -587,7 +587,7 @@ static void count_child(GtkWidget *child, gpointer data) {
 }
 
 // mh_live_view_children gives the children of Miniapp views alive, and in
-// *current those view has now.
+// *current those the view has now.
 int mh_live_view_children(WebKitWebView *view, int *current) {
 	*current = 0;
 	gtk_container_forall(GTK_CONTAINER(view), count_child, current);
