@@ -115,8 +115,9 @@ func grantedAll(t *testing.T, e *env) (*browser, string) {
 // form) and the signing-key detail (the JSON API) holds at once at the
 // grant endpoint, introspection and the signing provider, and the next
 // sign-in asks again for exactly those, while the rest stays remembered;
-// revoking the whole grant refuses the token everywhere and empties the
-// list.
+// revoking the whole grant refuses the token everywhere and lists it no
+// more, while what another active grant of the client holds stays
+// remembered until that grant is revoked too.
 func TestConnectedMiniappsRevoke(t *testing.T) {
 	e := start(t)
 	b, at := grantedAll(t, e)
@@ -222,6 +223,24 @@ func TestConnectedMiniappsRevoke(t *testing.T) {
 	}
 	if len(clients) != 1 || len(clients[0].(map[string]any)["grants"].([]any)) != 2 {
 		t.Fatalf("before revoking the grant: want the first grant and the remembered sign-in's, got %v", clients)
+	}
+
+	// The remembered consent keeps what the remembered sign-in's grant,
+	// still active, holds: its request is answered at once again.
+	if p := b.get(e.u.Authorization + "?" + q.Encode()); p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), confRedir) {
+		t.Fatalf("what another active grant holds, after revoking the first grant: want the code at once, got %d %s %s", p.status, p.url, p.header.Get("Location"))
+	}
+	// Once no grant of the client holds it, it is forgotten: the same
+	// request asks again.
+	_, clients = c.list()
+	for _, gg := range clients[0].(map[string]any)["grants"].([]any) {
+		gid := gg.(map[string]any)["id"].(string)
+		if st, m := c.api(http.MethodPost, "/revoke", map[string]string{"grant_id": gid}, csrf, nil); st != http.StatusOK || m["whole_grant"] != true {
+			t.Fatalf("revoking grant %s: %d %v", gid, st, m)
+		}
+	}
+	if p := b.get(e.u.Authorization + "?" + q.Encode()); p.status != http.StatusOK || !strings.Contains(p.url.Path, "/oauth/consent") {
+		t.Fatalf("after revoking every grant of the client: want the consent page, got %d %s", p.status, p.url)
 	}
 }
 

@@ -127,6 +127,25 @@ func Forget(keys []string, p Permission, granted json.RawMessage) []string {
 	})
 }
 
+// HeldBy reports whether a grant of scopes and authorization_details
+// holds the entry a remembered consent's key names (Keys): the scope
+// itself, or an object granted from the remembered one (Forget's match).
+func HeldBy(key string, scopes []string, details json.RawMessage) bool {
+	if name, ok := strings.CutPrefix(key, "scope "); ok {
+		return slices.Contains(scopes, name)
+	}
+	var raw []json.RawMessage
+	if json.Unmarshal(details, &raw) != nil {
+		return false
+	}
+	for _, d := range raw {
+		if len(Forget([]string{key}, Permission{Kind: KindDetail}, d)) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // unbound is an object's canonical JSON without the members an approval
 // binds an account in.
 func unbound(obj map[string]any) string {

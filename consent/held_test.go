@@ -80,3 +80,41 @@ func TestForget(t *testing.T) {
 		t.Fatalf("forgot too much: %q", left)
 	}
 }
+
+// TestHeldBy: a grant holds the remembered key of each of its scopes and
+// of each object it was granted from (the bank_account detail requested by
+// selection, granted with the chosen account), and no other: a scope it
+// does not have, an object it was not granted from.
+func TestHeldBy(t *testing.T) {
+	m, res := build(t, "openid profile", threeDetails, "org")
+	d := Decision{Action: Approve, AccountID: candidates[0].ID}
+	if err := m.Validate(d); err != nil {
+		t.Fatal(err)
+	}
+	keys := Keys(res)
+	granted, _ := GrantedDetails(res, d)
+	var objs []json.RawMessage
+	if err := json.Unmarshal(granted, &objs); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !HeldBy(k, []string{"openid", "profile"}, granted) {
+			t.Errorf("the grant does not hold its own key %q", k)
+		}
+	}
+	if HeldBy("scope email", []string{"openid", "profile"}, granted) {
+		t.Error("holds a scope it was not granted")
+	}
+	// A grant of openid alone, without the bank_account object, holds
+	// neither profile's key nor the object's; it still holds the others.
+	rest, _ := json.Marshal(objs[1:])
+	for _, k := range keys {
+		want := k != "scope profile" && !strings.Contains(k, `"bank_account"`)
+		if got := HeldBy(k, []string{"openid"}, rest); got != want {
+			t.Errorf("HeldBy(%q) without profile and the bank_account object: %v, want %v", k, got, want)
+		}
+	}
+	if HeldBy(keys[len(keys)-1], nil, json.RawMessage(`not json`)) {
+		t.Error("undecodable details hold a key")
+	}
+}

@@ -214,7 +214,8 @@ func csrfMatches(se *session, token string) bool {
 // revokeEntry revokes one entry of the subject's grant (entry, a value of
 // consent.Permission.Entry), or the whole grant when entry is "": the
 // grant loses the entry and those held only with it, and the remembered
-// consent loses them too; a grant left with nothing is revoked. It returns
+// consent loses those no other active grant of the client holds
+// (rememberedAfter); a grant left with nothing is revoked. It returns
 // the entries revoked, and whether the whole grant was.
 func (s *Server) revokeEntry(ctx context.Context, subject, grantID, entry string) (gone []string, whole bool, err error) {
 	g, err := s.cfg.Store.Grant(ctx, grantID)
@@ -229,8 +230,14 @@ func (s *Server) revokeEntry(ctx context.Context, subject, grantID, entry string
 	for _, p := range held {
 		all = append(all, p.Entry())
 	}
+	var raw []json.RawMessage
+	if len(g.Details) > 0 {
+		if err := json.Unmarshal(g.Details, &raw); err != nil {
+			return nil, false, fmt.Errorf("oauth: grant %s: authorization_details: %w", g.ID, err)
+		}
+	}
 	if entry == "" {
-		return all, true, s.revokeWhole(ctx, subject, g.ID, now)
+		return all, true, s.revokeWhole(ctx, g, held, raw, now)
 	}
 	revoked, ok := consent.Revoked(held, entry)
 	if !ok {
@@ -242,12 +249,6 @@ func (s *Server) revokeEntry(ctx context.Context, subject, grantID, entry string
 	names := make([]string, 0, len(revoked))
 	for _, p := range revoked {
 		names = append(names, p.Entry())
-	}
-	var raw []json.RawMessage
-	if len(g.Details) > 0 {
-		if err := json.Unmarshal(g.Details, &raw); err != nil {
-			return nil, false, fmt.Errorf("oauth: grant %s: authorization_details: %w", g.ID, err)
-		}
 	}
 	scopes := slices.Clone(g.Scopes)
 	keep := make([]json.RawMessage, 0, len(raw))
@@ -262,26 +263,14 @@ func (s *Server) revokeEntry(ctx context.Context, subject, grantID, entry string
 		}
 	}
 	if len(scopes)+len(keep) == 0 {
-		return all, true, s.revokeWhole(ctx, subject, g.ID, now)
+		return all, true, s.revokeWhole(ctx, g, held, raw, now)
 	}
 	details, err := json.Marshal(keep)
 	if err != nil {
 		return nil, false, fmt.Errorf("oauth: grant %s: %w", g.ID, err)
 	}
-	var remember *store.Consent
-	if c, err := s.cfg.Store.Consent(ctx, subject, g.ClientID); err == nil {
-		perms := c.Permissions
-		for _, p := range revoked {
-			var d json.RawMessage
-			if p.Index != nil && *p.Index < len(raw) {
-				d = raw[*p.Index]
-			}
-			perms = consent.Forget(perms, p, d)
-		}
-		if len(perms) != len(c.Permissions) {
-			remember = &store.Consent{SubjectID: subject, ClientID: g.ClientID, OrgID: c.OrgID, Permissions: perms, AccountID: c.AccountID, UpdatedAt: now}
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
+	remember, err := s.rememberedAfter(ctx, g, revoked, raw, now)
+	if err != nil {
 		return nil, false, err
 	}
 	if err := s.cfg.Store.NarrowGrant(ctx, g, scopes, details, remember); errors.Is(err, store.ErrNotFound) {
@@ -292,12 +281,58 @@ func (s *Server) revokeEntry(ctx context.Context, subject, grantID, entry string
 	return names, false, nil
 }
 
-func (s *Server) revokeWhole(ctx context.Context, subject, grantID string, now time.Time) error {
-	err := s.cfg.Store.RevokeSubjectGrant(ctx, subject, grantID, now)
+// revokeWhole revokes the whole grant g, whose entries are held (raw: its
+// authorization_details objects).
+func (s *Server) revokeWhole(ctx context.Context, g *store.Grant, held []consent.Permission, raw []json.RawMessage, now time.Time) error {
+	remember, err := s.rememberedAfter(ctx, g, held, raw, now)
+	if err != nil {
+		return err
+	}
+	err = s.cfg.Store.RevokeSubjectGrant(ctx, g.SubjectID, g.ID, now, remember)
 	if errors.Is(err, store.ErrNotFound) {
-		return oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked meanwhile; reload the list", grantID))
+		return oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked meanwhile; reload the list", g.ID))
 	}
 	return err
+}
+
+// rememberedAfter is the subject's remembered consent for g's client once
+// the entries revoked (of g; raw: g's authorization_details objects) are
+// gone from g: without each of them (consent.Forget), except an entry
+// another active grant of the subject and client still holds, which the
+// subject has not taken from the client, so that the next sign-in asks
+// again for what the client no longer holds and for nothing else. It is
+// nil when nothing changes: none is remembered, or every revoked entry is
+// held elsewhere.
+func (s *Server) rememberedAfter(ctx context.Context, g *store.Grant, revoked []consent.Permission, raw []json.RawMessage, now time.Time) (*store.Consent, error) {
+	c, err := s.cfg.Store.Consent(ctx, g.SubjectID, g.ClientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	perms := c.Permissions
+	for _, p := range revoked {
+		var d json.RawMessage
+		if p.Index != nil && *p.Index < len(raw) {
+			d = raw[*p.Index]
+		}
+		perms = consent.Forget(perms, p, d)
+	}
+	if len(perms) == len(c.Permissions) {
+		return nil, nil
+	}
+	gs, err := s.cfg.Store.SubjectGrants(ctx, g.SubjectID)
+	if err != nil {
+		return nil, err
+	}
+	others := slices.DeleteFunc(gs, func(o *store.Grant) bool { return o.ClientID != g.ClientID || o.ID == g.ID })
+	kept := slices.DeleteFunc(slices.Clone(c.Permissions), func(k string) bool {
+		return !slices.Contains(perms, k) && !slices.ContainsFunc(others, func(o *store.Grant) bool { return consent.HeldBy(k, o.Scopes, o.Details) })
+	})
+	if len(kept) == len(c.Permissions) {
+		return nil, nil
+	}
+	return &store.Consent{SubjectID: g.SubjectID, ClientID: g.ClientID, OrgID: c.OrgID, Permissions: kept, AccountID: c.AccountID, UpdatedAt: now}, nil
 }
 
 // handleConnectedPage shows the signed-in subject's grants, or the sign-in

@@ -218,10 +218,11 @@ type SubjectGrants interface {
 	// in one transaction; store.ErrNotFound when old is no longer current.
 	// Once it returns the grant holds only the rest, as RevokeGrant holds.
 	NarrowGrant(ctx context.Context, old *store.Grant, scopes []string, details json.RawMessage, consent *store.Consent) error
-	// RevokeSubjectGrant revokes a subject's active grant and forgets the
-	// remembered consent of its client, in one transaction;
-	// store.ErrNotFound when the subject has no such active grant.
-	RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time) error
+	// RevokeSubjectGrant revokes a subject's active grant and sets (or,
+	// without permissions, forgets; nil: keeps) the remembered consent of
+	// its client, in one transaction; store.ErrNotFound when the subject
+	// has no such active grant.
+	RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time, consent *store.Consent) error
 }
 
 // Consents are the consents subjects asked to be remembered (docs/service.md

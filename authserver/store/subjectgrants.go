@@ -155,11 +155,6 @@ func (s *GrantStore) NarrowGrant(ctx context.Context, old *Grant, scopes []strin
 	if len(details) == 0 {
 		details = json.RawMessage("[]")
 	}
-	var perms string
-	if consent != nil {
-		p, _ := json.Marshal(nonNil(consent.Permissions))
-		perms = string(p)
-	}
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.Exec(`UPDATE grants SET scopes = ?, details = ? WHERE id = ? AND subject_id = ? AND revoked_at IS NULL AND scopes = ? AND details = ?`,
@@ -173,18 +168,7 @@ func (s *GrantStore) NarrowGrant(ctx context.Context, old *Grant, scopes []strin
 		if err := s.announce(tx, Change{Kind: ChangedGrantEntries, Key: old.ID}); err != nil {
 			return err
 		}
-		if consent == nil {
-			return nil
-		}
-		if len(consent.Permissions) == 0 {
-			err = forgetConsent(tx, old.SubjectID, old.ClientID)
-		} else {
-			_, err = tx.Stmt(s.stmts.putConsent).Exec(consent.SubjectID, consent.ClientID, consent.OrgID, perms, consent.AccountID, consent.UpdatedAt.Unix())
-		}
-		if err != nil {
-			return wrap("narrow grant: consent", err)
-		}
-		return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(old.SubjectID, old.ClientID)})
+		return s.rememberTx(tx, old.SubjectID, old.ClientID, consent)
 	})
 	if err != nil {
 		s.cache.forgetGrant(old.ID)
@@ -197,22 +181,17 @@ func (s *GrantStore) NarrowGrant(ctx context.Context, old *Grant, scopes []strin
 		return fmt.Errorf("store: grant %q of %q is revoked or changed: %w", old.ID, old.SubjectID, ErrNotFound)
 	}
 	s.cache.forgetGrant(old.ID)
-	if consent != nil {
-		if len(consent.Permissions) == 0 {
-			s.consents.written(old.SubjectID, old.ClientID, nil)
-		} else {
-			s.consents.written(old.SubjectID, old.ClientID, consent)
-		}
-	}
+	s.remembered(old.SubjectID, old.ClientID, consent)
 	return nil
 }
 
 // RevokeSubjectGrant revokes a subject's active grant, and with it every
-// token issued from it, and forgets the subject's remembered consent for
-// the grant's client, in one transaction: the next sign-in asks again. A
-// grant that is not the subject's, or not active, is ErrNotFound and
-// nothing changes.
-func (s *GrantStore) RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time) error {
+// token issued from it, and sets the subject's remembered consent for the
+// grant's client to consent (its permissions without those the grant took
+// along), in one transaction. A consent without permissions is forgotten;
+// a nil consent leaves the remembered one as it is. A grant that is not
+// the subject's, or not active, is ErrNotFound and nothing changes.
+func (s *GrantStore) RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time, consent *Consent) error {
 	var clientID string
 	var found bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -225,21 +204,57 @@ func (s *GrantStore) RevokeSubjectGrant(ctx context.Context, subjectID, grantID 
 			return wrap("revoke grant", err)
 		}
 		found = true
-		if err := forgetConsent(tx, subjectID, clientID); err != nil {
-			return wrap("revoke grant: consent", err)
+		if consent != nil && consent.ClientID != clientID {
+			return fmt.Errorf("store: revoke grant %q: a consent for client %q, not the grant's %q", grantID, consent.ClientID, clientID)
 		}
-		return s.announceRevoked(tx, []string{grantID}, now, Change{Kind: ChangedConsent, Key: ConsentKey(subjectID, clientID)})
+		if err := s.rememberTx(tx, subjectID, clientID, consent); err != nil {
+			return err
+		}
+		return s.announceRevoked(tx, []string{grantID}, now)
 	})
 	if err != nil {
-		s.consents.clear()
+		if consent != nil {
+			s.consents.clear()
+		}
 		return err
 	}
 	if !found {
 		return fmt.Errorf("store: active grant %q of %q: %w", grantID, subjectID, ErrNotFound)
 	}
 	s.cache.revokedGrant(grantID, time.Unix(now.Unix(), 0))
-	s.consents.written(subjectID, clientID, nil)
+	s.remembered(subjectID, clientID, consent)
 	return nil
+}
+
+// rememberTx sets, in tx, the subject's remembered consent for a client to
+// consent: forgotten when it has no permissions, unchanged when nil; the
+// other instances are told.
+func (s *GrantStore) rememberTx(tx *sql.Tx, subjectID, clientID string, consent *Consent) error {
+	if consent == nil {
+		return nil
+	}
+	var err error
+	if len(consent.Permissions) == 0 {
+		err = forgetConsent(tx, subjectID, clientID)
+	} else {
+		perms, _ := json.Marshal(nonNil(consent.Permissions))
+		_, err = tx.Stmt(s.stmts.putConsent).Exec(consent.SubjectID, consent.ClientID, consent.OrgID, string(perms), consent.AccountID, consent.UpdatedAt.Unix())
+	}
+	if err != nil {
+		return wrap("remembered consent", err)
+	}
+	return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(subjectID, clientID)})
+}
+
+// remembered updates this instance's cache once rememberTx committed.
+func (s *GrantStore) remembered(subjectID, clientID string, consent *Consent) {
+	switch {
+	case consent == nil:
+	case len(consent.Permissions) == 0:
+		s.consents.written(subjectID, clientID, nil)
+	default:
+		s.consents.written(subjectID, clientID, consent)
+	}
 }
 
 func forgetConsent(tx *sql.Tx, subjectID, clientID string) error {

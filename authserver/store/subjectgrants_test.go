@@ -12,8 +12,8 @@ import (
 // with their last use (a token lookup, to the second, never going back);
 // a narrowing from a stale read changes nothing and is ErrNotFound; a
 // narrowing reaches a cached token lookup at once and sets the remembered
-// consent; revoking the grant forgets the consent and lists it no more,
-// and another subject cannot revoke it.
+// consent; revoking the grant sets the consent it is given (none: forgets
+// it) and lists the grant no more, and another subject cannot revoke it.
 func TestSubjectGrants(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
@@ -59,22 +59,41 @@ func TestSubjectGrants(t *testing.T) {
 		t.Fatalf("the remembered consent: %+v %v", c, err)
 	}
 
-	if err := s.RevokeSubjectGrant(ctx, "someone-else", "g1", now); !errors.Is(err, ErrNotFound) {
+	if err := s.RevokeSubjectGrant(ctx, "someone-else", "g1", now, nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("another subject revoked the grant: %v", err)
 	}
-	if err := s.RevokeSubjectGrant(ctx, "u", "g1", now); err != nil {
+	// The revocation sets the consent it is given, in its transaction.
+	kept := &Consent{SubjectID: "u", ClientID: "c", Permissions: []string{"scope email"}, UpdatedAt: now}
+	if err := s.RevokeSubjectGrant(ctx, "u", "g1", now, kept); err != nil {
 		t.Fatal(err)
 	}
 	if _, g, err := s.LookupAccessToken(ctx, at.Hash); err != nil || !g.Revoked() {
 		t.Fatalf("the token's grant after the revocation: %+v %v", g, err)
 	}
-	if _, err := s.Consent(ctx, "u", "c"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("the remembered consent after the revocation: %v", err)
+	if c, err := s.Consent(ctx, "u", "c"); err != nil || len(c.Permissions) != 1 || c.Permissions[0] != "scope email" {
+		t.Fatalf("the remembered consent after the revocation: %+v %v", c, err)
 	}
 	if list, _ = s.SubjectGrants(ctx, "u"); len(list) != 1 || list[0].ID != "g2" {
 		t.Fatalf("listed after the revocation: %v", list)
 	}
-	if err := s.RevokeSubjectGrant(ctx, "u", "g1", now); !errors.Is(err, ErrNotFound) {
+	if err := s.RevokeSubjectGrant(ctx, "u", "g1", now, nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("revoking twice: %v", err)
+	}
+	if c, err := s.Consent(ctx, "u", "c"); err != nil || len(c.Permissions) != 1 {
+		t.Fatalf("a refused revocation changed the remembered consent: %+v %v", c, err)
+	}
+	// A consent of another client is refused, and nothing changes.
+	if err := s.RevokeSubjectGrant(ctx, "u", "g2", now, &Consent{SubjectID: "u", ClientID: "other", UpdatedAt: now}); err == nil {
+		t.Fatal("revoked with another client's consent")
+	}
+	if list, _ = s.SubjectGrants(ctx, "u"); len(list) != 1 {
+		t.Fatalf("a refused revocation revoked: %v", list)
+	}
+	// A consent without permissions is forgotten.
+	if err := s.RevokeSubjectGrant(ctx, "u", "g2", now, &Consent{SubjectID: "u", ClientID: "c", UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Consent(ctx, "u", "c"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the remembered consent after revoking with none: %v", err)
 	}
 }
