@@ -539,6 +539,10 @@ func TestGrantManagementPAR(t *testing.T) {
 	if st != http.StatusCreated {
 		t.Fatalf("native, pushed merge: %d %v", st, m)
 	}
+	// The host shows what it reads here: the URL it caught holds neither.
+	if read, _ := m["request"].(map[string]any); read["grant_management_action"] != "merge" || read["grant_id"] != gid {
+		t.Fatalf("native, pushed merge: want request.grant_management_action merge of %s, got %v", gid, m["request"])
+	}
 	st, m = e.decide(m["request_id"].(string), map[string]any{"action": "approve"})
 	if st != http.StatusOK {
 		t.Fatalf("decision: %d %v", st, m)

@@ -106,6 +106,12 @@ type ConsentShownEvent struct {
 	// request (request_uri, RFC 9126 §4): the members above are then the
 	// pushed request's, as the service read it.
 	Pushed bool `json:"pushed,omitempty"`
+	// GrantManagementAction and GrantID are the request's Grant
+	// Management parameters (FAPI Grant Management §5.2): "create" a new
+	// grant, or "merge" into or "replace" the grant GrantID; empty when
+	// the request has none (a new grant).
+	GrantManagementAction string `json:"grant_management_action,omitempty"`
+	GrantID               string `json:"grant_id,omitempty"`
 	// Flow is the id of the consent flow the event belongs to in the
 	// host's network log (GET /api/flows in the playground, docs/playground.md):
 	// "" when the host keeps no network log or the event is in no flow.

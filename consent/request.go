@@ -26,4 +26,9 @@ type Request struct {
 	// sent as dpop_jkt or by a DPoP proof at the PAR endpoint.
 	DPoPJKT             string `json:"dpop_jkt,omitempty"`
 	CodeChallengeMethod string `json:"code_challenge_method"`
+	// GrantManagementAction and GrantID are the request's Grant
+	// Management parameters (FAPI Grant Management §5.2): "create", or
+	// "merge" or "replace" of the grant GrantID; empty without them.
+	GrantManagementAction string `json:"grant_management_action,omitempty"`
+	GrantID               string `json:"grant_id,omitempty"`
 }

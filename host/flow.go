@@ -46,12 +46,14 @@ type flow struct {
 // caught; and the accounts the screen offers.
 func shownEvent(u *url.URL, read *consent.Request, model json.RawMessage) *bridge.ConsentShownEvent {
 	q := u.Query()
-	ev := &bridge.ConsentShownEvent{ClientID: q.Get("client_id"), Scopes: strings.Fields(q.Get("scope")), OrgID: q.Get("org_id")}
+	ev := &bridge.ConsentShownEvent{ClientID: q.Get("client_id"), Scopes: strings.Fields(q.Get("scope")), OrgID: q.Get("org_id"),
+		GrantManagementAction: q.Get("grant_management_action"), GrantID: q.Get("grant_id")}
 	if d := q.Get("authorization_details"); d != "" && json.Valid([]byte(d)) {
 		ev.AuthorizationDetails = json.RawMessage(d)
 	}
 	if read != nil && read.Pushed {
-		ev = &bridge.ConsentShownEvent{ClientID: read.ClientID, Scopes: strings.Fields(read.Scope), OrgID: read.OrgID, Pushed: true}
+		ev = &bridge.ConsentShownEvent{ClientID: read.ClientID, Scopes: strings.Fields(read.Scope), OrgID: read.OrgID, Pushed: true,
+			GrantManagementAction: read.GrantManagementAction, GrantID: read.GrantID}
 		if json.Valid(read.AuthorizationDetails) {
 			ev.AuthorizationDetails = read.AuthorizationDetails
 		}

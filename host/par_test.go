@@ -143,3 +143,49 @@ func TestCheckPushedReference(t *testing.T) {
 		}
 	}
 }
+
+// TestConsentShownGrantManagement: consent.shown carries the request's
+// grant_management_action, caught in the URL or read from the pushed
+// request its request_uri named (whose URL holds none), so that whoever
+// drives or debugs the consent sees that the approval makes a new grant.
+func TestConsentShownGrantManagement(t *testing.T) {
+	e := world(t)
+	for _, pushed := range []bool{false, true} {
+		c := newCore(t, host.Options{})
+		if err := c.w.Mount(t.Context(), publicApp(t, e)); err != nil {
+			t.Fatal(err)
+		}
+		caught := mustURL(t, e.PublicAuthorizeURL())
+		q := caught.Query()
+		q.Set("grant_management_action", "create")
+		caught.RawQuery = q.Encode()
+		if pushed {
+			resp, err := http.PostForm(e.Svc.URL+"/oauth/par", q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m struct {
+				RequestURI string `json:"request_uri"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&m)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusCreated {
+				t.Fatalf("PAR with grant_management_action=create: %d %v", resp.StatusCode, err)
+			}
+			caught.RawQuery = url.Values{"client_id": {"demo-public"}, "request_uri": {m.RequestURI}}.Encode()
+		}
+		if c.eng.Navigate(host.ViewMiniapp, host.Navigation{URL: caught.String(), Method: "GET", Trigger: host.TriggerLink, UserGesture: true}) {
+			t.Fatal("the navigation to the authorization endpoint loaded")
+		}
+		c.rec.Wait(t, "the event", shown("consent"))
+		var ev *bridge.ConsentShownEvent
+		for _, b := range c.bus.all() {
+			if s, ok := b.(bridge.ConsentShownEvent); ok {
+				ev = &s
+			}
+		}
+		if ev == nil || ev.Pushed != pushed || ev.GrantManagementAction != "create" || ev.GrantID != "" {
+			t.Fatalf("pushed %v: consent.shown: want grant_management_action create, got %+v", pushed, ev)
+		}
+	}
+}

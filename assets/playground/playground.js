@@ -615,6 +615,8 @@
         return "client " + str(d.client_id) + " asks" + (d.scopes ? " scopes " + list(d.scopes) : "") +
           (d.authorization_details ? " details " + types(d.authorization_details) : "") +
           (d.org_id ? " for " + str(d.org_id) : "") + (d.accounts ? "; accounts " + list(d.accounts) : "") +
+          (d.grant_management_action ? "; grant_management_action " + str(d.grant_management_action) +
+            (d.grant_id ? " of grant " + str(d.grant_id) : "") : "") +
           (d.pushed ? " (the pushed request its request_uri named)" : "");
       case "consent.decided":
         // Per-entry decisions (docs/native-consent.md): what the approval

@@ -46,7 +46,7 @@ func readOf(v *validated) consent.Request {
 	r := v.req
 	return consent.Request{Pushed: v.pushed, RequestURI: v.requestURI, ClientID: r.ClientID, RedirectURI: r.RedirectURI,
 		Scope: r.Scope, Resource: r.Resource, AuthorizationDetails: r.AuthorizationDetails, OrgID: r.OrgID,
-		DPoPJKT: jktOf(v), CodeChallengeMethod: r.CodeChallengeMethod}
+		DPoPJKT: jktOf(v), CodeChallengeMethod: r.CodeChallengeMethod, GrantManagementAction: r.GrantManagementAction, GrantID: r.GrantID}
 }
 
 // nativeError is an error of the native API; RedirectURL is set when the
