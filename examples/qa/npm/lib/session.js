@@ -95,10 +95,24 @@ function getConsent(driver) {
   return driver.execute(new Command(CONSENT.get))
 }
 
-/** Approve Consent (with one of the model's accounts, or the screen's default): resolves with {decision, account?}. */
-function approveConsent(driver, account) {
+/**
+ * Approve Consent. choice is one of the model's accounts (a string), or
+ * {account?, declinedScopes?, declinedDetails?, loweredMaximums?}: the
+ * per-entry decision (docs/webdriver.md, "The consent screen"), scope names,
+ * authorization_details indexes and [{index, maximum}]; left out, the
+ * screen's default account and everything requested. Resolves with the
+ * host's decision, {decision, account?, declined_scopes?, declined_details?,
+ * lowered_maximums?}; rejects with error.InvalidArgumentError for what the
+ * screen does not offer (openid, an unknown entry or account).
+ */
+function approveConsent(driver, choice) {
   const cmd = new Command(CONSENT.approve)
-  if (account) cmd.setParameter('account', account)
+  const c = typeof choice === 'string' ? { account: choice } : (choice || {})
+  const wire = { account: 'account', declinedScopes: 'declined_scopes', declinedDetails: 'declined_details', loweredMaximums: 'lowered_maximums' }
+  for (const [name, value] of Object.entries(c)) {
+    if (!(name in wire)) throw new TypeError(`approveConsent: unknown member ${name}; one of ${Object.keys(wire).join(', ')}`)
+    if (value !== undefined) cmd.setParameter(wire[name], value)
+  }
   return driver.execute(cmd)
 }
 

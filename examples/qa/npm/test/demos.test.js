@@ -1,7 +1,8 @@
 'use strict'
 // An example QA suite (docs/webdriver.md, "Example suites"): the playground's
 // demos signed in to through the host's native consent, answered with the
-// front's consent commands, a denial, and a broken Miniapp rejected. Run it
+// front's consent commands (one approval declining an entry), a denial, and a
+// broken Miniapp rejected. Run it
 // with examples/qa/run.sh npm.
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
@@ -10,6 +11,29 @@ const { setup, openSession, getConsent, approveConsent, consentShown, decide, wa
 
 const s = setup()
 const TEST_TIMEOUT_MS = 180000
+
+// A per-entry decision: openid cannot be declined (the screen stays), profile
+// is, and the page's token carries openid alone. It runs before the next
+// test: the service remembers only what was granted, so that test's request
+// for profile is asked again.
+test('the public demo approved without profile', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  const { driver, close } = await openSession(s, s.public, 'demo-public')
+  t.after(close)
+  await waitScript(driver, 'the start page', 'return document.readyState === "complete" && !!document.getElementById("bridge-signin")', true)
+  await driver.findElement(By.css('#bridge-signin')).click()
+  const shown = await consentShown(driver)
+  assert.ok(shown.scopes.includes('profile'), `scopes ${shown.scopes}`)
+  assert.deepEqual(shown.entries.filter((e) => e.fixed).map((e) => `${e.kind} ${e.name}`), ['scope openid'])
+
+  await assert.rejects(approveConsent(driver, { declinedScopes: ['openid'] }), error.InvalidArgumentError)
+  const decided = await approveConsent(driver, { declinedScopes: ['profile'] })
+  assert.equal(decided.decision, 'approved')
+  assert.deepEqual(decided.declined_scopes, ['profile'])
+
+  await waitScript(driver, 'the signed-in page', 'return document.body.dataset.state', 'signed-in')
+  const result = JSON.parse(await driver.findElement(By.css('#result')).getText())
+  assert.equal(result.scope, 'openid')
+})
 
 test('the public demo signs in through the host', { timeout: TEST_TIMEOUT_MS }, async (t) => {
   const { driver, close } = await openSession(s, s.public, 'demo-public')
