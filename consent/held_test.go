@@ -51,22 +51,29 @@ func TestHeldAndRevoked(t *testing.T) {
 	}
 }
 
-// TestForget: the remembered consent of threeDetails loses the scope
-// profile by name, and the bank_account detail, requested by selection
-// and granted with the chosen account, by its granted object; the other
-// keys stay.
-func TestForget(t *testing.T) {
+// approvedThree approves "openid profile" with threeDetails for the first
+// candidate account: the remembered keys, the granted authorization_details
+// and its objects.
+func approvedThree(t *testing.T) (keys []string, granted json.RawMessage, objs []json.RawMessage) {
+	t.Helper()
 	m, res := build(t, "openid profile", threeDetails, "org")
 	d := Decision{Action: Approve, AccountID: candidates[0].ID}
 	if err := m.Validate(d); err != nil {
 		t.Fatal(err)
 	}
-	keys := Keys(res)
-	granted, _ := GrantedDetails(res, d)
-	var objs []json.RawMessage
+	granted, _ = GrantedDetails(res, d)
 	if err := json.Unmarshal(granted, &objs); err != nil {
 		t.Fatal(err)
 	}
+	return Keys(res), granted, objs
+}
+
+// TestForget: the remembered consent of threeDetails loses the scope
+// profile by name, and the bank_account detail, requested by selection
+// and granted with the chosen account, by its granted object; the other
+// keys stay.
+func TestForget(t *testing.T) {
+	keys, granted, objs := approvedThree(t)
 	held := Held(newCatalog(t), []string{"openid", "profile"}, granted, "org")
 	left := Forget(keys, held[1], nil)
 	if len(left) != len(keys)-1 || slices.Contains(left, "scope profile") {
@@ -86,17 +93,7 @@ func TestForget(t *testing.T) {
 // selection, granted with the chosen account), and no other: a scope it
 // does not have, an object it was not granted from.
 func TestHeldBy(t *testing.T) {
-	m, res := build(t, "openid profile", threeDetails, "org")
-	d := Decision{Action: Approve, AccountID: candidates[0].ID}
-	if err := m.Validate(d); err != nil {
-		t.Fatal(err)
-	}
-	keys := Keys(res)
-	granted, _ := GrantedDetails(res, d)
-	var objs []json.RawMessage
-	if err := json.Unmarshal(granted, &objs); err != nil {
-		t.Fatal(err)
-	}
+	keys, granted, objs := approvedThree(t)
 	for _, k := range keys {
 		if !HeldBy(k, []string{"openid", "profile"}, granted) {
 			t.Errorf("the grant does not hold its own key %q", k)
