@@ -51,6 +51,9 @@ const (
 const (
 	codeNotSignedIn  = "not_signed_in"
 	codeUnknownGrant = "unknown_grant"
+	// codeGrantsChanged: a revocation that another, concurrent one made
+	// stale (store.ErrGrantsChanged); 409.
+	codeGrantsChanged = "grants_changed"
 	codeUnknownEntry = "unknown_entry"
 	codeFixedEntry   = "fixed_entry"
 	codeCrossOrigin  = "cross_origin"
@@ -273,9 +276,12 @@ func (s *Server) revokeEntry(ctx context.Context, subject, grantID, entry string
 	if err != nil {
 		return nil, false, err
 	}
-	if err := s.cfg.Store.NarrowGrant(ctx, g, scopes, details, remember); errors.Is(err, store.ErrNotFound) {
+	switch err := s.cfg.Store.NarrowGrant(ctx, g, scopes, details, remember); {
+	case errors.Is(err, store.ErrNotFound):
 		return nil, false, oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked or changed meanwhile; reload the list", g.ID))
-	} else if err != nil {
+	case errors.Is(err, store.ErrGrantsChanged):
+		return nil, false, grantsChanged(g)
+	case err != nil:
 		return nil, false, err
 	}
 	return names, false, nil
@@ -289,10 +295,19 @@ func (s *Server) revokeWhole(ctx context.Context, g *store.Grant, held []consent
 		return err
 	}
 	err = s.cfg.Store.RevokeSubjectGrant(ctx, g.SubjectID, g.ID, now, remember)
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked meanwhile; reload the list", g.ID))
+	case errors.Is(err, store.ErrGrantsChanged):
+		return grantsChanged(g)
 	}
 	return err
+}
+
+// grantsChanged refuses a revocation whose remembered consent relied on
+// another grant of g's client that was revoked or changed meanwhile.
+func grantsChanged(g *store.Grant) error {
+	return oauthErr(codeGrantsChanged, fmt.Sprintf("grant_id: another grant of client %s was revoked or changed meanwhile; nothing was revoked: reload the list and try again", g.ClientID))
 }
 
 // rememberedAfter is the subject's remembered consent for g's client once
@@ -300,10 +315,12 @@ func (s *Server) revokeWhole(ctx context.Context, g *store.Grant, held []consent
 // gone from g: without each of them (consent.Forget), except an entry
 // another active grant of the subject and client still holds, which the
 // subject has not taken from the client, so that the next sign-in asks
-// again for what the client no longer holds and for nothing else. It is
-// nil when nothing changes: none is remembered, or every revoked entry is
-// held elsewhere.
-func (s *Server) rememberedAfter(ctx context.Context, g *store.Grant, revoked []consent.Permission, raw []json.RawMessage, now time.Time) (*store.Consent, error) {
+// again for what the client no longer holds and for nothing else. The
+// grants that keep an entry go with it (store.Remember.HeldBy): the store
+// refuses the revocation if one of them changed meanwhile. It is nil when
+// nothing changes: none is remembered, or every revoked entry is held
+// elsewhere.
+func (s *Server) rememberedAfter(ctx context.Context, g *store.Grant, revoked []consent.Permission, raw []json.RawMessage, now time.Time) (*store.Remember, error) {
 	c, err := s.cfg.Store.Consent(ctx, g.SubjectID, g.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -326,13 +343,25 @@ func (s *Server) rememberedAfter(ctx context.Context, g *store.Grant, revoked []
 		return nil, err
 	}
 	others := slices.DeleteFunc(gs, func(o *store.Grant) bool { return o.ClientID != g.ClientID || o.ID == g.ID })
+	var heldBy []*store.Grant
 	kept := slices.DeleteFunc(slices.Clone(c.Permissions), func(k string) bool {
-		return !slices.Contains(perms, k) && !slices.ContainsFunc(others, func(o *store.Grant) bool { return consent.HeldBy(k, o.Scopes, o.Details) })
+		if slices.Contains(perms, k) {
+			return false
+		}
+		i := slices.IndexFunc(others, func(o *store.Grant) bool { return consent.HeldBy(k, o.Scopes, o.Details) })
+		if i < 0 {
+			return true
+		}
+		if !slices.Contains(heldBy, others[i]) {
+			heldBy = append(heldBy, others[i])
+		}
+		return false
 	})
 	if len(kept) == len(c.Permissions) {
 		return nil, nil
 	}
-	return &store.Consent{SubjectID: g.SubjectID, ClientID: g.ClientID, OrgID: c.OrgID, Permissions: kept, AccountID: c.AccountID, UpdatedAt: now}, nil
+	return &store.Remember{Consent: &store.Consent{SubjectID: g.SubjectID, ClientID: g.ClientID, OrgID: c.OrgID, Permissions: kept,
+		AccountID: c.AccountID, UpdatedAt: now}, HeldBy: heldBy}, nil
 }
 
 // handleConnectedPage shows the signed-in subject's grants, or the sign-in

@@ -101,6 +101,8 @@ func statusOf(code string) int {
 		return http.StatusForbidden
 	case codeUnknownRequest, codeUnknownConsent, codeUnknownGrant, codeUnknownEntry:
 		return http.StatusNotFound
+	case codeGrantsChanged:
+		return http.StatusConflict
 	case codeServerError:
 		return http.StatusInternalServerError
 	case codeTemporarilyUnavailable:

@@ -214,15 +214,17 @@ type SubjectGrants interface {
 	// with store.Grant.UsedAt.
 	SubjectGrants(ctx context.Context, subjectID string) ([]*store.Grant, error)
 	// NarrowGrant replaces an active grant's scopes and details by fewer
-	// and sets (or, without permissions, forgets) the remembered consent
-	// in one transaction; store.ErrNotFound when old is no longer current.
-	// Once it returns the grant holds only the rest, as RevokeGrant holds.
-	NarrowGrant(ctx context.Context, old *store.Grant, scopes []string, details json.RawMessage, consent *store.Consent) error
-	// RevokeSubjectGrant revokes a subject's active grant and sets (or,
-	// without permissions, forgets; nil: keeps) the remembered consent of
-	// its client, in one transaction; store.ErrNotFound when the subject
-	// has no such active grant.
-	RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time, consent *store.Consent) error
+	// and sets (or, without permissions, forgets; nil: keeps) the
+	// remembered consent in one transaction; store.ErrNotFound when old is
+	// no longer current, store.ErrGrantsChanged when a grant the consent
+	// relies on is not (store.Remember). Once it returns the grant holds
+	// only the rest, as RevokeGrant holds.
+	NarrowGrant(ctx context.Context, old *store.Grant, scopes []string, details json.RawMessage, remember *store.Remember) error
+	// RevokeSubjectGrant revokes a subject's active grant and sets the
+	// remembered consent of its client as NarrowGrant does, in one
+	// transaction; store.ErrNotFound when the subject has no such active
+	// grant, store.ErrGrantsChanged as NarrowGrant.
+	RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time, remember *store.Remember) error
 }
 
 // Consents are the consents subjects asked to be remembered (docs/service.md

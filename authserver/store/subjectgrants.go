@@ -140,23 +140,46 @@ func (s *GrantStore) SubjectGrants(ctx context.Context, subjectID string) ([]*Gr
 	return out, wrap("subject grants", rows.Err())
 }
 
+// Remember is the remembered consent a revocation by the subject sets
+// (NarrowGrant, RevokeSubjectGrant), and what it was computed from.
+type Remember struct {
+	// Consent replaces the subject's remembered consent for the grant's
+	// client; one without permissions is forgotten.
+	Consent *Consent
+	// HeldBy are the subject's other active grants of the client, as the
+	// caller read them, for whose entries Consent keeps what the revoked
+	// entries would take away. Each must still be active with the scopes
+	// and details read: a concurrent revocation of one of them would
+	// leave an entry remembered that no grant holds any more. They are
+	// locked in the transaction (on PostgreSQL), with the grant revoked,
+	// in the order of their ids, so that two revocations of a subject's
+	// grants of one client wait for each other instead of deadlocking.
+	HeldBy []*Grant
+}
+
+// ErrGrantsChanged is a revocation's refusal when another grant that its
+// remembered consent relies on (Remember.HeldBy) was revoked or changed
+// meanwhile: nothing changed, and the caller reads the grants again.
+var ErrGrantsChanged = errors.New("store: another grant of the client was revoked or changed meanwhile")
+
 // NarrowGrant replaces the scopes and authorization_details of a subject's
 // grant by fewer (the subject revoked an entry), and sets the subject's
-// remembered consent for the grant's client to consent: its permissions
-// without the revoked entry. A consent without permissions is forgotten;
-// a nil consent leaves the remembered one as it is. It is one
-// transaction. The grant must still be old: active, the subject's, with
+// remembered consent for the grant's client as remember says; a nil
+// remember leaves it as it is. It is one transaction. The grant must still be old: active, the subject's, with
 // old's scopes and details; otherwise nothing changes and the error is
 // ErrNotFound (the grant was revoked or changed meanwhile). Once it
 // returns, every token of the grant carries only the rest at the grant
 // endpoint and introspection, on this instance and, once the notification
 // arrived, on every other.
-func (s *GrantStore) NarrowGrant(ctx context.Context, old *Grant, scopes []string, details json.RawMessage, consent *Consent) error {
+func (s *GrantStore) NarrowGrant(ctx context.Context, old *Grant, scopes []string, details json.RawMessage, remember *Remember) error {
 	if len(details) == 0 {
 		details = json.RawMessage("[]")
 	}
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.lockHeldBy(tx, old.ID, remember); err != nil {
+			return err
+		}
 		res, err := tx.Exec(`UPDATE grants SET scopes = ?, details = ? WHERE id = ? AND subject_id = ? AND revoked_at IS NULL AND scopes = ? AND details = ?`,
 			strings.Join(scopes, " "), string(details), old.ID, old.SubjectID, strings.Join(old.Scopes, " "), string(old.Details))
 		if err != nil {
@@ -168,11 +191,11 @@ func (s *GrantStore) NarrowGrant(ctx context.Context, old *Grant, scopes []strin
 		if err := s.announce(tx, Change{Kind: ChangedGrantEntries, Key: old.ID}); err != nil {
 			return err
 		}
-		return s.rememberTx(tx, old.SubjectID, old.ClientID, consent)
+		return s.rememberTx(tx, old.SubjectID, old.ClientID, remember)
 	})
 	if err != nil {
 		s.cache.forgetGrant(old.ID)
-		if consent != nil {
+		if remember != nil {
 			s.consents.clear()
 		}
 		return err
@@ -181,21 +204,23 @@ func (s *GrantStore) NarrowGrant(ctx context.Context, old *Grant, scopes []strin
 		return fmt.Errorf("store: grant %q of %q is revoked or changed: %w", old.ID, old.SubjectID, ErrNotFound)
 	}
 	s.cache.forgetGrant(old.ID)
-	s.remembered(old.SubjectID, old.ClientID, consent)
+	s.remembered(old.SubjectID, old.ClientID, remember)
 	return nil
 }
 
 // RevokeSubjectGrant revokes a subject's active grant, and with it every
 // token issued from it, and sets the subject's remembered consent for the
-// grant's client to consent (its permissions without those the grant took
-// along), in one transaction. A consent without permissions is forgotten;
-// a nil consent leaves the remembered one as it is. A grant that is not
-// the subject's, or not active, is ErrNotFound and nothing changes.
-func (s *GrantStore) RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time, consent *Consent) error {
+// grant's client as remember says (nil: leaves it as it is), in one
+// transaction. A grant that is not the subject's, or not active, is
+// ErrNotFound and nothing changes.
+func (s *GrantStore) RevokeSubjectGrant(ctx context.Context, subjectID, grantID string, now time.Time, remember *Remember) error {
 	var clientID string
 	var found bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		found = false
+		if err := s.lockHeldBy(tx, grantID, remember); err != nil {
+			return err
+		}
 		err := tx.QueryRow(`UPDATE grants SET revoked_at = ? WHERE id = ? AND subject_id = ? AND revoked_at IS NULL RETURNING client_id`,
 			now.Unix(), grantID, subjectID).Scan(&clientID)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -204,16 +229,17 @@ func (s *GrantStore) RevokeSubjectGrant(ctx context.Context, subjectID, grantID 
 			return wrap("revoke grant", err)
 		}
 		found = true
-		if consent != nil && consent.ClientID != clientID {
-			return fmt.Errorf("store: revoke grant %q: a consent for client %q, not the grant's %q", grantID, consent.ClientID, clientID)
+		if remember != nil && remember.Consent != nil && (remember.Consent.ClientID != clientID || remember.Consent.SubjectID != subjectID) {
+			return fmt.Errorf("store: revoke grant %q: a consent of %q for client %q, not the grant's %q and %q",
+				grantID, remember.Consent.SubjectID, remember.Consent.ClientID, subjectID, clientID)
 		}
-		if err := s.rememberTx(tx, subjectID, clientID, consent); err != nil {
+		if err := s.rememberTx(tx, subjectID, clientID, remember); err != nil {
 			return err
 		}
 		return s.announceRevoked(tx, []string{grantID}, now)
 	})
 	if err != nil {
-		if consent != nil {
+		if remember != nil {
 			s.consents.clear()
 		}
 		return err
@@ -222,17 +248,65 @@ func (s *GrantStore) RevokeSubjectGrant(ctx context.Context, subjectID, grantID 
 		return fmt.Errorf("store: active grant %q of %q: %w", grantID, subjectID, ErrNotFound)
 	}
 	s.cache.revokedGrant(grantID, time.Unix(now.Unix(), 0))
-	s.remembered(subjectID, clientID, consent)
+	s.remembered(subjectID, clientID, remember)
+	return nil
+}
+
+// lockHeldBy checks, in tx, that the grants remember relies on are as
+// read (Remember.HeldBy), having locked them and target in the order of
+// their ids on PostgreSQL; ErrGrantsChanged when one is not. SQLite's
+// single writer runs one transaction at a time: nothing to lock.
+func (s *GrantStore) lockHeldBy(tx *sql.Tx, target string, remember *Remember) error {
+	if remember == nil || len(remember.HeldBy) == 0 {
+		return nil
+	}
+	ids := []any{target}
+	for _, g := range remember.HeldBy {
+		ids = append(ids, g.ID)
+	}
+	q := `SELECT id, scopes, details, revoked_at IS NULL FROM grants WHERE id IN (?` + strings.Repeat(", ?", len(ids)-1) + `) ORDER BY id`
+	if s.pg != nil {
+		q += ` FOR UPDATE`
+	}
+	rows, err := tx.Query(q, ids...)
+	if err != nil {
+		return wrap("lock grants", err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var id, scopes, details string
+		var active bool
+		if err := rows.Scan(&id, &scopes, &details, &active); err != nil {
+			return wrap("lock grants", err)
+		}
+		for _, g := range remember.HeldBy {
+			if g.ID != id {
+				continue
+			}
+			if !active || scopes != strings.Join(g.Scopes, " ") || details != string(g.Details) {
+				return fmt.Errorf("store: grant %q: %w", id, ErrGrantsChanged)
+			}
+			seen++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return wrap("lock grants", err)
+	}
+	if seen != len(remember.HeldBy) {
+		return ErrGrantsChanged
+	}
 	return nil
 }
 
 // rememberTx sets, in tx, the subject's remembered consent for a client to
-// consent: forgotten when it has no permissions, unchanged when nil; the
-// other instances are told.
-func (s *GrantStore) rememberTx(tx *sql.Tx, subjectID, clientID string, consent *Consent) error {
-	if consent == nil {
+// remember's: forgotten when it has no permissions, unchanged when
+// remember is nil; the other instances are told.
+func (s *GrantStore) rememberTx(tx *sql.Tx, subjectID, clientID string, remember *Remember) error {
+	if remember == nil || remember.Consent == nil {
 		return nil
 	}
+	consent := remember.Consent
 	var err error
 	if len(consent.Permissions) == 0 {
 		err = forgetConsent(tx, subjectID, clientID)
@@ -247,13 +321,13 @@ func (s *GrantStore) rememberTx(tx *sql.Tx, subjectID, clientID string, consent 
 }
 
 // remembered updates this instance's cache once rememberTx committed.
-func (s *GrantStore) remembered(subjectID, clientID string, consent *Consent) {
+func (s *GrantStore) remembered(subjectID, clientID string, remember *Remember) {
 	switch {
-	case consent == nil:
-	case len(consent.Permissions) == 0:
+	case remember == nil || remember.Consent == nil:
+	case len(remember.Consent.Permissions) == 0:
 		s.consents.written(subjectID, clientID, nil)
 	default:
-		s.consents.written(subjectID, clientID, consent)
+		s.consents.written(subjectID, clientID, remember.Consent)
 	}
 }
 
