@@ -54,10 +54,10 @@ const (
 	// codeGrantsChanged: a revocation that another, concurrent one made
 	// stale (store.ErrGrantsChanged); 409.
 	codeGrantsChanged = "grants_changed"
-	codeUnknownEntry = "unknown_entry"
-	codeFixedEntry   = "fixed_entry"
-	codeCrossOrigin  = "cross_origin"
-	codeBadCSRF      = "invalid_csrf_token"
+	codeUnknownEntry  = "unknown_entry"
+	codeFixedEntry    = "fixed_entry"
+	codeCrossOrigin   = "cross_origin"
+	codeBadCSRF       = "invalid_csrf_token"
 )
 
 func (s *Server) routeConnected(mux *http.ServeMux) {
