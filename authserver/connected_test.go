@@ -2,10 +2,12 @@ package authserver_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -396,4 +398,73 @@ func TestConnectedRevocationReachesOtherInstance(t *testing.T) {
 	waitGrant("the revoked grant", func(st int, g map[string]any) bool {
 		return st == http.StatusUnauthorized && g["code"] == "revoked_token"
 	})
+}
+
+// TestConcurrentRevocationsAskAgain: Ana signs in to one client twice
+// (two grants, the second from the remembered consent) and revokes both
+// grants at once. Each revocation either goes through or, when the other
+// grant it would keep entries for was revoked meanwhile, is refused with
+// 409 grants_changed and goes through when sent again. Either way no
+// entry stays remembered for the client: the same request asks again.
+func TestConcurrentRevocationsAskAgain(t *testing.T) {
+	e := start(t)
+	b, _ := grantedAll(t, e)
+	c := connected{browser: b, e: e}
+	_, ch := pkce(t)
+	if p := b.get(e.u.Authorization + "?" + perEntryRequest(e, ch).Encode()); p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), confRedir) {
+		t.Fatalf("the second sign-in: want the code at once from the remembered consent, got %d %s", p.status, p.url)
+	}
+	csrf, clients := c.list()
+	if len(clients) != 1 || len(clients[0].(map[string]any)["grants"].([]any)) != 2 {
+		t.Fatalf("want one client with two grants, got %v", clients)
+	}
+	var ids []string
+	for _, g := range clients[0].(map[string]any)["grants"].([]any) {
+		ids = append(ids, g.(map[string]any)["id"].(string))
+	}
+	revoke := func(id string) (int, string, error) {
+		body, _ := json.Marshal(map[string]string{"grant_id": id})
+		req, _ := http.NewRequest(http.MethodPost, e.u.Issuer+"/oauth/connected/api/revoke", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-CSRF-Token", csrf)
+		req.Header.Set("Origin", e.u.Issuer)
+		resp, err := b.hc.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		raw, _ := io.ReadAll(resp.Body)
+		_ = json.Unmarshal(raw, &m)
+		code, _ := m["error"].(string)
+		return resp.StatusCode, code, nil
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make([]string, len(ids))
+	for i, id := range ids {
+		wg.Go(func() {
+			<-start
+			st, code, err := revoke(id)
+			if st == http.StatusConflict && code == "grants_changed" {
+				st, code, err = revoke(id)
+			}
+			if err != nil || st != http.StatusOK {
+				errs[i] = fmt.Sprintf("revoking %s: %d %s %v", id, st, code, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, msg := range errs {
+		if msg != "" {
+			t.Error(msg)
+		}
+	}
+	if _, clients := c.list(); len(clients) != 0 {
+		t.Fatalf("after revoking both: %v", clients)
+	}
+	if p := b.get(e.u.Authorization + "?" + perEntryRequest(e, ch).Encode()); p.status != http.StatusOK || !strings.Contains(p.url.Path, "/oauth/consent") {
+		t.Fatalf("after revoking every grant of the client at once: want the consent page, got %d %s → %s %s", p.status, p.url, p.header.Get("Location"), p.body)
+	}
 }

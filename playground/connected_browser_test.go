@@ -1,6 +1,7 @@
 package playground
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,8 +11,9 @@ import (
 // TestConnectedMiniappsInChromium: after a sign-in to the confidential demo
 // in a Chromium tab, the server's Connected Miniapps page (same browser
 // session) lists the grant with its meanings and last use; its Revoke
-// button takes the scope profile away. The launcher's Connected Miniapps
-// panel then lists the rest, and its Revoke grant button empties it.
+// button takes the scope profile away. After a second sign-in the
+// launcher's Connected Miniapps panel names the client once with its two
+// grants, the first without profile, and its Revoke grant buttons empty it.
 // It writes the page's screenshot (docs/images/connected-miniapps.png is one).
 func TestConnectedMiniappsInChromium(t *testing.T) {
 	launcher := browser(t)
@@ -52,18 +54,31 @@ func TestConnectedMiniappsInChromium(t *testing.T) {
 		t.Error("the revoked scope is still listed")
 	}
 
+	// A second sign-in to the same client makes a second grant: the panel
+	// names the client once, with both grants under it, newest first.
+	signInConfidentialDemo(t, p)
 	openLauncher(t, launcher, p)
 	poll(t, launcher, "the Connected Miniapps panel", `document.getElementById("connected").dataset.loaded === "true" &&
-		document.querySelectorAll('#connected li[data-kind="grant"]').length === 1`)
-	entries := eval[string](t, launcher, `[...document.querySelectorAll('#connected li[data-kind="grant"] li[data-entry]')].map((li) => li.dataset.entry).join(",")`)
-	if entries != "scope openid" {
-		t.Errorf("the panel lists %q, want scope openid alone", entries)
+		document.querySelectorAll('#connected li[data-kind="grant"]').length === 2`)
+	clients := eval[string](t, launcher, `[...document.querySelectorAll('#connected > li[data-kind="client"]')].map((li) =>
+		li.dataset.client + ":" + li.querySelectorAll('li[data-kind="grant"]').length + ":" + li.querySelector(".entry-name").textContent.trim()).join(",")`)
+	_, listed := listConnected(t, p)
+	if want := DemoConfidentialID + ":2:" + listed[0].ClientName; clients != want {
+		t.Errorf("the panel's clients %q, want %q: the client once, with its two grants", clients, want)
+	}
+	entries := eval[string](t, launcher, `[...document.querySelectorAll('#connected li[data-kind="grant"]')].map((g) =>
+		[...g.querySelectorAll("li[data-entry]")].map((li) => li.dataset.entry).join("+")).join(",")`)
+	if entries != "scope openid+scope profile,scope openid" {
+		t.Errorf("the panel's grants hold %q, want the new grant's openid and profile, then the first grant's openid alone", entries)
 	}
 	if got := eval[string](t, launcher, `document.getElementById("connected-page").href`); got != page {
 		t.Errorf("the panel links %q, want %q", got, page)
 	}
-	click(t, launcher, `#connected li[data-kind="grant"] button.revoke-grant`)
-	poll(t, launcher, "the emptied panel", `document.getElementById("connected").dataset.loaded === "true" &&
-		document.querySelectorAll('#connected li[data-kind="grant"]').length === 0 &&
+	for left := 1; left >= 0; left-- {
+		click(t, launcher, `#connected li[data-kind="grant"] button.revoke-grant`)
+		poll(t, launcher, "the panel after revoking a grant", `document.getElementById("connected").dataset.loaded === "true" &&
+			document.querySelectorAll('#connected li[data-kind="grant"]').length === `+strconv.Itoa(left))
+	}
+	poll(t, launcher, "the emptied panel", `document.querySelectorAll('#connected li[data-kind="client"]').length === 0 &&
 		document.getElementById("connected-note").textContent.startsWith("No Miniapp holds a grant")`)
 }

@@ -529,8 +529,9 @@
   // ---- Connected Miniapps -----------------------------------------------
 
   // The current subject's grants, through the server's Connected Miniapps
-  // API (docs/playground.md, "Connected Miniapps"): one entry per grant,
-  // its permissions with their meanings, a Revoke button for each
+  // API (docs/playground.md, "Connected Miniapps"): one entry per client,
+  // named once, with its grants (one per approval), newest first; each
+  // grant with its permissions and their meanings, a Revoke button for each
   // permission that can be revoked alone and one for the whole grant.
   // After a revocation the list is read again.
   function renderGrant(g) {
@@ -560,10 +561,18 @@
     const all = el("button", { type: "button", class: "revoke-grant" }, "Revoke grant");
     all.addEventListener("click", () => revoke(""));
     return el("li", { "data-kind": "grant", "data-id": g.id, "data-client": g.client_id },
-      el("div", { class: "entry-name" }, str(g.client_name) + " "),
-      el("div", { class: "entry-origin mono" }, g.client_id + "  ·  granted " + str(g.granted_at) +
-        "  ·  " + (g.last_used_at ? "last used " + str(g.last_used_at) : "not used yet") + (g.org_id ? "  ·  " + str(g.org_id) : "")),
+      el("div", { class: "entry-origin mono" }, "granted " + str(g.granted_at) +
+        "  ·  " + (g.last_used_at ? "last used " + str(g.last_used_at) : "not used yet") + (g.org_id ? "  ·  " + str(g.org_id) : "") +
+        "  ·  grant " + str(g.id)),
       perms, el("div", { class: "buttons" }, all), outcome);
+  }
+
+  function renderClient(c) {
+    const grants = c.grants || [];
+    return el("li", { "data-kind": "client", "data-client": c.id },
+      el("div", { class: "entry-name" }, str(c.name) + " "),
+      el("div", { class: "entry-origin mono" }, str(c.id) + "  ·  " + grants.length + (grants.length === 1 ? " grant" : " grants, one per approval")),
+      el("ul", { class: "grants" }, ...grants.map(renderGrant)));
   }
 
   async function loadConnected() {
@@ -573,8 +582,9 @@
     try {
       const data = await api("GET", "/api/connected");
       $("connected-page").href = str(data.page_url);
-      const grants = (data.clients || []).flatMap((c) => c.grants || []);
-      fill(list, ...grants.map(renderGrant));
+      const clients = (data.clients || []).filter((c) => (c.grants || []).length);
+      const grants = clients.flatMap((c) => c.grants);
+      fill(list, ...clients.map(renderClient));
       note.textContent = grants.length ? "" : "No Miniapp holds a grant of " + str(data.subject) + ". Launch a demo and sign in; press Refresh to see it here.";
     } catch (e) {
       list.replaceChildren();

@@ -317,9 +317,9 @@ func grantsChanged(g *store.Grant) error {
 // subject has not taken from the client, so that the next sign-in asks
 // again for what the client no longer holds and for nothing else. The
 // grants that keep an entry go with it (store.Remember.HeldBy): the store
-// refuses the revocation if one of them changed meanwhile. It is nil when
-// nothing changes: none is remembered, or every revoked entry is held
-// elsewhere.
+// refuses the revocation if one of them changed meanwhile, also when they
+// keep every revoked entry and the consent stays as it is. It is nil when
+// no revoked entry is remembered.
 func (s *Server) rememberedAfter(ctx context.Context, g *store.Grant, revoked []consent.Permission, raw []json.RawMessage, now time.Time) (*store.Remember, error) {
 	c, err := s.cfg.Store.Consent(ctx, g.SubjectID, g.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -358,7 +358,9 @@ func (s *Server) rememberedAfter(ctx context.Context, g *store.Grant, revoked []
 		return false
 	})
 	if len(kept) == len(c.Permissions) {
-		return nil, nil
+		// Nothing to forget, for as long as the grants that hold it
+		// are as read: the store checks them all the same.
+		return &store.Remember{HeldBy: heldBy}, nil
 	}
 	return &store.Remember{Consent: &store.Consent{SubjectID: g.SubjectID, ClientID: g.ClientID, OrgID: c.OrgID, Permissions: kept,
 		AccountID: c.AccountID, UpdatedAt: now}, HeldBy: heldBy}, nil

@@ -144,7 +144,8 @@ func (s *GrantStore) SubjectGrants(ctx context.Context, subjectID string) ([]*Gr
 // (NarrowGrant, RevokeSubjectGrant), and what it was computed from.
 type Remember struct {
 	// Consent replaces the subject's remembered consent for the grant's
-	// client; one without permissions is forgotten.
+	// client; one without permissions is forgotten; nil leaves it as it
+	// is (HeldBy keep every revoked entry), once HeldBy are checked.
 	Consent *Consent
 	// HeldBy are the subject's other active grants of the client, as the
 	// caller read them, for whose entries Consent keeps what the revoked

@@ -135,6 +135,10 @@ func TestRememberReliesOnUnchangedGrants(t *testing.T) {
 	if err := s.NarrowGrant(ctx, read("g1"), []string{}, json.RawMessage(`[{"type":"y"}]`), keep(stale)); !errors.Is(err, ErrGrantsChanged) {
 		t.Fatalf("narrowing on a narrowed grant's stale read: %v, want ErrGrantsChanged", err)
 	}
+	// Keeping the consent as it is relies on the other grant just the same.
+	if err := s.RevokeSubjectGrant(ctx, "u", "g1", now, &Remember{HeldBy: []*Grant{stale}}); !errors.Is(err, ErrGrantsChanged) {
+		t.Fatalf("revoking, the consent unchanged, on a narrowed grant's stale read: %v, want ErrGrantsChanged", err)
+	}
 	if g := read("g1"); g.Revoked() || len(g.Scopes) != 1 {
 		t.Fatalf("a refused revocation changed the grant: %+v", g)
 	}
