@@ -2,12 +2,15 @@ package authserver_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/miniapp-host/miniapp-host/authserver/providers"
 )
 
 // grantKeyed calls GET {base_url}/authorization with a client assertion in
@@ -24,6 +27,50 @@ func (e *env) grantKeyed(scheme, token, proof, assertion, id, secret string) (in
 	return e.do(req)
 }
 
+// keyedDPoPToken is a DPoP-bound access token of the keyed client kc for
+// Ana, redeemed with a client assertion, and the key it is bound to.
+func (e *env) keyedDPoPToken(kc keyedClient) (string, signer) {
+	e.t.Helper()
+	dpopKey := newSigner(e.t, jose.EdDSA)
+	verifier, challenge := pkce(e.t)
+	rq := e.nativeCode(kc.params(e, challenge), subAna, map[string]string{"action": "approve"})
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {rq.Get("code")}, "redirect_uri": {keyedRedirect}, "code_verifier": {verifier}}
+	st, tok, _ := e.post(e.u.Token, withAssertion(form, kc.assertion(e, e.u.Token)), "", "", "DPoP", dpopKey.proof(e, "POST", e.u.Token, "", ""))
+	if st != http.StatusOK || tok["token_type"] != "DPoP" {
+		e.t.Fatalf("token: want 200 DPoP, got %d %v", st, tok)
+	}
+	return tok["access_token"].(string), dpopKey
+}
+
+// TestGrantClientWithKeys: the providers' GrantClient of a credential with
+// keys and no secret (private_key_jwt) reads the grant behind its
+// DPoP-bound token with a fresh client assertion each time (a second read
+// would fail on a replayed jti), and an assertion it cannot make is its
+// error, with nothing sent.
+func TestGrantClientWithKeys(t *testing.T) {
+	e := start(t)
+	kc := e.newKeyedClient(nil)
+	at, dpopKey := e.keyedDPoPToken(kc)
+	auds := []string{}
+	c := &providers.GrantClient{Endpoint: e.u.Grant, ClientID: kc.id, Assertion: func(aud string) (string, error) {
+		auds = append(auds, aud)
+		return kc.assertion(e, aud), nil
+	}}
+	for range 2 {
+		g, err := c.GrantDPoP(t.Context(), at, dpopKey.proof(e, "GET", e.u.Grant, at, ""))
+		if err != nil || g.Subject != subAna {
+			t.Fatalf("GrantClient with keys: want Ana's grant, got %+v %v", g, err)
+		}
+	}
+	if len(auds) != 2 || auds[0] != e.u.Grant {
+		t.Errorf("the assertions' audiences %q, want the grant endpoint, once a read", auds)
+	}
+	c.Assertion = func(string) (string, error) { return "", errors.New("the key is gone") }
+	if _, err := c.GrantDPoP(t.Context(), at, dpopKey.proof(e, "GET", e.u.Grant, at, "")); err == nil || !strings.Contains(err.Error(), "the key is gone") {
+		t.Fatalf("an assertion that cannot be made: %v", err)
+	}
+}
+
 // TestGrantPrivateKeyJWT: a credential that authenticates with
 // private_key_jwt (no secret) reads the grant behind its DPoP-bound token
 // at GET {base_url}/authorization with a client assertion in
@@ -37,15 +84,7 @@ func (e *env) grantKeyed(scheme, token, proof, assertion, id, secret string) (in
 func TestGrantPrivateKeyJWT(t *testing.T) {
 	e := start(t)
 	kc := e.newKeyedClient(nil)
-	dpopKey := newSigner(t, jose.EdDSA)
-	verifier, challenge := pkce(t)
-	rq := e.nativeCode(kc.params(e, challenge), subAna, map[string]string{"action": "approve"})
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {rq.Get("code")}, "redirect_uri": {keyedRedirect}, "code_verifier": {verifier}}
-	st, tok, _ := e.post(e.u.Token, withAssertion(form, kc.assertion(e, e.u.Token)), "", "", "DPoP", dpopKey.proof(e, "POST", e.u.Token, "", ""))
-	if st != http.StatusOK || tok["token_type"] != "DPoP" {
-		t.Fatalf("token: want 200 DPoP, got %d %v", st, tok)
-	}
-	at := tok["access_token"].(string)
+	at, dpopKey := e.keyedDPoPToken(kc)
 	proof := func() string { return dpopKey.proof(e, "GET", e.u.Grant, at, "") }
 	for _, aud := range []string{e.u.Issuer, e.u.Grant} {
 		if st, g, _ := e.grantKeyed("DPoP", at, proof(), kc.assertion(e, aud), "", ""); st != http.StatusOK || g["subject"] != subAna {

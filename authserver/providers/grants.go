@@ -80,12 +80,20 @@ func (e *GrantError) tokenProblem() string {
 
 // GrantClient reads grants from the service with the Resource Server's own
 // client credential, sent in X-Client-Id and X-Client-Secret beside the
-// Bearer token (docs/authserver.md).
+// Bearer token, or for a credential with keys as a client assertion in
+// X-Client-Assertion (docs/authserver.md, "GET {base_url}/authorization").
 type GrantClient struct {
 	// Endpoint is {base_url}/authorization.
 	Endpoint     string
 	ClientID     string
 	ClientSecret string
+	// Assertion, when set, signs a client assertion (RFC 7523 §3: iss
+	// and sub the client's id, a jti used once, a short exp) for aud,
+	// which is Endpoint; each request sends a fresh one in
+	// X-Client-Assertion in place of ClientSecret. It is how a credential
+	// that authenticates with private_key_jwt, and has no secret, reads
+	// grants.
+	Assertion func(aud string) (string, error)
 	// HTTP is the client used; nil means a client with a 5 s timeout.
 	HTTP *http.Client
 }
@@ -114,7 +122,15 @@ func (c *GrantClient) grant(ctx context.Context, scheme, accessToken, proof stri
 		req.Header.Set("DPoP", proof)
 	}
 	req.Header.Set("X-Client-Id", c.ClientID)
-	req.Header.Set("X-Client-Secret", c.ClientSecret)
+	if c.Assertion != nil {
+		a, err := c.Assertion(c.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("providers: client assertion: %w", err)
+		}
+		req.Header.Set("X-Client-Assertion", a)
+	} else {
+		req.Header.Set("X-Client-Secret", c.ClientSecret)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 5 * time.Second}
