@@ -166,8 +166,9 @@ var ErrGrantsChanged = errors.New("store: another grant of the client was revoke
 // NarrowGrant replaces the scopes and authorization_details of a subject's
 // grant by fewer (the subject revoked an entry), and sets the subject's
 // remembered consent for the grant's client as remember says; a nil
-// remember leaves it as it is. It is one transaction. The grant must still be old: active, the subject's, with
-// old's scopes and details; otherwise nothing changes and the error is
+// remember leaves it as it is. It is one transaction. The grant must
+// still be old: active, the subject's, with old's scopes and details;
+// otherwise nothing changes and the error is
 // ErrNotFound (the grant was revoked or changed meanwhile). Once it
 // returns, every token of the grant carries only the rest at the grant
 // endpoint and introspection, on this instance and, once the notification
@@ -196,8 +197,8 @@ func (s *GrantStore) NarrowGrant(ctx context.Context, old *Grant, scopes []strin
 	})
 	if err != nil {
 		s.cache.forgetGrant(old.ID)
-		if remember != nil {
-			s.consents.clear()
+		if remember.sets() {
+			s.consents.clear() // the write's outcome is unknown to the cache
 		}
 		return err
 	}
@@ -230,18 +231,14 @@ func (s *GrantStore) RevokeSubjectGrant(ctx context.Context, subjectID, grantID 
 			return wrap("revoke grant", err)
 		}
 		found = true
-		if remember != nil && remember.Consent != nil && (remember.Consent.ClientID != clientID || remember.Consent.SubjectID != subjectID) {
-			return fmt.Errorf("store: revoke grant %q: a consent of %q for client %q, not the grant's %q and %q",
-				grantID, remember.Consent.SubjectID, remember.Consent.ClientID, subjectID, clientID)
-		}
 		if err := s.rememberTx(tx, subjectID, clientID, remember); err != nil {
 			return err
 		}
 		return s.announceRevoked(tx, []string{grantID}, now)
 	})
 	if err != nil {
-		if remember != nil {
-			s.consents.clear()
+		if remember.sets() {
+			s.consents.clear() // the write's outcome is unknown to the cache
 		}
 		return err
 	}
@@ -301,13 +298,17 @@ func (s *GrantStore) lockHeldBy(tx *sql.Tx, target string, remember *Remember) e
 }
 
 // rememberTx sets, in tx, the subject's remembered consent for a client to
-// remember's: forgotten when it has no permissions, unchanged when
-// remember is nil; the other instances are told.
+// remember's: forgotten when it has no permissions, unchanged when there
+// is none; the other instances are told. A consent of another subject or
+// client is refused.
 func (s *GrantStore) rememberTx(tx *sql.Tx, subjectID, clientID string, remember *Remember) error {
-	if remember == nil || remember.Consent == nil {
+	if !remember.sets() {
 		return nil
 	}
 	consent := remember.Consent
+	if consent.SubjectID != subjectID || consent.ClientID != clientID {
+		return fmt.Errorf("store: a consent of %q for client %q, not the grant's %q and %q", consent.SubjectID, consent.ClientID, subjectID, clientID)
+	}
 	var err error
 	if len(consent.Permissions) == 0 {
 		err = forgetConsent(tx, subjectID, clientID)
@@ -321,10 +322,13 @@ func (s *GrantStore) rememberTx(tx *sql.Tx, subjectID, clientID string, remember
 	return s.announce(tx, Change{Kind: ChangedConsent, Key: ConsentKey(subjectID, clientID)})
 }
 
+// sets reports whether r changes the remembered consent.
+func (r *Remember) sets() bool { return r != nil && r.Consent != nil }
+
 // remembered updates this instance's cache once rememberTx committed.
 func (s *GrantStore) remembered(subjectID, clientID string, remember *Remember) {
 	switch {
-	case remember == nil || remember.Consent == nil:
+	case !remember.sets():
 	case len(remember.Consent.Permissions) == 0:
 		s.consents.written(subjectID, clientID, nil)
 	default:
