@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -128,15 +129,17 @@ const RefusedInterval = time.Second
 // Its methods are safe for concurrent use. Receive, Navigated and the Emit
 // methods never block, so the host calls them on the UI thread.
 type Dispatcher struct {
-	origin      origin.Origin
-	host        Host
-	view        View
-	events      Publisher
-	log         *slog.Logger
-	key         string
-	script      string
-	maxInFlight int
-	now         func() time.Time
+	origin origin.Origin
+	host   Host
+	view   View
+	events Publisher
+	log    *slog.Logger
+	key    string
+	// script is the bridge script around its configuration, which
+	// Script fills in at each call with the page facts of the moment.
+	scriptHead, scriptTail string
+	maxInFlight            int
+	now                    func() time.Time
 	// after schedules f in d; time.AfterFunc, replaced by tests.
 	after func(d time.Duration, f func()) (stop func() bool)
 
@@ -145,6 +148,16 @@ type Dispatcher struct {
 	latest  uint64 // highest document Seq seen
 	calls   map[*call]struct{}
 	refused refusals
+	page    Page // what the page is told of its host: Script's and SetPage's
+}
+
+// Page are the facts of its host a Miniapp's page reads as properties
+// (docs/bridge.md, "Viewport and theme"): window.miniapp.viewport and
+// window.miniapp.theme, each a JSON object the host makes (package
+// device's Viewport and PageTheme), or absent.
+type Page struct {
+	Viewport json.RawMessage
+	Theme    json.RawMessage
 }
 
 // refusals counts the untrusted messages not yet reported.
@@ -193,7 +206,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("bridge: key: %w", err)
 	}
 	key := hex.EncodeToString(k[:])
-	script, err := buildScript(key, cfg.Origin.String())
+	head, tail, err := scriptParts()
 	if err != nil {
 		return nil, err
 	}
@@ -211,41 +224,79 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	return &Dispatcher{
 		origin: cfg.Origin, host: cfg.Host, view: cfg.View, events: cfg.Events, log: log,
-		key: key, script: script, maxInFlight: max, calls: map[*call]struct{}{}, now: now,
+		key: key, scriptHead: head, scriptTail: tail, maxInFlight: max, calls: map[*call]struct{}{}, now: now,
 		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 	}, nil
 }
 
-// buildScript fills the bridge script's configuration. The key is hex, the
-// origin canonical ASCII and the names constants; json.Marshal escapes the
-// rest, so the configuration cannot break out of the script.
-func buildScript(key, miniappOrigin string) (string, error) {
+// scriptParts are the bridge script before and after its configuration's
+// placeholder.
+func scriptParts() (head, tail string, err error) {
 	src, err := assets.FS.ReadFile("bridge/miniapp.js")
 	if err != nil {
-		return "", fmt.Errorf("bridge: script: %w", err)
+		return "", "", fmt.Errorf("bridge: script: %w", err)
 	}
 	s := string(src)
 	if strings.Count(s, scriptPlaceholder) != 1 {
-		return "", errors.New("bridge: script: configuration placeholder not found exactly once")
+		return "", "", errors.New("bridge: script: configuration placeholder not found exactly once")
 	}
+	head, tail, _ = strings.Cut(s, scriptPlaceholder)
+	return head, tail, nil
+}
+
+// scriptConfig is the bridge script's configuration. The key is hex, the
+// origin canonical ASCII and the names constants; json.Marshal escapes the
+// rest (the page facts too), so the configuration cannot break out of the
+// script.
+func scriptConfig(key, miniappOrigin string, page Page) (string, error) {
 	cfg, err := json.Marshal(struct {
-		Key     string `json:"key"`
-		Origin  string `json:"origin"`
-		Post    string `json:"post"`
-		Receive string `json:"receive"`
-		Max     int    `json:"max"` // the script refuses larger requests itself
-	}{key, miniappOrigin, PostFunction, ReceiveFunction, MaxMessageSize})
+		Key      string          `json:"key"`
+		Origin   string          `json:"origin"`
+		Post     string          `json:"post"`
+		Receive  string          `json:"receive"`
+		Max      int             `json:"max"` // the script refuses larger requests itself
+		Viewport json.RawMessage `json:"viewport,omitempty"`
+		Theme    json.RawMessage `json:"theme,omitempty"`
+	}{key, miniappOrigin, PostFunction, ReceiveFunction, MaxMessageSize, page.Viewport, page.Theme})
 	if err != nil {
 		return "", fmt.Errorf("bridge: script: %w", err)
 	}
-	return strings.Replace(s, scriptPlaceholder, string(cfg), 1), nil
+	return string(cfg), nil
 }
 
-// Script is the bridge script for this view, with its key. The host
-// injects it into the top frame only, at document start, after the script
-// that defines PostFunction (package host's transport script). It must never be
-// injected into the consent view or any other host-owned page.
-func (d *Dispatcher) Script() string { return d.script }
+// Script is the bridge script for this view, with its key and the page
+// facts set last (SetPage). The host injects it into the top frame only,
+// at document start, after the script that defines PostFunction (package
+// host's transport script). It must never be injected into the consent
+// view or any other host-owned page.
+func (d *Dispatcher) Script() string {
+	d.mu.Lock()
+	page := d.page
+	d.mu.Unlock()
+	cfg, err := scriptConfig(d.key, d.origin.String(), page)
+	if err != nil {
+		// Facts that are no JSON are the host's bug: the page gets none.
+		d.log.Error("bridge: page facts not encoded", "err", err)
+		cfg, _ = scriptConfig(d.key, d.origin.String(), Page{})
+	}
+	return d.scriptHead + cfg + d.scriptTail
+}
+
+// SetPage makes p what the page is told of its host: documents loaded from
+// now on read it at once (Script), and the document shown gets a
+// viewportchanged or themechanged event for what changed.
+func (d *Dispatcher) SetPage(p Page) {
+	d.mu.Lock()
+	old := d.page
+	d.page = p
+	d.mu.Unlock()
+	if !bytes.Equal(old.Viewport, p.Viewport) && p.Viewport != nil {
+		d.emit(EventViewportChanged, p.Viewport)
+	}
+	if !bytes.Equal(old.Theme, p.Theme) && p.Theme != nil {
+		d.emit(EventThemeChanged, p.Theme)
+	}
+}
 
 // Receive handles one message that arrived through the bound function.
 // It returns at once: the reply, if any, is delivered later through the
@@ -587,6 +638,8 @@ const (
 	EventShown        = "shown"
 	EventHidden       = "hidden"
 	EventThemeChanged = "themechanged"
+	// EventViewportChanged carries window.miniapp.viewport's new value.
+	EventViewportChanged = "viewportchanged"
 )
 
 // EmitShown tells the page that its view was shown.
@@ -595,7 +648,8 @@ func (d *Dispatcher) EmitShown() { d.emit(EventShown, struct{}{}) }
 // EmitHidden tells the page that its view was hidden.
 func (d *Dispatcher) EmitHidden() { d.emit(EventHidden, struct{}{}) }
 
-// EmitThemeChanged tells the page that the host's theme changed.
+// EmitThemeChanged tells the page that the host's theme changed, with
+// nothing but its name; SetPage tells it the colours too.
 func (d *Dispatcher) EmitThemeChanged(t Theme) {
 	d.emit(EventThemeChanged, struct {
 		Theme Theme `json:"theme"`

@@ -274,3 +274,20 @@ func (e ConsoleEvent) MarshalJSON() ([]byte, error) {
 	e.Source, e.Frame = redact.Source(e.Source), redact.URL(e.Frame)
 	return json.Marshal(plain(e))
 }
+
+// DeviceChangedEvent reports the device the Miniapp is shown as
+// (docs/playground.md, "Devices"): set at a launch or changed in place,
+// and whether the page loaded again for it (a new user agent).
+type DeviceChangedEvent struct {
+	Device      string  `json:"device"`
+	Width       int     `json:"width"`
+	Height      int     `json:"height"`
+	Orientation string  `json:"orientation,omitempty"`
+	Theme       string  `json:"theme"`
+	Locale      string  `json:"locale,omitempty"`
+	Zoom        float64 `json:"zoom"`
+	Reloaded    bool    `json:"reloaded"`
+}
+
+// Kind implements Event.
+func (DeviceChangedEvent) Kind() string { return "device.changed" }

@@ -87,7 +87,8 @@ func (h *bridgeHost) Close(context.Context) error {
 
 // Context implements bridge.Host.
 func (h *bridgeHost) Context(context.Context) (bridge.ContextInfo, error) {
-	return bridge.ContextInfo{ID: h.cfg.ID, Theme: bridge.ThemeLight, HostVersion: h.cfg.HostVersion}, nil
+	theme := bridge.Theme(h.w.Device().PageTheme().Theme)
+	return bridge.ContextInfo{ID: h.cfg.ID, Theme: theme, HostVersion: h.cfg.HostVersion}, nil
 }
 
 // OpenExternal implements bridge.Host. The page's "gesture" is its own

@@ -92,6 +92,8 @@ func CheckPushedReference(q url.Values) error {
 // page back through the window (bridge.View).
 type Bridge interface {
 	Script() string
+	// SetPage tells the page its viewport and theme (bridge.Page).
+	SetPage(p bridge.Page)
 	Receive(f bridge.Frame, msg string)
 	Navigated(doc bridge.Document)
 	Close()

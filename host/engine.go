@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -53,6 +54,57 @@ const (
 	PageLauncher Page = iota
 	PageMiniapp
 )
+
+// Layout is how a window with a launcher shows it beside the Miniapp.
+type Layout int
+
+// Layouts.
+const (
+	// LayoutSide puts the launcher and its tools beside the Miniapp's
+	// device, in a split the user resizes or collapses.
+	LayoutSide Layout = iota
+	// LayoutTabs puts the launcher and the Miniapp in tabs of their own,
+	// the Miniapp filling the window.
+	LayoutTabs
+)
+
+// ParseLayout reads a layout's name: "side" or "tabs".
+func ParseLayout(s string) (Layout, error) {
+	switch s {
+	case "", "side":
+		return LayoutSide, nil
+	case "tabs":
+		return LayoutTabs, nil
+	}
+	return 0, fmt.Errorf("host: layout %q: use side (the launcher beside the device) or tabs", s)
+}
+
+// EngineDevice is what an engine carries out of a device emulation
+// (package device; docs/playground.md, "Devices"): the Miniapp view's size
+// in its frame, the user agent, the languages, the colour scheme and the
+// style sheet that publishes the safe-area insets. The core decides all of
+// it; the engine only applies it.
+type EngineDevice struct {
+	// Width and Height are the CSS viewport; 0 fills the space (the
+	// desktop).
+	Width, Height int
+	// Zoom is the page zoom the device is shown at; 0 fits it into the
+	// space, at most 1. The view is Width x Height times the zoom on
+	// screen and lays out at Width x Height CSS pixels.
+	Zoom float64
+	// Bezel draws the device's frame around its screen.
+	Bezel bool
+	// UserAgent is the Miniapp view's user agent; "" is the engine's own.
+	UserAgent string
+	// Languages are the preferred languages of every Miniapp view's web
+	// context, the first one the page's locale; none: the process's.
+	Languages []string
+	// Dark asks the engine for prefers-color-scheme: dark.
+	Dark bool
+	// StyleSheet is a user style sheet for every frame of the Miniapp's
+	// view ("" for none).
+	StyleSheet string
+}
 
 // LoadEvent is a step of a view's load, as engines report them.
 type LoadEvent int
@@ -133,6 +185,9 @@ type EngineConfig struct {
 	Miniapp MiniappData
 	// Launcher gives the window a launcher page beside the Miniapp's.
 	Launcher bool
+	// Layout places the launcher and the Miniapp's device when Launcher is
+	// set: side by side (the zero value) or in tabs.
+	Layout Layout
 	// DevTools enables the engine's web inspector in the Miniapp's view
 	// (never in the host's view).
 	DevTools bool
@@ -186,6 +241,14 @@ type Engine interface {
 	// Policy.FilterRules makes them) and makes them the Miniapp view's
 	// only content filter.
 	SetContentFilter(rules string, done func(error))
+
+	// SetDevice shows the Miniapp's view as d: it re-lays the view in
+	// place; a page already loaded sees the new user agent only when it
+	// loads again.
+	SetDevice(d EngineDevice)
+	// SnapshotDevice writes a PNG of the device as the screen shows it,
+	// its frame included.
+	SnapshotDevice(path string, done func(error))
 
 	// ShowHostView shows or hides the host's view over the Miniapp's.
 	ShowHostView(show bool)

@@ -50,6 +50,12 @@ type Options struct {
 	// Launcher gives the window the playground's launcher page beside the
 	// Miniapp's (ShowLauncher, ShowPage).
 	Launcher bool
+	// Layout places the launcher beside the Miniapp's device (the zero
+	// value) or in a tab of its own.
+	Layout Layout
+	// Device is how the Miniapp is shown at first (SetDevice changes
+	// it); the zero value is the desktop, filling the window.
+	Device DeviceSettings
 	// ConsentArm is how long the consent screen is on screen before its
 	// Approve takes input (assets/host/consent.js): input aimed at the
 	// Miniapp, or begun before the screen was visible, never approves.

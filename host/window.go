@@ -39,6 +39,9 @@ type Window struct {
 	// Miniapp's view (not on the host's view), for openExternal.
 	gestures bridge.Gestures
 
+	// dev is the device the Miniapp is shown as (SetDevice).
+	dev *devices
+
 	listenMu  sync.Mutex // guards below
 	listeners map[int]func(Event)
 	nextID    int
@@ -93,7 +96,15 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Window{opts: opts, listeners: map[int]func(Event){}, stop: make(chan struct{}), hostPage: page}
+	if err := opts.Device.validate(); err != nil {
+		return nil, err
+	}
+	dev, err := newDevices()
+	if err != nil {
+		return nil, err
+	}
+	dev.set(opts.Device)
+	w := &Window{opts: opts, listeners: map[int]func(Event){}, stop: make(chan struct{}), hostPage: page, dev: dev}
 	var k [16]byte
 	if _, err := rand.Read(k[:]); err != nil {
 		return nil, fmt.Errorf("host: bridge key: %w", err)
@@ -106,11 +117,14 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 		}
 	}
 	w.eng, err = newEngine(EngineConfig{Title: opts.Title, Width: opts.Width, Height: opts.Height, DataDir: opts.DataDir,
-		Miniapp: first, Launcher: opts.Launcher, DevTools: opts.DevTools, WebDriver: opts.WebDriver}, w)
+		Miniapp: first, Launcher: opts.Launcher, Layout: opts.Layout, DevTools: opts.DevTools, WebDriver: opts.WebDriver}, w)
 	if err != nil {
 		return nil, err
 	}
-	w.Dispatch(func() { w.eng.SetConsoleScript(capture) })
+	w.Dispatch(func() {
+		w.eng.SetConsoleScript(capture)
+		w.eng.SetDevice(engineDevice(opts.Device))
+	})
 	go w.watchdog()
 	go w.live.watch(w)
 	return w, nil
@@ -258,12 +272,17 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 	if prev != nil && prev.Bridge != nil {
 		prev.Bridge.Close()
 	}
-	// The Miniapp's scripts: the transport, then its bridge script.
-	// Replacing them all drops the previous Miniapp's key.
-	js := w.transportScript()
+	// The Miniapp's scripts: the device's, the transport, then its
+	// bridge script. Replacing them all drops the previous Miniapp's key.
+	dev := w.dev.get()
 	if app.Bridge != nil {
-		js += app.Bridge.Script()
+		app.Bridge.SetPage(pageFacts(dev))
 	}
+	devJS, err := w.dev.script(dev)
+	if err != nil {
+		return err
+	}
+	js := w.miniappScript(devJS, &app)
 	load := app.LoadURL.String()
 	w.Dispatch(func() {
 		w.showHostViewUI(false)

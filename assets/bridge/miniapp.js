@@ -93,6 +93,32 @@
   }
   var inHost = post !== null;
 
+  // What the host tells the page of its screen and theme, read as
+  // properties (docs/bridge.md, "Viewport and theme"): frozen copies of the
+  // host's values, replaced by its viewportchanged and themechanged events
+  // before their listeners run. Plain JSON: objects, arrays, strings,
+  // numbers, booleans, a few levels deep.
+  function frozenCopy(v, depth) {
+    if (v === null || typeof v !== 'object') {
+      return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : null;
+    }
+    if (depth > 4) {
+      return null;
+    }
+    var out = isArray(v) ? [] : {};
+    var names = keys(v);
+    for (var i = 0; i < names.length; i++) {
+      out[names[i]] = frozenCopy(v[names[i]], depth + 1);
+    }
+    return freeze(out);
+  }
+  var viewport = null;
+  var theme = null;
+  if (inHost) {
+    viewport = config.viewport ? frozenCopy(config.viewport, 0) : null;
+    theme = config.theme ? frozenCopy(config.theme, 0) : null;
+  }
+
   // Whether the current call runs in a user gesture. Two signals, both
   // required:
   //  - a trusted input event (a real key press, click or touch) in the last
@@ -362,7 +388,7 @@
   }
 
   // Event listeners, by event name.
-  var EVENTS = { shown: true, hidden: true, themechanged: true };
+  var EVENTS = { shown: true, hidden: true, themechanged: true, viewportchanged: true };
   var listeners = create(null);
 
   function checkListener(type, fn) {
@@ -429,7 +455,13 @@
       return;
     }
     if (typeof msg.event === 'string') {
-      fire(msg.event, msg.data);
+      var data = msg.data;
+      if (msg.event === 'viewportchanged') {
+        data = viewport = frozenCopy(msg.data, 0);
+      } else if (msg.event === 'themechanged' && msg.data && typeof msg.data.colors === 'object') {
+        data = theme = frozenCopy(msg.data, 0);
+      }
+      fire(msg.event, data);
       return;
     }
     var id = msg.id;
@@ -456,6 +488,11 @@
   var api = freeze({
     version: VERSION,
     inHost: inHost,
+    // The device's viewport {device, width, height, orientation,
+    // device_pixel_ratio, safe_area_insets, touch} and the host's theme
+    // {theme, colors}; null outside a host.
+    get viewport() { return viewport; },
+    get theme() { return theme; },
     ready: function () { return call('ready'); },
     close: function () { return call('close'); },
     getContext: function () { return call('getContext'); },

@@ -69,6 +69,7 @@ func commands() map[string]command {
 		"review":     {"operator: list, approve or reject submissions", dashboardCommand("review")},
 		"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
 		"new":        {"write a small Miniapp to start from into a folder", runNew},
+		"devices":    {"list the devices a Miniapp can be shown as (--device NAME, or WIDTHxHEIGHT@DPR)", runDevices},
 		"dev":        {"run your own Miniapp (a folder or a dev server) in the playground, reloading on save", runDev},
 		"webdriver":  {"serve W3C WebDriver in front of WebKitWebDriver: sessions start open --webdriver (docs/webdriver.md)", runWebDriver},
 		"version":    {"print the version the binary was built from", runVersion},

@@ -48,6 +48,7 @@ type Engine struct {
 	filter    string
 	hostShown bool
 	page      host.Page
+	device    host.EngineDevice
 	jar       []host.Cookie            // the jar of data
 	jars      map[string][]host.Cookie // the other Miniapps' jars, by MiniappData.Key
 	data      host.MiniappData         // the Miniapp view's data
@@ -309,6 +310,19 @@ func (e *Engine) ForgetData(d host.MiniappData, done func(error)) {
 
 // Snapshot implements host.Engine: a 2x2 PNG.
 func (e *Engine) Snapshot(_ host.View, path string, done func(error)) { done(writePNG(path)) }
+
+// SetDevice implements host.Engine: the device is kept for Device.
+func (e *Engine) SetDevice(d host.EngineDevice) { e.mu.Lock(); e.device = d; e.mu.Unlock() }
+
+// Device is the device the core last asked for.
+func (e *Engine) Device() host.EngineDevice {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.device
+}
+
+// SnapshotDevice implements host.Engine: a 2x2 PNG.
+func (e *Engine) SnapshotDevice(path string, done func(error)) { done(writePNG(path)) }
 
 // SnapshotWindow implements host.Engine: a 2x2 PNG.
 func (e *Engine) SnapshotWindow(path string, done func(error)) { done(writePNG(path)) }

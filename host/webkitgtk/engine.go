@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/cgo"
+	"slices"
 	"unsafe"
 
 	"github.com/miniapp-host/miniapp-host/host"
@@ -53,6 +54,9 @@ type engine struct {
 	contexts map[string]*C.WebKitWebContext
 	recent   []host.MiniappData
 	data     host.MiniappData // the Miniapp view's
+	// langs are the preferred languages every Miniapp context gets
+	// (EngineDevice.Languages); nil for the process's.
+	langs []string
 }
 
 // keepContexts is how many web contexts of Miniapps with a data folder
@@ -93,7 +97,7 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 	e.win = C.mh_window_new(title, C.int(cfg.Width), C.int(cfg.Height))
 	e.handle = cgo.NewHandle(e)
 	var views [3]*C.WebKitWebView
-	C.mh_setup(e.win, C.uintptr_t(e.handle), cbool(cfg.Launcher), cbool(cfg.DevTools), cbool(cfg.WebDriver), ctx, &views[0])
+	C.mh_setup(e.win, C.uintptr_t(e.handle), cbool(cfg.Launcher), C.int(cfg.Layout), cbool(cfg.DevTools), cbool(cfg.WebDriver), ctx, &views[0])
 	e.views = views
 	C.mh_init_signals()
 	C.mh_track_size(e.win, C.int(cfg.Width), C.int(cfg.Height))
@@ -125,9 +129,55 @@ func (e *engine) context(d host.MiniappData) (*C.WebKitWebContext, error) {
 			C.free(unsafe.Pointer(s))
 		}
 	}
+	setLanguages(c, e.langs)
 	e.contexts[d.Key] = c
 	e.used(d)
 	return c, nil
+}
+
+// setLanguages gives c the preferred languages langs (nil: the process's).
+func setLanguages(c *C.WebKitWebContext, langs []string) {
+	if len(langs) == 0 {
+		C.mh_set_languages(c, nil)
+		return
+	}
+	list := make([]*C.char, len(langs)+1)
+	for i, l := range langs {
+		list[i] = C.CString(l)
+	}
+	C.mh_set_languages(c, &list[0])
+	for _, p := range list[:len(langs)] {
+		C.free(unsafe.Pointer(p))
+	}
+}
+
+// SetDevice implements host.Engine. Every Miniapp context the window keeps
+// takes the languages, so the next Miniapp launched has them too; the user
+// agent and the style sheet are on the Miniapp views' shared settings and
+// content manager.
+func (e *engine) SetDevice(d host.EngineDevice) {
+	C.mh_set_device(C.int(d.Width), C.int(d.Height), C.double(d.Zoom), cbool(d.Bezel))
+	withString(d.UserAgent, func(ua *C.char) { C.mh_set_user_agent(e.views[host.ViewMiniapp], ua) })
+	withString(d.StyleSheet, func(css *C.char) { C.mh_set_style_sheet(e.views[host.ViewMiniapp], css) })
+	e.langs = slices.Clone(d.Languages)
+	for _, c := range e.contexts {
+		setLanguages(c, e.langs)
+	}
+	C.mh_set_dark(cbool(d.Dark))
+}
+
+// deviceZoom is the zoom the device is shown at now.
+func (e *engine) deviceZoom() float64 { return float64(C.mh_device_zoom()) }
+
+// SnapshotDevice implements host.Engine.
+func (e *engine) SnapshotDevice(path string, done func(error)) {
+	var msg string
+	withString(path, func(p *C.char) {
+		m := C.mh_snapshot_device(e.win, p)
+		msg = C.GoString(m)
+		C.g_free(C.gpointer(m))
+	})
+	done(errOf(msg))
 }
 
 // used records d as the most recently used data, and lets go of the

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <libsoup/soup.h>
 #include "webkit.h"
+#include <math.h>
 #include "_cgo_export.h"
 
 // Signals (docs/webkitgtk.md, "Signals").
@@ -633,12 +634,161 @@ static WebKitWebView *miniapp_view(WebKitWebContext *ctx, WebKitUserContentManag
 	return view;
 }
 
+// The device area (docs/playground.md, "Devices"): the Miniapp's overlay in
+// a frame that is the device's screen, centred on a plain background. A
+// device of Width 0 (the desktop) fills the area. The frame is drawn with
+// GTK CSS; the view inside it is the device's CSS viewport times the zoom,
+// and the view's page zoom is that zoom, so the page lays out at the
+// device's width whatever the zoom (WebKit's page zoom scales CSS pixels).
+// One window per process: plain statics, UI thread only.
+static GtkWidget *mh_overlay, *mh_frame, *mh_area, *mh_paned;
+static WebKitWebView *mh_miniapp;
+static struct {
+	int width, height; // CSS pixels; 0: fill
+	double zoom;       // 0: fit
+	int bezel;         // draw the device's bezel
+	double applied_zoom;
+	int area_w, area_h; // the area's size the last layout was for
+	guint idle;
+} mh_dev = {0, 0, 0, 1, 1, 0, 0, 0};
+
+static void mh_relayout(void) {
+	if (!mh_area || !mh_frame) return;
+	GtkStyleContext *sc = gtk_widget_get_style_context(mh_frame);
+	if (mh_dev.width <= 0) {
+		gtk_style_context_remove_class(sc, "mh-bezel");
+		gtk_widget_set_halign(mh_frame, GTK_ALIGN_FILL);
+		gtk_widget_set_valign(mh_frame, GTK_ALIGN_FILL);
+		gtk_widget_set_size_request(mh_overlay, -1, -1);
+		mh_dev.applied_zoom = 1;
+	} else {
+		if (mh_dev.bezel) gtk_style_context_add_class(sc, "mh-bezel");
+		else gtk_style_context_remove_class(sc, "mh-bezel");
+		gtk_widget_set_halign(mh_frame, GTK_ALIGN_CENTER);
+		gtk_widget_set_valign(mh_frame, GTK_ALIGN_CENTER);
+		double z = mh_dev.zoom;
+		if (z <= 0) {
+			int room = 2 * (MH_AREA_MARGIN + (mh_dev.bezel ? MH_BEZEL : 0));
+			double zw = (double)(mh_dev.area_w - room) / mh_dev.width;
+			double zh = (double)(mh_dev.area_h - room) / mh_dev.height;
+			z = MIN(1.0, MIN(zw, zh));
+			// Quarter steps of a percent: WebKit rounds a zoom's layout to
+			// 1/64 px, and a coarse zoom keeps innerWidth the device's.
+			z = floor(z * 400) / 400;
+			if (z < 0.25) z = 0.25;
+		}
+		mh_dev.applied_zoom = z;
+		gtk_widget_set_size_request(mh_overlay, (int)ceil(mh_dev.width * z), (int)ceil(mh_dev.height * z));
+	}
+	if (mh_miniapp && webkit_web_view_get_zoom_level(mh_miniapp) != mh_dev.applied_zoom)
+		webkit_web_view_set_zoom_level(mh_miniapp, mh_dev.applied_zoom);
+}
+
+static gboolean on_relayout_idle(gpointer data) {
+	(void)data;
+	mh_dev.idle = 0;
+	mh_relayout();
+	return G_SOURCE_REMOVE;
+}
+
+// A size change of the area refits the device after the layout pass that
+// made it: a size request changed inside size-allocate would lay out again
+// within the same pass.
+static void on_area_allocate(GtkWidget *w, GdkRectangle *a, gpointer data) {
+	(void)w;
+	(void)data;
+	if (a->width == mh_dev.area_w && a->height == mh_dev.area_h) return;
+	mh_dev.area_w = a->width;
+	mh_dev.area_h = a->height;
+	if (mh_dev.zoom <= 0 && mh_dev.width > 0 && !mh_dev.idle) mh_dev.idle = g_idle_add(on_relayout_idle, NULL);
+}
+
+static GtkWidget *mh_device_area(GtkWidget *overlay) {
+	static const char css[] =
+	    ".mh-device-area { background: #d9dbe1; }\n"
+	    ".mh-bezel { background: #1c1d21; border-radius: 28px; padding: " G_STRINGIFY(MH_BEZEL) "px; "
+	    "box-shadow: 0 6px 24px rgba(0,0,0,0.35); }\n";
+	GtkCssProvider *p = gtk_css_provider_new();
+	gtk_css_provider_load_from_data(p, css, -1, NULL);
+	gtk_style_context_add_provider_for_screen(gdk_screen_get_default(), GTK_STYLE_PROVIDER(p),
+	                                          GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+	g_object_unref(p);
+	GtkWidget *area = gtk_event_box_new();
+	gtk_style_context_add_class(gtk_widget_get_style_context(area), "mh-device-area");
+	GtkWidget *frame = gtk_event_box_new();
+	gtk_container_add(GTK_CONTAINER(frame), overlay);
+	gtk_widget_set_margin_start(frame, 0);
+	gtk_container_add(GTK_CONTAINER(area), frame);
+	g_signal_connect(area, "size-allocate", G_CALLBACK(on_area_allocate), NULL);
+	gtk_widget_show(frame);
+	gtk_widget_show(area);
+	mh_area = area;
+	mh_frame = frame;
+	mh_relayout();
+	return area;
+}
+
+// mh_set_device shows the Miniapp as a device of width x height CSS pixels
+// (0: the desktop, filling the area), at zoom (0: fit the area, at most
+// 1), with or without its bezel.
+void mh_set_device(int width, int height, double zoom, int bezel) {
+	mh_dev.width = width;
+	mh_dev.height = height;
+	mh_dev.zoom = zoom;
+	mh_dev.bezel = bezel;
+	if (width > 0 && mh_area) {
+		GtkAllocation a;
+		gtk_widget_get_allocation(mh_area, &a);
+		if (a.width > 1) {
+			mh_dev.area_w = a.width;
+			mh_dev.area_h = a.height;
+		}
+	}
+	mh_relayout();
+}
+
+// mh_device_zoom is the zoom the Miniapp's view is shown at.
+double mh_device_zoom(void) { return mh_dev.applied_zoom; }
+
+// mh_set_style_sheet makes css the one user style sheet of the Miniapp
+// views' content manager, in every frame ("" removes it).
+void mh_set_style_sheet(WebKitWebView *view, const char *css) {
+	WebKitUserContentManager *ucm = webkit_web_view_get_user_content_manager(view);
+	webkit_user_content_manager_remove_all_style_sheets(ucm);
+	if (!css || !*css) return;
+	WebKitUserStyleSheet *ss = webkit_user_style_sheet_new(css, WEBKIT_USER_CONTENT_INJECT_ALL_FRAMES,
+	                                                       WEBKIT_USER_STYLE_LEVEL_USER, NULL, NULL);
+	webkit_user_content_manager_add_style_sheet(ucm, ss);
+	webkit_user_style_sheet_unref(ss);
+}
+
+// mh_set_user_agent sets the Miniapp views' user agent; NULL or "" is
+// WebKitGTK's own.
+void mh_set_user_agent(WebKitWebView *view, const char *ua) {
+	webkit_settings_set_user_agent(webkit_web_view_get_settings(view), ua && *ua ? ua : NULL);
+}
+
+// mh_set_languages sets the preferred languages of ctx (navigator.languages,
+// Accept-Language, Intl's default locale): a NULL-terminated list, or
+// NULL for the process's locale.
+void mh_set_languages(WebKitWebContext *ctx, char **langs) {
+	webkit_web_context_set_preferred_languages(ctx, (const gchar *const *)langs);
+}
+
+// mh_set_dark asks GTK for its dark variant, which WebKitGTK turns into
+// prefers-color-scheme: dark in every view of the process.
+void mh_set_dark(int dark) {
+	g_object_set(gtk_settings_get_default(), "gtk-application-prefer-dark-theme", dark ? TRUE : FALSE, NULL);
+}
+
+// mh_snapshot_device writes what the screen shows of the device area's
+// frame (with its bezel) as a PNG; "" or an error.
 // mh_setup builds the window's views into views[] (host.View order): the
 // Miniapp's view, on ctx (with webdriver: controlled by automation, and
 // ctx allows automation), in an overlay whose top layer is the host's
 // view, and, with launcher, a notebook whose first page is the launcher;
 // then shows the window.
-void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, int webdriver, WebKitWebContext *ctx,
+void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int layout, int devtools, int webdriver, WebKitWebContext *ctx,
               WebKitWebView **views) {
 	mh_ref *r = mh_ref_new(handle, MH_VIEW_MINIAPP);
 
@@ -693,23 +843,44 @@ void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, int 
 	views[MH_VIEW_MINIAPP] = view;
 	views[MH_VIEW_HOST] = host;
 	views[MH_VIEW_LAUNCHER] = NULL;
+	mh_overlay = overlay;
+	mh_miniapp = view;
+	// The overlay sits in the device area: a frame that is the device's
+	// screen, centred in the space it is given (mh_device_area).
+	GtkWidget *area = mh_device_area(overlay);
 	if (!launcher) {
-		gtk_container_add(GTK_CONTAINER(win), overlay);
+		gtk_container_add(GTK_CONTAINER(win), area);
 		gtk_widget_grab_focus(GTK_WIDGET(view));
 	} else {
 		// The playground's launcher, in a view of its own before the
 		// Miniapp's: no bridge, no content filter, and none of its input
-		// is a gesture on the Miniapp. The pages are a GtkNotebook: its
-		// tabs are the way back to the launcher.
+		// is a gesture on the Miniapp.
 		WebKitWebView *l = new_view(hctx, handle, MH_VIEW_LAUNCHER, NULL);
-		GtkWidget *nb = gtk_notebook_new();
-		gtk_notebook_append_page(GTK_NOTEBOOK(nb), GTK_WIDGET(l), gtk_label_new("Launcher"));
-		gtk_notebook_append_page(GTK_NOTEBOOK(nb), overlay, gtk_label_new("Miniapp"));
-		gtk_container_add(GTK_CONTAINER(win), nb);
-		gtk_widget_show(GTK_WIDGET(l));
-		gtk_widget_show(nb);
-		gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), 0);
 		views[MH_VIEW_LAUNCHER] = l;
+		gtk_widget_show(GTK_WIDGET(l));
+		if (layout == MH_LAYOUT_TABS) {
+			// Pages of a GtkNotebook: its tabs are the way back to the
+			// launcher.
+			GtkWidget *nb = gtk_notebook_new();
+			gtk_notebook_append_page(GTK_NOTEBOOK(nb), GTK_WIDGET(l), gtk_label_new("Launcher"));
+			gtk_notebook_append_page(GTK_NOTEBOOK(nb), area, gtk_label_new("Miniapp"));
+			gtk_container_add(GTK_CONTAINER(win), nb);
+			gtk_widget_show(nb);
+			gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), 0);
+		} else {
+			// The launcher and its tools beside the device, in a split the
+			// user drags to resize, or to either edge to collapse a side.
+			GtkWidget *paned = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
+			gtk_paned_set_wide_handle(GTK_PANED(paned), TRUE);
+			gtk_paned_pack1(GTK_PANED(paned), GTK_WIDGET(l), TRUE, TRUE);
+			gtk_paned_pack2(GTK_PANED(paned), area, TRUE, TRUE);
+			int w = 0, h = 0;
+			gtk_window_get_default_size(win, &w, &h);
+			gtk_paned_set_position(GTK_PANED(paned), w > 0 ? w - MH_DEVICE_PANE : 640);
+			gtk_container_add(GTK_CONTAINER(win), paned);
+			gtk_widget_show(paned);
+			mh_paned = paned;
+		}
 	}
 	g_object_unref(hctx);
 	gtk_widget_show(GTK_WIDGET(win));
@@ -739,6 +910,8 @@ WebKitWebView *mh_replace_miniapp_view(WebKitWebView *old, WebKitWebContext *ctx
 	gtk_container_add(GTK_CONTAINER(overlay), GTK_WIDGET(view));
 	gtk_widget_show(GTK_WIDGET(view));
 	if (focus) gtk_widget_grab_focus(GTK_WIDGET(view));
+	mh_miniapp = view;
+	webkit_web_view_set_zoom_level(view, mh_dev.applied_zoom);
 	return view;
 }
 
@@ -777,7 +950,19 @@ void mh_window_size(int *width, int *height) {
 // has a launcher.
 void mh_show_page(GtkWindow *win, int page) {
 	GtkWidget *nb = gtk_bin_get_child(GTK_BIN(win));
-	if (nb && GTK_IS_NOTEBOOK(nb)) gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), page);
+	if (nb && GTK_IS_NOTEBOOK(nb)) {
+		gtk_notebook_set_current_page(GTK_NOTEBOOK(nb), page);
+		return;
+	}
+	// Side by side, both pages are shown: a side the user collapsed
+	// comes back when it is asked for.
+	if (mh_paned) {
+		int pos = gtk_paned_get_position(GTK_PANED(mh_paned));
+		GtkAllocation a;
+		gtk_widget_get_allocation(mh_paned, &a);
+		if (page == 0 && pos < MH_COLLAPSED) gtk_paned_set_position(GTK_PANED(mh_paned), a.width / 2);
+		if (page == 1 && pos > a.width - MH_COLLAPSED) gtk_paned_set_position(GTK_PANED(mh_paned), MAX(a.width - MH_DEVICE_PANE, a.width / 3));
+	}
 }
 
 // What a reset forgets: everything but session storage, which WebKit keeps
@@ -791,6 +976,27 @@ char *mh_snapshot_window(GtkWindow *win, const char *path) {
 	if (!gw) return g_strdup("the window is not realized");
 	GdkPixbuf *pb = gdk_pixbuf_get_from_window(gw, 0, 0, gdk_window_get_width(gw), gdk_window_get_height(gw));
 	if (!pb) return g_strdup("the window is not on screen");
+	GError *err = NULL;
+	gboolean ok = gdk_pixbuf_save(pb, path, "png", &err, NULL);
+	g_object_unref(pb);
+	if (ok) return g_strdup("");
+	char *msg = g_strdup(err ? err->message : "unknown error");
+	if (err) g_error_free(err);
+	return msg;
+}
+
+// mh_snapshot_device writes what the X server shows of the device's frame
+// (its bezel included) as a PNG; "" or an error.
+char *mh_snapshot_device(GtkWindow *win, const char *path) {
+	GdkWindow *gw = gtk_widget_get_window(GTK_WIDGET(win));
+	if (!gw || !mh_frame || !gtk_widget_get_mapped(mh_frame)) return g_strdup("the device is not on screen");
+	int x = 0, y = 0;
+	if (!gtk_widget_translate_coordinates(mh_frame, GTK_WIDGET(win), 0, 0, &x, &y))
+		return g_strdup("the device is not in the window");
+	GtkAllocation a;
+	gtk_widget_get_allocation(mh_frame, &a);
+	GdkPixbuf *pb = gdk_pixbuf_get_from_window(gw, x, y, a.width, a.height);
+	if (!pb) return g_strdup("the device is not on screen");
 	GError *err = NULL;
 	gboolean ok = gdk_pixbuf_save(pb, path, "png", &err, NULL);
 	g_object_unref(pb);

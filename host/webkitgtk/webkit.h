@@ -19,8 +19,24 @@ GtkWindow *mh_window_new(const char *title, int width, int height);
 void mh_quit(void);
 void mh_run(void);
 WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, const char *cookies);
-void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int devtools, int webdriver, WebKitWebContext *ctx,
+// Layouts of a window with a launcher (host.Layout).
+enum { MH_LAYOUT_SIDE = 0, MH_LAYOUT_TABS = 1 };
+// The device area's geometry, in pixels: its margin around the frame, the
+// bezel's width, the device pane's first width, and how narrow a side of
+// the split is when it counts as collapsed.
+#define MH_AREA_MARGIN 16
+#define MH_BEZEL 14
+#define MH_DEVICE_PANE 520
+#define MH_COLLAPSED 40
+void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int layout, int devtools, int webdriver, WebKitWebContext *ctx,
               WebKitWebView **views);
+void mh_set_device(int width, int height, double zoom, int bezel);
+double mh_device_zoom(void);
+void mh_set_style_sheet(WebKitWebView *view, const char *css);
+void mh_set_user_agent(WebKitWebView *view, const char *ua);
+void mh_set_languages(WebKitWebContext *ctx, char **langs);
+void mh_set_dark(int dark);
+char *mh_snapshot_device(GtkWindow *win, const char *path);
 WebKitWebView *mh_replace_miniapp_view(WebKitWebView *old, WebKitWebContext *ctx);
 void mh_clear_data(WebKitWebContext *ctx, uintptr_t req);
 void mh_init_signals(void);
