@@ -338,7 +338,7 @@ func TestAutomationCommands(t *testing.T) {
 		{"screenshot of the window", `{"id":91,"command":"screenshot","params":{"area":"window"}}`,
 			`{"type":"reply","id":91,"ok":true,"result":{"format":"png","width":2,"height":1,"data":"iVBORw0K"}}`},
 		{"screenshot of another area", `{"id":92,"command":"screenshot","params":{"area":"screen"}}`,
-			`{"type":"reply","id":92,"ok":false,"error":{"code":"invalid_params","message":"area: \"screen\" is not one of \"view\" (the Miniapp's view, the default) and \"window\" (the whole window)"}}`},
+			`{"type":"reply","id":92,"ok":false,"error":{"code":"invalid_params","message":"area: \"screen\" is not one of \"view\" (the Miniapp's view, the default), \"device\" (the device in its frame) and \"window\" (the whole window)"}}`},
 		{"close", `{"id":10,"command":"close","params":{"view":"view-1"}}`, `{"type":"reply","id":10,"ok":true}`},
 		{"closed view", `{"id":11,"command":"eval","params":{"script":"location.href"}}`,
 			`{"type":"reply","id":11,"ok":false,"error":{"code":"no_view","message":"no open view \"view-1\""}}`},

@@ -39,6 +39,35 @@ type DevToolsController interface {
 	ShowDevTools(ctx context.Context, cmd ViewCommand) error
 }
 
+// DeviceController is the optional ability of a Controller to show its
+// Miniapp as another device (command device.set; docs/playground.md,
+// "Devices"). A Controller without it answers device.set with
+// unknown_command.
+type DeviceController interface {
+	// SetDevice shows the Miniapp as cmd says; an unknown device, a
+	// malformed size or locale is an *Error with CodeInvalidParams.
+	SetDevice(ctx context.Context, cmd DeviceCommand) (DeviceResult, error)
+}
+
+// DeviceCommand is the params of device.set: the device.Options of package
+// device, and the zoom.
+type DeviceCommand struct {
+	View      string  `json:"view,omitempty"`
+	Device    string  `json:"device,omitempty"`
+	Landscape bool    `json:"landscape,omitempty"`
+	Theme     string  `json:"theme,omitempty"`
+	Locale    string  `json:"locale,omitempty"`
+	Zoom      float64 `json:"zoom,omitempty"`
+}
+
+// DeviceResult is the result of device.set: the page's viewport now
+// (window.miniapp.viewport's value), and whether the page was loaded
+// again for it (a new user agent).
+type DeviceResult struct {
+	Viewport json.RawMessage `json:"viewport"`
+	Reloaded bool            `json:"reloaded"`
+}
+
 // ConsentReporter is the optional ability of a Controller to say which
 // consent screen is on screen now. A client that connects while one is
 // shown gets its consent.shown event first, marked "replayed": the event
@@ -60,13 +89,17 @@ const (
 	CommandScreenshot     = "screenshot"
 	CommandClose          = "close"
 	CommandDevToolsShow   = "devtools.show"
+	CommandDeviceSet      = "device.set"
 )
 
 // OpenCommand is the params of open.
 type OpenCommand struct {
-	Origin    string `json:"origin"`
-	ID        string `json:"id"`
+	Origin    string `json:"origin,omitempty"`
+	ID        string `json:"id,omitempty"`
 	Dashboard string `json:"dashboard,omitempty"` // the dashboard URL; "" for the host's default
+	// Profile launches a saved launch profile instead of origin and id
+	// (the playground's; docs/playground.md, "Launch profiles").
+	Profile string `json:"profile,omitempty"`
 }
 
 // OpenResult is the result of open.
@@ -157,6 +190,9 @@ const (
 	// ScreenshotView is the Miniapp's view as it shows (with the host's
 	// consent view when that is over it): the default.
 	ScreenshotView = "view"
+	// ScreenshotDevice is the device as the window shows it, in its
+	// frame; ScreenshotView is the same page without the frame.
+	ScreenshotDevice = "device"
 	// ScreenshotWindow is the whole window as it is composed: its tabs,
 	// the page shown (the launcher's or the Miniapp's) and any screen of
 	// the host over it.
@@ -246,15 +282,25 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 	invalid := func(err error) error { return Errorf(CodeInvalidParams, "%v", err) }
 	switch c.name {
 	case CommandOpen:
-		if err := p.only("origin", "id", "dashboard"); err != nil {
+		if err := p.only("origin", "id", "dashboard", "profile"); err != nil {
 			return nil, invalid(err)
 		}
 		var cmd OpenCommand
 		var err error
-		if cmd.Origin, err = p.required("origin"); err != nil {
+		if cmd.Profile, _, err = p.str("profile"); err != nil {
 			return nil, invalid(err)
 		}
-		if cmd.ID, err = p.required("id"); err != nil {
+		if cmd.Profile != "" {
+			if _, given := p["origin"]; given {
+				return nil, Errorf(CodeInvalidParams, "give a profile or an origin and an id, not both")
+			}
+		} else if cmd.Origin, err = p.required("origin"); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.ID, _, err = p.str("id"); err != nil || (cmd.Profile == "" && cmd.ID == "") {
+			if err == nil {
+				_, err = p.required("id")
+			}
 			return nil, invalid(err)
 		}
 		if cmd.Dashboard, _, err = p.str("dashboard"); err != nil {
@@ -289,9 +335,9 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 		if cmd.Area, _, err = p.str("area"); err != nil {
 			return nil, invalid(err)
 		}
-		if cmd.Area != "" && cmd.Area != ScreenshotView && cmd.Area != ScreenshotWindow {
-			return nil, Errorf(CodeInvalidParams, "area: %s is not one of %q (the Miniapp's view, the default) and %q (the whole window)",
-				quote(cmd.Area), ScreenshotView, ScreenshotWindow)
+		if cmd.Area != "" && cmd.Area != ScreenshotView && cmd.Area != ScreenshotWindow && cmd.Area != ScreenshotDevice {
+			return nil, Errorf(CodeInvalidParams, "area: %s is not one of %q (the Miniapp's view, the default), %q (the device in its frame) and %q (the whole window)",
+				quote(cmd.Area), ScreenshotView, ScreenshotDevice, ScreenshotWindow)
 		}
 		return ctl.Screenshot(ctx, cmd)
 	case CommandConsentDeny, CommandClose:
@@ -320,6 +366,16 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 			return nil, invalid(err)
 		}
 		return nil, dt.ShowDevTools(ctx, ViewCommand{View: v})
+	case CommandDeviceSet:
+		dc, ok := ctl.(DeviceController)
+		if !ok {
+			return nil, Errorf(CodeUnknownCommand, "this host shows no devices (command %s)", quote(c.name))
+		}
+		cmd, err := deviceCommand(p)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		return dc.SetDevice(ctx, cmd)
 	case CommandNavigate:
 		if err := p.only("view", "url"); err != nil {
 			return nil, invalid(err)
@@ -368,4 +424,28 @@ func (f fields) required(name string) (string, error) {
 		return "", errors.New(name + " is required")
 	}
 	return s, nil
+}
+
+// deviceCommand reads device.set's params.
+func deviceCommand(p fields) (DeviceCommand, error) {
+	var cmd DeviceCommand
+	if err := p.only("view", "device", "landscape", "theme", "locale", "zoom"); err != nil {
+		return cmd, err
+	}
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"view", &cmd.View}, {"device", &cmd.Device}, {"theme", &cmd.Theme}, {"locale", &cmd.Locale}} {
+		if *f.dst, _, err = p.str(f.name); err != nil {
+			return cmd, err
+		}
+	}
+	if cmd.Landscape, _, err = p.boolean("landscape"); err != nil {
+		return cmd, err
+	}
+	if cmd.Zoom, _, err = p.number("zoom"); err != nil {
+		return cmd, err
+	}
+	return cmd, nil
 }

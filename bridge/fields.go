@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/miniapp-host/miniapp-host/strictjson"
@@ -111,6 +112,19 @@ func (f fields) integer(name string) (n int64, present bool, err error) {
 	n, err = strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
 		return 0, true, fmt.Errorf("%s must be an integer", name)
+	}
+	return n, true, nil
+}
+
+// number reads a field holding a finite JSON number.
+func (f fields) number(name string) (n float64, present bool, err error) {
+	raw, ok := f[name]
+	if !ok {
+		return 0, false, nil
+	}
+	n, err = strconv.ParseFloat(string(raw), 64)
+	if err != nil || len(raw) == 0 || raw[0] == '"' || math.IsInf(n, 0) || math.IsNaN(n) {
+		return 0, true, fmt.Errorf("%s must be a number", name)
 	}
 	return n, true, nil
 }

@@ -154,3 +154,24 @@ func FuzzParseLocale(f *testing.F) {
 		}
 	})
 }
+
+func TestProcessLanguages(t *testing.T) {
+	for env, want := range map[string]string{
+		"":                          "en-US",
+		"LANG=C.UTF-8":              "en-US",
+		"LANG=de_CH.UTF-8":          "de-CH",
+		"LC_ALL=fr_CA@euro LANG=en": "fr-CA",
+		"LANGUAGE=pt_BR:pt LANG=C":  "pt-BR pt",
+		"LANGUAGE=xx_!! LANG=sv_SE": "sv-SE",
+		"LC_MESSAGES=ja_JP.EUC-JP":  "ja-JP",
+	} {
+		vars := map[string]string{}
+		for _, kv := range strings.Fields(env) {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		if got := strings.Join(ProcessLanguages(func(k string) string { return vars[k] }), " "); got != want {
+			t.Errorf("%q: %q, want %q", env, got, want)
+		}
+	}
+}

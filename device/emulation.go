@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/language"
@@ -187,3 +188,38 @@ func (e Emulation) PageTheme() PageTheme {
 // (size, insets, theme, locale): a change of user agent needs the page
 // loaded again, as a real browser sends it with every request.
 func (e Emulation) SameLayout(f Emulation) bool { return e.Device.UserAgent == f.Device.UserAgent }
+
+// ProcessLanguages are the languages of the process's environment as
+// BCP 47 tags, the first one the most preferred: LANGUAGE (a colon
+// separated list), else LC_ALL, LC_MESSAGES or LANG, as gettext reads
+// them; "C" and "POSIX" (no language) are en-US. A view without a locale
+// gets these (WebKitGTK keeps the languages it was last given, so "none"
+// must be said as a list).
+func ProcessLanguages(getenv func(string) string) []string {
+	var names []string
+	if l := getenv("LANGUAGE"); l != "" {
+		names = strings.Split(l, ":")
+	}
+	for _, v := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
+		if l := getenv(v); l != "" {
+			names = append(names, l)
+			break
+		}
+	}
+	var out []string
+	for _, n := range names {
+		n, _, _ = strings.Cut(n, ".")
+		n, _, _ = strings.Cut(n, "@")
+		if n == "" || n == "C" || n == "POSIX" {
+			continue
+		}
+		tag, err := ParseLocale(strings.ReplaceAll(n, "_", "-"))
+		if err == nil && tag != "" && !slices.Contains(out, tag) {
+			out = append(out, tag)
+		}
+	}
+	if len(out) == 0 {
+		return []string{"en-US"}
+	}
+	return out
+}

@@ -54,6 +54,10 @@ func checkView(v string) error {
 
 // Open implements bridge.Controller.
 func (c *controller) Open(ctx context.Context, cmd bridge.OpenCommand) (bridge.OpenResult, error) {
+	if cmd.Profile != "" {
+		return bridge.OpenResult{}, bridge.Errorf(bridge.CodeInvalidParams,
+			"launch profiles are the playground's; this window opens by origin and id (or start it with miniapp-host open --profile %s)", cmd.Profile)
+	}
 	if err := c.open(ctx, cmd); err != nil {
 		return bridge.OpenResult{}, err
 	}
@@ -186,6 +190,8 @@ func (c *controller) Screenshot(ctx context.Context, cmd bridge.ScreenshotComman
 	switch {
 	case cmd.Area == bridge.ScreenshotWindow:
 		err = c.w.SnapshotWindow(ctx, path)
+	case cmd.Area == bridge.ScreenshotDevice:
+		err = c.w.SnapshotDevice(ctx, path)
 	case host:
 		err = c.w.Snapshot(ctx, path)
 	default:

@@ -212,3 +212,40 @@ func (w *Window) reloadAndWait(ctx context.Context) error {
 		return fmt.Errorf("host: device: the page did not load again: %w", ctx.Err())
 	}
 }
+
+var _ bridge.DeviceController = (*controller)(nil)
+
+// SetDevice implements bridge.DeviceController: the automation channel's
+// device.set.
+func (c *controller) SetDevice(ctx context.Context, cmd bridge.DeviceCommand) (bridge.DeviceResult, error) {
+	if err := checkView(cmd.View); err != nil {
+		return bridge.DeviceResult{}, err
+	}
+	return c.w.SetDeviceCommand(ctx, cmd)
+}
+
+// SetDeviceCommand carries out a device.set command (the automation
+// channel's, the launcher's): a device that does not exist, a malformed
+// size, theme or locale is refused as invalid_params, naming the field.
+func (w *Window) SetDeviceCommand(ctx context.Context, cmd bridge.DeviceCommand) (bridge.DeviceResult, error) {
+	em, err := device.Options{Device: cmd.Device, Landscape: cmd.Landscape, Theme: cmd.Theme, Locale: cmd.Locale}.Emulation()
+	if err != nil {
+		return bridge.DeviceResult{}, bridge.Errorf(bridge.CodeInvalidParams, "%v", err)
+	}
+	s := DeviceSettings{Emulation: em, Zoom: cmd.Zoom}
+	if err := s.validate(); err != nil {
+		return bridge.DeviceResult{}, bridge.Errorf(bridge.CodeInvalidParams, "%v", err)
+	}
+	reloaded, err := w.SetDevice(ctx, s)
+	if err != nil {
+		return bridge.DeviceResult{}, err
+	}
+	v, _ := json.Marshal(em.Viewport())
+	return bridge.DeviceResult{Viewport: v, Reloaded: reloaded}, nil
+}
+
+// SnapshotDevice writes a PNG of the device as the window shows it, its
+// frame around the page, to path.
+func (w *Window) SnapshotDevice(ctx context.Context, path string) error {
+	return awaitErr(ctx, w, "screenshot", func(done func(error)) { w.eng.SnapshotDevice(path, done) })
+}

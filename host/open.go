@@ -22,6 +22,12 @@ import (
 // OpenConfig is what `miniapp-host open` passes to [Open].
 type OpenConfig struct {
 	Origin, ID string
+	// Device is how the Miniapp is shown (docs/playground.md, "Devices");
+	// the zero value fills the window as a desktop page.
+	Device DeviceSettings
+	// Start is the path and query the Miniapp starts on, on its origin
+	// ("" is its start_url); see MountOptions.Start.
+	Start string
 	// Dashboard is {dashboard_url}, where the resolver reads the client.
 	Dashboard string
 	// Service is the authorization service's issuer URL. Empty: the one
@@ -212,8 +218,9 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 		return err
 	}
 	bus := bridge.NewBus(nil)
+	width, height := windowFor(cfg.Device)
 	w, err := NewWindow(newEngine, Options{Title: "Miniapp Host", DataDir: dir, DataRoot: root, Ephemeral: cfg.Ephemeral,
-		FirstOrigin: cfg.Origin, FirstID: cfg.ID, Subject: cfg.Subject,
+		FirstOrigin: cfg.Origin, FirstID: cfg.ID, Subject: cfg.Subject, Width: width, Height: height, Device: cfg.Device,
 		HTTPClient: cfg.HTTP, Events: bus, DevTools: cfg.DevTools, WebDriver: cfg.WebDriver})
 	if err != nil {
 		return err
@@ -334,7 +341,7 @@ func (w *Window) openMiniapp(ctx context.Context, cfg OpenConfig) error {
 	}
 	fmt.Fprintf(cfg.Log, "open: loading %s\n", app.LoadURL)
 	return w.MountResolved(ctx, app, d.svc, MountOptions{HostClientID: cfg.HostClientID, HostSecret: cfg.HostSecret,
-		HostVersion: cfg.HostVersion, HTTP: cfg.HTTP})
+		HostVersion: cfg.HostVersion, HTTP: cfg.HTTP, Start: cfg.Start})
 }
 
 // MountOptions are what MountResolved needs besides the Miniapp and the
@@ -353,6 +360,11 @@ type MountOptions struct {
 	// NetLog records the launch's consent flows (Miniapp.NetLog); nil
 	// records nothing.
 	NetLog *netlog.Launch
+	// Start is the path and query a public Miniapp's page starts on,
+	// on its own origin, instead of its start_url ("/orders?tab=open").
+	// A confidential Miniapp starts at its auth_url, where its server
+	// signs it in: it has none.
+	Start string
 }
 
 // MountResolved mounts a Miniapp the resolver accepted, signing in with the
@@ -368,6 +380,14 @@ func (w *Window) MountResolved(ctx context.Context, app *resolver.Miniapp, svc *
 		return err
 	}
 	m.Subject, m.NetLog = o.Subject, o.NetLog
+	if o.Start != "" {
+		if m.LoadURL, err = startURL(app, o.Start); err != nil {
+			if m.Bridge != nil {
+				m.Bridge.Close()
+			}
+			return err
+		}
+	}
 	if err := w.Mount(ctx, m); err != nil {
 		if m.Bridge != nil {
 			m.Bridge.Close()
@@ -375,6 +395,35 @@ func (w *Window) MountResolved(ctx context.Context, app *resolver.Miniapp, svc *
 		return err
 	}
 	return nil
+}
+
+// startURL is the page a Miniapp starts on for a start path: on its own
+// origin, never another site.
+func startURL(app *resolver.Miniapp, start string) (*url.URL, error) {
+	if app.Client.Confidential() {
+		return nil, fmt.Errorf("host: a start path (%q) is for a public Miniapp: a confidential one starts at its auth_url, where its server signs it in; "+
+			"make its server's sign-in lead to the page", start)
+	}
+	if !strings.HasPrefix(start, "/") || strings.HasPrefix(start, "//") {
+		return nil, fmt.Errorf("host: start %q: write a path on the Miniapp's origin, /path?query", start)
+	}
+	u, err := parseCanonical(app.Origin.String() + start)
+	if err != nil || !sameOriginAs(u, app.Origin) {
+		return nil, fmt.Errorf("host: start %q is not a page of the Miniapp's origin %s", start, app.Origin)
+	}
+	return u, nil
+}
+
+// windowFor is the size a window of its own opens at for d: the device in
+// its frame with room around it, or 1024x768 for the desktop. A device
+// taller than that is fitted (zoomed out).
+func windowFor(d DeviceSettings) (width, height int) {
+	v := d.Viewport()
+	if v.Width == 0 {
+		return 1024, 768
+	}
+	room := 2 * (16 + 14)
+	return v.Width + room, min(v.Height+room, 960)
 }
 
 // miniappOf turns a resolved Miniapp into what the window mounts.

@@ -111,6 +111,18 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("POST /api/reset", p.handleReset)
 	// POST /api/devtools {}: the web inspector of the Miniapp's view.
 	m.HandleFunc("POST /api/devtools", p.handleDevTools)
+	// The device presets (docs/playground.md, "Devices").
+	m.HandleFunc("GET /api/devices", p.handleDevices)
+	// Show the Miniapp as another device, in place.
+	m.HandleFunc("POST /api/device", p.handleSetDevice)
+	// The launch profiles (docs/playground.md, "Launch profiles").
+	m.HandleFunc("GET /api/profiles", p.handleProfiles)
+	// Save a launch profile (a new one, or one of the same name).
+	m.HandleFunc("POST /api/profiles", p.handleSaveProfile)
+	// Remove a launch profile.
+	m.HandleFunc("DELETE /api/profiles/{name}", p.handleDeleteProfile)
+	// Launch as a profile says.
+	m.HandleFunc("POST /api/profiles/{name}/launch", p.handleLaunchProfile)
 	// GET /api/icon?launch=L&index=N: an icon of an accepted launch's manifest, from the Miniapp's origin.
 	m.HandleFunc("GET /api/icon", p.handleIcon)
 	// GET /api/events: the latest automation events, for a late launcher.

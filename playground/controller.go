@@ -31,7 +31,11 @@ func (c *controller) Open(ctx context.Context, cmd bridge.OpenCommand) (bridge.O
 		return bridge.OpenResult{}, bridge.Errorf(bridge.CodeInvalidParams,
 			"the playground resolves against its own dashboard (%s); dashboard must be omitted", c.p.world.urls.Dashboard)
 	}
-	res, err := c.p.Launch(ctx, cmd.Origin, cmd.ID)
+	launch := func() (*LaunchResult, error) { return c.p.Launch(ctx, cmd.Origin, cmd.ID) }
+	if cmd.Profile != "" {
+		launch = func() (*LaunchResult, error) { return c.p.LaunchProfile(ctx, cmd.Profile) }
+	}
+	res, err := launch()
 	if err != nil {
 		return bridge.OpenResult{}, bridge.Errorf(bridge.CodeInvalidParams, "%s", err.Error())
 	}
@@ -95,7 +99,18 @@ func (c *controller) Screenshot(ctx context.Context, cmd bridge.ScreenshotComman
 	return w.Screenshot(ctx, cmd)
 }
 
+// SetDevice implements bridge.DeviceController: device.set goes to the
+// window.
+func (c *controller) SetDevice(ctx context.Context, cmd bridge.DeviceCommand) (bridge.DeviceResult, error) {
+	res, err := c.p.SetDevice(ctx, cmd)
+	if errors.Is(err, ErrNoWindow) {
+		return res, bridge.Errorf(CodeNoWindow, "%s", err.Error())
+	}
+	return res, err
+}
+
 var (
+	_ bridge.DeviceController   = (*controller)(nil)
 	_ bridge.DevToolsController = (*controller)(nil)
 	_ bridge.ConsentReporter    = (*controller)(nil)
 )

@@ -58,6 +58,9 @@ type OpenRequest struct {
 	// NetLog records the launch's consent flows in the playground's
 	// network log (GET /api/flows); the Opener hands it to the host.
 	NetLog *netlog.Launch
+	// Start is the path and query the Miniapp starts on ("" its
+	// start_url): a launch profile's.
+	Start string
 }
 
 // LaunchResult is the answer of POST /api/launch: the resolver's staged
@@ -111,6 +114,15 @@ var ErrNoWindow = errors.New("playground: this process has no window: no desktop
 // mounts it. A rejection or an undecided resolve is not an error: the
 // report says it. The error is for input that cannot be resolved at all.
 func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResult, error) {
+	return p.launch(ctx, origin, id, launchOptions{})
+}
+
+// launchOptions are what a launch profile adds to a launch.
+type launchOptions struct {
+	subject, start string
+}
+
+func (p *Playground) launch(ctx context.Context, origin, id string, o launchOptions) (*LaunchResult, error) {
 	origin, id = strings.TrimSpace(origin), strings.TrimSpace(id)
 	if origin == "" || id == "" {
 		return nil, errors.New("playground: launch needs an origin and an id")
@@ -143,15 +155,19 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 		return res, nil
 	}
 	hostID, hostSecret := p.HostCredential()
-	view, err := p.cfg.Opener.Mount(ctx, OpenRequest{Miniapp: app, Subject: p.Subject(), Services: p.Services(),
-		HostClientID: hostID, HostSecret: hostSecret, HTTP: p.hostHTTP,
+	subject := o.subject
+	if subject == "" {
+		subject = p.Subject()
+	}
+	view, err := p.cfg.Opener.Mount(ctx, OpenRequest{Miniapp: app, Subject: subject, Services: p.Services(),
+		HostClientID: hostID, HostSecret: hostSecret, HTTP: p.hostHTTP, Start: o.start,
 		NetLog: p.netlog.BeginLaunch(app.Origin.String(), app.Manifest.ID, app.Manifest.OAuth.ClientID)})
 	if err != nil {
 		res.Window.Message = "Accepted, but the window could not open it: " + err.Error()
 		return res, nil
 	}
 	res.Window.Opened, res.Window.View = true, view
-	res.Window.Message = fmt.Sprintf("Opened in the window (view %s), signing in as %s.", view, p.Subject())
+	res.Window.Message = fmt.Sprintf("Opened in the window (view %s), signing in as %s.", view, subject)
 	return res, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/launchprofile"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/resolver"
@@ -89,6 +90,9 @@ type Config struct {
 	// History is how many recent events GET /api/events keeps for a
 	// launcher that connects late; 0 means 500.
 	History int
+	// Profiles is the launch profiles file (package launchprofile);
+	// "" means launchprofile.DefaultPath() when Start runs.
+	Profiles string
 }
 
 // Playground is a running playground. Close stops every part.
@@ -132,6 +136,9 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 	}
 	if p.cfg.HTTP == nil {
 		p.cfg.HTTP = &http.Client{Timeout: 30 * time.Second}
+	}
+	if p.cfg.Profiles == "" {
+		p.cfg.Profiles = launchprofile.DefaultPath()
 	}
 	if err := p.cfg.Addrs.validate(); err != nil {
 		return nil, err

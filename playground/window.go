@@ -26,7 +26,17 @@ var (
 	_ bridge.DevToolsController = (*Window)(nil)
 	_ Reloader                  = (*Window)(nil)
 	_ RejectionShower           = (*Window)(nil)
+	_ bridge.DeviceController   = (*Window)(nil)
 )
+
+// SetDevice implements bridge.DeviceController: the window shows its
+// Miniapp as the device the command names.
+func (pw *Window) SetDevice(ctx context.Context, cmd bridge.DeviceCommand) (bridge.DeviceResult, error) {
+	if cmd.View != "" && cmd.View != host.MainView {
+		return bridge.DeviceResult{}, bridge.Errorf(bridge.CodeInvalidParams, "no view %q; this window has one Miniapp view, %q", cmd.View, host.MainView)
+	}
+	return pw.w.SetDeviceCommand(ctx, cmd)
+}
 
 // NewWindow adapts w, made with host.Options.Launcher, to the playground.
 func NewWindow(w *host.Window, hostVersion string) *Window {
@@ -49,7 +59,8 @@ func (pw *Window) Mount(ctx context.Context, req OpenRequest) (string, error) {
 	s := req.Services
 	svc := &host.Service{Issuer: s.Issuer, Authorize: s.Authorization, Token: s.Token, Native: s.Native, Grant: s.Grant}
 	if err := pw.w.MountResolved(ctx, req.Miniapp, svc, host.MountOptions{HostClientID: req.HostClientID,
-		HostSecret: req.HostSecret, Subject: req.Subject, HostVersion: pw.hostVersion, HTTP: req.HTTP, NetLog: req.NetLog}); err != nil {
+		HostSecret: req.HostSecret, Subject: req.Subject, HostVersion: pw.hostVersion, HTTP: req.HTTP, NetLog: req.NetLog,
+		Start: req.Start}); err != nil {
 		return "", fmt.Errorf("playground: %w", err)
 	}
 	pw.w.ShowPage(host.PageMiniapp)

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -72,4 +73,33 @@ func create(path string) (string, *os.File, error) {
 		return tmp, f, nil
 	}
 	return "", nil, fmt.Errorf("privatefile: no fresh temporary name beside %s", path)
+}
+
+// Read returns the file at path, at most max bytes, never through a
+// symbolic link (O_NOFOLLOW): a link planted there is refused as Write
+// refuses it, so what the host reads is a file its user wrote.
+func Read(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("privatefile: %s %w", path, ErrSymlink)
+		}
+		return nil, fmt.Errorf("privatefile: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("privatefile: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("privatefile: %s is not a regular file (%s); name a file", path, fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("privatefile: %s is %d bytes, more than the %d it may have", path, fi.Size(), max)
+	}
+	b := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("privatefile: reading %s: %w", path, err)
+	}
+	return b, nil
 }

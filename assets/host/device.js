@@ -61,11 +61,16 @@ function (config) {
   // primary button become touchstart, touchmove and touchend on the
   // element pressed, as a phone's touch screen gives them (one finger),
   // before the mouse events themselves.
-  var Touch = w.Touch;
+  // WebKitGTK has no Touch constructor ("Illegal constructor"), but has
+  // document.createTouch and createTouchList, which TouchEvent takes.
+  var docProto = w.Document && w.Document.prototype;
+  var createTouch = docProto && docProto.createTouch;
+  var createTouchList = docProto && docProto.createTouchList;
   var TouchEvent = w.TouchEvent;
   var active = null;
   function touchEvent(type, e) {
-    if (!state.touch || typeof Touch !== 'function' || typeof TouchEvent !== 'function' || !e.isTrusted) {
+    if (!state.touch || typeof createTouch !== 'function' || typeof createTouchList !== 'function' ||
+        typeof TouchEvent !== 'function' || !e.isTrusted) {
       return;
     }
     if (type === 'touchstart') {
@@ -77,22 +82,22 @@ function (config) {
     if (active === null) {
       return;
     }
-    var t;
-    try {
-      t = new Touch({ identifier: 1, target: active, clientX: e.clientX, clientY: e.clientY,
-        screenX: e.screenX, screenY: e.screenY, pageX: e.pageX, pageY: e.pageY });
-    } catch (err) {
-      return;
-    }
-    var ending = type === 'touchend';
-    var list = ending ? [] : [t];
-    var ev = new TouchEvent(type, { bubbles: true, cancelable: true, composed: true,
-      touches: list, targetTouches: list, changedTouches: [t] });
+    var doc = w.document;
     var target = active;
-    if (ending) {
+    try {
+      var t = apply(createTouch, doc, [w, target, 1, e.pageX, e.pageY, e.screenX, e.screenY]);
+      var ending = type === 'touchend';
+      var list = ending ? apply(createTouchList, doc, []) : apply(createTouchList, doc, [t]);
+      var changed = apply(createTouchList, doc, [t]);
+      var ev = new TouchEvent(type, { bubbles: true, cancelable: true, composed: true,
+        touches: list, targetTouches: list, changedTouches: changed });
+      if (ending) {
+        active = null;
+      }
+      target.dispatchEvent(ev);
+    } catch (err) {
       active = null;
     }
-    target.dispatchEvent(ev);
   }
   w.addEventListener('mousedown', function (e) { touchEvent('touchstart', e); }, true);
   w.addEventListener('mousemove', function (e) { if (e.buttons & 1) { touchEvent('touchmove', e); } }, true);

@@ -30,6 +30,16 @@ func runDev(ctx context.Context, e env) int {
 	if !ok {
 		return code
 	}
+	l, err := f.readLaunch()
+	if err != nil {
+		return usageError(e, "dev", err.Error())
+	}
+	if len(args) == 0 && l.profile.Dir != "" {
+		args = []string{l.profile.Dir}
+	}
+	if l.profile.Origin != "" {
+		return usageError(e, "dev", fmt.Sprintf("--profile %s opens a published Miniapp (%s): use miniapp-host open --profile %s", l.profile.Name, l.profile.Origin, l.profile.Name))
+	}
 	if len(args) != 1 {
 		return usageError(e, "dev", "give one folder (made by `miniapp-host new DIR`, or your own) or the URL of your dev server")
 	}

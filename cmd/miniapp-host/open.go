@@ -66,6 +66,22 @@ func openConfig(e env) (host.OpenConfig, int, bool) {
 		return cfg, code, false
 	}
 	cfg.HostSecret = secrets[host.HostSecretEnv]
+	l, err := f.device.read()
+	if err != nil {
+		return cfg, usageError(e, "open", err.Error()), false
+	}
+	cfg.Device, cfg.Start = l.device, l.start
+	if p := l.profile; p.Name != "" {
+		if p.Dir != "" {
+			return cfg, usageError(e, "open", fmt.Sprintf("--profile %s launches the folder %s: run it with `miniapp-host dev --profile %s`", p.Name, p.Dir, p.Name)), false
+		}
+		if cfg.Origin == "" && cfg.ID == "" {
+			cfg.Origin, cfg.ID = p.Origin, p.ID
+		}
+		if p.Subject != "" && !flagSet(fs, "subject") {
+			cfg.Subject = p.Subject
+		}
+	}
 	if msg := f.usageError(&cfg, args); msg != "" {
 		return cfg, usageError(e, "open", msg), false
 	}
@@ -90,6 +106,8 @@ func openConfig(e env) (host.OpenConfig, int, bool) {
 
 func openUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [--secret-fd N] [--automation-fd N] [-v]")
+	fmt.Fprintln(w, "       [--device NAME|WxH@DPR] [--landscape] [--theme light|dark] [--locale TAG] [--zoom Z] [--start PATH?QUERY]")
+	fmt.Fprintln(w, "   or: miniapp-host open --profile NAME [flags that change it]")
 	fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it), or from --secret-fd;")
 	fmt.Fprintln(w, "it and the other secret variables are removed from the environment before WebKit starts (docs/host.md, \"Secrets\")")
 	fmt.Fprintln(w, "without --service, the authorization server is the one the dashboard names (docs/host.md, \"Which authorization server\")")
@@ -99,6 +117,7 @@ func openUsage(w io.Writer) {
 type openFlags struct {
 	secretFD, automationFD *int
 	verbose                *bool
+	device                 *deviceFlags
 }
 
 // newOpenFlags defines open's flags, most of them straight into cfg.
@@ -119,8 +138,16 @@ func newOpenFlags(fs *flag.FlagSet, cfg *host.OpenConfig) *openFlags {
 	*f.secretFD, *f.automationFD = -1, -1
 	fs.Var(fdFlag{f.secretFD}, "secret-fd", "read the host's secret from the inherited file descriptor `N` (a pipe, read to its end) instead of MINIAPP_HOST_SECRET; miniapp-host webdriver passes it so")
 	fs.Var(fdFlag{f.automationFD}, "automation-fd", "write the automation channel's URL and token as JSON to the inherited file descriptor `N`, then close it, before the window opens")
+	f.device = addDeviceFlags(fs)
 	f.verbose = fs.Bool("v", false, "print the window's events (navigation decisions with their rules, loads, consent, the Miniapp's console messages; URLs redacted) to stderr")
 	return f
+}
+
+// flagSet reports whether the flag name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // fdFlag is a flag naming an inherited file descriptor; -1, its value when

@@ -18,6 +18,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
+	"github.com/miniapp-host/miniapp-host/launchprofile"
 	"github.com/miniapp-host/miniapp-host/playground"
 	"github.com/miniapp-host/miniapp-host/redact"
 )
@@ -38,6 +39,7 @@ const stopGrace = 3 * time.Second
 func runPlayground(ctx context.Context, e env) int {
 	fs := newFlagSet("playground", func(w io.Writer) {
 		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--operator-key KEY] [--browser] [--no-window] [--devtools] [-v]")
+		fmt.Fprintln(w, "       [--layout side|tabs] [--device NAME|WxH@DPR] [--landscape] [--theme light|dark] [--locale TAG] [--zoom Z]")
 		fmt.Fprintln(w, "prints every address (the ports actually bound, also with port 0), then serves until the window is closed or Ctrl-C")
 	})
 	f := playgroundFlags(fs, e)
@@ -54,8 +56,22 @@ func runPlayground(ctx context.Context, e env) int {
 // pgFlags are the flags of the playground, which `dev` takes too.
 type pgFlags struct {
 	opKey                                func() (key, source string) // --operator-key, else MINIAPP_HOST_OPERATOR_KEY
-	addr, launcher, data                 *string
+	addr, launcher, data, layout         *string
 	browser, noWindow, devtools, verbose *bool
+	device                               *deviceFlags
+	launch                               *launch // read once (readLaunch)
+}
+
+// readLaunch reads the device flags and the profile they name, once.
+func (f *pgFlags) readLaunch() (launch, error) {
+	if f.launch != nil {
+		return *f.launch, nil
+	}
+	l, err := f.device.read()
+	if err == nil {
+		f.launch = &l
+	}
+	return l, err
 }
 
 func playgroundFlags(fs *flag.FlagSet, e env) *pgFlags {
@@ -68,6 +84,8 @@ func playgroundFlags(fs *flag.FlagSet, e env) *pgFlags {
 		noWindow: fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)"),
 		devtools: fs.Bool("devtools", false, "enable the web inspector in the Miniapp's view from the start (right click, Inspect Element); never in the consent view"),
 		verbose:  fs.Bool("v", false, "log internal errors and the window's events (the Miniapp's console messages among them) to stderr"),
+		layout:   fs.String("layout", "side", "side: the launcher and its inspector beside the Miniapp's device; tabs: each in a tab of its own"),
+		device:   addDeviceFlags(fs),
 	}
 }
 
@@ -83,8 +101,19 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 		fmt.Fprintf(e.stderr, "miniapp-host: %s: %v\n", name, err)
 		return exitUndecided
 	}
+	layout, err := host.ParseLayout(*f.layout)
+	if err != nil {
+		return usageError(e, name, "--layout: "+strings.TrimPrefix(err.Error(), "host: "))
+	}
+	l, err := f.readLaunch()
+	if err != nil {
+		return usageError(e, name, err.Error())
+	}
+	if l.start != "" || l.profile.Origin != "" {
+		return usageError(e, name, "--start and a profile of a published Miniapp are for a launch: use open --profile, or launch the profile from the launcher")
+	}
 	addr, launcher := *f.addr, *f.launcher
-	cfg := playground.Config{DataDir: *f.data, Addrs: playground.Addrs{
+	cfg := playground.Config{DataDir: *f.data, Profiles: launchprofile.DefaultPath(), Addrs: playground.Addrs{
 		Service: addr, Dashboard: nextPort(addr, 1), Signing: nextPort(addr, 2), Invoicing: nextPort(addr, 3),
 		Launcher: launcher, Public: nextPort(launcher, 1), Confidential: nextPort(launcher, 2), FAPI: nextPort(launcher, 7),
 		Automation: nextPort(launcher, 9),
@@ -107,7 +136,8 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 			fmt.Fprintf(e.stderr, "miniapp-host: %s: --no-window serves the launcher without a window\n", name)
 			return exitUsage
 		}
-		return runPlaygroundWindow(ctx, e, cfg, *f.data, opKeySource, *f.browser, *f.verbose, *f.devtools, started)
+		return runPlaygroundWindow(ctx, e, cfg, windowChoices{data: *f.data, opKeySource: opKeySource, browser: *f.browser,
+			verbose: *f.verbose, devtools: *f.devtools, layout: layout, device: l.device}, started)
 	}
 	p, err := playground.Start(ctx, cfg)
 	if err != nil {
@@ -132,7 +162,16 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 // webkitgtk locks to the main thread, while the servers start on
 // another; the launcher loads in the window as soon as they serve. It
 // returns when the window is closed or ctx ends.
-func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data, opKeySource string, browser, verbose, devtools bool, started func(*playground.Playground)) int {
+// windowChoices are the flags that shape the playground's window.
+type windowChoices struct {
+	data, opKeySource          string
+	browser, verbose, devtools bool
+	layout                     host.Layout
+	device                     host.DeviceSettings
+}
+
+func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, c windowChoices, started func(*playground.Playground)) int {
+	data, opKeySource, browser, verbose, devtools := c.data, c.opKeySource, c.browser, c.verbose, c.devtools
 	// Before UseDataDir moves XDG_CONFIG_HOME into dir.
 	sizeFile := playground.WindowSizeFile("playground")
 	size, err := playground.LoadWindowSize(sizeFile, playground.WindowSize{Width: 1280, Height: 860})
@@ -154,7 +193,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, data
 	}
 	cfg.Bus = bridge.NewBus(nil)
 	w, err := host.NewWindow(webkitgtk.New, host.Options{Title: "Miniapp Host playground", Width: size.Width, Height: size.Height,
-		DataDir: dir, Events: cfg.Bus, Launcher: true, DevTools: devtools})
+		DataDir: dir, Events: cfg.Bus, Launcher: true, DevTools: devtools, Layout: c.layout, Device: c.device})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
 		if errors.Is(err, host.ErrNoDisplay) {

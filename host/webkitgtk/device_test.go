@@ -5,6 +5,8 @@ package webkitgtk
 import (
 	"context"
 	"fmt"
+	"image/png"
+	"os"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -218,11 +220,131 @@ func checkDeviceReport(t *testing.T, r deviceReport, em device.Emulation) {
 	if r.Theme == nil || *r.Theme != em.PageTheme() {
 		t.Errorf("window.miniapp.theme %+v, want %+v", r.Theme, em.PageTheme())
 	}
-	// WebKit gives navigator.languages the first preferred language only.
+	// WebKit gives navigator.languages the first preferred language only;
+	// no locale is the environment's.
+	if em.Locale == "" {
+		em.Locale = device.ProcessLanguages(os.Getenv)[0]
+	}
 	if r.Language != em.Locale || strings.Join(r.Languages, ",") != em.Locale || r.Intl != em.Locale {
 		t.Errorf("languages: navigator.language %q, languages %v, Intl %q; want %q", r.Language, r.Languages, r.Intl, em.Locale)
 	}
 	if !strings.HasPrefix(r.AcceptLanguage, em.Locale) {
 		t.Errorf("Accept-Language %q, want it to start with %q", r.AcceptLanguage, em.Locale)
 	}
+}
+
+// TestDeviceSwitchInPlace: turning the device, changing the theme or the
+// locale re-lays the page where it is (it is not loaded again, and its
+// bridge tells it with viewportchanged and themechanged), a device with
+// another user agent loads it again, a device fitted into the window lays
+// out at its own width, and a screenshot of the device area has its frame
+// around the page.
+func TestDeviceSwitchInPlace(t *testing.T) {
+	mountDevicePage(t)
+	em := func(o device.Options) device.Emulation {
+		e, err := o.Emulation()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	portrait := em(device.Options{Device: "iphone-se"})
+	if !setDevice(t, host.DeviceSettings{Emulation: portrait, Zoom: 1}) {
+		t.Error("a new user agent did not load the page again")
+	}
+	first := measure(t, 375, 667)
+	for i, o := range []device.Options{
+		{Device: "iphone-se", Landscape: true},
+		{Device: "iphone-se", Landscape: true, Theme: "dark"},
+		{Device: "iphone-se", Theme: "dark", Locale: "fr-CA"},
+	} {
+		e := em(o)
+		if setDevice(t, host.DeviceSettings{Emulation: e, Zoom: 1}) {
+			t.Errorf("%+v loaded the page again; only a new user agent should", o)
+		}
+		v := e.Viewport()
+		r := measure(t, v.Width, v.Height)
+		checkDeviceReport(t, r, e)
+		if r.Seen.Loads != first.Seen.Loads {
+			t.Errorf("%+v: the page was loaded again (load %d, was %d)", o, r.Seen.Loads, first.Seen.Loads)
+		}
+		if want := first.Seen.Viewportchanged + min(i+1, 2); r.Seen.Viewportchanged < want-1 {
+			t.Errorf("%+v: %d viewportchanged events, want at least %d", o, r.Seen.Viewportchanged, want-1)
+		}
+	}
+	last := measure(t, 375, 667)
+	if last.Seen.Themechanged < first.Seen.Themechanged+1 {
+		t.Errorf("themechanged events %d, then %d: the change to dark was not told", first.Seen.Themechanged, last.Seen.Themechanged)
+	}
+
+	// Fitted into the window (zoom 0): the view is smaller than the
+	// device on screen, and the page still lays out at the device's width.
+	tall := em(device.Options{Device: "ipad-air"})
+	setDevice(t, host.DeviceSettings{Emulation: tall})
+	pollFor(t, "the iPad fitted", func() bool {
+		var w int
+		evalJSON(t, `innerWidth`, &w)
+		return w >= 819 && w <= 821
+	})
+	ch := make(chan float64, 1)
+	testEng.Dispatch(func() { ch <- testEng.deviceZoom() })
+	if z := <-ch; z >= 1 || z < 0.25 {
+		t.Errorf("the iPad (820x1180) in a %s window is shown at zoom %g; fitting it needs less than 1", "1024x768", z)
+	}
+
+	// The device area's screenshot: the page in its frame.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	if err := testWin.SnapshotMiniapp(ctx, dir+"/view.png"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testWin.SnapshotDevice(ctx, dir+"/device.png"); err != nil {
+		t.Fatal(err)
+	}
+	view, dev := pngSize(t, dir+"/view.png"), pngSize(t, dir+"/device.png")
+	if dev[0] <= view[0] || dev[1] <= view[1] {
+		t.Errorf("the device's screenshot is %v, its view's %v: the frame is missing", dev, view)
+	}
+}
+
+// TestDeviceTouchFromMouse: on a touch device, a real click (through the X
+// server) on the page gives it a touchstart and a touchend, as a tap on a
+// phone does; on the desktop it gives none.
+func TestDeviceTouchFromMouse(t *testing.T) {
+	mountDevicePage(t)
+	e, err := device.Options{Device: "galaxy-a14"}.Emulation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	setDevice(t, host.DeviceSettings{Emulation: e, Zoom: 1})
+	measure(t, 360, 640)
+	clickMiniapp(t)
+	pollJS(t, `seen.touch.join(" ")`, "touchstart:1 touchend:0")
+	if _, err := testWin.SetDevice(t.Context(), host.DeviceSettings{}); err != nil {
+		t.Fatal(err)
+	}
+	pollJS(t, `String(navigator.maxTouchPoints) + ('ontouchstart' in window)`, "0false")
+	evalJSON(t, `seen.touch = [], 0`, new(int))
+	clickMiniapp(t)
+	pollJS(t, `document.readyState`, "complete")
+	var touches []string
+	evalJSON(t, `seen.touch`, &touches)
+	if len(touches) != 0 {
+		t.Errorf("the desktop got touch events %v", touches)
+	}
+}
+
+func pngSize(t *testing.T, path string) [2]int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2]int{cfg.Width, cfg.Height}
 }

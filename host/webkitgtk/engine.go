@@ -18,6 +18,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/miniapp-host/miniapp-host/device"
 	"github.com/miniapp-host/miniapp-host/host"
 )
 
@@ -135,11 +136,11 @@ func (e *engine) context(d host.MiniappData) (*C.WebKitWebContext, error) {
 	return c, nil
 }
 
-// setLanguages gives c the preferred languages langs (nil: the process's).
+// setLanguages gives c the preferred languages langs (nil: the
+// process's, device.ProcessLanguages).
 func setLanguages(c *C.WebKitWebContext, langs []string) {
 	if len(langs) == 0 {
-		C.mh_set_languages(c, nil)
-		return
+		langs = device.ProcessLanguages(os.Getenv)
 	}
 	list := make([]*C.char, len(langs)+1)
 	for i, l := range langs {

@@ -655,6 +655,13 @@ static struct {
 static void mh_relayout(void) {
 	if (!mh_area || !mh_frame) return;
 	GtkStyleContext *sc = gtk_widget_get_style_context(mh_frame);
+	int bezel = mh_dev.width > 0 && mh_dev.bezel ? MH_BEZEL : 0;
+	// The bezel is the frame's background showing around the overlay: an
+	// event box draws CSS backgrounds but takes no CSS padding.
+	gtk_widget_set_margin_start(mh_overlay, bezel);
+	gtk_widget_set_margin_end(mh_overlay, bezel);
+	gtk_widget_set_margin_top(mh_overlay, bezel);
+	gtk_widget_set_margin_bottom(mh_overlay, bezel);
 	if (mh_dev.width <= 0) {
 		gtk_style_context_remove_class(sc, "mh-bezel");
 		gtk_widget_set_halign(mh_frame, GTK_ALIGN_FILL);
@@ -706,8 +713,7 @@ static void on_area_allocate(GtkWidget *w, GdkRectangle *a, gpointer data) {
 static GtkWidget *mh_device_area(GtkWidget *overlay) {
 	static const char css[] =
 	    ".mh-device-area { background: #d9dbe1; }\n"
-	    ".mh-bezel { background: #1c1d21; border-radius: 28px; padding: " G_STRINGIFY(MH_BEZEL) "px; "
-	    "box-shadow: 0 6px 24px rgba(0,0,0,0.35); }\n";
+	    ".mh-bezel { background: #1c1d21; border-radius: 28px; }\n";
 	GtkCssProvider *p = gtk_css_provider_new();
 	gtk_css_provider_load_from_data(p, css, -1, NULL);
 	gtk_style_context_add_provider_for_screen(gdk_screen_get_default(), GTK_STYLE_PROVIDER(p),
@@ -769,8 +775,9 @@ void mh_set_user_agent(WebKitWebView *view, const char *ua) {
 }
 
 // mh_set_languages sets the preferred languages of ctx (navigator.languages,
-// Accept-Language, Intl's default locale): a NULL-terminated list, or
-// NULL for the process's locale.
+// Accept-Language, Intl's default locale): a NULL-terminated list. NULL
+// would not give WebKit back its own choice, so the caller always gives
+// one.
 void mh_set_languages(WebKitWebContext *ctx, char **langs) {
 	webkit_web_context_set_preferred_languages(ctx, (const gchar *const *)langs);
 }

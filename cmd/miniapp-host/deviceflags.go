@@ -1,0 +1,107 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/miniapp-host/miniapp-host/device"
+	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/launchprofile"
+)
+
+// deviceFlags are the flags that say how a launch shows its Miniapp
+// (docs/playground.md, "Devices" and "Launch profiles"), shared by open,
+// playground and dev.
+type deviceFlags struct {
+	fs                                    *flag.FlagSet
+	device, theme, locale, start, profile *string
+	landscape                             *bool
+	zoom                                  *float64
+}
+
+func addDeviceFlags(fs *flag.FlagSet) *deviceFlags {
+	return &deviceFlags{
+		fs:        fs,
+		device:    fs.String("device", "", "show the Miniapp as this device: a preset of `miniapp-host devices` (iphone-15, pixel-8, ...) or WIDTHxHEIGHT@DPR; default desktop"),
+		landscape: fs.Bool("landscape", false, "turn the device to landscape"),
+		theme:     fs.String("theme", "", "light or dark: the page's prefers-color-scheme and the host's theme colours (default light)"),
+		locale:    fs.String("locale", "", "the page's language, a BCP 47 tag (de-CH): navigator.language, Accept-Language, Intl"),
+		zoom:      fs.Float64("zoom", 0, "show the device at this zoom, 0.25 to 2 (default: fit it into the window)"),
+		start:     fs.String("start", "", "the path and query the Miniapp starts on, on its origin (/orders?tab=open); default its start_url"),
+		profile:   fs.String("profile", "", "launch as the saved launch profile NAME ("+profilesPathText()+"); other flags given change it"),
+	}
+}
+
+// profilesPathText is where the profiles are, as the help says it.
+func profilesPathText() string { return "$XDG_CONFIG_HOME/miniapp-host/profiles.json" }
+
+// launch is what the flags say of a launch: the device, and what the
+// profile named adds (origin, id, folder, start, subject).
+type launch struct {
+	device  host.DeviceSettings
+	profile launchprofile.Profile
+	start   string
+}
+
+// read checks the flags and the profile they name; the error names the
+// flag or the profile's field and how to fix it.
+func (f *deviceFlags) read() (launch, error) {
+	var l launch
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	opts := device.Options{Device: *f.device, Landscape: *f.landscape, Theme: *f.theme, Locale: *f.locale}
+	l.start = *f.start
+	if *f.profile != "" {
+		file, err := launchprofile.Load(launchprofile.DefaultPath())
+		if err != nil {
+			return l, err
+		}
+		p, err := file.Get(*f.profile)
+		if err != nil {
+			return l, err
+		}
+		l.profile = p
+		if !set["device"] {
+			opts.Device = p.Device
+		}
+		if !set["landscape"] {
+			opts.Landscape = p.Landscape
+		}
+		if !set["theme"] {
+			opts.Theme = p.Theme
+		}
+		if !set["locale"] {
+			opts.Locale = p.Locale
+		}
+		if !set["start"] {
+			l.start = p.Start
+		}
+	}
+	em, err := opts.Emulation()
+	if err != nil {
+		return l, fmt.Errorf("--%s", flagOf(err))
+	}
+	if l.start != "" {
+		if err := launchprofile.CheckStart(l.start); err != nil {
+			return l, fmt.Errorf("--start: %v", err)
+		}
+	}
+	l.device = host.DeviceSettings{Emulation: em, Zoom: *f.zoom}
+	if z := *f.zoom; z != 0 && (z < 0.25 || z > 2) {
+		return l, fmt.Errorf("--zoom %g: use 0.25 to 2, or leave it out to fit the device into the window", z)
+	}
+	return l, nil
+}
+
+// flagOf names the flag an emulation error is about, with the error.
+func flagOf(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "device: ")
+	switch {
+	case strings.HasPrefix(msg, "theme"):
+		return "theme: " + msg
+	case strings.HasPrefix(msg, "locale"):
+		return "locale: " + msg
+	}
+	return "device: " + msg
+}
