@@ -6,9 +6,9 @@ import (
 	"context"
 	"fmt"
 	"image/png"
-	"os"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -60,22 +60,22 @@ window.report = function () {
 // deviceReport is what devicePage's report() says.
 type deviceReport struct {
 	InnerWidth, InnerHeight, ScreenWidth, ScreenHeight int
-	WidthQuery, Landscape, Portrait                   bool
-	UA                                                string
-	MaxTouchPoints                                    int
-	Ontouchstart, Coarse, Dark                        bool
-	DPR                                               float64
-	Language                                          string
-	Languages                                         []string
-	Intl, AcceptLanguage                              string
-	CSSInsets                                         map[string]string
-	EnvTop, EnvLeft                                   string
-	Viewport                                          *device.Viewport
-	Theme                                             *device.PageTheme
-	Seen                                              struct {
-		Touch                          []string
+	WidthQuery, Landscape, Portrait                    bool
+	UA                                                 string
+	MaxTouchPoints                                     int
+	Ontouchstart, Coarse, Dark                         bool
+	DPR                                                float64
+	Language                                           string
+	Languages                                          []string
+	Intl, AcceptLanguage                               string
+	CSSInsets                                          map[string]string
+	EnvTop, EnvLeft                                    string
+	Viewport                                           *device.Viewport
+	Theme                                              *device.PageTheme
+	Seen                                               struct {
+		Touch                         []string
 		Viewportchanged, Themechanged int
-		Loads                          int
+		Loads                         int
 	}
 }
 
