@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -116,8 +117,12 @@ func styleSheet(s DeviceSettings) string {
 // engineDevice is what the engine carries out of s.
 func engineDevice(s DeviceSettings) EngineDevice {
 	v := s.Viewport()
+	langs := s.Languages()
+	if len(langs) == 0 {
+		langs = device.ProcessLanguages(os.Getenv)
+	}
 	return EngineDevice{Width: v.Width, Height: v.Height, Zoom: s.Zoom, Bezel: v.Width > 0, UserAgent: s.Device.UserAgent,
-		Languages: s.Languages(), Dark: s.PageTheme().Theme == device.Dark, StyleSheet: styleSheet(s)}
+		Languages: langs, Dark: s.PageTheme().Theme == device.Dark, StyleSheet: styleSheet(s)}
 }
 
 // pageFacts are what the bridge tells the page of s.

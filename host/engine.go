@@ -97,7 +97,9 @@ type EngineDevice struct {
 	// UserAgent is the Miniapp view's user agent; "" is the engine's own.
 	UserAgent string
 	// Languages are the preferred languages of every Miniapp view's web
-	// context, the first one the page's locale; none: the process's.
+	// context, the first one the page's locale. The core always names
+	// some (the process's when the launch has no locale): WebKitGTK keeps
+	// the languages it was last given.
 	Languages []string
 	// Dark asks the engine for prefers-color-scheme: dark.
 	Dark bool

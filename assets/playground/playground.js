@@ -359,6 +359,7 @@
     if (fromForm) fb.replaceChildren(el("p", { class: "muted" }, "Resolving " + id + " at " + origin + "…"));
     try {
       const res = await api("POST", "/api/launch", { origin, id });
+      lastLaunch = { origin, id };
       $("launches-empty").hidden = true;
       $("launches").prepend(renderReport(res));
       if (fromForm) fb.replaceChildren(renderReport(res, "div"));
@@ -466,6 +467,109 @@
       text = "Web Inspector: " + e.message;
     }
     notice("devtools-status", text);
+  });
+
+  // ---- Devices and launch profiles --------------------------------------
+
+  // The device bar shows the Miniapp as another device in place (POST
+  // /api/device, the automation channel's device.set); only a new user
+  // agent loads the page again.
+  async function loadDevices() {
+    const data = await api("GET", "/api/devices");
+    const sel = $("device");
+    sel.replaceChildren();
+    for (const d of data.presets) {
+      const o = el("option", {}, d.width ? d.title + " " + d.width + "×" + d.height : d.title);
+      o.value = d.name;
+      o.selected = d.name === "desktop";
+      sel.append(o);
+    }
+  }
+
+  function deviceOf(form) {
+    const f = form.elements;
+    return { device: f.device.value, landscape: f.landscape.checked, theme: f.theme.value,
+      locale: f.locale.value.trim(), zoom: Number(f.zoom.value) };
+  }
+
+  async function applyDevice() {
+    const n = $("device-status");
+    n.classList.remove("error");
+    try {
+      const res = await api("POST", "/api/device", deviceOf($("device-bar")));
+      const v = res.viewport || {};
+      notice("device-status", "Device: " + str(v.device) + (v.width ? " " + v.width + "×" + v.height + " " + str(v.orientation) : "") +
+        (res.reloaded ? " (a new user agent: the page loaded again)" : ""));
+    } catch (e) {
+      n.classList.add("error");
+      notice("device-status", "Device: " + (e.code ? e.code + ": " : "") + e.message);
+    }
+  }
+  $("device-bar").addEventListener("change", applyDevice);
+  $("device-bar").addEventListener("submit", (ev) => { ev.preventDefault(); applyDevice(); });
+
+  let lastLaunch = null; // {origin, id} of the Miniapp launched last
+
+  function renderProfile(p) {
+    const what = p.dir ? "folder " + p.dir : p.id + " at " + p.origin;
+    const dev = [p.device || "desktop", p.landscape ? "landscape" : "", p.theme || "", p.locale || ""].filter(Boolean).join(", ");
+    const li = el("li", { "data-kind": "profile", "data-name": p.name },
+      el("strong", {}, p.name), " ", el("span", { class: "muted" }, what + (p.start ? " " + p.start : "") + " · " + dev +
+        (p.subject ? " · as " + p.subject : "")));
+    const launch = el("button", { type: "button" }, "Launch");
+    launch.addEventListener("click", async () => {
+      try {
+        const res = await api("POST", "/api/profiles/" + encodeURIComponent(p.name) + "/launch");
+        $("launches-empty").hidden = true;
+        $("launches").prepend(renderReport(res));
+        const f = $("device-bar").elements;
+        f.device.value = p.device || "desktop";
+        f.landscape.checked = !!p.landscape;
+        f.theme.value = p.theme || "light";
+        f.locale.value = p.locale || "";
+      } catch (e) {
+        $("profile-feedback").replaceChildren(el("p", { class: "launch-error", role: "alert" }, e.message));
+      }
+    });
+    const del = el("button", { type: "button", class: "secondary" }, "Delete");
+    del.addEventListener("click", async () => {
+      try {
+        await api("DELETE", "/api/profiles/" + encodeURIComponent(p.name));
+        loadProfiles();
+      } catch (e) {
+        $("profile-feedback").replaceChildren(el("p", { class: "launch-error", role: "alert" }, e.message));
+      }
+    });
+    li.append(" ", launch, " ", del);
+    return li;
+  }
+
+  async function loadProfiles() {
+    const data = await api("GET", "/api/profiles");
+    $("profiles-file").textContent = str(data.file);
+    fill($("profiles"), ...data.profiles.map(renderProfile));
+    fill($("profile-problems"), ...data.problems.map((t) => el("li", { class: "error" }, t)));
+  }
+
+  $("profile-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const f = ev.target.elements;
+    const out = $("profile-feedback");
+    if (!lastLaunch) {
+      out.replaceChildren(el("p", { class: "muted" }, "Launch a Miniapp first: its launch is what a profile saves."));
+      return;
+    }
+    const d = deviceOf($("device-bar"));
+    const body = { name: f.name.value.trim(), origin: lastLaunch.origin, id: lastLaunch.id, start: f.start.value.trim(),
+      subject: $("subject").value, device: d.device === "desktop" ? "" : d.device, landscape: d.landscape,
+      theme: d.theme === "light" ? "" : d.theme, locale: d.locale };
+    try {
+      const res = await api("POST", "/api/profiles", body);
+      out.replaceChildren(el("p", { class: "muted" }, res.message));
+      loadProfiles();
+    } catch (e) {
+      out.replaceChildren(el("p", { class: "launch-error", role: "alert" }, e.message));
+    }
   });
 
   // ---- Pending reviews --------------------------------------------------
@@ -1330,7 +1434,7 @@
     }
     try {
       const s = await loadSession();
-      await Promise.all([loadMiniapps(), loadSubjects()]);
+      await Promise.all([loadMiniapps(), loadSubjects(), loadDevices(), loadProfiles()]);
       connect(s.automation_url);
       document.body.dataset.ready = "true";
     } catch (e) {

@@ -18,7 +18,6 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/miniapp-host/miniapp-host/device"
 	"github.com/miniapp-host/miniapp-host/host"
 )
 
@@ -136,11 +135,11 @@ func (e *engine) context(d host.MiniappData) (*C.WebKitWebContext, error) {
 	return c, nil
 }
 
-// setLanguages gives c the preferred languages langs (nil: the
-// process's, device.ProcessLanguages).
+// setLanguages gives c the preferred languages langs; none leaves c's
+// (the core always names some: EngineDevice.Languages).
 func setLanguages(c *C.WebKitWebContext, langs []string) {
 	if len(langs) == 0 {
-		langs = device.ProcessLanguages(os.Getenv)
+		return
 	}
 	list := make([]*C.char, len(langs)+1)
 	for i, l := range langs {
