@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/miniapp-host/miniapp-host/assets"
 	"github.com/miniapp-host/miniapp-host/bridge"
@@ -194,12 +195,16 @@ func (w *Window) miniappScript(device string, app *Miniapp) string {
 }
 
 // reloadAndWait loads the Miniapp's page again and returns once the view
-// has finished loading it: the next script a caller runs is the new
-// document's.
+// has committed and finished loading a document after the reload began:
+// the next script a caller runs is the new document's.
 func (w *Window) reloadAndWait(ctx context.Context) error {
 	loaded := make(chan struct{}, 1)
+	var committed atomic.Bool
 	remove := w.OnEvent(func(ev Event) {
-		if ev.Kind == EventLoadFinished {
+		if ev.Kind == EventLoadCommitted {
+			committed.Store(true)
+		}
+		if committed.Load() && ev.Kind == EventLoadFinished {
 			select {
 			case loaded <- struct{}{}:
 			default:
@@ -207,9 +212,7 @@ func (w *Window) reloadAndWait(ctx context.Context) error {
 		}
 	})
 	defer remove()
-	if err := w.Reload(ctx); err != nil {
-		return err
-	}
+	w.Dispatch(w.eng.Reload)
 	select {
 	case <-loaded:
 		return nil

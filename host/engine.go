@@ -248,6 +248,8 @@ type Engine interface {
 	// place; a page already loaded sees the new user agent only when it
 	// loads again.
 	SetDevice(d EngineDevice)
+	// Reload loads the Miniapp view's page again, as the user's F5 does.
+	Reload()
 	// SnapshotDevice writes a PNG of the device as the screen shows it,
 	// its frame included.
 	SnapshotDevice(path string, done func(error))

@@ -321,6 +321,21 @@ func (e *Engine) Device() host.EngineDevice {
 	return e.device
 }
 
+// Reload implements host.Engine: the Miniapp view's last load again.
+func (e *Engine) Reload() {
+	e.mu.Lock()
+	last := ""
+	for _, l := range e.loads {
+		if l.View == host.ViewMiniapp {
+			last = l.URL
+		}
+	}
+	e.mu.Unlock()
+	if last != "" {
+		e.navigate(host.ViewMiniapp, host.Navigation{URL: last, Method: "GET", Trigger: host.TriggerReload})
+	}
+}
+
 // SnapshotDevice implements host.Engine: a 2x2 PNG.
 func (e *Engine) SnapshotDevice(path string, done func(error)) { done(writePNG(path)) }
 

@@ -348,3 +348,67 @@ func pngSize(t *testing.T, path string) [2]int {
 	}
 	return [2]int{cfg.Width, cfg.Height}
 }
+
+// BenchmarkDeviceSwitch times turning the device (iPhone 15, portrait to
+// landscape and back) from SetDevice to the page laying out at the new
+// size (its innerWidth, read by the host's own evaluation), without a
+// reload: the page's load count is reported and must stay 1.
+//
+//	xvfb-run -a -s "-screen 0 1280x900x24" go test -run '^$' -bench BenchmarkDeviceSwitch -benchtime 40x ./host/webkitgtk/
+func BenchmarkDeviceSwitch(b *testing.B) {
+	e := testEnv(b)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, devicePage)
+	}))
+	defer page.Close()
+	ctx := context.Background()
+	rec := record(b)
+	app := host.Miniapp{Name: "device bench", LoadURL: mustURL(b, page.URL+"/"), Consent: e.Consent,
+		Policy: host.Policy{Authorize: mustURL(b, e.Authorize), Allowed: []string{page.URL}}}
+	if err := testWin.Mount(ctx, app); err != nil {
+		b.Fatal(err)
+	}
+	rec.Wait(b, "the page loaded", kind(host.EventLoadFinished))
+	em := func(landscape bool) host.DeviceSettings {
+		d, _ := device.Options{Device: "iphone-15", Landscape: landscape}.Emulation()
+		return host.DeviceSettings{Emulation: d, Zoom: 1}
+	}
+	if _, err := testWin.SetDevice(ctx, em(false)); err != nil {
+		b.Fatal(err)
+	}
+	defer testWin.SetDevice(ctx, host.DeviceSettings{})
+	waitWidth := func(w int) {
+		want := fmt.Sprint(w)
+		for {
+			got, err := testWin.EvalResult(ctx, `innerWidth`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got == want {
+				return
+			}
+		}
+	}
+	waitWidth(393)
+	b.ResetTimer()
+	for i := range b.N {
+		landscape := i%2 == 0
+		if reloaded, err := testWin.SetDevice(ctx, em(landscape)); err != nil || reloaded {
+			b.Fatalf("SetDevice: reloaded %v, %v", reloaded, err)
+		}
+		if landscape {
+			waitWidth(852)
+		} else {
+			waitWidth(393)
+		}
+	}
+	b.StopTimer()
+	loads, err := testWin.EvalResult(ctx, `seen.loads`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if loads != "1" {
+		b.Fatalf("the page was loaded %s times", loads)
+	}
+}

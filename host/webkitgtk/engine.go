@@ -166,6 +166,9 @@ func (e *engine) SetDevice(d host.EngineDevice) {
 	C.mh_set_dark(cbool(d.Dark))
 }
 
+// Reload implements host.Engine.
+func (e *engine) Reload() { C.webkit_web_view_reload(e.views[host.ViewMiniapp]) }
+
 // deviceZoom is the zoom the device is shown at now.
 func (e *engine) deviceZoom() float64 { return float64(C.mh_device_zoom()) }
 

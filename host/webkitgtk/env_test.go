@@ -26,7 +26,7 @@ var (
 )
 
 // testEnv starts the world once for the process.
-func testEnv(t *testing.T) *hosttest.World {
+func testEnv(t testing.TB) *hosttest.World {
 	t.Helper()
 	envOnce.Do(func() { theEnv, envErr = hosttest.Start() })
 	if envErr != nil {
@@ -70,7 +70,7 @@ func mount(t *testing.T, app host.Miniapp) *recorder {
 	return rec
 }
 
-func mustURL(t *testing.T, raw string) *url.URL {
+func mustURL(t testing.TB, raw string) *url.URL {
 	t.Helper()
 	u, err := origin.ParseURL(raw)
 	if err != nil {
@@ -82,7 +82,7 @@ func mustURL(t *testing.T, raw string) *url.URL {
 // recorder is the window's events for one test.
 type recorder = hosttest.Recorder
 
-func record(t *testing.T) *recorder {
+func record(t testing.TB) *recorder {
 	t.Helper()
 	r := hosttest.NewRecorder()
 	t.Cleanup(testWin.OnEvent(r.Add))
