@@ -209,6 +209,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.deleteSession(w, r, s)
 		case len(rest) >= 1 && rest[0] == VendorPrefix:
 			f.extension(w, r, s, rest[1:])
+		case len(rest) == 2 && rest[0] == "window" && rest[1] == "rect" && r.Method == http.MethodGet && s.viewport.Width > 0:
+			s.windowRect(w)
 		default:
 			s.proxy.ServeHTTP(w, r)
 		}

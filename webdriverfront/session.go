@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/automation/client"
+	"github.com/miniapp-host/miniapp-host/device"
 	"github.com/miniapp-host/miniapp-host/host"
 )
 
@@ -35,6 +36,9 @@ type session struct {
 	proxy    *httputil.ReverseProxy
 	auto     *client.Client
 	ended    sync.Once
+	// viewport is the device the session's Miniapp is shown as
+	// (miniapp-host:options); zero for the desktop.
+	viewport device.Viewport
 }
 
 // frontFlags are the flags of `open` the front passes itself; a session's
@@ -45,61 +49,61 @@ var frontFlags = []string{"secret-fd", "automation-fd"}
 // arguments (from webkitgtk:browserOptions) and the body to forward, with
 // webkitgtk:browserOptions removed (the driver, with --target, starts
 // nothing). A refusal is a message for `invalid argument`.
-func (f *Front) sessionArgs(body []byte) (args []string, forward []byte, refusal string) {
+func (f *Front) sessionArgs(body []byte) (args []string, forward []byte, vp device.Viewport, refusal string) {
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.UseNumber()
 	var req map[string]any
 	if err := d.Decode(&req); err != nil || d.More() {
-		return nil, nil, "the New Session body is not one JSON object: " + fmt.Sprint(err)
+		return nil, nil, vp, "the New Session body is not one JSON object: " + fmt.Sprint(err)
 	}
 	caps, ok := req["capabilities"].(map[string]any)
 	if !ok {
-		return nil, nil, `New Session takes W3C capabilities: {"capabilities": {"alwaysMatch": {"webkitgtk:browserOptions": {"args": ["open", "--webdriver", ...]}}}}`
+		return nil, nil, vp, `New Session takes W3C capabilities: {"capabilities": {"alwaysMatch": {"webkitgtk:browserOptions": {"args": ["open", "--webdriver", ...]}}}}`
 	}
 	always := map[string]any{}
 	if v, present := caps["alwaysMatch"]; present {
 		if always, ok = v.(map[string]any); !ok {
-			return nil, nil, "capabilities.alwaysMatch is not an object"
+			return nil, nil, vp, "capabilities.alwaysMatch is not an object"
 		}
 	}
 	if v, present := caps["firstMatch"]; present {
 		list, ok := v.([]any)
 		if !ok {
-			return nil, nil, "capabilities.firstMatch is not an array"
+			return nil, nil, vp, "capabilities.firstMatch is not an array"
 		}
 		for i, m := range list {
 			if o, ok := m.(map[string]any); ok {
 				if _, has := o[browserOptions]; has {
-					return nil, nil, fmt.Sprintf("capabilities.firstMatch[%d] has %s: give it once, in alwaysMatch (the front starts one host per session)", i, browserOptions)
+					return nil, nil, vp, fmt.Sprintf("capabilities.firstMatch[%d] has %s: give it once, in alwaysMatch (the front starts one host per session)", i, browserOptions)
 				}
 			}
 		}
 	}
 	opts, ok := always[browserOptions].(map[string]any)
 	if !ok {
-		return nil, nil, fmt.Sprintf(`capabilities.alwaysMatch.%s is required, an object: {"args": ["open", "--webdriver", "--origin", ORIGIN, "--id", ID, ...]} (the front fills in binary)`, browserOptions)
+		return nil, nil, vp, fmt.Sprintf(`capabilities.alwaysMatch.%s is required, an object: {"args": ["open", "--webdriver", "--origin", ORIGIN, "--id", ID, ...]} (the front fills in binary)`, browserOptions)
 	}
 	for k := range opts {
 		if k != "binary" && k != "args" {
-			return nil, nil, fmt.Sprintf("%s.%s is not supported by miniapp-host webdriver: give binary (optional) and args only", browserOptions, k)
+			return nil, nil, vp, fmt.Sprintf("%s.%s is not supported by miniapp-host webdriver: give binary (optional) and args only", browserOptions, k)
 		}
 	}
 	if b, present := opts["binary"]; present {
 		bin, ok := b.(string)
 		if !ok || !sameFile(bin, f.cfg.Host) {
-			return nil, nil, fmt.Sprintf("%s.binary %v: this front starts %s only; leave binary out and the front fills it in", browserOptions, b, f.cfg.Host)
+			return nil, nil, vp, fmt.Sprintf("%s.binary %v: this front starts %s only; leave binary out and the front fills it in", browserOptions, b, f.cfg.Host)
 		}
 	}
 	raw, _ := opts["args"].([]any)
 	for _, a := range raw {
 		s, ok := a.(string)
 		if !ok {
-			return nil, nil, fmt.Sprintf("%s.args holds %v, not a string", browserOptions, a)
+			return nil, nil, vp, fmt.Sprintf("%s.args holds %v, not a string", browserOptions, a)
 		}
 		args = append(args, s)
 	}
 	if len(args) < 2 || args[0] != "open" || args[1] != "--webdriver" {
-		return nil, nil, fmt.Sprintf(`%s.args %q: they must start with "open", "--webdriver" (the front starts miniapp-host open --webdriver only), then open's flags (docs/webdriver.md)`, browserOptions, args)
+		return nil, nil, vp, fmt.Sprintf(`%s.args %q: they must start with "open", "--webdriver" (the front starts miniapp-host open --webdriver only), then open's flags (docs/webdriver.md)`, browserOptions, args)
 	}
 	for _, a := range args[2:] {
 		name := strings.TrimLeft(a, "-")
@@ -108,19 +112,24 @@ func (f *Front) sessionArgs(body []byte) (args []string, forward []byte, refusal
 		}
 		for _, own := range frontFlags {
 			if strings.HasPrefix(a, "-") && name == own {
-				return nil, nil, fmt.Sprintf("%s.args: --%s is the front's own (it passes the host's secret and reads its automation channel); leave it out", browserOptions, own)
+				return nil, nil, vp, fmt.Sprintf("%s.args: --%s is the front's own (it passes the host's secret and reads its automation channel); leave it out", browserOptions, own)
 			}
 		}
 	}
+	more, vp, msg := optionArgs(always)
+	if msg != "" {
+		return nil, nil, vp, msg
+	}
+	args = append(args, more...)
 	delete(always, browserOptions)
 	if desired, ok := req["desiredCapabilities"].(map[string]any); ok {
 		delete(desired, browserOptions)
 	}
 	forward, err := json.Marshal(req)
 	if err != nil {
-		return nil, nil, "the New Session body cannot be re-encoded: " + err.Error()
+		return nil, nil, vp, "the New Session body cannot be re-encoded: " + err.Error()
 	}
-	return args, forward, ""
+	return args, forward, vp, ""
 }
 
 // startError is why a session could not start: status and code of the
@@ -139,7 +148,7 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errInvalidArgument, "reading the New Session body: "+err.Error())
 		return
 	}
-	args, forward, refusal := f.sessionArgs(body)
+	args, forward, vp, refusal := f.sessionArgs(body)
 	if refusal != "" {
 		fmt.Fprintf(f.log, "miniapp-host webdriver: refused New Session: %s\n", refusal)
 		writeError(w, http.StatusBadRequest, errInvalidArgument, refusal)
@@ -175,6 +184,7 @@ func (f *Front) newSession(w http.ResponseWriter, r *http.Request) {
 		w.Write(answer)
 		return
 	}
+	s.viewport = vp
 	f.mu.Lock()
 	f.sessions[s.id] = s
 	f.mu.Unlock()

@@ -282,6 +282,29 @@ func (c *Client) Open(ctx context.Context, origin, id string) (view string, err 
 	return res.View, err
 }
 
+// OpenProfile launches a saved launch profile (the playground's; docs/
+// playground.md, "Launch profiles") and returns its view.
+func (c *Client) OpenProfile(ctx context.Context, name string) (view string, err error) {
+	var res bridge.OpenResult
+	err = c.Do(ctx, bridge.CommandOpen, bridge.OpenCommand{Profile: name}, &res)
+	return res.View, err
+}
+
+// SetDevice shows the Miniapp as cmd's device (docs/playground.md,
+// "Devices"): the page's viewport now and whether it loaded again.
+func (c *Client) SetDevice(ctx context.Context, cmd bridge.DeviceCommand) (bridge.DeviceResult, error) {
+	var res bridge.DeviceResult
+	err := c.Do(ctx, bridge.CommandDeviceSet, cmd, &res)
+	return res, err
+}
+
+// ScreenshotDevice returns a PNG of the device in its frame.
+func (c *Client) ScreenshotDevice(ctx context.Context) (bridge.Screenshot, error) {
+	var res bridge.Screenshot
+	err := c.Do(ctx, bridge.CommandScreenshot, bridge.ScreenshotCommand{Area: bridge.ScreenshotDevice}, &res)
+	return res, err
+}
+
 // Approve approves the consent screen shown in view ("" for the view
 // opened last) with account, one of the consent.shown event's accounts
 // ("" keeps the screen's default).
