@@ -64,7 +64,12 @@ func TestDevOfServer(t *testing.T) {
 		}
 	}
 	manifest(`{"id":"shop","name":"Shop","start_url":"/","oauth":{"client_id":"shop-web","auth_url":"/login"}}`)
-	srv := httptest.NewServer(devapp.Files(dir))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	srv := httptest.NewServer(devapp.Files(root))
 	t.Cleanup(srv.Close)
 	app, err := devapp.Start(devapp.Config{URL: srv.URL + "/any/page"})
 	if err != nil {
@@ -91,23 +96,23 @@ func TestDevOfServer(t *testing.T) {
 
 	// Registering again (the manifest changed) keeps the secret the
 	// backend was given.
-	again, err := p.RegisterDevMiniapp(context.Background(), app, mustMembers(t, app))
+	again, err := p.RegisterDevMiniapp(context.Background(), app, mustManifest(t, app))
 	if err != nil || again.ClientSecret != "" || again.Type != "confidential" {
 		t.Errorf("registered again: %+v (%v), want the same confidential client, no new secret", again, err)
 	}
 
 	// A client of the demos cannot be taken over.
 	manifest(`{"id":"shop","name":"Shop","start_url":"/","oauth":{"client_id":"demo-public"}}`)
-	_, err = p.RegisterDevMiniapp(context.Background(), app, mustMembers(t, app))
+	_, err = p.RegisterDevMiniapp(context.Background(), app, mustManifest(t, app))
 	var taken *authserver.ClientTakenError
 	if !errors.As(err, &taken) || taken.ProjectID != "prj_demo" {
 		t.Errorf("registering demo-public: %v, want it refused as prj_demo's", err)
 	}
 }
 
-func mustMembers(t *testing.T, app *devapp.App) devapp.Members {
+func mustManifest(t *testing.T, app *devapp.App) devapp.Manifest {
 	t.Helper()
-	m, err := app.ReadMembers(context.Background())
+	m, err := app.ReadManifest(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
