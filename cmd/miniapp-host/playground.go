@@ -73,10 +73,12 @@ func playgroundFlags(fs *flag.FlagSet, e env) *pgFlags {
 }
 
 // addrs is the playground's port layout from --addr and --launcher-addr,
-// with dev's folder at devAddr when `dev` serves one there.
+// with dev's folder at devAddr when `dev` was given another (--app-addr).
 func (f *pgFlags) addrs() playground.Addrs {
 	a := playground.Layout(*f.addr, *f.launcher)
-	a.Dev = f.devAddr
+	if f.devAddr != "" {
+		a.Dev = f.devAddr
+	}
 	return a
 }
 
