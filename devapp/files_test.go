@@ -47,7 +47,7 @@ func TestFilesServesOnlyTheFolder(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("root:x:0:0:SECRET"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, dir := startDir(t, map[string]string{"index.html": "<!doctype html>home", "app.js": "1", ".env": "API_KEY=SECRET",
+	a, dir := startDir(t, map[string]string{"index.html": "<!doctype html>home", "app.js": "app-code", ".env": "API_KEY=SECRET",
 		"assets/logo.svg": "<svg/>", "docs/readme.txt": "no index here", "sub/index.html": "sub page"})
 	for link, target := range map[string]string{"leak": secret, "dir": outside, "env.txt": filepath.Join(dir, ".env"),
 		"etc": "/etc", "rel": "../" + filepath.Base(outside) + "/passwd", "inner.js": "app.js", "assets/up": ".."} {
@@ -97,7 +97,7 @@ func TestFilesServesOnlyTheFolder(t *testing.T) {
 		"evil.example:" + port: 403, "evil.example": 403, "127.0.0.1.nip.io:" + port: 403, "10.0.0.1:" + port: 403,
 		"localhost:" + port: 200, "127.0.0.1:" + port: 200, "[::1]:" + port: 200,
 	} {
-		if status, body := get(t, a, "/index.html", host); status != want || want == 403 && strings.Contains(body, "home") {
+		if status, body := get(t, a, "/app.js", host); status != want || want == 403 && strings.Contains(body, "app-code") {
 			t.Errorf("Host %s: %d %q, want %d", host, status, body, want)
 		}
 	}
@@ -107,7 +107,7 @@ func TestFilesServesOnlyTheFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET /index.html HTTP/1.0\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(conn, "GET /app.js HTTP/1.0\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
