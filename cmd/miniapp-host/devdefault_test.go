@@ -400,3 +400,23 @@ func portHolder(port int) string {
 }
 
 var _ io.Writer = (*lineLog)(nil)
+
+// TestStartHintNamesThePart: when a port of the layout is taken, the hint
+// names the port and the part of the playground it was for.
+func TestStartHintNamesThePart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	_, err = net.Listen("tcp", ln.Addr().String())
+	if err == nil {
+		t.Fatal("a second listener on a taken port")
+	}
+	addrs := playground.Layout("127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(port-7))
+	hint := startHint(fmt.Errorf("playground: demoapps: %w", err), addrs)
+	if want := fmt.Sprintf("port %d (the FAPI demo) is taken", port); !strings.Contains(hint, want) || !strings.Contains(hint, "127.0.0.1:0") {
+		t.Errorf("hint %q, want it to say %q and how to pick free ports", hint, want)
+	}
+}
