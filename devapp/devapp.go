@@ -20,8 +20,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/miniapp-host/miniapp-host/origin"
 )
@@ -53,6 +56,7 @@ type App struct {
 	dir    string
 	origin origin.Origin
 	srv    *http.Server
+	files  *files // what srv serves; nil for a development server
 	watch  *watcher
 	http   *http.Client
 }
@@ -63,7 +67,15 @@ func Start(cfg Config) (*App, error) {
 	if (cfg.Dir == "") == (cfg.URL == "") {
 		return nil, errors.New("devapp: give a folder or the URL of a development server, not both and not neither")
 	}
-	a := &App{http: &http.Client{Timeout: 10 * time.Second}}
+	a := &App{}
+	// The manifest is read from the Miniapp's origin only: a redirect
+	// elsewhere is not followed (the resolver refuses it too).
+	a.http = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 || !origin.Of(req.URL).Equal(a.origin) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -86,7 +98,7 @@ func Start(cfg Config) (*App, error) {
 	if fi, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("devapp: %w", err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("devapp: %s is not a folder", dir)
+		return nil, fmt.Errorf("devapp: %s is not a folder", Quote(dir))
 	}
 	a.dir = dir
 	addr := cfg.Addr
@@ -96,19 +108,27 @@ func Start(cfg Config) (*App, error) {
 	if err := origin.CheckLoopbackAddr(addr); err != nil {
 		return nil, fmt.Errorf("devapp: %w", err)
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("devapp: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("devapp: serve %s: %w", dir, err)
+		root.Close()
+		return nil, fmt.Errorf("devapp: serve %s: %w", Quote(dir), err)
 	}
 	if a.origin, err = origin.Parse("http://" + ln.Addr().String()); err != nil {
 		ln.Close()
+		root.Close()
 		return nil, fmt.Errorf("devapp: %w", err)
 	}
 	if a.watch, err = watch(dir, cfg.Logger); err != nil {
 		ln.Close()
+		root.Close()
 		return nil, err
 	}
-	a.srv = &http.Server{Handler: Files(dir), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+	a.files = &files{root: root}
+	a.srv = &http.Server{Handler: a.files, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
 	go a.srv.Serve(ln)
 	return a, nil
@@ -159,11 +179,29 @@ type Members struct {
 	OAuth              struct{ ClientID, AuthURL string }
 }
 
+// Manifest is the manifest as fetched from the Miniapp's origin: the
+// bytes, which the resolver checks before anything is registered from
+// them, and the members read from them.
+type Manifest struct {
+	URL     string
+	Body    []byte
+	Members Members
+}
+
 // ReadMembers fetches the manifest from the Miniapp's origin, as a host
 // would, and reads the members of Members.
 func (a *App) ReadMembers(ctx context.Context) (Members, error) {
-	var m Members
+	m, err := a.ReadManifest(ctx)
+	return m.Members, err
+}
+
+// ReadManifest fetches the manifest from the Miniapp's origin, as a host
+// would (a redirect off the origin is not followed), and reads the members
+// of Members from it.
+func (a *App) ReadManifest(ctx context.Context) (Manifest, error) {
+	var m Manifest
 	u := a.origin.String() + ManifestPath
+	m.URL = u
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return m, fmt.Errorf("devapp: %w", err)
@@ -180,7 +218,8 @@ func (a *App) ReadMembers(ctx context.Context) (Members, error) {
 	if err != nil {
 		return m, fmt.Errorf("devapp: GET %s: %w", u, err)
 	}
-	if m, err = readMembers(body); err != nil {
+	m.Body = body
+	if m.Members, err = readMembers(body); err != nil {
 		return m, fmt.Errorf("devapp: %s: %w", u, err)
 	}
 	return m, nil
@@ -241,6 +280,9 @@ func (a *App) Close() error {
 	if a.watch != nil {
 		errs = append(errs, a.watch.close())
 	}
+	if a.files != nil {
+		errs = append(errs, a.files.root.Close())
+	}
 	a.http.CloseIdleConnections()
 	return errors.Join(errs...)
 }
@@ -256,4 +298,22 @@ func parseIssuer(raw string) (string, error) {
 		return "", fmt.Errorf("devapp: issuer %q: use an http or https URL without user, query or fragment", raw)
 	}
 	return u.String(), nil
+}
+
+// Quote is how `dev` prints a name it did not choose (a file's, a
+// folder's): as it is when every character is printable and not a space,
+// a quote or a backslash; else Go-quoted, so that control characters (an
+// ESC or OSC sequence, a C1 control, a bidirectional override) reach the
+// terminal as escapes, never as what they would do, and a name with a
+// space stays one name on the line (docs/security.md).
+func Quote(name string) string {
+	for _, r := range name {
+		if r == utf8.RuneError || r == ' ' || r == '"' || r == '\\' || !unicode.IsPrint(r) {
+			return strconv.Quote(name)
+		}
+	}
+	if name == "" {
+		return `""`
+	}
+	return name
 }

@@ -37,7 +37,7 @@ const watchMask = unix.IN_CLOSE_WRITE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | 
 func watch(dir string, log *slog.Logger) (*watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		return nil, fmt.Errorf("devapp: watch %s: inotify: %w", dir, err)
+		return nil, fmt.Errorf("devapp: watch %s: inotify: %w", Quote(dir), err)
 	}
 	w := &watcher{dir: dir, fd: fd, file: os.NewFile(uintptr(fd), "inotify"), log: log, events: make(chan string),
 		out: make(chan Change), done: make(chan struct{}), paths: map[int]string{}}
@@ -85,9 +85,9 @@ func (w *watcher) add(dir string) error {
 	wd, err := unix.InotifyAddWatch(w.fd, dir, watchMask)
 	if err != nil {
 		if errors.Is(err, unix.ENOSPC) {
-			return fmt.Errorf("devapp: watch %s: the system's limit of inotify watches is reached (sysctl fs.inotify.max_user_watches): %w", dir, err)
+			return fmt.Errorf("devapp: watch %s: the system's limit of inotify watches is reached (sysctl fs.inotify.max_user_watches): %w", Quote(dir), err)
 		}
-		return fmt.Errorf("devapp: watch %s: %w", dir, err)
+		return fmt.Errorf("devapp: watch %s: %w", Quote(dir), err)
 	}
 	w.mu.Lock()
 	w.paths[wd] = dir

@@ -12,7 +12,7 @@ import (
 type watcher struct{ out chan Change }
 
 func watch(dir string, _ *slog.Logger) (*watcher, error) {
-	return nil, fmt.Errorf("devapp: watch %s: watching a folder is implemented on Linux (inotify): %w", dir, errors.ErrUnsupported)
+	return nil, fmt.Errorf("devapp: watch %s: watching a folder is implemented on Linux (inotify): %w", Quote(dir), errors.ErrUnsupported)
 }
 
 func (w *watcher) close() error { return nil }

@@ -62,6 +62,10 @@ type DevEvent struct {
 // returns when ctx ends or the app stops watching; report receives every
 // step, in order, from this goroutine.
 func (p *Playground) Dev(ctx context.Context, app *devapp.App, report func(DevEvent)) {
+	// The folder's config.json names the issuer a browser tab signs in
+	// at: served as this playground's, on whatever port it listens
+	// (docs/your-miniapp.md, "config.json under dev").
+	app.UseIssuer(p.Services().Issuer)
 	opened := p.devLaunch(ctx, app, nil, report)
 	changes := app.Changes()
 	for {
@@ -100,7 +104,8 @@ func (p *Playground) devLaunch(ctx context.Context, app *devapp.App, changed []s
 		ev.Changed, changed = changed, nil
 		report0(ev)
 	}
-	m, err := app.ReadMembers(ctx)
+	man, err := app.ReadManifest(ctx)
+	m := man.Members
 	id := m.ID
 	if err == nil && (m.ID == "" || m.OAuth.ClientID == "") {
 		err = errors.New("playground: the manifest has no id or no oauth.client_id: nothing to register (the report says what is missing)")
@@ -108,7 +113,7 @@ func (p *Playground) devLaunch(ctx context.Context, app *devapp.App, changed []s
 	if err != nil {
 		report(DevEvent{Kind: DevFailed, Err: err})
 	} else {
-		cred, err := p.RegisterDevMiniapp(ctx, app, m)
+		cred, err := p.RegisterDevMiniapp(ctx, app, man)
 		if err != nil {
 			report(DevEvent{Kind: DevFailed, Err: err})
 		} else {
@@ -152,9 +157,22 @@ func (p *Playground) devID(app *devapp.App) string {
 }
 
 // RegisterDevMiniapp creates or updates, under the development project,
-// the client that a Miniapp in development names in its manifest (m), for
-// the origin it is served on.
-func (p *Playground) RegisterDevMiniapp(ctx context.Context, app *devapp.App, m devapp.Members) (authserver.Credential, error) {
+// the client that a Miniapp in development names in its manifest (man),
+// for the origin it is served on; only from a manifest the resolver's
+// checks of a manifest alone pass (resolver.CheckManifest: its form, its
+// id, start_url and oauth.auth_url on the manifest's origin), so that a
+// manifest the launch rejects registers nothing: its start_url, a
+// redirect URI, may name any site (docs/security.md).
+func (p *Playground) RegisterDevMiniapp(ctx context.Context, app *devapp.App, man devapp.Manifest) (authserver.Credential, error) {
+	m := man.Members
+	if _, err := p.res.CheckManifest(ctx, m.ID, man.URL, man.Body); err != nil {
+		var rej *resolver.Rejection
+		if errors.As(err, &rej) {
+			return authserver.Credential{}, fmt.Errorf("playground: nothing registered for %s: the manifest is rejected (%s; the launch's report says why and how to fix it)",
+				devapp.Quote(m.OAuth.ClientID), rejectionSummary(rej.Report))
+		}
+		return authserver.Credential{}, fmt.Errorf("playground: nothing registered: %w", err)
+	}
 	start := app.StartURL(m)
 	redirects := []string{start}
 	if cb := app.Origin().String() + "/callback"; cb != start {
@@ -170,13 +188,13 @@ func (p *Playground) RegisterDevMiniapp(ctx context.Context, app *devapp.App, m 
 // when it was not accepted, or the error.
 func (ev DevEvent) WriteText(w io.Writer) {
 	if len(ev.Changed) > 0 {
-		fmt.Fprintf(w, "changed  %s\n", strings.Join(ev.Changed, " "))
+		fmt.Fprintf(w, "changed  %s\n", strings.Join(quoteAll(ev.Changed), " "))
 	}
 	switch ev.Kind {
 	case DevRegistered:
 		c := ev.Client
 		fmt.Fprintf(w, "client   %s (%s) in the development project: redirect_uris %s, allowed_origins %s\n",
-			c.ClientID, c.Type, strings.Join(c.RedirectURIs, " "), strings.Join(c.AllowedOrigins, " "))
+			devapp.Quote(c.ClientID), c.Type, strings.Join(quoteAll(c.RedirectURIs), " "), strings.Join(quoteAll(c.AllowedOrigins), " "))
 		if c.ClientSecret != "" {
 			fmt.Fprintf(w, "         client secret %s (give it to the Miniapp's backend)\n", c.ClientSecret)
 		}
@@ -195,4 +213,28 @@ func (ev DevEvent) WriteText(w io.Writer) {
 	case DevFailed:
 		fmt.Fprintf(w, "error    %v\n", ev.Err)
 	}
+}
+
+// quoteAll is devapp.Quote of each name: what `dev` prints of names the
+// developer's folder and manifest chose.
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = devapp.Quote(n)
+	}
+	return out
+}
+
+// rejectionSummary names a rejected report's first reason: stage, code and
+// JSON pointer.
+func rejectionSummary(r *resolver.Report) string {
+	if r == nil || len(r.Reasons) == 0 {
+		return "rejected"
+	}
+	first := r.Reasons[0]
+	s := fmt.Sprintf("%s: %s", first.Stage, first.Code)
+	if first.Pointer != "" {
+		s += " at " + devapp.Quote(first.Pointer)
+	}
+	return s
 }

@@ -20,12 +20,17 @@ import (
 // to the service's sign-in and consent pages with PKCE, then its code
 // redeemed by the page's own fetch at the token endpoint, which answers
 // CORS for the client's allowed origin. A page on another origin cannot
-// read the token endpoint's answers.
+// read the token endpoint's answers. The folder's config.json names the
+// default issuer, as `new` writes it, while this playground listens on
+// free ports: Dev serves it with the running one.
 func TestNewMiniappInPlainTab(t *testing.T) {
 	p := start(t, Config{})
 	dir := t.TempDir()
-	if _, err := devapp.New(dir, devapp.NewConfig{ID: "tab-app", Issuer: p.Services().Issuer}); err != nil {
+	if _, err := devapp.New(dir, devapp.NewConfig{ID: "tab-app"}); err != nil {
 		t.Fatal(err)
+	}
+	if p.Services().Issuer == devapp.DefaultIssuer {
+		t.Fatal("the test's playground runs on the default ports: the issuer served is not put to the test")
 	}
 	app, err := devapp.Start(devapp.Config{Dir: dir})
 	if err != nil {

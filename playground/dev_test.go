@@ -6,8 +6,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +67,12 @@ func TestDevOfServer(t *testing.T) {
 		}
 	}
 	manifest(`{"id":"shop","name":"Shop","start_url":"/","oauth":{"client_id":"shop-web","auth_url":"/login"}}`)
-	srv := httptest.NewServer(devapp.Files(dir))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	srv := httptest.NewServer(devapp.Files(root))
 	t.Cleanup(srv.Close)
 	app, err := devapp.Start(devapp.Config{URL: srv.URL + "/any/page"})
 	if err != nil {
@@ -91,23 +99,23 @@ func TestDevOfServer(t *testing.T) {
 
 	// Registering again (the manifest changed) keeps the secret the
 	// backend was given.
-	again, err := p.RegisterDevMiniapp(context.Background(), app, mustMembers(t, app))
+	again, err := p.RegisterDevMiniapp(context.Background(), app, mustManifest(t, app))
 	if err != nil || again.ClientSecret != "" || again.Type != "confidential" {
 		t.Errorf("registered again: %+v (%v), want the same confidential client, no new secret", again, err)
 	}
 
 	// A client of the demos cannot be taken over.
 	manifest(`{"id":"shop","name":"Shop","start_url":"/","oauth":{"client_id":"demo-public"}}`)
-	_, err = p.RegisterDevMiniapp(context.Background(), app, mustMembers(t, app))
+	_, err = p.RegisterDevMiniapp(context.Background(), app, mustManifest(t, app))
 	var taken *authserver.ClientTakenError
 	if !errors.As(err, &taken) || taken.ProjectID != "prj_demo" {
 		t.Errorf("registering demo-public: %v, want it refused as prj_demo's", err)
 	}
 }
 
-func mustMembers(t *testing.T, app *devapp.App) devapp.Members {
+func mustManifest(t *testing.T, app *devapp.App) devapp.Manifest {
 	t.Helper()
-	m, err := app.ReadMembers(context.Background())
+	m, err := app.ReadManifest(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +131,99 @@ func getJSONInto(t *testing.T, u string, v any) {
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", u, err)
+	}
+}
+
+// TestDevRejectedManifestRegistersNothing is the attacker's side of a
+// manifest that names a redirect URI elsewhere (docs/security.md): a
+// folder whose manifest's start_url is https://evil.example/steal (a
+// cloned repository, a pull request) gets no redirect URI there, neither
+// for a new client nor by updating an existing one, so the authorization
+// endpoint never sends a code there; the launch's report says why.
+func TestDevRejectedManifestRegistersNothing(t *testing.T) {
+	p := start(t, Config{})
+	dir := t.TempDir()
+	if _, err := devapp.New(dir, devapp.NewConfig{ID: "steal-app"}); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(dir, "miniapp.webmanifest")
+	good, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := devapp.Start(devapp.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	events := devRun(t, p, app)
+	nextDev(t, events, DevRegistered)
+	if l := nextDev(t, events, DevLaunched); l.Launch.Report.Outcome != resolver.OutcomeAccepted {
+		t.Fatalf("first launch: %s %+v", l.Launch.Report.Outcome, l.Launch.Report.Reasons)
+	}
+	clientURIs := func(id string) (int, []string) {
+		t.Helper()
+		resp, err := http.Get(p.Services().Dashboard + "/api/oauth/clients/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var cfg resolver.ClientConfig
+		if resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(resp.Body).Decode(&cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resp.StatusCode, cfg.RedirectURIs
+	}
+	_, before := clientURIs("steal-app")
+
+	evil := strings.Replace(string(good), `"start_url": "./"`, `"start_url": "https://evil.example/steal"`, 1)
+	if evil == string(good) {
+		t.Fatal("the generated manifest has no start_url to replace")
+	}
+	if err := os.WriteFile(manifest, []byte(evil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed := nextDev(t, events, DevFailed)
+	if !strings.Contains(failed.Err.Error(), "nothing registered") || !strings.Contains(failed.Err.Error(), "/start_url") {
+		t.Errorf("the registration step: %v, want nothing registered, naming /start_url", failed.Err)
+	}
+	if l := nextDev(t, events, DevLaunched); l.Launch.Report.Outcome != resolver.OutcomeRejected {
+		t.Errorf("launch of the evil manifest: %s", l.Launch.Report.Outcome)
+	}
+	if _, after := clientURIs("steal-app"); !slices.Equal(after, before) {
+		t.Errorf("redirect_uris became %v, were %v", after, before)
+	}
+
+	// A new client from such a manifest is not created at all.
+	fresh := strings.ReplaceAll(evil, "steal-app", "fresh-steal-app")
+	if err := os.WriteFile(manifest, []byte(fresh), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nextDev(t, events, DevFailed)
+	nextDev(t, events, DevLaunched)
+	if status, uris := clientURIs("fresh-steal-app"); status != http.StatusNotFound {
+		t.Errorf("the evil manifest's new client: %d %v, want none (404)", status, uris)
+	}
+
+	// The attacker's authorization request: no redirect to evil.example.
+	var meta struct {
+		Authorization string `json:"authorization_endpoint"`
+	}
+	getJSONInto(t, p.Services().Issuer+"/.well-known/openid-configuration", &meta)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, id := range []string{"steal-app", "fresh-steal-app"} {
+		q := url.Values{"response_type": {"code"}, "client_id": {id}, "redirect_uri": {"https://evil.example/steal"},
+			"scope": {"openid"}, "state": {"s"}, "code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"},
+			"code_challenge_method": {"S256"}}
+		resp, err := noFollow.Get(meta.Authorization + "?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); strings.Contains(loc, "evil.example") || resp.StatusCode < 400 {
+			t.Errorf("%s: authorization request to evil.example: %d, Location %q; want it refused on the server's page", id, resp.StatusCode, loc)
+		}
 	}
 }

@@ -38,6 +38,10 @@ type Addrs struct {
 	// Broken are the broken demo Miniapps, in the order of [BrokenKinds];
 	// missing entries mean free ports.
 	Broken []string
+	// Dev is where `miniapp-host dev` serves a developer's folder (package
+	// devapp): Start does not listen there, but checks it as it checks the
+	// others, so that it collides with none of them.
+	Dev string
 }
 
 // Config configures [Start]. The zero value starts everything on free
@@ -213,18 +217,18 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 	return p, nil
 }
 
-// validate refuses an address that is not on loopback.
+// validate refuses an address that is not on loopback, and two parts on
+// one port (Addrs.Check).
 func (a Addrs) validate() error {
-	all := []string{a.Service, a.Dashboard, a.Signing, a.Invoicing, a.Launcher, a.Automation, a.Public, a.Confidential, a.FAPI}
-	for _, addr := range append(all, a.Broken...) {
-		if addr == "" {
+	for _, n := range a.named() {
+		if n.addr == "" {
 			continue
 		}
-		if err := origin.CheckLoopbackAddr(addr); err != nil {
-			return fmt.Errorf("playground: %w", err)
+		if err := origin.CheckLoopbackAddr(n.addr); err != nil {
+			return fmt.Errorf("playground: %s: %w", n.name, err)
 		}
 	}
-	return nil
+	return a.Check()
 }
 
 func orFree(addr string) string {

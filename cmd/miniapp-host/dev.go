@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -24,7 +25,7 @@ func runDev(ctx context.Context, e env) int {
 		fmt.Fprintln(w, "is checked again. Runs until the window is closed or Ctrl-C.")
 	})
 	f := playgroundFlags(fs, e)
-	appAddr := fs.String("app-addr", "", "where DIR is served (default: the launcher's port + 7; port 0: a free port)")
+	appAddr := fs.String("app-addr", "", "where DIR is served (default: the launcher's port + 8; port 0: a free port)")
 	ready := fs.String("ready-file", "", "once ready, write the run's addresses and keys there as JSON (mode 0600), for scripts and CI")
 	args, code, ok := parseFlags(e, fs, e.args)
 	if !ok {
@@ -49,7 +50,15 @@ func runDev(ctx context.Context, e env) int {
 	} else {
 		cfg.Dir, cfg.Addr = args[0], *appAddr
 		if cfg.Addr == "" {
-			cfg.Addr = nextPort(*f.launcher, 7)
+			cfg.Addr = f.addrs().Dev
+		}
+		// Checked before anything listens: the folder's port must be
+		// none of the playground's.
+		f.devAddr = cfg.Addr
+		if err := f.addrs().Check(); err != nil {
+			fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
+			fmt.Fprintln(e.stderr, "miniapp-host: dev: give --app-addr another port, or --app-addr 127.0.0.1:0 for a free one")
+			return exitUsage
 		}
 	}
 	app, err := devapp.Start(cfg)
@@ -58,12 +67,21 @@ func runDev(ctx context.Context, e env) int {
 		if errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintln(e.stderr, "miniapp-host: dev: `miniapp-host new DIR` writes a Miniapp to start from")
 		}
+		if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "listen" {
+			fmt.Fprintln(e.stderr, "miniapp-host: dev:", startHint(err, f.addrs()))
+		}
 		return exitUsage
 	}
 	defer app.Close()
 	fmt.Fprintf(e.stdout, "%-22s%s\n", "your Miniapp", app.Origin())
 	var once sync.Once
 	return f.run(ctx, e, "dev", func(p *playground.Playground) {
+		// The folder's config.json is served with this playground's
+		// issuer (Playground.Dev): say so when the file names another.
+		if iss, err := app.ConfigIssuer(); err == nil && iss != "" && iss != p.Services().Issuer {
+			fmt.Fprintf(e.stdout, "%-22s%s\n", "config.json issuer", fmt.Sprintf("served as %s, this playground's (the file names %s and is left as it is)",
+				p.Services().Issuer, devapp.Quote(iss)))
+		}
 		p.Dev(ctx, app, func(ev playground.DevEvent) {
 			// The ready file first: whoever reads the launch line finds it.
 			if ev.Kind == playground.DevLaunched && *ready != "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -23,11 +24,10 @@ import (
 	"github.com/miniapp-host/miniapp-host/redact"
 )
 
-// defaultLauncherAddr is the launcher's address; the demo Miniapps take the
-// next two ports (8701 and 8702, where the seed world registers them), the
-// broken ones the four after, and the automation channel the launcher's
-// port + 9.
-const defaultLauncherAddr = "127.0.0.1:8700"
+// defaultLauncherAddr is the launcher's address; playground.Layout places
+// the Miniapps and the automation channel after it (the demos on 8701 and
+// 8702, where the seed world registers them; docs/playground.md, "Ports").
+const defaultLauncherAddr = playground.DefaultLauncherAddr
 
 // stopGrace is how long the window's UI loop may take to stop after a
 // SIGINT or SIGTERM before the process ends without it.
@@ -60,6 +60,7 @@ type pgFlags struct {
 	browser, noWindow, devtools, verbose *bool
 	device                               *deviceFlags
 	launch                               *launch // read once (readLaunch)
+	devAddr                              string  // where `dev` serves its folder, "" for none
 }
 
 // readLaunch reads the device flags and the profile they name, once.
@@ -78,7 +79,7 @@ func playgroundFlags(fs *flag.FlagSet, e env) *pgFlags {
 	return &pgFlags{
 		opKey:    operatorKeyFlag(fs, e),
 		addr:     fs.String("addr", authserver.DefaultServiceAddr, "service address; the dashboard, signing and invoicing roles take the next three ports (port 0: free ports for all)"),
-		launcher: fs.String("launcher-addr", defaultLauncherAddr, "launcher address; the demo Miniapps take the next two ports, the broken ones the four after, the automation channel port+9 (port 0: free ports for all)"),
+		launcher: fs.String("launcher-addr", defaultLauncherAddr, "launcher address; the demo Miniapps take the next two ports, the broken ones the four after, the FAPI demo port+7, dev's folder port+8, the automation channel port+9 (port 0: free ports for all)"),
 		data:     fs.String("data", "", "folder of the server's database, kept between runs (default: a fresh temporary folder, removed on exit)"),
 		browser:  fs.Bool("browser", false, "open the launcher in the user's browser (xdg-open)"),
 		noWindow: fs.Bool("no-window", false, "serve the launcher without the desktop window (as in a build without WebKitGTK)"),
@@ -87,6 +88,16 @@ func playgroundFlags(fs *flag.FlagSet, e env) *pgFlags {
 		layout:   fs.String("layout", "side", "side: the launcher and its inspector beside the Miniapp's device; tabs: each in a tab of its own"),
 		device:   addDeviceFlags(fs),
 	}
+}
+
+// addrs is the playground's port layout from --addr and --launcher-addr,
+// with dev's folder at devAddr when `dev` was given another (--app-addr).
+func (f *pgFlags) addrs() playground.Addrs {
+	a := playground.Layout(*f.addr, *f.launcher)
+	if f.devAddr != "" {
+		a.Dev = f.devAddr
+	}
+	return a
 }
 
 // run starts the playground of the flags, with or without its window, and
@@ -112,19 +123,11 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	if l.start != "" || l.profile.Origin != "" {
 		return usageError(e, name, "--start and a profile of a published Miniapp are for a launch: use open --profile, or launch the profile from the launcher")
 	}
-	addr, launcher := *f.addr, *f.launcher
-	cfg := playground.Config{DataDir: *f.data, Profiles: launchprofile.DefaultPath(), Addrs: playground.Addrs{
-		Service: addr, Dashboard: nextPort(addr, 1), Signing: nextPort(addr, 2), Invoicing: nextPort(addr, 3),
-		Launcher: launcher, Public: nextPort(launcher, 1), Confidential: nextPort(launcher, 2), FAPI: nextPort(launcher, 7),
-		Automation: nextPort(launcher, 9),
-	}}
+	cfg := playground.Config{DataDir: *f.data, Profiles: launchprofile.DefaultPath(), Addrs: f.addrs()}
 	// `open` reads the same variable: with it, `open --dashboard <this
 	// playground's dashboard>` completes consents against this server.
 	cfg.HostSecret = secrets[host.HostSecretEnv]
 	cfg.OperatorKey = opKey
-	for i := range playground.BrokenKinds() {
-		cfg.Addrs.Broken = append(cfg.Addrs.Broken, nextPort(launcher, 3+i))
-	}
 	if *f.verbose {
 		// Internal errors may quote a URL with a code in it: redacted as
 		// the network log keeps URLs, as the window's events are.
@@ -142,7 +145,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	p, err := playground.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
-		fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err))
+		fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err, cfg.Addrs))
 		return exitUndecided
 	}
 	printPlayground(e, p, *f.data, opKeySource, false)
@@ -250,7 +253,7 @@ func (r *windowRun) start(ctx context.Context, cfg playground.Config) {
 	p, err := playground.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
-		fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err))
+		fmt.Fprintln(e.stderr, "miniapp-host:", startHint(err, cfg.Addrs))
 		close(r.failed)
 		// From inside the main loop: Start can fail before Run has
 		// started it, and a quit before then would be lost.
@@ -370,13 +373,25 @@ func printPlayground(e env, p *playground.Playground, data, opKeySource string, 
 }
 
 // startHint says what to try when the playground could not start: another
-// --data folder when another server owns its database, else free ports.
-func startHint(err error) string {
+// --data folder when another server owns its database, else free ports,
+// naming the port taken and the part of addrs it was for.
+func startHint(err error, addrs playground.Addrs) string {
 	if errors.As(err, new(*store.LockedError)) {
 		return "another server uses the database of this --data folder; stop it, or pass another --data"
 	}
 	if se := (*authserver.SettingError)(nil); errors.As(err, &se) && se.Field == "Secrets" {
 		return "MINIAPP_HOST_SECRET is the host's secret: " + se.Rule
 	}
-	return "a port may be taken; --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 picks free ones"
+	const free = "--addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 picks free ones for all (a `dev` Miniapp's config.json issuer is served as the one running)"
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "listen" && oe.Addr != nil {
+		if ta, ok := oe.Addr.(*net.TCPAddr); ok && ta.Port != 0 {
+			who := addrs.PartOn(ta.Port)
+			if who == "" {
+				who = "a part of the playground"
+			}
+			return fmt.Sprintf("port %d (%s) is taken by another program (`ss -ltnp 'sport = :%d'` names it): stop it, or %s", ta.Port, who, ta.Port, free)
+		}
+	}
+	return "a port may be taken; " + free
 }

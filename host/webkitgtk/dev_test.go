@@ -22,7 +22,8 @@ import (
 // folder, is registered and opened; its Sign in button goes through the
 // host's bridge and native consent and shows the bank account chosen; a
 // saved file reloads the view with the sign-in kept; a broken manifest
-// shows its staged report in the window, and the fixed one opens again.
+// registers nothing and shows its staged report in the window, and the
+// fixed one opens again.
 func TestDevWindow(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := devapp.New(dir, devapp.NewConfig{ID: "my-own-app"}); err != nil {
@@ -113,6 +114,16 @@ func TestDevWindow(t *testing.T) {
 	}
 	rec = record(t)
 	writeFile(t, manifest, strings.Replace(string(good), `"name": "My own app"`, `"name": 5`, 1))
+	// A rejected manifest registers nothing (docs/security.md): that step
+	// fails, and the launch says why.
+	select {
+	case ev = <-events:
+		if ev.Kind != playground.DevFailed || !strings.Contains(ev.Err.Error(), "nothing registered") {
+			t.Fatalf("broken manifest: %s %v, want its registration refused first", ev.Kind, ev.Err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event from dev for the broken manifest")
+	}
 	ev = next(playground.DevLaunched)
 	if ev.Launch.Report.Outcome != resolver.OutcomeRejected || ev.Launch.Report.Reasons[0].Pointer != "/name" {
 		t.Fatalf("broken manifest: %s %+v, want rejected at /name", ev.Launch.Report.Outcome, ev.Launch.Report.Reasons)
