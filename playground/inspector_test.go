@@ -460,7 +460,7 @@ func TestInspectorInChromium(t *testing.T) {
 	for _, size := range []struct {
 		name string
 		w, h int64
-	}{{"1280x800", 1280, 800}, {"800x600", 800, 600}} {
+	}{{"1280x800", 1280, 800}, {"800x600", 800, 600}, {"640x860", 640, 860}} {
 		t.Run("panes scroll at "+size.name, func(t *testing.T) {
 			viewport(t, ctx, size.w, size.h)
 			s := eval[map[string]float64](t, ctx, `(() => {

@@ -508,6 +508,23 @@
   $("device-bar").addEventListener("change", applyDevice);
   $("device-bar").addEventListener("submit", (ev) => { ev.preventDefault(); applyDevice(); });
 
+  // showDevice keeps the device bar saying what the window shows, whoever
+  // changed it (the bar, the automation channel, a launch profile).
+  function showDevice(d) {
+    const f = $("device-bar").elements;
+    const name = str(d.device) || "desktop";
+    if (![...f.device.options].some((o) => o.value === name)) {
+      const o = el("option", {}, name);
+      o.value = name;
+      f.device.append(o);
+    }
+    f.device.value = name;
+    f.landscape.checked = d.orientation === "landscape";
+    f.theme.value = d.theme === "dark" ? "dark" : "light";
+    f.locale.value = str(d.locale);
+    f.zoom.value = String(d.zoom || 0);
+  }
+
   let lastLaunch = null; // {origin, id} of the Miniapp launched last
 
   function renderProfile(p) {
@@ -1418,6 +1435,7 @@
       try { env = JSON.parse(m.data); } catch (_) { return; }
       addEvent(env);
       if (env && env.type === "event" && env.kind === "download") showDownload(env.data || {});
+      if (env && env.type === "event" && env.kind === "device.changed") showDevice(env.data || {});
     });
     ws.addEventListener("close", () => {
       state.dataset.state = "closed";
