@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
@@ -398,15 +397,16 @@ func TestInspectorFlowsInChromium(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
-		t.Fatal(err)
-	}
+	downloaded := allowDownloads(t, ctx, dir)
 	id := flows[2].ID
 	// Clicked from the page: the flow's head is drawn again with each of
 	// its events, so a node found by the driver may be gone at its click.
 	eval[bool](t, ctx, `(() => { document.querySelector('#timeline .flow[data-flow="`+id+`"] a.har').click(); return true; })()`)
-	raw, err := os.ReadFile(waitFile(t, filepath.Join(dir, "flow-"+id+".har")))
+	path := downloaded()
+	if path != filepath.Join(dir, "flow-"+id+".har") {
+		t.Errorf("the HAR is saved as %s, want flow-%s.har", path, id)
+	}
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,20 +171,48 @@ type exportedEvent struct {
 	Data json.RawMessage `json:"data"`
 }
 
-// waitFile waits until one file matches pattern (Chromium names a download
-// in progress .crdownload and renames it when it is complete) and returns
-// its name.
-func waitFile(t *testing.T, pattern string) string {
+// allowDownloads lets the browser save downloads into dir and returns a
+// function that waits for the next one to be complete, and its path: the
+// browser writes a file under its final name while it downloads, so its
+// name appearing says nothing of its content (Browser.downloadProgress
+// says when it is whole). Call it before the click that downloads.
+func allowDownloads(t *testing.T, ctx context.Context, dir string) func() string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if m, _ := filepath.Glob(pattern); len(m) == 1 {
-			return m[0]
+	done := make(chan string, 4)
+	names := map[string]string{} // guid -> suggested file name
+	var mu sync.Mutex
+	chromedp.ListenBrowser(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *cdpbrowser.EventDownloadWillBegin:
+			names[e.GUID] = e.SuggestedFilename
+		case *cdpbrowser.EventDownloadProgress:
+			if e.State == cdpbrowser.DownloadProgressStateCompleted {
+				select {
+				case done <- filepath.Join(dir, names[e.GUID]):
+				default:
+				}
+			}
 		}
-		time.Sleep(20 * time.Millisecond)
+	})
+	events := true
+	if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir, EventsEnabled: &events}); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no file %s", pattern)
-	return ""
+	return func() string {
+		t.Helper()
+		select {
+		case p := <-done:
+			return p
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no download completed in %s", dir)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+		return ""
+	}
 }
 
 // TestInspectorInChromium drives the launcher as a developer would, in
@@ -381,13 +410,13 @@ func TestInspectorInChromium(t *testing.T) {
 		}
 
 		// Export what is shown: the events the search let through, grouped.
-		dir := t.TempDir()
-		if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
-			t.Fatal(err)
-		}
+		downloaded := allowDownloads(t, ctx, t.TempDir())
 		click(t, ctx, "#export-timeline")
-		raw, err := os.ReadFile(waitFile(t, filepath.Join(dir, "miniapp-timeline-*.json")))
+		path := downloaded()
+		if ok, _ := filepath.Match("miniapp-timeline-*.json", filepath.Base(path)); !ok {
+			t.Errorf("the export is named %s, want miniapp-timeline-*.json", filepath.Base(path))
+		}
+		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
