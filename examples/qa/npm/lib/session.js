@@ -46,18 +46,22 @@ function defineConsentCommands(executor) {
 
 /**
  * Starts the host on the Miniapp at origin with id through the front, which
- * fills in the binary (it starts its own miniapp-host only). Resolves with
+ * fills in the binary (it starts its own miniapp-host only). options, when
+ * given, are the front's miniapp-host:options (docs/webdriver.md, "Devices"):
+ * {device, landscape, theme, locale, zoom, start, profile}. Resolves with
  * {driver, readyMs, close}.
  */
-async function openSession(s, origin, id) {
-  const caps = new Capabilities({
+async function openSession(s, origin, id, options) {
+  const want = {
     'webkitgtk:browserOptions': {
       args: ['open', '--webdriver', '--origin', origin, '--id', id, '--dashboard', s.dashboard,
         '--service', s.service, '--ephemeral'],
     },
     // A navigation the host refuses never loads: bound it.
     timeouts: { pageLoad: PAGE_TIMEOUT_MS, script: PAGE_TIMEOUT_MS },
-  })
+  }
+  if (options) want['miniapp-host:options'] = options
+  const caps = new Capabilities(want)
   // An agent of its own, destroyed when New Session takes too long, so
   // that the pending request ends too.
   const agent = new http.Agent({ keepAlive: true })

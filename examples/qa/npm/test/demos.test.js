@@ -35,6 +35,30 @@ test('the public demo approved without profile', { timeout: TEST_TIMEOUT_MS }, a
   assert.equal(result.scope, 'openid')
 })
 
+// The front's miniapp-host:options: the host shows the Miniapp as a phone in
+// landscape, dark, in German; the page lays out at the preset's size (what
+// `miniapp-host devices --json` says of pixel-8), and Get Window Rect answers
+// that viewport.
+test('the public demo on a Pixel 8 in landscape', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  const { driver, close } = await openSession(s, s.public, 'demo-public',
+    { device: 'pixel-8', landscape: true, theme: 'dark', locale: 'de-CH', zoom: 1 })
+  t.after(close)
+  await waitScript(driver, 'the start page', 'return document.readyState === "complete" && !!document.getElementById("bridge-signin")', true)
+  await waitScript(driver, 'the device\'s layout', 'return innerWidth + "x" + innerHeight', '915x412')
+  const page = await driver.executeScript(`return {ua: navigator.userAgent, lang: navigator.language,
+    dark: matchMedia('(prefers-color-scheme: dark)').matches, screen: screen.width + 'x' + screen.height,
+    touch: navigator.maxTouchPoints, viewport: window.miniapp && window.miniapp.viewport}`)
+  assert.match(page.ua, /Pixel 8/)
+  assert.equal(page.lang, 'de-CH')
+  assert.equal(page.dark, true)
+  assert.equal(page.screen, '915x412')
+  assert.equal(page.touch, 5)
+  assert.equal(page.viewport.orientation, 'landscape')
+  assert.deepEqual(page.viewport.safe_area_insets, { top: 0, right: 0, bottom: 0, left: 24 })
+  const rect = await driver.manage().window().getRect()
+  assert.deepEqual({ width: rect.width, height: rect.height }, { width: 915, height: 412 })
+})
+
 test('the public demo signs in through the host', { timeout: TEST_TIMEOUT_MS }, async (t) => {
   const { driver, close } = await openSession(s, s.public, 'demo-public')
   t.after(close)
