@@ -552,3 +552,72 @@ func TestGrantManagementPAR(t *testing.T) {
 		t.Fatalf("pushed merge: %v", merged)
 	}
 }
+
+// TestGrantManagementFollowsTheGrant: the grant management endpoint reads
+// the scope from the token's grant as it is now, and a token manages only
+// its own subject's grants. Ana's manager token (openid and both grant
+// management scopes) reads and could revoke her other grant of the
+// client; Carla's grant of the same client is unknown to it (404, and
+// Carla's token keeps working); once Ana revoked grant_management_query,
+// then grant_management_revoke, from the manager's grant on the Connected
+// Miniapps page, the live token can neither read nor revoke (403
+// insufficient_scope), whatever its scope claim says.
+func TestGrantManagementFollowsTheGrant(t *testing.T) {
+	e := start(t)
+	tokensOf := func(subject string, q url.Values) map[string]any {
+		t.Helper()
+		st, m := e.native(map[string]any{"authorization_url": e.u.Authorization + "?" + q.Encode(), "subject": subject})
+		if st != http.StatusCreated {
+			t.Fatalf("native submit for %s: %d %v", subject, st, m)
+		}
+		st, m = e.decide(m["request_id"].(string), map[string]any{"action": "approve"})
+		if st != http.StatusOK {
+			t.Fatalf("decision of %s: %d %v", subject, st, m)
+		}
+		return gmRedeem(t, e, m["redirect_url"].(string), q)
+	}
+	mq := gmRequest(e, gmPKCE(t), "openid grant_management_query grant_management_revoke", nil, "create", "")
+	mq.Del("org_id")
+	mgr := tokensOf(subAna, mq)
+	manager, managerGrant := mgr["access_token"].(string), mgr["grant_id"].(string)
+	plain := func(subject string) map[string]any {
+		q := gmRequest(e, gmPKCE(t), "openid profile", nil, "create", "")
+		q.Del("org_id")
+		return tokensOf(subject, q)
+	}
+	ana, carla := plain(subAna), plain(subCarla)
+	anaGrant, carlaGrant := ana["grant_id"].(string), carla["grant_id"].(string)
+
+	if st, m, _ := gmCall(t, e, http.MethodGet, anaGrant, manager); st != http.StatusOK || gmScopes(t, e, m) != "openid profile" {
+		t.Fatalf("Ana's manager reads Ana's other grant: want 200, got %d %v", st, m)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		if st, m, _ := gmCall(t, e, method, carlaGrant, manager); st != http.StatusNotFound || m["error"] != "invalid_grant_id" {
+			t.Fatalf("%s Carla's grant with Ana's token: want 404 invalid_grant_id, got %d %v", method, st, m)
+		}
+	}
+	if st, g := e.grant(carla["access_token"].(string), confID, e.confSecret); st != http.StatusOK || g["subject"] != subCarla {
+		t.Fatalf("Carla's token after Ana's token tried to revoke her grant: want 200, got %d %v", st, g)
+	}
+
+	c := signInConnected(t, e, subAna)
+	csrf, _ := c.list()
+	revoke := func(entry string) {
+		t.Helper()
+		if st, m := c.api(http.MethodPost, "/revoke", map[string]string{"grant_id": managerGrant, "entry": entry}, csrf, nil); st != http.StatusOK || m["whole_grant"] != false {
+			t.Fatalf("Ana revokes %s from the manager's grant: %d %v", entry, st, m)
+		}
+	}
+	revoke("scope grant_management_query")
+	if st, m, h := gmCall(t, e, http.MethodGet, anaGrant, manager); st != http.StatusForbidden || m["error"] != "insufficient_scope" ||
+		!strings.Contains(h.Get("WWW-Authenticate"), `scope="grant_management_query"`) {
+		t.Fatalf("GET after grant_management_query was revoked from the token's grant: want 403 insufficient_scope, got %d %v", st, m)
+	}
+	revoke("scope grant_management_revoke")
+	if st, m, _ := gmCall(t, e, http.MethodDelete, anaGrant, manager); st != http.StatusForbidden || m["error"] != "insufficient_scope" {
+		t.Fatalf("DELETE after grant_management_revoke was revoked from the token's grant: want 403 insufficient_scope, got %d %v", st, m)
+	}
+	if st, g := e.grant(ana["access_token"].(string), confID, e.confSecret); st != http.StatusOK || g["subject"] != subAna {
+		t.Fatalf("Ana's other grant after the refused DELETE: want it live, got %d %v", st, g)
+	}
+}
