@@ -266,8 +266,9 @@ func (in *grantInsert) cache() {
 // RedeemCode marks a code used and returns it. A code that does not exist
 // returns ErrNotFound; a code used before revokes its grant and returns
 // ErrReplayed. Expiry and the binding checks (client, redirect_uri, PKCE) are
-// the caller's: the code is spent either way, so a failed attempt cannot be
-// retried with other guesses.
+// the caller's: the code's own client, once checked (PeekCode returns the
+// client of a spent code too), has the code spent by a failed attempt, so
+// that it cannot be retried with other guesses.
 func (s *GrantStore) RedeemCode(ctx context.Context, hash []byte, now time.Time) (*Code, error) {
 	defer s.cache.spentCode(hash)
 	c := &Code{Hash: hash}
