@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -620,4 +621,78 @@ func TestGrantManagementFollowsTheGrant(t *testing.T) {
 	if st, g := e.grant(ana["access_token"].(string), confID, e.confSecret); st != http.StatusOK || g["subject"] != subAna {
 		t.Fatalf("Ana's other grant after the refused DELETE: want it live, got %d %v", st, g)
 	}
+}
+
+// TestMergeRacingEntryRevocation: rounds of a merge approval and, at the
+// same moment, the subject revoking an entry of the grant on the Connected
+// Miniapps page. Whichever commits first, the outcome is consistent: a
+// revocation that went through is never undone by the merge (the merge
+// supersedes the grant only as it read it, store.Grant.Supersedes, and is
+// refused with invalid_grant_id otherwise), a merge that went through
+// holds what it added, and one of the two always goes through. The
+// assertions do not depend on the order the race took.
+func TestMergeRacingEntryRevocation(t *testing.T) {
+	e := start(t)
+	manager := gmManager(t, e)
+	c := signInConnected(t, e, subAna)
+	csrf, _ := c.list()
+	const rounds = 40
+	revoked, merged := 0, 0
+	for round := range rounds {
+		q := gmRequest(e, gmPKCE(t), "openid email", nil, "create", "")
+		q.Del("org_id")
+		gid := gmTokens(t, e, q, map[string]any{"action": "approve"})["grant_id"].(string)
+		mq := gmRequest(e, gmPKCE(t), "profile", nil, "merge", gid)
+		mq.Del("org_id")
+		st, m := e.native(map[string]any{"authorization_url": e.u.Authorization + "?" + mq.Encode(), "subject": subAna})
+		if st != http.StatusCreated {
+			t.Fatalf("round %d: the merge request: %d %v", round, st, m)
+		}
+		id := m["request_id"].(string)
+
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var mergeSt, revokeSt int
+		var mergeAns, revokeAns map[string]any
+		wg.Go(func() { <-start; mergeSt, mergeAns = e.decide(id, map[string]string{"action": "approve"}) })
+		wg.Go(func() {
+			<-start
+			revokeSt, revokeAns = c.api(http.MethodPost, "/revoke", map[string]string{"grant_id": gid, "entry": "scope email"}, csrf, nil)
+		})
+		close(start)
+		wg.Wait()
+
+		mergeOK := mergeSt == http.StatusOK && redirectQuery(t, mergeAns["redirect_url"].(string)).Get("code") != ""
+		revokeOK := revokeSt == http.StatusOK
+		switch {
+		case !mergeOK && mergeAns["error"] != "invalid_grant_id":
+			t.Fatalf("round %d: the merge: want a code or invalid_grant_id, got %d %v", round, mergeSt, mergeAns)
+		case !revokeOK && revokeAns["error"] != "unknown_grant":
+			t.Fatalf("round %d: the revocation: want 200 or unknown_grant (changed meanwhile), got %d %v", round, revokeSt, revokeAns)
+		case !mergeOK && !revokeOK:
+			t.Fatalf("round %d: neither the merge (%v) nor the revocation (%v) went through", round, mergeAns, revokeAns)
+		}
+		st, live, _ := gmCall(t, e, http.MethodGet, gid, manager)
+		if st != http.StatusOK {
+			t.Fatalf("round %d: the grant after the race: %d %v", round, st, live)
+		}
+		scopes := " " + gmScopes(t, e, live) + " "
+		if revokeOK && strings.Contains(scopes, " email ") {
+			t.Fatalf("round %d: the subject revoked email (%v) and the merge (%d %v) brought it back: the live grant holds %q",
+				round, revokeAns, mergeSt, mergeAns, scopes)
+		}
+		if mergeOK && !strings.Contains(scopes, " profile ") {
+			t.Fatalf("round %d: the merge went through but the live grant holds %q", round, scopes)
+		}
+		if revokeOK {
+			revoked++
+		}
+		if mergeOK {
+			merged++
+		}
+		if st, m, _ := gmCall(t, e, http.MethodDelete, gid, manager); st != http.StatusNoContent {
+			t.Fatalf("round %d: revoking the round's grant: %d %v", round, st, m)
+		}
+	}
+	t.Logf("%d rounds: %d revocations and %d merges went through", rounds, revoked, merged)
 }

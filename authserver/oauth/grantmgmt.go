@@ -128,7 +128,9 @@ func grantCheck(v *validated, subject string) (consent.Check, bool) {
 // issued from it. A merge grants what the grant held and what was just
 // approved (§5.2: "merge"); a replace grants only what was just approved.
 // The live grant is read again: another approval may have changed it
-// since the request was checked.
+// since the request was checked; and the store supersedes it only as read
+// here (store.Grant.Supersedes), so that an entry the subject revokes
+// meanwhile (Connected Miniapps) is not brought back by the merge.
 func (s *Server) changeGrant(ctx context.Context, v *validated, g *store.Grant, granted *catalog.Result) error {
 	cur, err := s.cfg.Store.LiveGrant(ctx, v.req.GrantID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (cur.ClientID != g.ClientID || cur.SubjectID != g.SubjectID) {
@@ -136,7 +138,7 @@ func (s *Server) changeGrant(ctx context.Context, v *validated, g *store.Grant, 
 	} else if err != nil {
 		return err
 	}
-	g.Lineage, g.Supersedes, g.InstallationID = cur.GrantManagementID(), cur.ID, cur.InstallationID
+	g.Lineage, g.Supersedes, g.InstallationID = cur.GrantManagementID(), cur, cur.InstallationID
 	if v.req.GrantManagementAction != actionMerge {
 		return nil
 	}
