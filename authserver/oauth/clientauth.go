@@ -209,8 +209,12 @@ func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string
 	}
 	keys, err := s.fapi.jwks.keys(ctx, cs.JWKSURI, kid)
 	if err != nil {
-		s.cfg.Logger.Info("oauth: jwks_uri fetch failed", "client_id", c.ID, "err", err)
-		return nil, nil, bad("the keys of client %s could not be read: %v", c.ID, err)
+		// The caller is not authenticated yet: what the fetch met (the
+		// addresses a name resolves to, a refused connection, a status)
+		// would map the network around the client's host for anyone.
+		// The log has it for the operator.
+		s.cfg.Logger.Info("oauth: jwks_uri fetch failed", "client_id", c.ID, "jwks_uri", cs.JWKSURI, "err", err)
+		return nil, nil, bad("the keys of client %s could not be read from its jwks_uri; the server's log says why", c.ID)
 	}
 	return c, keys, nil
 }
