@@ -142,6 +142,14 @@ func TestTokenEndpointRefusals(t *testing.T) {
 			if st != x.status || m["error"] != x.want {
 				t.Fatalf("want %d %s, got %d %v", x.status, x.want, st, m)
 			}
+			if x.name == "another client authenticated" {
+				// Another client's attempt acts on nothing: the code
+				// is still its own client's (TestStrangerCannotSpendACode).
+				if st, m := e.exchange(code, v); st != http.StatusOK {
+					t.Fatalf("code after another client's attempt: want it redeemable by its client, got %d %v", st, m)
+				}
+				return
+			}
 			if x.want == "invalid_grant" && x.name != "unknown code" {
 				// The code is spent by the failed attempt: the right
 				// verifier cannot be tried after a wrong one.
