@@ -74,7 +74,7 @@ func checkAlg(what, alg string) error {
 
 // audience is a JWT's aud: a string or an array of strings (RFC 7519
 // §4.1.3). single records that it was a JSON string, which the fapi2
-// profile requires (strictAudience).
+// profile requires (assertionClaims.refusal, strict).
 type audience struct {
 	names  []string
 	single bool
