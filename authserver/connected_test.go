@@ -153,7 +153,7 @@ func TestConnectedMiniappsRevoke(t *testing.T) {
 
 	// Revoke the scope email with the page's form.
 	p = b.post(e.u.Issuer+"/oauth/connected", url.Values{"csrf": {csrf}, "grant_id": {id}, "entry": {"scope email"}})
-	if p.status != http.StatusOK || !strings.Contains(p.body, "revoked scope email") {
+	if p.status != http.StatusOK || !strings.Contains(p.body, template("The entry was revoked")) {
 		t.Fatalf("revoking email: %d %s", p.status, p.body)
 	}
 	if st, gr := e.grant(at, confID, e.confSecret); st != http.StatusOK || jsonOf(t, gr["scopes"]) != `["openid","profile"]` {
@@ -202,7 +202,7 @@ func TestConnectedMiniappsRevoke(t *testing.T) {
 	// Revoke the whole grant (the page's form without an entry).
 	_, clients = c.list()
 	p = b.post(e.u.Issuer+"/oauth/connected", url.Values{"csrf": {csrf}, "grant_id": {id}})
-	if p.status != http.StatusOK || !strings.Contains(p.body, "revoked scope openid") {
+	if p.status != http.StatusOK || !strings.Contains(p.body, template("The grant was revoked")) {
 		t.Fatalf("revoking the grant: %d %s", p.status, p.body)
 	}
 	if st, gr := e.grant(at, confID, e.confSecret); st != http.StatusUnauthorized || gr["code"] != "revoked_token" {
@@ -466,5 +466,26 @@ func TestConcurrentRevocationsAskAgain(t *testing.T) {
 	}
 	if p := b.get(e.u.Authorization + "?" + perEntryRequest(e, ch).Encode()); p.status != http.StatusOK || !strings.Contains(p.url.Path, "/oauth/consent") {
 		t.Fatalf("after revoking every grant of the client at once: want the consent page, got %d %s → %s %s", p.status, p.url, p.header.Get("Location"), p.body)
+	}
+}
+
+// TestConnectedNoticeIsFixed: the page's status notice after a revocation
+// is one of its own texts, chosen by done; a link with a done of the
+// attacker's words (a phishing line in the server's own page) shows no
+// notice at all.
+func TestConnectedNoticeIsFixed(t *testing.T) {
+	e := start(t)
+	c := signInConnected(t, e, subAna)
+	const bait = "Your account is locked: call +1 555 0100 to unlock it"
+	for _, done := range []string{bait, "revoked everything; now sign in at https://evil.example", "ENTRY", "entry "} {
+		p := c.get(e.u.Issuer + "/oauth/connected?done=" + url.QueryEscape(done))
+		if p.status != http.StatusOK || strings.Contains(p.body, "555 0100") || strings.Contains(p.body, "evil.example") || strings.Contains(p.body, `class="notice"`) {
+			t.Fatalf("done=%q: want the page without a notice, got %d %s", done, p.status, p.body)
+		}
+	}
+	for done, want := range map[string]string{"entry": "The entry was revoked", "grant": "The grant was revoked"} {
+		if p := c.get(e.u.Issuer + "/oauth/connected?done=" + done); p.status != http.StatusOK || !strings.Contains(p.body, `class="notice" role="status">`+template(want)) {
+			t.Fatalf("done=%s: want the notice %q, got %d %s", done, want, p.status, p.body)
+		}
 	}
 }

@@ -89,7 +89,7 @@ func TestPARNativeReadsThePushedRequest(t *testing.T) {
 		}
 		return e.do(req)
 	}
-	assertion := kc.assertion(e, e.u.Grant)
+	assertion := kc.assertion(e, e.u.Issuer)
 	st, g, _ := grant("X-Client-Assertion", assertion, "DPoP", dpopKey.proof(e, "GET", e.u.Grant, at, ""))
 	if st != http.StatusOK || !strings.Contains(jsonOf(t, g["authorizationDetails"]), signingType) || g["subject"] != subAna {
 		t.Fatalf("grant with the client's assertion and a proof: want 200 with the signing-key detail, got %d %v", st, g)
@@ -100,9 +100,9 @@ func TestPARNativeReadsThePushedRequest(t *testing.T) {
 		code string
 	}{
 		{"replayed assertion", []string{"X-Client-Assertion", assertion, "DPoP", dpopKey.proof(e, "GET", e.u.Grant, at, "")}, "invalid_client_credentials"},
-		{"secret beside the assertion", []string{"X-Client-Assertion", kc.assertion(e, e.u.Grant), "X-Client-Secret", "s", "DPoP", dpopKey.proof(e, "GET", e.u.Grant, at, "")}, "invalid_client_credentials"},
+		{"secret beside the assertion", []string{"X-Client-Assertion", kc.assertion(e, e.u.Issuer), "X-Client-Secret", "s", "DPoP", dpopKey.proof(e, "GET", e.u.Grant, at, "")}, "invalid_client_credentials"},
 		{"no credential", []string{"DPoP", dpopKey.proof(e, "GET", e.u.Grant, at, "")}, "missing_client_credentials"},
-		{"no proof", []string{"X-Client-Assertion", kc.assertion(e, e.u.Grant)}, "invalid_dpop_proof"},
+		{"no proof", []string{"X-Client-Assertion", kc.assertion(e, e.u.Issuer)}, "invalid_dpop_proof"},
 	}
 	for _, r := range refusals {
 		st, g, _ := grant(r.hdr...)

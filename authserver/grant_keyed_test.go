@@ -35,7 +35,7 @@ func (e *env) keyedDPoPToken(kc keyedClient) (string, signer) {
 	verifier, challenge := pkce(e.t)
 	rq := e.nativeCode(kc.params(e, challenge), subAna, map[string]string{"action": "approve"})
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {rq.Get("code")}, "redirect_uri": {keyedRedirect}, "code_verifier": {verifier}}
-	st, tok, _ := e.post(e.u.Token, withAssertion(form, kc.assertion(e, e.u.Token)), "", "", "DPoP", dpopKey.proof(e, "POST", e.u.Token, "", ""))
+	st, tok, _ := e.post(e.u.Token, withAssertion(form, kc.assertion(e, e.u.Issuer)), "", "", "DPoP", dpopKey.proof(e, "POST", e.u.Token, "", ""))
 	if st != http.StatusOK || tok["token_type"] != "DPoP" {
 		e.t.Fatalf("token: want 200 DPoP, got %d %v", st, tok)
 	}

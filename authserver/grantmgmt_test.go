@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -551,4 +552,147 @@ func TestGrantManagementPAR(t *testing.T) {
 	if merged["grant_id"] != gid || merged["scope"] != "openid email profile" {
 		t.Fatalf("pushed merge: %v", merged)
 	}
+}
+
+// TestGrantManagementFollowsTheGrant: the grant management endpoint reads
+// the scope from the token's grant as it is now, and a token manages only
+// its own subject's grants. Ana's manager token (openid and both grant
+// management scopes) reads and could revoke her other grant of the
+// client; Carla's grant of the same client is unknown to it (404, and
+// Carla's token keeps working); once Ana revoked grant_management_query,
+// then grant_management_revoke, from the manager's grant on the Connected
+// Miniapps page, the live token can neither read nor revoke (403
+// insufficient_scope), whatever its scope claim says.
+func TestGrantManagementFollowsTheGrant(t *testing.T) {
+	e := start(t)
+	tokensOf := func(subject string, q url.Values) map[string]any {
+		t.Helper()
+		st, m := e.native(map[string]any{"authorization_url": e.u.Authorization + "?" + q.Encode(), "subject": subject})
+		if st != http.StatusCreated {
+			t.Fatalf("native submit for %s: %d %v", subject, st, m)
+		}
+		st, m = e.decide(m["request_id"].(string), map[string]any{"action": "approve"})
+		if st != http.StatusOK {
+			t.Fatalf("decision of %s: %d %v", subject, st, m)
+		}
+		return gmRedeem(t, e, m["redirect_url"].(string), q)
+	}
+	mq := gmRequest(e, gmPKCE(t), "openid grant_management_query grant_management_revoke", nil, "create", "")
+	mq.Del("org_id")
+	mgr := tokensOf(subAna, mq)
+	manager, managerGrant := mgr["access_token"].(string), mgr["grant_id"].(string)
+	plain := func(subject string) map[string]any {
+		q := gmRequest(e, gmPKCE(t), "openid profile", nil, "create", "")
+		q.Del("org_id")
+		return tokensOf(subject, q)
+	}
+	ana, carla := plain(subAna), plain(subCarla)
+	anaGrant, carlaGrant := ana["grant_id"].(string), carla["grant_id"].(string)
+
+	if st, m, _ := gmCall(t, e, http.MethodGet, anaGrant, manager); st != http.StatusOK || gmScopes(t, e, m) != "openid profile" {
+		t.Fatalf("Ana's manager reads Ana's other grant: want 200, got %d %v", st, m)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		if st, m, _ := gmCall(t, e, method, carlaGrant, manager); st != http.StatusNotFound || m["error"] != "invalid_grant_id" {
+			t.Fatalf("%s Carla's grant with Ana's token: want 404 invalid_grant_id, got %d %v", method, st, m)
+		}
+	}
+	if st, g := e.grant(carla["access_token"].(string), confID, e.confSecret); st != http.StatusOK || g["subject"] != subCarla {
+		t.Fatalf("Carla's token after Ana's token tried to revoke her grant: want 200, got %d %v", st, g)
+	}
+
+	c := signInConnected(t, e, subAna)
+	csrf, _ := c.list()
+	revoke := func(entry string) {
+		t.Helper()
+		if st, m := c.api(http.MethodPost, "/revoke", map[string]string{"grant_id": managerGrant, "entry": entry}, csrf, nil); st != http.StatusOK || m["whole_grant"] != false {
+			t.Fatalf("Ana revokes %s from the manager's grant: %d %v", entry, st, m)
+		}
+	}
+	revoke("scope grant_management_query")
+	if st, m, h := gmCall(t, e, http.MethodGet, anaGrant, manager); st != http.StatusForbidden || m["error"] != "insufficient_scope" ||
+		!strings.Contains(h.Get("WWW-Authenticate"), `scope="grant_management_query"`) {
+		t.Fatalf("GET after grant_management_query was revoked from the token's grant: want 403 insufficient_scope, got %d %v", st, m)
+	}
+	revoke("scope grant_management_revoke")
+	if st, m, _ := gmCall(t, e, http.MethodDelete, anaGrant, manager); st != http.StatusForbidden || m["error"] != "insufficient_scope" {
+		t.Fatalf("DELETE after grant_management_revoke was revoked from the token's grant: want 403 insufficient_scope, got %d %v", st, m)
+	}
+	if st, g := e.grant(ana["access_token"].(string), confID, e.confSecret); st != http.StatusOK || g["subject"] != subAna {
+		t.Fatalf("Ana's other grant after the refused DELETE: want it live, got %d %v", st, g)
+	}
+}
+
+// TestMergeRacingEntryRevocation: rounds of a merge approval and, at the
+// same moment, the subject revoking an entry of the grant on the Connected
+// Miniapps page. Whichever commits first, the outcome is consistent: a
+// revocation that went through is never undone by the merge (the merge
+// supersedes the grant only as it read it, store.Grant.Supersedes, and is
+// refused with invalid_grant_id otherwise), a merge that went through
+// holds what it added, and one of the two always goes through. The
+// assertions do not depend on the order the race took.
+func TestMergeRacingEntryRevocation(t *testing.T) {
+	e := start(t)
+	manager := gmManager(t, e)
+	c := signInConnected(t, e, subAna)
+	csrf, _ := c.list()
+	const rounds = 40
+	revoked, merged := 0, 0
+	for round := range rounds {
+		q := gmRequest(e, gmPKCE(t), "openid email", nil, "create", "")
+		q.Del("org_id")
+		gid := gmTokens(t, e, q, map[string]any{"action": "approve"})["grant_id"].(string)
+		mq := gmRequest(e, gmPKCE(t), "profile", nil, "merge", gid)
+		mq.Del("org_id")
+		st, m := e.native(map[string]any{"authorization_url": e.u.Authorization + "?" + mq.Encode(), "subject": subAna})
+		if st != http.StatusCreated {
+			t.Fatalf("round %d: the merge request: %d %v", round, st, m)
+		}
+		id := m["request_id"].(string)
+
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var mergeSt, revokeSt int
+		var mergeAns, revokeAns map[string]any
+		wg.Go(func() { <-start; mergeSt, mergeAns = e.decide(id, map[string]string{"action": "approve"}) })
+		wg.Go(func() {
+			<-start
+			revokeSt, revokeAns = c.api(http.MethodPost, "/revoke", map[string]string{"grant_id": gid, "entry": "scope email"}, csrf, nil)
+		})
+		close(start)
+		wg.Wait()
+
+		mergeOK := mergeSt == http.StatusOK && redirectQuery(t, mergeAns["redirect_url"].(string)).Get("code") != ""
+		revokeOK := revokeSt == http.StatusOK
+		switch {
+		case !mergeOK && mergeAns["error"] != "invalid_grant_id":
+			t.Fatalf("round %d: the merge: want a code or invalid_grant_id, got %d %v", round, mergeSt, mergeAns)
+		case !revokeOK && revokeAns["error"] != "unknown_grant":
+			t.Fatalf("round %d: the revocation: want 200 or unknown_grant (changed meanwhile), got %d %v", round, revokeSt, revokeAns)
+		case !mergeOK && !revokeOK:
+			t.Fatalf("round %d: neither the merge (%v) nor the revocation (%v) went through", round, mergeAns, revokeAns)
+		}
+		st, live, _ := gmCall(t, e, http.MethodGet, gid, manager)
+		if st != http.StatusOK {
+			t.Fatalf("round %d: the grant after the race: %d %v", round, st, live)
+		}
+		scopes := " " + gmScopes(t, e, live) + " "
+		if revokeOK && strings.Contains(scopes, " email ") {
+			t.Fatalf("round %d: the subject revoked email (%v) and the merge (%d %v) brought it back: the live grant holds %q",
+				round, revokeAns, mergeSt, mergeAns, scopes)
+		}
+		if mergeOK && !strings.Contains(scopes, " profile ") {
+			t.Fatalf("round %d: the merge went through but the live grant holds %q", round, scopes)
+		}
+		if revokeOK {
+			revoked++
+		}
+		if mergeOK {
+			merged++
+		}
+		if st, m, _ := gmCall(t, e, http.MethodDelete, gid, manager); st != http.StatusNoContent {
+			t.Fatalf("round %d: revoking the round's grant: %d %v", round, st, m)
+		}
+	}
+	t.Logf("%d rounds: %d revocations and %d merges went through", rounds, revoked, merged)
 }

@@ -1,7 +1,9 @@
 package authserver_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +13,9 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 )
 
 // keyHost is a client's JWK Set published on loopback, as a client with a
@@ -100,9 +105,15 @@ func TestJWKSURI(t *testing.T) {
 }
 
 // TestJWKSURIDown: a jwks_uri that does not answer with a set refuses the
-// assertion with invalid_client naming the URL and what it answered.
+// assertion with invalid_client, in words that say nothing of what the
+// fetch met: the caller is not authenticated yet, and the addresses, ports
+// and answers of the client's key host are no business of its. The
+// server's log has what went wrong.
 func TestJWKSURIDown(t *testing.T) {
-	e := start(t)
+	var log syncBuffer
+	e := startWith(t, storetest.DB(t), &clock{t: time.Now()}, func(c *authserver.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
 	prj, key := e.fapiProject()
 	gone := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(gone.Close)
@@ -113,8 +124,80 @@ func TestJWKSURIDown(t *testing.T) {
 	kc := keyedClient{id: c["client_id"].(string), signers: []signer{s}}
 	_, challenge := pkce(t)
 	st, m, _ := e.post(e.parEndpoint(), withAssertion(kc.params(e, challenge), kc.assertion(e, e.u.Issuer)), "", "")
-	if desc, _ := m["error_description"].(string); st != http.StatusUnauthorized || m["error"] != "invalid_client" ||
-		!strings.Contains(desc, gone.URL+"/jwks.json answered 404") {
-		t.Fatalf("want 401 invalid_client naming the jwks_uri's 404, got %d %v", st, m)
+	desc, _ := m["error_description"].(string)
+	if st != http.StatusUnauthorized || m["error"] != "invalid_client" || !strings.Contains(desc, "could not be read from its jwks_uri; the server's log says why") {
+		t.Fatalf("want 401 invalid_client saying the keys could not be read, got %d %v", st, m)
+	}
+	for _, detail := range []string{"404", gone.Listener.Addr().String(), "127.0.0.1"} {
+		if strings.Contains(desc, detail) {
+			t.Errorf("the refusal tells an unauthenticated caller %q: %s", detail, desc)
+		}
+	}
+	if l := log.String(); !strings.Contains(l, "jwks_uri fetch failed") || !strings.Contains(l, "answered 404 Not Found") {
+		t.Errorf("the log lacks the fetch's failure: %s", l)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a server's goroutines may write at
+// once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestJWKSURIAddressPolicy: a deployed server (its issuer not on
+// loopback) refuses, at registration on the dashboard, a jwks_uri on any
+// host the address policy does not call public (origin.HostRule): the
+// special-purpose blocks netip does not know (a cloud's metadata address
+// in 100.64.0.0/10, benchmarking, protocol assignments), IPv6 forms that
+// carry a loopback, private or link-local IPv4 address (IPv4-mapped,
+// IPv4-compatible, NAT64, 6to4), site-local IPv6, and loopback spelled as
+// a browser or resolver reads it (127.1, 0177.0.0.1, localhost.). Each
+// refusal is 400 invalid_field at /jwks_uri naming the rule; a public
+// host is registered (and never fetched here).
+func TestJWKSURIAddressPolicy(t *testing.T) {
+	e := startWith(t, storetest.DB(t), &clock{t: time.Now()}, func(c *authserver.Config) { c.Issuer = "https://id.example" })
+	prj, key := e.fapiProject()
+	register := func(uri string) (int, map[string]any) {
+		t.Helper()
+		return e.dash("POST", "/api/projects/"+prj+"/credentials", key, map[string]any{
+			"type": "confidential", "redirect_uris": []string{keyedRedirect}, "token_endpoint_auth_method": "private_key_jwt", "jwks_uri": uri})
+	}
+	for uri, rule := range map[string]string{
+		"https://100.100.100.200/latest/jwks": "shared address space",
+		"https://100.64.0.1/jwks.json":        "shared address space",
+		"https://198.18.0.1/jwks.json":        "benchmarking",
+		"https://192.0.0.170/jwks.json":       "IETF protocol assignments",
+		"https://[::ffff:a9fe:a9fe]/jwks":     "carries 169.254.169.254: link-local",
+		"https://[::7f00:1]/jwks.json":        "IPv4-compatible",
+		"https://[::a00:1]/jwks.json":         "IPv4-compatible",
+		"https://[64:ff9b::7f00:1]/jwks.json": "carries 127.0.0.1: loopback",
+		"https://[64:ff9b::a00:1]/jwks.json":  "carries 10.0.0.1: private",
+		"https://[64:ff9b::a9fe:a9fe]/jwks":   "carries 169.254.169.254: link-local",
+		"https://[2002:7f00:1::]/jwks.json":   "carries 127.0.0.1: loopback",
+		"https://[fec0::1]/jwks.json":         "site-local",
+		"https://127.1/jwks.json":             `write the host as "127.0.0.1"`,
+		"https://0177.0.0.1/jwks.json":        `write the host as "127.0.0.1"`,
+		"https://localhost./jwks.json":        "loopback name",
+	} {
+		st, m := register(uri)
+		if msg, _ := m["message"].(string); st != http.StatusBadRequest || m["code"] != "invalid_field" || m["field"] != "/jwks_uri" || !strings.Contains(msg, rule) {
+			t.Errorf("jwks_uri %s: want 400 invalid_field at /jwks_uri naming %q, got %d %v", uri, rule, st, m)
+		}
+	}
+	if st, m := register("https://keys.example.com/jwks.json"); st != http.StatusCreated {
+		t.Fatalf("a public jwks_uri: want 201, got %d %v", st, m)
 	}
 }

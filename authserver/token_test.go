@@ -4,10 +4,14 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
@@ -138,6 +142,14 @@ func TestTokenEndpointRefusals(t *testing.T) {
 			if st != x.status || m["error"] != x.want {
 				t.Fatalf("want %d %s, got %d %v", x.status, x.want, st, m)
 			}
+			if x.name == "another client authenticated" {
+				// Another client's attempt acts on nothing: the code
+				// is still its own client's (TestStrangerCannotSpendACode).
+				if st, m := e.exchange(code, v); st != http.StatusOK {
+					t.Fatalf("code after another client's attempt: want it redeemable by its client, got %d %v", st, m)
+				}
+				return
+			}
 			if x.want == "invalid_grant" && x.name != "unknown code" {
 				// The code is spent by the failed attempt: the right
 				// verifier cannot be tried after a wrong one.
@@ -241,5 +253,108 @@ func TestRefreshRefusalsSpendNothing(t *testing.T) {
 	}
 	if st, g := e.grant(m["access_token"].(string), confID, e.confSecret); st != http.StatusOK {
 		t.Fatalf("the grant after the owner's refresh: %d %v", st, g)
+	}
+}
+
+// TestStrangerCannotSpendACode: a code sent by a client it was not issued
+// to (any public client names itself with client_id alone), or with
+// another DPoP key than the one it is bound to, is refused and left as it
+// is: an unredeemed code is still redeemed by its client afterwards, and a
+// spent one does not revoke its grant. The code's own client replaying it
+// still revokes the grant (RFC 6749 §4.1.2).
+func TestStrangerCannotSpendACode(t *testing.T) {
+	e := start(t)
+	const strangerID = "stranger-public"
+	if _, err := e.srv.RegisterClient(t.Context(), authserver.ClientSpec{ID: strangerID, RedirectURIs: []string{"https://stranger.example/cb"},
+		AllowedOrigins: []string{"https://stranger.example"}}); err != nil {
+		t.Fatal(err)
+	}
+	// redeem is the owner, the confidential client, with its secret.
+	redeem := func(code, verifier string, hdr ...string) (int, map[string]any) {
+		t.Helper()
+		st, m, _ := e.post(e.u.Token, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {confRedir},
+			"code_verifier": {verifier}}, confID, e.confSecret, hdr...)
+		return st, m
+	}
+	strangers := func(code, verifier string) {
+		t.Helper()
+		for _, s := range []struct{ id, redirect string }{{strangerID, "https://stranger.example/cb"}, {strangerID, confRedir}, {publicID, confRedir}} {
+			st, m, _ := e.post(e.u.Token, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {s.redirect},
+				"code_verifier": {verifier}, "client_id": {s.id}}, "", "")
+			if desc, _ := m["error_description"].(string); st != http.StatusBadRequest || m["error"] != "invalid_grant" || !strings.Contains(desc, "another client") {
+				t.Fatalf("the code sent by %s: want 400 invalid_grant (another client), got %d %v", s.id, st, m)
+			}
+		}
+	}
+	live := func(what, at string, hdr ...string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, e.u.Grant, nil)
+		req.Header.Set("X-Client-Id", confID)
+		req.Header.Set("X-Client-Secret", e.confSecret)
+		req.Header.Set("Authorization", "Bearer "+at)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		if st, g, _ := e.do(req); st != http.StatusOK || g["subject"] != subAna {
+			t.Fatalf("%s: want the owner's token live (200), got %d %v", what, st, g)
+		}
+	}
+
+	// An unredeemed code: the strangers' attempts leave it to its client.
+	v, c := pkce(t)
+	code := e.nativeCode(e.confAuthParams(c), subAna, map[string]string{"action": "approve"}).Get("code")
+	strangers(code, v)
+	st, tr := redeem(code, v)
+	if st != http.StatusOK {
+		t.Fatalf("the owner redeems after the strangers: want 200, got %d %v", st, tr)
+	}
+	// The spent code: the strangers' replays revoke nothing.
+	strangers(code, v)
+	live("after strangers replayed the spent code", tr["access_token"].(string))
+	if st, rt := e.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tr["refresh_token"].(string)}}, confID, e.confSecret); st != http.StatusOK {
+		t.Fatalf("the owner's refresh after strangers replayed its code: want 200, got %d %v", st, rt)
+	}
+
+	// A code bound to a DPoP key (dpop_jkt): its own client with another
+	// key, or without a proof, neither burns it nor, once spent, revokes
+	// its grant.
+	key, other := newSigner(t, jose.ES256), newSigner(t, jose.ES256)
+	v, c = pkce(t)
+	q := e.confAuthParams(c)
+	q.Set("dpop_jkt", key.thumbprint(t))
+	bound := e.nativeCode(q, subAna, map[string]string{"action": "approve"}).Get("code")
+	wrongKey := func() {
+		t.Helper()
+		st, m := redeem(bound, v, "DPoP", other.proof(e, "POST", e.u.Token, "", ""))
+		if desc, _ := m["error_description"].(string); st != http.StatusBadRequest || m["error"] != "invalid_grant" || !strings.Contains(desc, "bound to a DPoP key") {
+			t.Fatalf("the bound code with another key: want 400 invalid_grant, got %d %v", st, m)
+		}
+		if st, m := redeem(bound, v); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+			t.Fatalf("the bound code without a proof: want 400 invalid_grant, got %d %v", st, m)
+		}
+	}
+	wrongKey()
+	st, btr := redeem(bound, v, "DPoP", key.proof(e, "POST", e.u.Token, "", ""))
+	if st != http.StatusOK || btr["token_type"] != "DPoP" {
+		t.Fatalf("the bound code with its key: want 200 DPoP, got %d %v", st, btr)
+	}
+	wrongKey()
+	bat := btr["access_token"].(string)
+	live("after replays of the bound code with another key", bat, "Authorization", "DPoP "+bat, "DPoP", key.proof(e, "GET", e.u.Grant, bat, ""))
+
+	// The code's own client replaying it, with its key, revokes the grant.
+	if st, m := redeem(bound, v, "DPoP", key.proof(e, "POST", e.u.Token, "", "")); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Fatalf("the owner's replay: want 400 invalid_grant, got %d %v", st, m)
+	}
+	if st, g := e.grant(tr["access_token"].(string), confID, e.confSecret); st != http.StatusOK {
+		t.Fatalf("the other grant after the bound code's replay: want 200, got %d %v", st, g)
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.u.Grant, nil)
+	req.Header.Set("Authorization", "DPoP "+bat)
+	req.Header.Set("DPoP", key.proof(e, "GET", e.u.Grant, bat, ""))
+	req.Header.Set("X-Client-Id", confID)
+	req.Header.Set("X-Client-Secret", e.confSecret)
+	if st, g, _ := e.do(req); st != http.StatusUnauthorized || g["code"] != "revoked_token" {
+		t.Fatalf("the bound token after its owner's replay: want 401 revoked_token, got %d %v", st, g)
 	}
 }

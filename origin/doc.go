@@ -2,7 +2,9 @@
 // "One origin policy"; docs/service.md §2.9 and §4.3). The resolver, the host's
 // navigation policy, the bridge and the cookie sync all ask this package, and
 // nothing else, whether two URLs share an origin or whether an origin is
-// allowed.
+// allowed. It also holds the address policy ([AddrRule], [HostRule]): which
+// hosts and addresses a server may fetch a URL that someone else registered
+// from (docs/fapi.md, "Keys at a jwks_uri").
 //
 // The webview navigates what the WHATWG URL Standard makes of a string, and
 // Go's net/url disagrees with it on many inputs (backslashes, numeric and

@@ -7,9 +7,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
+	"github.com/miniapp-host/miniapp-host/origin"
 )
 
 // A credential's FAPI 2.0 settings (docs/fapi.md): how it authenticates
@@ -238,12 +237,18 @@ func checkJWKS(raw json.RawMessage) error {
 const maxJWKSURI = 2048
 
 // checkJWKSURI checks a credential's jwks_uri (RFC 7591 §2): an absolute
-// https URL without user name or fragment, on a public host. With local
-// (Config.LocalJWKSURI: development and tests) a loopback or private host
-// is accepted too, and http on a loopback host, as for redirect URIs. The
-// authorization server fetches it with the same rule (its dialer refuses
-// other addresses), so that a registration cannot make it call the
-// services of its own network.
+// https URL without user name or fragment, on a public host by the
+// address policy of package origin (origin.HostRule: no loopback,
+// private, link-local or other special-purpose address in any spelling, no
+// loopback, single-label or local-network name). With local
+// (Config.LocalJWKSURI: development and tests) any host is accepted, and
+// http on a loopback host, as for redirect URIs. The host is read as a
+// browser reads it (origin.ParseURL: 127.1 and 0177.0.0.1 are 127.0.0.1)
+// and must be written so, since the server fetches the URL with Go's
+// parser, which reads such hosts as names. The authorization server's
+// dialer applies the same policy to each address the name resolves to,
+// so that a registration cannot make it call the services of its own
+// network, even through a name that changes what it resolves to.
 func checkJWKSURI(raw string, local bool) *Error {
 	const field = "/jwks_uri"
 	u, err := url.Parse(raw)
@@ -258,29 +263,27 @@ func checkJWKSURI(raw string, local bool) *Error {
 		return invalid(field, "jwks_uri has no user name or password: the keys are public, fetched without credentials")
 	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
 		return invalid(field, "jwks_uri has no fragment")
+	case u.Scheme != "https" && u.Scheme != "http":
+		return invalid(field, fmt.Sprintf("jwks_uri's scheme is %q: use https", u.Scheme))
 	}
-	host := u.Hostname()
-	addr, ipErr := netip.ParseAddr(host)
-	loopback := host == "localhost" || (ipErr == nil && addr.IsLoopback())
-	internal := loopback || (ipErr == nil && !publicAddr(addr)) || !strings.Contains(host, ".") && ipErr != nil
+	w, err := origin.ParseURL(raw)
+	if err != nil {
+		return invalid(field, fmt.Sprintf("jwks_uri %q is not a URL a browser reads the same way: %v", raw, err))
+	}
+	if !strings.EqualFold(u.Host, w.Host) {
+		return invalid(field, fmt.Sprintf("jwks_uri's host %q is read as %q by a browser's URL parser and as a name by others: write the host as %q", u.Host, w.Host, w.Host))
+	}
+	loopback := origin.Of(w).IsLoopback()
 	switch {
 	case u.Scheme == "http" && !loopback:
 		return invalid(field, fmt.Sprintf("jwks_uri %q is plain http: keys fetched without TLS could be replaced on the way; use https", raw))
 	case u.Scheme == "http" && !local:
 		return invalid(field, fmt.Sprintf("jwks_uri %q is on loopback: this server fetches loopback and private hosts only in development (an issuer on loopback); publish the keys at a public https URL", raw))
-	case u.Scheme != "https" && u.Scheme != "http":
-		return invalid(field, fmt.Sprintf("jwks_uri's scheme is %q: use https", u.Scheme))
-	case internal && !local:
-		return invalid(field, fmt.Sprintf("jwks_uri's host %q is loopback, private or a single label: this server fetches only public hosts outside development; publish the keys at a public https URL", host))
+	case local:
+		return nil
+	}
+	if rule := origin.HostRule(w.Hostname()); rule != "" {
+		return invalid(field, fmt.Sprintf("jwks_uri's host %q is not public: %s. This server fetches only public hosts outside development; publish the keys at a public https URL", w.Hostname(), rule))
 	}
 	return nil
-}
-
-// publicAddr reports whether a is a public unicast address: not
-// loopback, private (RFC 1918, RFC 4193), link-local, multicast or
-// unspecified.
-func publicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() && !a.IsLinkLocalUnicast() &&
-		!a.IsInterfaceLocalMulticast() && a != netip.IPv4Unspecified() && !net.IP(a.AsSlice()).Equal(net.IPv4bcast)
 }

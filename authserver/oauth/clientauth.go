@@ -73,20 +73,24 @@ func checkAlg(what, alg string) error {
 }
 
 // audience is a JWT's aud: a string or an array of strings (RFC 7519
-// §4.1.3).
-type audience []string
+// §4.1.3). single records that it was a JSON string, which the fapi2
+// profile requires (assertionClaims.refusal, strict).
+type audience struct {
+	names  []string
+	single bool
+}
 
 func (a *audience) UnmarshalJSON(b []byte) error {
 	var one string
 	if err := json.Unmarshal(b, &one); err == nil {
-		*a = audience{one}
+		*a = audience{names: []string{one}, single: true}
 		return nil
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
 		return errors.New("aud is neither a string nor an array of strings")
 	}
-	*a = many
+	*a = audience{names: many}
 	return nil
 }
 
@@ -165,8 +169,12 @@ func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client,
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return nil, bad("client_assertion's claims: %v", err)
 	}
+	cs, err := s.security(r.Context(), c)
+	if err != nil {
+		return nil, err
+	}
 	aud := []string{s.cfg.Issuer, s.endpoint(pathToken), s.requestURL(r)}
-	if msg := claims.refusal(s.cfg.Now(), aud); msg != "" {
+	if msg := claims.refusal(s.cfg.Now(), aud, cs.fapi2()); msg != "" {
 		return nil, bad("%s", msg)
 	}
 	err = s.useJTI(r.Context(), jtiKey("client_assertion", c.ID, claims.Jti), unixTime(*claims.Exp))
@@ -201,18 +209,32 @@ func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string
 	}
 	keys, err := s.fapi.jwks.keys(ctx, cs.JWKSURI, kid)
 	if err != nil {
-		s.cfg.Logger.Info("oauth: jwks_uri fetch failed", "client_id", c.ID, "err", err)
-		return nil, nil, bad("the keys of client %s could not be read: %v", c.ID, err)
+		// The caller is not authenticated yet: what the fetch met (the
+		// addresses a name resolves to, a refused connection, a status)
+		// would map the network around the client's host for anyone.
+		// The log has it for the operator.
+		s.cfg.Logger.Info("oauth: jwks_uri fetch failed", "client_id", c.ID, "jwks_uri", cs.JWKSURI, "err", err)
+		return nil, nil, bad("the keys of client %s could not be read from its jwks_uri; the server's log says why", c.ID)
 	}
 	return c, keys, nil
 }
 
 // refusal checks an assertion's audience and times against now (RFC 7523
 // section 3; FAPI 2.0's clock skew): "" when they hold, or what is wrong.
-// aud lists the accepted audiences, the issuer first.
-func (c *assertionClaims) refusal(now time.Time, aud []string) string {
+// aud lists the accepted audiences, the issuer first: RFC 7523 §3 lets
+// the aud name the token endpoint, and RFC 9126 §2 asks a server to take
+// the issuer, the token endpoint's URL and the URL of the endpoint called
+// "for interoperability". strict is the fapi2 profile's rule instead: the
+// issuer identifier alone, as a JSON string (FAPI 2.0 Security Profile,
+// final; draft-ietf-oauth-rfc7523bis), so that an assertion a client made
+// for another audience (another server's token endpoint, an array naming
+// several) is never accepted here (docs/fapi.md, "private_key_jwt").
+func (c *assertionClaims) refusal(now time.Time, aud []string, strict bool) string {
 	switch {
-	case !slices.ContainsFunc(c.Aud, func(a string) bool { return slices.Contains(aud, a) }):
+	case strict && (!c.Aud.single || c.Aud.names[0] != aud[0]):
+		return fmt.Sprintf("client_assertion's aud must be the issuer identifier %s, alone and as a JSON string: "+
+			"a credential of the fapi2 profile accepts no other audience, no array (FAPI 2.0 Security Profile; draft-ietf-oauth-rfc7523bis)", aud[0])
+	case !slices.ContainsFunc(c.Aud.names, func(a string) bool { return slices.Contains(aud, a) }):
 		return fmt.Sprintf("client_assertion's aud must be the issuer %s (or the token endpoint's URL)", aud[0])
 	case c.Exp == nil:
 		return "client_assertion has no exp (RFC 7523 section 3)"

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -366,10 +365,19 @@ func (s *Server) rememberedAfter(ctx context.Context, g *store.Grant, revoked []
 		AccountID: c.AccountID, UpdatedAt: now}, HeldBy: heldBy}, nil
 }
 
+// connectedNotices are the status notices of the page after a revocation
+// (Post/Redirect/Get): the redirect's done names one of them, and any
+// other value shows none, so that a link cannot make the server's page
+// say what its author wants.
+var connectedNotices = map[string]string{
+	"entry": "The entry was revoked: the Miniapp keeps the rest of the grant, and asks again for what was revoked at its next sign-in.",
+	"grant": "The grant was revoked: its tokens stop working now, and the Miniapp asks again at its next sign-in.",
+}
+
 // handleConnectedPage shows the signed-in subject's grants, or the sign-in
 // form when the browser is not signed in.
 func (s *Server) handleConnectedPage(w http.ResponseWriter, r *http.Request) {
-	s.renderConnected(w, r, http.StatusOK, "", r.URL.Query().Get("done"))
+	s.renderConnected(w, r, http.StatusOK, "", connectedNotices[r.URL.Query().Get("done")])
 }
 
 func (s *Server) renderConnected(w http.ResponseWriter, r *http.Request, status int, errMsg, notice string) {
@@ -455,13 +463,17 @@ func (s *Server) handleConnectedRevokeForm(w http.ResponseWriter, r *http.Reques
 		s.renderConnected(w, r, http.StatusUnauthorized, "sign in first", "")
 		return
 	}
-	gone, _, err := s.revokeEntry(r.Context(), se.subject(), r.PostForm.Get("grant_id"), r.PostForm.Get("entry"))
+	_, whole, err := s.revokeEntry(r.Context(), se.subject(), r.PostForm.Get("grant_id"), r.PostForm.Get("entry"))
 	if err != nil {
 		oe := s.asError(r, err)
 		s.renderConnected(w, r, statusOf(oe.Code), oe.Description, "")
 		return
 	}
-	http.Redirect(w, r, s.path(pathConnected)+"?done="+url.QueryEscape("revoked "+strings.Join(gone, ", ")), http.StatusSeeOther)
+	done := "entry"
+	if whole {
+		done = "grant"
+	}
+	http.Redirect(w, r, s.path(pathConnected)+"?done="+done, http.StatusSeeOther)
 }
 
 // handleConnectedAPI answers the session's subject, CSRF token and

@@ -128,7 +128,9 @@ func grantCheck(v *validated, subject string) (consent.Check, bool) {
 // issued from it. A merge grants what the grant held and what was just
 // approved (§5.2: "merge"); a replace grants only what was just approved.
 // The live grant is read again: another approval may have changed it
-// since the request was checked.
+// since the request was checked; and the store supersedes it only as read
+// here (store.Grant.Supersedes), so that an entry the subject revokes
+// meanwhile (Connected Miniapps) is not brought back by the merge.
 func (s *Server) changeGrant(ctx context.Context, v *validated, g *store.Grant, granted *catalog.Result) error {
 	cur, err := s.cfg.Store.LiveGrant(ctx, v.req.GrantID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (cur.ClientID != g.ClientID || cur.SubjectID != g.SubjectID) {
@@ -136,7 +138,7 @@ func (s *Server) changeGrant(ctx context.Context, v *validated, g *store.Grant, 
 	} else if err != nil {
 		return err
 	}
-	g.Lineage, g.Supersedes, g.InstallationID = cur.GrantManagementID(), cur.ID, cur.InstallationID
+	g.Lineage, g.Supersedes, g.InstallationID = cur.GrantManagementID(), cur, cur.InstallationID
 	if v.req.GrantManagementAction != actionMerge {
 		return nil
 	}
@@ -215,10 +217,11 @@ type grantScopes struct {
 
 // handleGrantManagement serves GET (query, §6.1) and DELETE (revoke, §6.2)
 // of {grant_management_endpoint}/{grant_id}. The caller presents an access
-// token of the grant's client with grant_management_query or
-// grant_management_revoke: 401 invalid_token for a token that is not
-// active, 403 insufficient_scope without the scope, 404 invalid_grant_id
-// for a grant_id that names no live grant of the token's client (§6.4).
+// token of the grant's client and subject with grant_management_query or
+// grant_management_revoke, in the token and still in its grant: 401
+// invalid_token for a token that is not active, 403 insufficient_scope
+// without the scope, 404 invalid_grant_id for a grant_id that names no
+// live grant of the token's client and subject (§6.4).
 func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 	w.Header()["Cache-Control"] = headerNoStore
 	tok, dpop, err := presentedToken(r)
@@ -247,19 +250,28 @@ func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete {
 		want = scopeGrantRevoke
 	}
-	if !slices.Contains(tokenScopes(tok), want) {
-		oe := oauthErr(codeInsufficientScope, "the access token lacks the scope "+want)
+	// The scope must be in the token and still in its grant: the subject
+	// may have revoked it from the grant since the token was issued
+	// (Connected Miniapps), and the token's claim is no authority then
+	// (docs/service.md §5.6; docs/authserver.md, "Connected Miniapps").
+	if !slices.Contains(tokenScopes(tok), want) || !slices.Contains(tg.Scopes, want) {
+		oe := oauthErr(codeInsufficientScope, "the access token lacks the scope "+want+", or its grant no longer holds it")
 		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+want+`"`)
 		s.writeJSONError(w, r, oe)
 		return
 	}
+	// A token manages the grants of its own client and subject: the
+	// subject consented to the grant management scopes for its own
+	// grants, and cannot for another subject's (docs/service.md §1, the
+	// subject's consent). Another subject's grant is as unknown as one
+	// that does not exist.
 	id := r.PathValue("grant_id")
 	g, err := s.cfg.Store.LiveGrant(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && g.ClientID != tg.ClientID {
+	if errors.Is(err, store.ErrNotFound) || err == nil && (g.ClientID != tg.ClientID || g.SubjectID != tg.SubjectID) {
 		writeJSON(w, http.StatusNotFound, struct {
 			Error       string `json:"error"`
 			Description string `json:"error_description"`
-		}{codeInvalidGrantID, "no live grant of this client has this grant_id"})
+		}{codeInvalidGrantID, "no live grant of this client and subject has this grant_id"})
 		return
 	} else if err != nil {
 		s.writeJSONError(w, r, err)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/miniapp-host/miniapp-host/origin"
 )
 
 // Keys at a jwks_uri (RFC 7591 §2; OpenID Connect Core §10.1.1 on key
@@ -29,10 +31,13 @@ import (
 // made-up kids cannot make the server hammer the client's host. A fetch is
 // bounded: jwksTimeout for the whole exchange, maxJWKSBody bytes, no
 // redirect, and, outside development (FAPIConfig.LocalJWKSURI), only
-// public addresses: the dialer refuses loopback, private and link-local
-// ones after the name is resolved, so a registered URL cannot make the
-// server call the services of its own network (docs/fapi.md, "Keys at a
-// jwks_uri").
+// public addresses: the dialer refuses every address the address policy
+// does not call public (origin.AddrRule: loopback, private, link-local and
+// the other special-purpose blocks, in whatever IPv6 form carries them)
+// after the name is resolved, so a registered URL cannot make the server
+// call the services of its own network (docs/fapi.md, "Keys at a
+// jwks_uri"). Why a fetch failed is logged, never told the caller, who
+// has not been authenticated yet (clientKeys).
 
 const (
 	// jwksTTL is how long a fetched JWK Set is used before it is fetched
@@ -93,14 +98,17 @@ func newJWKSCache(local bool, now func() time.Time) *jwksCache {
 }
 
 // publicOnly is the dialer's check, after name resolution, that the
-// address is a public one (net.Dialer.Control).
+// address is a public one (net.Dialer.Control): the address policy of
+// package origin (origin.AddrRule), the same the dashboard applies to the
+// URL's host at registration, so that a name that resolves to a private
+// address only when fetched (DNS rebinding) is refused too.
 func publicOnly(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("oauth: jwks_uri: address %q: %w", address, err)
 	}
-	if a := ap.Addr().Unmap(); !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() {
-		return fmt.Errorf("oauth: jwks_uri resolves to %s, a loopback, private or link-local address, which this server does not fetch outside development", a)
+	if rule := origin.AddrRule(ap.Addr()); rule != "" {
+		return fmt.Errorf("oauth: jwks_uri resolves to %s, %s, which this server does not fetch outside development", ap.Addr(), rule)
 	}
 	return nil
 }

@@ -135,16 +135,43 @@ func TestJWKSFetchRefusals(t *testing.T) {
 			}
 		}, "context deadline exceeded"},
 		{"loopback outside development", false, func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"keys":[]}`)) },
-			"a loopback, private or link-local address"},
+			"127.0.0.1, loopback (127.0.0.0/8, RFC 1122)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h.serve(tc.body)
 			c := newJWKSCache(tc.local, time.Now)
-			c.timeout = 200 * time.Millisecond
+			if tc.name == "slow" {
+				// Only the slow host meets the bound: the others
+				// keep the real one, so that a loaded machine does
+				// not turn their refusal into a timeout.
+				c.timeout = 200 * time.Millisecond
+			}
 			_, err := c.keys(ctx, h.URL+"/jwks.json", "")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want an error containing %q, got %v", tc.want, err)
 			}
 		})
+	}
+}
+
+// TestPublicOnlyDialer: the fetcher's dial-time check (net.Dialer.Control,
+// after the name resolved) is the address policy of package origin: it
+// refuses the addresses the guard once let through (shared address
+// space, benchmarking, protocol assignments, IPv4-compatible, NAT64 and
+// 6to4 wrappings of loopback, private and link-local addresses,
+// site-local IPv6) and passes public ones, NAT64 of a public address
+// included. It is called with the addresses only: nothing is dialed.
+func TestPublicOnlyDialer(t *testing.T) {
+	for _, addr := range []string{"100.100.100.200:80", "100.64.0.1:443", "198.18.0.1:443", "192.0.0.1:443", "127.0.0.1:443",
+		"[::ffff:127.0.0.1]:443", "[::7f00:1]:443", "[::a00:1]:443", "[::a9fe:a9fe]:80", "[64:ff9b::7f00:1]:443", "[64:ff9b::a00:1]:443",
+		"[64:ff9b::a9fe:a9fe]:80", "[2002:7f00:1::]:443", "[2002:a9fe:a9fe::1]:80", "[fec0::1]:443", "[fd00::1]:443", "[fe80::1%eth0]:443"} {
+		if err := publicOnly("tcp", addr, nil); err == nil || !strings.Contains(err.Error(), "does not fetch outside development") {
+			t.Errorf("dialing %s: want a refusal, got %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"8.8.8.8:443", "[2606:4700:4700::1111]:443", "[64:ff9b::808:808]:443", "[::ffff:8.8.8.8]:443"} {
+		if err := publicOnly("tcp", addr, nil); err != nil {
+			t.Errorf("dialing %s: want it allowed, got %v", addr, err)
+		}
 	}
 }

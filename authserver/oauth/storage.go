@@ -172,7 +172,9 @@ type Grants interface {
 	// when remember is not nil, the subject's consent for the client, in
 	// one transaction.
 	CreateGrantRemembering(ctx context.Context, g *store.Grant, c *store.Code, remember *store.Consent) error
-	// PeekCode reads a code without spending it; used reports a spent one.
+	// PeekCode reads a code without spending it; used reports a spent one,
+	// which is returned whole too: the token endpoint checks its client
+	// before it acts on a spent code (exchangeCode).
 	PeekCode(ctx context.Context, hash []byte) (c *store.Code, used bool, err error)
 	// RedeemCode spends a code and returns it (a refused redemption spends
 	// it too). A spent code is store.ErrReplayed and revokes its grant.

@@ -158,8 +158,18 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 // exchangeCode redeems an authorization code (RFC 6749 §4.1.3, RFC 7636
 // §4.6). The code is read first, checked, and the tokens signed; then one
 // write spends the code and stores the tokens, atomically, so a code is
-// redeemed once however many requests race for it. A failed check spends
-// the code too, so a wrong verifier cannot be followed by a right one.
+// redeemed once however many requests race for it.
+//
+// Nothing about the code is acted on before the request is known to come
+// from the code's client, with the code's DPoP key when it is bound
+// (dpop_jkt): a code sent by another client, or with another key, is
+// refused and left as it is, spent or not. Otherwise anyone who saw a
+// code (in a log, a referrer, a shared screen) could burn the owner's
+// redemption or, with a spent code, revoke the owner's grant, from any
+// public client. From then on, a failed check spends the code too, so a
+// wrong verifier cannot be followed by a right one, and a spent code
+// revokes its grant: the client presented it twice (RFC 6749 §4.1.2).
+// The refresh token is checked in the same order (refresh).
 // jkt is the thumbprint of the request's DPoP key, "" without a proof.
 func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
 	code := f.Get("code")
@@ -175,6 +185,10 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 		return nil, oauthErr(codeInvalidGrant, "unknown code")
 	case err != nil:
 		return nil, err
+	case rc.ClientID != c.ID:
+		return nil, oauthErr(codeInvalidGrant, "the code was issued to another client")
+	case secretJKT(code) != "" && secretJKT(code) != jkt:
+		return nil, oauthErr(codeInvalidGrant, "the code is bound to a DPoP key (dpop_jkt): redeem it with a DPoP proof made with that key (RFC 9449 section 10)")
 	case used:
 		if err := s.spend(ctx, hash, now); err != nil {
 			return nil, err
@@ -183,16 +197,12 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 	}
 	var refusal *Error
 	switch {
-	case rc.ClientID != c.ID:
-		refusal = oauthErr(codeInvalidGrant, "the code was issued to another client")
 	case now.After(rc.ExpiresAt):
 		refusal = oauthErr(codeInvalidGrant, "the code has expired")
 	case f.Get("redirect_uri") != rc.RedirectURI:
 		refusal = oauthErr(codeInvalidGrant, "redirect_uri differs from the authorization request's")
 	case !verifyPKCE(rc.Challenge, f.Get("code_verifier")):
 		refusal = oauthErr(codeInvalidGrant, "code_verifier does not match the code_challenge")
-	case secretJKT(code) != "" && secretJKT(code) != jkt:
-		refusal = oauthErr(codeInvalidGrant, "the code is bound to a DPoP key (dpop_jkt): redeem it with a DPoP proof made with that key (RFC 9449 section 10)")
 	}
 	var g *store.Grant
 	if refusal == nil {

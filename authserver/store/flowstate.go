@@ -512,7 +512,7 @@ func (s *FlowStore) DecidePending(ctx context.Context, idHash []byte, subject st
 	if s.pg != nil {
 		s.pg.local.drop(idHash)
 	}
-	if s.pg != nil && ins != nil && ins.remember == nil && g.Supersedes == "" {
+	if s.pg != nil && ins != nil && ins.remember == nil && g.Supersedes == nil {
 		if err := s.pgOpen(); err != nil {
 			return err
 		}

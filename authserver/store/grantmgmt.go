@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -39,11 +41,22 @@ func (g *Grant) GrantManagementID() string {
 }
 
 // supersede revokes the live grant g merges or replaces, in the
-// transaction that stores g, and announces it; a grant no longer live
-// (revoked, or superseded by a concurrent merge) is ErrGrantSuperseded.
+// transaction that stores g, and announces it. It compares and swaps: the
+// grant must still be live, the same subject's and client's, with the
+// scopes and details it was read with (g.Supersedes). Otherwise (revoked,
+// superseded by a concurrent merge, or narrowed by the subject meanwhile:
+// NarrowGrant) it is ErrGrantSuperseded and nothing is stored, so that a
+// merge never brings back an entry the subject revoked after the merge
+// read the grant.
 func (s *core) supersede(tx *sql.Tx, g *Grant) error {
-	res, err := tx.Exec(`UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL AND client_id = ? AND subject_id = ?`,
-		g.CreatedAt.Unix(), g.Supersedes, g.ClientID, g.SubjectID)
+	old := g.Supersedes
+	details := old.Details
+	if len(details) == 0 {
+		details = json.RawMessage("[]")
+	}
+	res, err := tx.Exec(`UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL AND client_id = ? AND subject_id = ?
+		AND scopes = ? AND details = ?`,
+		g.CreatedAt.Unix(), old.ID, g.ClientID, g.SubjectID, strings.Join(old.Scopes, " "), string(details))
 	if err != nil {
 		return wrap("supersede grant", err)
 	}
@@ -52,7 +65,7 @@ func (s *core) supersede(tx *sql.Tx, g *Grant) error {
 	} else if n != 1 {
 		return ErrGrantSuperseded
 	}
-	return s.announce(tx, Change{Kind: ChangedGrant, Key: g.Supersedes, At: g.CreatedAt})
+	return s.announce(tx, Change{Kind: ChangedGrant, Key: old.ID, At: g.CreatedAt})
 }
 
 // LiveGrant returns the grant in force of a grant_id: the grant of that id

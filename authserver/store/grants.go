@@ -38,10 +38,11 @@ type Grant struct {
 	// when this grant continues another by merge or replace; "" for a
 	// grant that is its own (GrantManagementID).
 	Lineage string
-	// Supersedes, on a grant being stored, names the live grant it merges
-	// or replaces: that one is revoked in the same transaction, or nothing
-	// is stored (ErrGrantSuperseded). Not stored itself.
-	Supersedes string
+	// Supersedes, on a grant being stored, is the live grant it merges or
+	// replaces, as the caller read it: that one is revoked in the same
+	// transaction if it is still live with the scopes and details read,
+	// or nothing is stored (ErrGrantSuperseded). Not stored itself.
+	Supersedes *Grant
 	// UsedAt is when a token of the grant was last issued or looked up
 	// (SubjectGrants only; zero when unknown).
 	UsedAt time.Time
@@ -217,7 +218,7 @@ func (in *grantInsert) exec(tx *sql.Tx) error {
 		strings.Join(g.Scopes, " "), string(g.Details), in.aud, g.InstallationID, g.AuthTime.Unix(), g.CreatedAt.Unix(), g.Lineage); err != nil {
 		return wrap("create grant", err)
 	}
-	if g.Supersedes != "" {
+	if g.Supersedes != nil {
 		if err := s.supersede(tx, g); err != nil {
 			return err
 		}
@@ -253,10 +254,10 @@ func (in *grantInsert) cache() {
 	// Times are kept to the second in the database; cache what a read
 	// would return.
 	stored.AuthTime, stored.CreatedAt = time.Unix(in.g.AuthTime.Unix(), 0), time.Unix(in.g.CreatedAt.Unix(), 0)
-	stored.Supersedes = ""
+	stored.Supersedes = nil
 	in.s.cache.put(nil, &stored)
-	if g := in.g; g.Supersedes != "" {
-		in.s.cache.revokedGrant(g.Supersedes, stored.CreatedAt)
+	if g := in.g; g.Supersedes != nil {
+		in.s.cache.revokedGrant(g.Supersedes.ID, stored.CreatedAt)
 	}
 	code := *in.c
 	code.GrantID, code.ExpiresAt = in.g.ID, time.Unix(in.c.ExpiresAt.Unix(), 0)
@@ -266,8 +267,9 @@ func (in *grantInsert) cache() {
 // RedeemCode marks a code used and returns it. A code that does not exist
 // returns ErrNotFound; a code used before revokes its grant and returns
 // ErrReplayed. Expiry and the binding checks (client, redirect_uri, PKCE) are
-// the caller's: the code is spent either way, so a failed attempt cannot be
-// retried with other guesses.
+// the caller's: the code's own client, once checked (PeekCode returns the
+// client of a spent code too), has the code spent by a failed attempt, so
+// that it cannot be retried with other guesses.
 func (s *GrantStore) RedeemCode(ctx context.Context, hash []byte, now time.Time) (*Code, error) {
 	defer s.cache.spentCode(hash)
 	c := &Code{Hash: hash}

@@ -187,9 +187,10 @@ test('PAR + private_key_jwt + DPoP + PKCE + RAR: a DPoP-bound token with authori
 
   // The client itself, keyed (private_key_jwt, no secret), reads its grant
   // with a client assertion in X-Client-Assertion and oauth4webapi's proof
-  // for the grant endpoint (docs/authserver.md, "GET {base_url}/authorization").
+  // for the grant endpoint (docs/authserver.md, "GET {base_url}/authorization");
+  // a fapi2 credential's assertion names the issuer alone (docs/fapi.md).
   const own = await oauth.protectedResourceRequest(tokens.access_token, 'GET', new URL(grantURL),
-    new Headers({ 'x-client-assertion': await assertion(rp, grantURL) }), null, { DPoP, ...insecure })
+    new Headers({ 'x-client-assertion': await assertion(rp, as.issuer) }), null, { DPoP, ...insecure })
   const ownGrant = await own.json()
   assert.equal(own.status, 200, JSON.stringify(ownGrant))
   assert.equal(ownGrant.orgId, env('FAPI_ORG_ID'))
