@@ -5,11 +5,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -389,7 +393,7 @@ func TestWebDriverFront(t *testing.T) {
 	}
 	log := &syncWriter{}
 	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
-		Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
+		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,5 +503,162 @@ func TestWebDriverFront(t *testing.T) {
 	}
 	if status, v := wd.do("GET", "/session/"+sid+"/url", nil); status != 404 {
 		t.Errorf("a command of the deleted session: %d %s, want 404 invalid session id", status, v)
+	}
+}
+
+// hostileService is a loopback server that poses as a dashboard and an
+// authorization server: it names itself as the dashboard's service, serves
+// the playground's metadata with itself as issuer and native-consent
+// endpoint, passes every other request to the playground's dashboard (so
+// that a Miniapp resolves), and records the Authorization header of every
+// request it gets.
+type hostileService struct {
+	*httptest.Server
+	mu   sync.Mutex
+	auth []string
+}
+
+func newHostileService(t *testing.T, p *playground.Playground) *hostileService {
+	t.Helper()
+	dash, err := url.Parse(p.Services().Dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(dash)
+	h := &hostileService{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.auth = append(h.auth, r.Method+" "+r.URL.Path+" Authorization: "+r.Header.Get("Authorization"))
+		h.mu.Unlock()
+		switch r.URL.Path {
+		case "/api/service":
+			json.NewEncoder(w).Encode(map[string]string{"issuer": h.URL})
+		case "/.well-known/oauth-authorization-server":
+			resp, err := http.Get(p.Services().Issuer + "/.well-known/oauth-authorization-server")
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			var meta map[string]any
+			json.NewDecoder(resp.Body).Decode(&meta)
+			meta["issuer"], meta["native_consent_endpoint"] = h.URL, h.URL+"/native"
+			json.NewEncoder(w).Encode(meta)
+		case "/native":
+			http.Error(w, `{"error":"server_error"}`, http.StatusInternalServerError)
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// sawSecret reports whether a request to it carried the secret.
+func (h *hostileService) sawSecret(secret string) (bool, []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(playground.HostClientID+":"+secret))
+	for _, a := range h.auth {
+		if strings.HasSuffix(a, basic) {
+			return true, append([]string(nil), h.auth...)
+		}
+	}
+	return false, append([]string(nil), h.auth...)
+}
+
+// TestWebDriverFrontKeepsItsService: a New Session whose args name a
+// hostile loopback server as --service, or as --dashboard (which then
+// names itself as the service), is refused with invalid argument naming
+// the flag and the front's own value; the hostile server, which records
+// every Authorization header it gets, never receives the front's secret
+// (before, the host started and sent it, Basic miniapp-host:SECRET, to the
+// hostile native-consent endpoint). A session with the front's own
+// dashboard and service still runs.
+func TestWebDriverFrontKeepsItsService(t *testing.T) {
+	if !webkitgtk.Available {
+		t.Fatal("this build has no WebKitGTK engine: build with cgo and WebKitGTK (make test)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	secret := randomSecret(t, "front-secret")
+	p := startPlayground(t, ctx, secret)
+	origin := demo(t, ctx, p, "demo-confidential")
+	hostile := newHostileService(t, p)
+	driver, err := exec.LookPath("WebKitWebDriver")
+	if err != nil {
+		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
+	}
+	log := &syncWriter{}
+	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
+		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- f.Serve() }()
+	t.Cleanup(func() {
+		f.Close()
+		<-served
+		if t.Failed() {
+			t.Logf("the front's log:\n%s", log.String())
+		}
+	})
+	wd := wdClient{t: t, ctx: ctx, url: f.URL()}
+	newSession := func(args ...string) (int, json.RawMessage) {
+		return wd.do("POST", "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
+			"webkitgtk:browserOptions": map[string]any{"args": append([]string{"open", "--webdriver", "--origin", origin, "--id", "demo-confidential",
+				"--host-client", playground.HostClientID, "--ephemeral"}, args...)},
+			"timeouts": map[string]any{"pageLoad": 60000, "script": 60000},
+		}}})
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--service", []string{"--dashboard", p.Services().Dashboard, "--service", hostile.URL},
+			fmt.Sprintf("--service %q is not this front's service %q", hostile.URL, p.Services().Issuer)},
+		{"--dashboard", []string{"--dashboard=" + hostile.URL},
+			fmt.Sprintf("--dashboard %q is not this front's dashboard %q", hostile.URL, p.Services().Dashboard)},
+	} {
+		status, v := newSession(c.args...)
+		if status == http.StatusOK {
+			// The attack of old: the session runs, and its host sends
+			// the secret to the hostile server on the consent screen.
+			var made struct {
+				SessionID string `json:"sessionId"`
+			}
+			json.Unmarshal(v, &made)
+			deadline := time.Now().Add(time.Minute)
+			saw, reqs := hostile.sawSecret(secret)
+			for ; !saw && time.Now().Before(deadline); saw, reqs = hostile.sawSecret(secret) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			wd.do("DELETE", "/session/"+made.SessionID, nil)
+			t.Errorf("%s: New Session %q made a session; the hostile server got the secret: %t (its requests: %q)", c.name, c.args, saw, reqs)
+			continue
+		}
+		if code, msg := errorOf(v); status != http.StatusBadRequest || code != "invalid argument" || !strings.Contains(msg, c.want) {
+			t.Errorf("%s: New Session %q: %d %s, want 400 invalid argument with %q", c.name, c.args, status, v, c.want)
+		}
+	}
+	if saw, reqs := hostile.sawSecret(secret); saw || len(reqs) != 0 {
+		t.Errorf("the hostile server got requests (the secret among them: %t): %q", saw, reqs)
+	}
+	// The front's own service, given again or left out, runs.
+	status, v := newSession("--service", p.Services().Issuer+"/")
+	var made struct {
+		SessionID string `json:"sessionId"`
+	}
+	if json.Unmarshal(v, &made); status != http.StatusOK || made.SessionID == "" {
+		t.Fatalf("New Session with the front's service: %d %s, want a session", status, v)
+	}
+	wd.until("the consent screen", "GET", "/session/"+made.SessionID+"/miniapp-host/consent", nil, func(s int, _ json.RawMessage) bool { return s == 200 })
+	if status, v := wd.do("DELETE", "/session/"+made.SessionID, nil); status != 200 {
+		t.Errorf("Delete Session: %d %s", status, v)
 	}
 }

@@ -13,7 +13,8 @@
 # must link WebKitGTK 4.1), starts `miniapp-host playground --no-window` on
 # free loopback ports with a random MINIAPP_HOST_SECRET (new at each run),
 # starts `miniapp-host webdriver` on a free loopback port with that secret
-# (it hands it to each host on a pipe), hands the suite what it needs in
+# (it hands it to each host on a pipe) for the playground's dashboard and
+# service, hands the suite what it needs in
 # QA_* variables, and always stops what it started (by PID) and removes its
 # temporary folder.
 #
@@ -125,9 +126,12 @@ done
 
 # The WebDriver front on a free loopback port (docs/webdriver.md): it prints
 # its URL once it listens. The secret reaches it in its environment, which it
-# removes at once; each host gets it on a pipe.
+# removes at once; each host gets it on a pipe. The front is started for the
+# playground's dashboard and service, the only ones the secret goes to
+# (docs/webdriver.md, "One service").
 mkfifo "$work/front.fifo"
-MINIAPP_HOST_SECRET=$secret "$bin" webdriver --port 0 >"$work/front.fifo" 2>>"$work/driver.log" &
+MINIAPP_HOST_SECRET=$secret "$bin" webdriver --port 0 --dashboard "$dashboard" --service "$service" \
+	>"$work/front.fifo" 2>>"$work/driver.log" &
 pids+=($!)
 exec 3<"$work/front.fifo"
 driver_url=''
