@@ -4,9 +4,12 @@
 // "Network log"; docs/automation.md, "Events").
 //
 // The rule is structural, not a matter of how a value looks: the value of
-// every parameter or member whose name is a secret's (SecretParam: codes,
-// tokens, state, code_verifier, client_secret, password, assertions, DPoP)
-// is replaced, in any text that may hold a URL, in whatever spelling (URL).
+// every parameter or member whose name is a secret's (one rule table,
+// rules.go: codes, tokens, state, code_verifier, client_secret, passwords,
+// API keys, private keys, assertions, DPoP; a JWK's private members in a
+// JWK) and the password of every URL's userinfo are replaced, in any text
+// that may hold a URL, in whatever spelling (URL), and in JSON quoted in
+// text (Text).
 // A secret the server issued from its random source (a code, a token)
 // becomes its Fingerprint, so that a test that holds the secret can still
 // match it and a reader can tell two apart; any other (ChosenSecretParam)
@@ -66,7 +69,9 @@ func Param(name, value string) string {
 // code). Parameters start at the beginning of raw and after &, ; or ?, as a
 // lenient server or a single-page app's fragment route (#/cb?code=...)
 // might read them; a redacted value runs to the next &, ; or #, since a ?
-// in it is data. A URL percent-encoded inside raw (a redirect_uri
+// in it is data. The password of a userinfo (scheme://user:password@host,
+// RFC 3986 section 3.2.1) is Withheld, the user kept. A URL
+// percent-encoded inside raw (a redirect_uri
 // parameter holding one) is redacted too: when its decoded form hides a
 // secret parameter, the decoded form is returned, redacted. Redacting a
 // parameter that merely looks like one of these costs nothing.
