@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,8 +183,9 @@ func demo(t *testing.T, ctx context.Context, p *playground.Playground, id string
 
 // TestOpenKeepsSecretsFromWebKit: `open` started with MINIAPP_HOST_SECRET
 // and MINIAPP_HOST_KEY in its environment completes a consent with the
-// secret (it read it), and none of WebKit's processes it started has
-// either in its environment.
+// secret (it read it), none of WebKit's processes it started has either in
+// its environment, and its stderr holds neither the secret nor the
+// automation token it wrote to --automation-fd.
 func TestOpenKeepsSecretsFromWebKit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -233,11 +235,17 @@ func TestOpenKeepsSecretsFromWebKit(t *testing.T) {
 	if _, err := c.WaitFor(ctx, client.Kind("cookies.synced")); err != nil {
 		t.Fatalf("the approved consent did not complete (the host lacked its secret?): %v\n%s", err, stderr.String())
 	}
+	// The token went to the descriptor only: the host's log (a WebDriver
+	// front's log, a CI run's artifacts) never holds it, nor the secret.
+	if log := stderr.String(); strings.Contains(log, info.Token) || strings.Contains(log, secret) {
+		t.Errorf("open's stderr holds its automation token or its secret:\n%s", log)
+	}
 }
 
 // TestPlaygroundKeepsSecretsFromWebKit: the playground's window, started
-// with MINIAPP_HOST_SECRET, uses it as the host's credential (it prints
-// it) and its WebKit processes do not have it in their environment.
+// with MINIAPP_HOST_SECRET, uses it as the host's credential (its server
+// authenticates the host with it), says it was given without printing it,
+// and its WebKit processes do not have it in their environment.
 func TestPlaygroundKeepsSecretsFromWebKit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -258,24 +266,48 @@ func TestPlaygroundKeepsSecretsFromWebKit(t *testing.T) {
 		cmd.Wait()
 	})
 	sc := bufio.NewScanner(out)
-	credential := false
+	credential, printed, native := false, false, ""
 	for sc.Scan() {
 		line := sc.Text()
-		if f := strings.Fields(line); len(f) == 4 && f[0] == "host" && f[1] == "credential" {
-			credential = f[3] == secret
+		printed = printed || strings.Contains(line, secret)
+		if strings.HasPrefix(line, "host credential") {
+			credential = strings.HasSuffix(line, "miniapp-host, secret as given (MINIAPP_HOST_SECRET)")
+		}
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "native" && f[1] == "consent" {
+			native = f[2]
 		}
 		if strings.HasPrefix(line, "window") && strings.Contains(line, "the launcher is loaded") {
 			break
 		}
 	}
-	if sc.Err() != nil || !credential {
+	if sc.Err() != nil || !credential || printed || native == "" {
 		// Its stderr is read once it has exited: until then exec's
 		// goroutine writes it.
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the playground did not load its launcher with the secret as its credential (%v):\n%s", sc.Err(), stderr.String())
+		t.Fatalf("the playground did not load its launcher saying its secret was given (%v; printed: %t, native consent %q):\n%s",
+			sc.Err(), printed, native, stderr.String())
 	}
 	go io.Copy(io.Discard, out)
+	// Its server takes the secret as the host's credential: the
+	// native-consent API authenticates it (a body it then refuses, 400),
+	// and refuses another (401).
+	for _, c := range []struct {
+		secret string
+		want   int
+	}{{secret, http.StatusBadRequest}, {secret + "x", http.StatusUnauthorized}} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, native, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		req.SetBasicAuth(playground.HostClientID, c.secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("POST %s with the secret%s: %d, want %d", native, map[bool]string{true: "", false: " changed"}[c.secret == secret], resp.StatusCode, c.want)
+		}
+	}
 	assertNoSecretInWebKit(t, cmd.Process.Pid, []string{"WebKitWebProcess", "WebKitNetworkProcess"}, asMainEnv+"=1", secret)
 }
 
@@ -503,6 +535,12 @@ func TestWebDriverFront(t *testing.T) {
 	}
 	if status, v := wd.do("GET", "/session/"+sid+"/url", nil); status != 404 {
 		t.Errorf("a command of the deleted session: %d %s, want 404 invalid session id", status, v)
+	}
+	// The front's log (the hosts' output) holds neither the secret nor the
+	// automation token the host wrote to the front on a pipe.
+	if l := log.String(); strings.Contains(l, secret) || regexp.MustCompile(`automation channel \S+ token `).MatchString(l) ||
+		!strings.Contains(l, "open: automation channel ws://") {
+		t.Errorf("the front's log shows the secret or a host's automation token (or no channel line at all):\n%s", l)
 	}
 }
 
