@@ -18,6 +18,7 @@ func members(s string) string {
 		return s
 	}
 	jwk := strings.Contains(s, `"kty"`) || strings.Contains(s, `\"kty\"`)
+	qs := newQuotes(s)
 	var b strings.Builder
 	copied, pos := 0, 0
 	for {
@@ -27,7 +28,7 @@ func members(s string) string {
 		}
 		q += pos
 		esc := q > 0 && s[q-1] == '\\' // \"name\": JSON inside a quoted string
-		closing := closingQuote(s, q+1, esc)
+		closing := qs.closing(q+1, esc)
 		if closing < 0 {
 			pos = q + 1
 			continue
@@ -51,7 +52,7 @@ func members(s string) string {
 			pos = q + 1
 			continue
 		}
-		start, end, repl := secretValue(s, j, esc, name)
+		start, end, repl := secretValue(s, qs, j, esc, name)
 		if end < 0 {
 			pos = j
 			continue
@@ -70,7 +71,7 @@ func members(s string) string {
 // secretValue is the value of the secret member name that starts at j in
 // s: the span [start, end) to replace and what replaces it; end is -1 when
 // there is nothing to replace.
-func secretValue(s string, j int, esc bool, name string) (start, end int, repl string) {
+func secretValue(s string, qs quotes, j int, esc bool, name string) (start, end int, repl string) {
 	quote := `"`
 	if esc {
 		quote = `\"`
@@ -81,7 +82,7 @@ func secretValue(s string, j int, esc bool, name string) (start, end int, repl s
 		return 0, -1, ""
 	case strings.HasPrefix(s[j:], quote):
 		open := j + len(quote)
-		closing := closingQuote(s, open, esc)
+		closing := qs.closing(open, esc)
 		if closing < 0 {
 			closing = len(s) // truncated: the rest is the value
 		}
@@ -99,7 +100,7 @@ func secretValue(s string, j int, esc bool, name string) (start, end int, repl s
 		}
 		return open, max(vEnd, open), r
 	case s[j] == '{' || s[j] == '[':
-		return j, matchingBracket(s, j, esc), withheld
+		return j, matchingBracket(s, qs, j, esc), withheld
 	}
 	e := j
 	for e < len(s) && !strings.ContainsRune(",}]\\", rune(s[e])) && !wordSeparator(rune(s[e])) {
@@ -112,30 +113,53 @@ func secretValue(s string, j int, esc bool, name string) (start, end int, repl s
 	return j, e, withheld
 }
 
-// closingQuote is the index of the quote that closes a JSON string whose
-// text starts at i: the next '"' after an even run of backslashes, or,
-// in a string of an escaped JSON (esc: each quote written \"), the next
-// '"' after exactly one. -1 when there is none.
-func closingQuote(s string, i int, esc bool) int {
-	for k := i; k < len(s); k++ {
+// quotes are, for each index i of a text, the index of the first quote at
+// or after i that closes a JSON string (one after an even run of
+// backslashes), and of the first that closes a string of an escaped JSON
+// (each quote written \": one after exactly one backslash); -1 when there
+// is none. A string's text starts after a quote, so the backslashes before
+// a closing quote are all inside it. Made once per text, so that reading
+// every quote as a possible name stays linear in the text's length.
+type quotes struct{ plain, esc []int }
+
+func newQuotes(s string) quotes {
+	q := quotes{plain: make([]int, len(s)+1), esc: make([]int, len(s)+1)}
+	q.plain[len(s)], q.esc[len(s)] = -1, -1
+	for k := len(s) - 1; k >= 0; k-- {
+		q.plain[k], q.esc[k] = q.plain[k+1], q.esc[k+1]
 		if s[k] != '"' {
 			continue
 		}
 		run := 0
-		for m := k - 1; m >= i && s[m] == '\\'; m-- {
+		for m := k - 1; m >= 0 && s[m] == '\\'; m-- {
 			run++
 		}
-		if (!esc && run%2 == 0) || (esc && run == 1) {
-			return k
+		if run%2 == 0 {
+			q.plain[k] = k
+		}
+		if run == 1 {
+			q.esc[k] = k
 		}
 	}
-	return -1
+	return q
+}
+
+// closing is the index of the quote that closes a string whose text
+// starts at i (esc: a string of an escaped JSON), or -1.
+func (q quotes) closing(i int, esc bool) int {
+	if i >= len(q.plain) {
+		return -1
+	}
+	if esc {
+		return q.esc[i]
+	}
+	return q.plain[i]
 }
 
 // matchingBracket is the index after the bracket that closes the object
 // or array opening at j (strings skipped, but in an escaped JSON), or
 // len(s) when it is cut off.
-func matchingBracket(s string, j int, esc bool) int {
+func matchingBracket(s string, qs quotes, j int, esc bool) int {
 	depth := 0
 	for k := j; k < len(s); k++ {
 		switch s[k] {
@@ -150,7 +174,7 @@ func matchingBracket(s string, j int, esc bool) int {
 			if esc {
 				continue
 			}
-			if c := closingQuote(s, k+1, false); c >= 0 {
+			if c := qs.closing(k+1, false); c >= 0 {
 				k = c
 			} else {
 				return len(s)
