@@ -64,9 +64,9 @@ func paramName(name string) string {
 
 // nameKey is paramName without '-' and '_': access_token, access-token and
 // accessToken are one name.
-func nameKey(name string) string {
-	return strings.NewReplacer("-", "", "_", "").Replace(paramName(name))
-}
+func nameKey(name string) string { return separators.Replace(paramName(name)) }
+
+var separators = strings.NewReplacer("-", "", "_", "")
 
 // classOf is the class of the name.
 func classOf(name string) class {
