@@ -700,3 +700,33 @@ func TestWebDriverFrontKeepsItsService(t *testing.T) {
 		t.Errorf("Delete Session: %d %s", status, v)
 	}
 }
+
+// TestWebDriverCommandNamesItsService: `miniapp-host webdriver` refuses a
+// --dashboard or --service that is not an absolute http(s) URL (exit 2,
+// naming the flag), and does not start when it cannot learn its service
+// from its dashboard (exit 3, saying to give --service): it never runs
+// without knowing which service its hosts' secret is for.
+func TestWebDriverCommandNamesItsService(t *testing.T) {
+	if _, err := exec.LookPath("WebKitWebDriver"); err != nil {
+		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
+	}
+	// A dashboard that is down: a port that was free a moment ago.
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--dashboard", "ftp://127.0.0.1:1"}, exitUsage, `--dashboard "ftp://127.0.0.1:1": an absolute http(s) URL`},
+		{[]string{"--service", "127.0.0.1:1"}, exitUsage, `--service "127.0.0.1:1": an absolute http(s) URL`},
+		{[]string{"--dashboard", down.URL}, exitUndecided, "give the service's issuer with --service"},
+	} {
+		var out, errs syncBuffer
+		code := run(t.Context(), env{args: append([]string{"webdriver", "--port", "0"}, c.args...), stdout: &out, stderr: &errs,
+			getenv: func(string) string { return "" }})
+		if code != c.code || !strings.Contains(errs.String(), c.want) || out.String() != "" {
+			t.Errorf("webdriver %q: exit %d, stdout %q, stderr %q; want exit %d naming %q and no URL", c.args, code, out.String(), errs.String(), c.code, c.want)
+		}
+	}
+}
