@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,5 +81,24 @@ func TestNavigationEventRedacted(t *testing.T) {
 		"&iss=https%3A%2F%2Fas.example#access_token=" + redact.Fingerprint("2YotnFZFEjr1zCsicMWpAA") + "&token_type=Bearer"
 	if env.Data.URL != want {
 		t.Fatalf("url\n got %s\nwant %s", env.Data.URL, want)
+	}
+}
+
+// TestNavigationEventWithholdsUserinfo: a navigation to a URL with a
+// password in its userinfo (RFC 3986 section 3.2.1) goes on the channel
+// with the password withheld and the user kept.
+func TestNavigationEventWithholdsUserinfo(t *testing.T) {
+	bus := NewBus(nil)
+	s := bus.Subscribe(1)
+	bus.Publish(NavigationEvent{URL: "https://qa:hunter2-PASSW0RD@app.example/cb?x=1", Decision: NavigationBlocked, Rule: "other-origin"})
+	var env struct {
+		Data NavigationEvent `json:"data"`
+	}
+	raw := <-s.C()
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://qa:withheld@app.example/cb?x=1"; env.Data.URL != want || strings.Contains(string(raw), "PASSW0RD") {
+		t.Fatalf("url %s, want %s; the event: %s", env.Data.URL, want, raw)
 	}
 }

@@ -22,6 +22,11 @@ func TestEventString(t *testing.T) {
 			"navigation block http://127.0.0.1:8610/oauth/authorize?client_id=demo-public&state=withheld (rule other-authorization-server)"},
 		{host.Event{Kind: host.EventNavigation, Action: host.Allow, Rule: host.RuleAllowedOrigin, URL: "http://127.0.0.1:8701/callback?code=C0DE&state=ST4TE&iss=x"},
 			"navigation allow http://127.0.0.1:8701/callback?code=" + fp("C0DE") + "&state=withheld" + "&iss=x (rule allowed-origin)"},
+		// A URL's userinfo password (RFC 3986 section 3.2.1) is withheld.
+		{host.Event{Kind: host.EventNavigation, Action: host.Block, Rule: host.RuleOtherServer, URL: "https://qa:PASSW0RD@app.example/cb?x=1"},
+			"navigation block https://qa:withheld@app.example/cb?x=1 (rule other-authorization-server)"},
+		{host.Event{Kind: host.EventError, Detail: `host: Get "postgres://app:PASSW0RD@db.example/app": EOF`},
+			`error host: Get "postgres://app:withheld@db.example/app": EOF`},
 		{host.Event{Kind: host.EventLoadFinished, URL: "http://127.0.0.1:8701/"}, "load-finished http://127.0.0.1:8701/"},
 		{host.Event{Kind: host.EventHostShown, Detail: "blocked"}, "host-shown blocked"},
 		{host.Event{Kind: host.EventCallback, URL: "http://127.0.0.1:8702/callback?code=C0DE", Detail: "302, 1 cookies"},
@@ -36,7 +41,7 @@ func TestEventString(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s event:\n got %s\nwant %s", c.ev.Kind, got, c.want)
 		}
-		for _, secret := range []string{"C0DE", "ST4TE"} {
+		for _, secret := range []string{"C0DE", "ST4TE", "PASSW0RD"} {
 			if strings.Contains(got, secret) {
 				t.Errorf("%q shows %s", got, secret)
 			}

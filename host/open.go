@@ -248,7 +248,13 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 			return err
 		}
 		defer a.Close()
-		fmt.Fprintf(cfg.Log, "open: automation channel %s token %s\n", a.URL(), a.Token())
+		if cfg.AutomationOut != nil {
+			// Whoever started the host reads the token there; the log
+			// (a WebDriver front's, a CI run's artifacts) never holds it.
+			fmt.Fprintf(cfg.Log, "open: automation channel %s (its token written to the automation descriptor only)\n", a.URL())
+		} else {
+			fmt.Fprintf(cfg.Log, "open: automation channel %s token %s\n", a.URL(), a.Token())
+		}
 		if cfg.AutomationFile != "" {
 			if err := writeAutomationFile(cfg.AutomationFile, a.URL(), a.Token()); err != nil {
 				return err

@@ -87,6 +87,14 @@ func TestRedactionCanaries(t *testing.T) {
 		"a percent-encoded URL in a parameter": {Method: "GET",
 			URL: "/login?next=" + url.QueryEscape("/authorize?state="+state+"&r="+url.QueryEscape("/cb?code="+code)), Status: 200},
 		"an error": {Method: "GET", URL: "/x", Err: `Get "HTTP://127.0.0.1:1/cb?code=` + code + `": connection refused`},
+		// The red team's spellings the rule table lacked: passwd=, the
+		// members secret and api_key, a JWK's d, a URL's userinfo password.
+		"passwd and userinfo in the URL": {Method: "GET", URL: "https://u:" + password + "@a.example/t?passwd=" + secret, Status: 200},
+		"secret, api_key, a JWK's d and a DSN in JSON": {Method: "POST", URL: "/x", Status: 200,
+			RequestHeader: http.Header{"Content-Type": {"application/json"}},
+			RequestBody: js(map[string]any{"secret": secret, "settings": map[string]any{"api_key": verifier},
+				"jwk": map[string]any{"kty": "EC", "crv": "P-256", "x": "eA", "y": "eQ", "d": state},
+				"dsn": "postgres://u:" + password + "@db.example/app"})},
 	}
 	for name, x := range cases {
 		t.Run(name, func(t *testing.T) {

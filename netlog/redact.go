@@ -314,12 +314,17 @@ func redactValue(v any, depth int) any {
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			rk := redact.URL(k)
+			// redact.SecretMember: the rule table's names, and a
+			// JWK's private members (its d) in an object with "kty".
+			secret, chosen := redact.SecretMember(x, k), redact.ChosenSecretMember(x, k)
 			switch s, isString := e.(string); {
-			case secretField(k) && isString:
-				out[rk] = redactField(k, s)
-			case secretField(k) && e != nil:
+			case chosen && e != nil:
+				out[rk] = withheld
+			case secret && isString:
+				out[rk] = redacted(s)
+			case secret && e != nil:
 				b, _ := json.Marshal(e)
-				out[rk] = redactField(k, string(b))
+				out[rk] = redacted(string(b))
 			default:
 				out[rk] = redactValue(e, depth+1)
 			}

@@ -317,6 +317,11 @@ func (p *Playground) HostCredential() (clientID, secret string) {
 	return p.world.hostID, p.world.hostSecret
 }
 
+// HostSecretGiven reports whether the host's secret was given
+// (Config.HostSecret), not made by this run: a given secret is never
+// printed (docs/security.md, "Secrets"), as serve never prints one.
+func (p *Playground) HostSecretGiven() bool { return p.cfg.HostSecret != "" }
+
 // Subject is who signs in on the host's consent screen now.
 func (p *Playground) Subject() string {
 	p.mu.Lock()

@@ -4,9 +4,12 @@
 // "Network log"; docs/automation.md, "Events").
 //
 // The rule is structural, not a matter of how a value looks: the value of
-// every parameter or member whose name is a secret's (SecretParam: codes,
-// tokens, state, code_verifier, client_secret, password, assertions, DPoP)
-// is replaced, in any text that may hold a URL, in whatever spelling (URL).
+// every parameter or member whose name is a secret's (one rule table,
+// rules.go: codes, tokens, state, code_verifier, client_secret, passwords,
+// API keys, private keys, assertions, DPoP; a JWK's private members in a
+// JWK) and the password of every URL's userinfo are replaced, in any text
+// that may hold a URL, in whatever spelling (URL), and in JSON quoted in
+// text (Text).
 // A secret the server issued from its random source (a code, a token)
 // becomes its Fingerprint, so that a test that holds the secret can still
 // match it and a reader can tell two apart; any other (ChosenSecretParam)
@@ -41,51 +44,6 @@ func Fingerprint(secret string) string {
 // (codes and tokens) get a Fingerprint.
 const Withheld = "withheld"
 
-// Parameters and members whose values are secrets, or correlate with one,
-// in OAuth 2.0 and OpenID Connect requests and responses: issued ones (RFC
-// 6749 sections 4.1.2, 4.2.2, 5.1; RFC 7009 and RFC 7662 token; RFC 8628
-// device_code; RFC 8693 subject_token and actor_token; OpenID Connect Core
-// 3.2.2.5) get a Fingerprint; the others (RFC 6749 sections 2.3.1 and
-// 4.1.1 state, RFC 7636 section 4.5, RFC 7523 assertions, RFC 9449 DPoP
-// proofs, passwords) are Withheld.
-var (
-	issuedParams = map[string]bool{
-		"code": true, "access_token": true, "id_token": true, "refresh_token": true, "token": true,
-		"device_code": true, "subject_token": true, "actor_token": true,
-	}
-	withheldParams = map[string]bool{
-		"state": true, "code_verifier": true, "client_secret": true, "password": true, "client_assertion": true,
-		"assertion": true, "dpop": true,
-	}
-)
-
-// paramName is how a parameter or member name is compared: percent-decoded,
-// from its last ?, #, & or ; on (a lenient reader's parameter separators:
-// a form field or a JSON member named "x?code" reads as code), trimmed,
-// without a trailing "[]" (PHP's array syntax), in lower case.
-func paramName(name string) string {
-	if n, err := url.QueryUnescape(name); err == nil {
-		name = n
-	}
-	if i := strings.LastIndexAny(name, "?#&;"); i >= 0 {
-		name = name[i+1:]
-	}
-	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "[]"))
-}
-
-// ChosenSecretParam reports whether a parameter or member named name holds
-// a secret the server did not issue, which gets Withheld, never a
-// Fingerprint.
-func ChosenSecretParam(name string) bool { return withheldParams[paramName(name)] }
-
-// SecretParam reports whether a parameter or member named name holds a
-// secret, or a value that correlates with one: a code or token (a
-// Fingerprint stands for it) or a value ChosenSecretParam withholds.
-func SecretParam(name string) bool {
-	n := paramName(name)
-	return issuedParams[n] || withheldParams[n]
-}
-
 // Param is what stands for the value of the secret parameter name:
 // Withheld, or the Fingerprint of a code or token (value as decoded).
 func Param(name, value string) string {
@@ -111,12 +69,14 @@ func Param(name, value string) string {
 // code). Parameters start at the beginning of raw and after &, ; or ?, as a
 // lenient server or a single-page app's fragment route (#/cb?code=...)
 // might read them; a redacted value runs to the next &, ; or #, since a ?
-// in it is data. A URL percent-encoded inside raw (a redirect_uri
+// in it is data. The password of a userinfo (scheme://user:password@host,
+// RFC 3986 section 3.2.1) is Withheld, the user kept. A URL
+// percent-encoded inside raw (a redirect_uri
 // parameter holding one) is redacted too: when its decoded form hides a
 // secret parameter, the decoded form is returned, redacted. Redacting a
 // parameter that merely looks like one of these costs nothing.
 func URL(raw string) string {
-	out, n := redactParams(raw)
+	out, n := redactURLOnce(raw)
 	// A secret inside a percent-encoded URL (…?redirect=https%3A…%3Fcode%3D…):
 	// decode, at most three times over, while that reveals more secret
 	// parameters than the text had.
@@ -126,15 +86,23 @@ func URL(raw string) string {
 			break
 		}
 		cur = lenientUnescape(cur)
-		if red, m := redactParams(cur); m > n {
+		if red, m := redactURLOnce(cur); m > n {
 			out, n = red, m
 		}
 	}
 	return out
 }
 
-// redactParams is one pass of URL over s; n counts the secret
-// parameters it redacted.
+// redactURLOnce is one pass of URL over s: its secret parameters, then
+// its userinfo passwords; n counts what it redacted.
+func redactURLOnce(s string) (string, int) {
+	out, n := redactParams(s)
+	out, m := userinfo(out)
+	return out, n + m
+}
+
+// redactParams is the parameters' part of a pass of URL over s; n counts
+// the secret parameters it redacted.
 func redactParams(s string) (_ string, n int) {
 	if !strings.Contains(s, "=") {
 		return s, 0

@@ -55,6 +55,19 @@ func TestURL(t *testing.T) {
 		{"https://app.example/cb?code=a?b&x=1", "https://app.example/cb?code=" + fp("a?b") + "&x=1"},
 		{"https://app.example/cb?x=1?code=abc", "https://app.example/cb?x=1?code=" + fp("abc")},
 		{"https://app.example/cb?x=1#code=abc", "https://app.example/cb?x=1#code=" + fp("abc")},
+		// The names of the rule table beyond OAuth's: passwords, API keys,
+		// private keys, whatever the separators and case.
+		{"https://a.example/login?user=ana&passwd=hunter2&pwd=x&API-Key=k&x_api_key=k2&MINIAPP_HOST_SECRET=s&private_key=pk",
+			"https://a.example/login?user=ana&passwd=withheld&pwd=withheld&API-Key=withheld&x_api_key=withheld&MINIAPP_HOST_SECRET=withheld&private_key=withheld"},
+		{"accessToken=at&secret=s", "accessToken=" + fp("at") + "&secret=withheld"},
+		// A userinfo password (RFC 3986 section 3.2.1) is withheld; the
+		// user, and a userinfo without a password, are kept.
+		{"https://qa:hunter2@app.example/cb", "https://qa:withheld@app.example/cb"},
+		{"postgres://app:p%40ss@db.example:5432/app?sslmode=disable", "postgres://app:withheld@db.example:5432/app?sslmode=disable"},
+		{"https://qa:p@ss@app.example/", "https://qa:withheld@app.example/"},
+		{"//qa:pw@app.example", "//qa:withheld@app.example"},
+		{"https://qa@app.example/ https://app.example:8080/@user", "https://qa@app.example/ https://app.example:8080/@user"},
+		{"https://as.example/a?redirect_uri=https%3A%2F%2Fqa%3Apw%40app.example%2Fcb", "https://as.example/a?redirect_uri=https://qa:withheld@app.example/cb"},
 		// Not a URL at all: still redacted, never an error.
 		{"::?code=abc", "::?code=" + fp("abc")},
 		{"", ""},
@@ -79,6 +92,28 @@ func TestSource(t *testing.T) {
 	} {
 		if got := Source(in); got != want {
 			t.Errorf("Source(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSecretMember: a JSON object's member is secret by the rule table's
+// names, and a JWK's private members only in a JWK (it has "kty").
+func TestSecretMember(t *testing.T) {
+	jwk := map[string]any{"kty": "EC", "crv": "P-256", "x": "X", "y": "Y", "d": "D"}
+	other := map[string]any{"d": "2026-12-01", "k": 3}
+	for _, c := range []struct {
+		obj            map[string]any
+		name           string
+		secret, chosen bool
+	}{
+		{jwk, "d", true, true}, {jwk, "x", false, false}, {jwk, "kty", false, false},
+		{map[string]any{"kty": "RSA"}, "qi", true, true}, {map[string]any{"kty": "oct"}, "k", true, true},
+		{other, "d", false, false}, {other, "k", false, false},
+		{other, "secret", true, true}, {other, "api_key", true, true}, {other, "apiKey", true, true}, {other, "db_password", true, true},
+		{other, "access_token", true, false}, {other, "client_secret_expires_at", false, false}, {other, "token_type", false, false},
+	} {
+		if s, ch := SecretMember(c.obj, c.name), ChosenSecretMember(c.obj, c.name); s != c.secret || ch != c.chosen {
+			t.Errorf("member %q of %v: secret %t, withheld %t; want %t, %t", c.name, c.obj, s, ch, c.secret, c.chosen)
 		}
 	}
 }

@@ -10,18 +10,23 @@ import (
 // the network log's own rule, so that a URL never shows more on a terminal
 // than in the log or on the automation channel.
 
-// Text returns s with every URL in it passed through URL:
-// for free text that may quote one (an error message, a log line, a
-// console message). A word is whatever lies between white space, quotes,
-// angle brackets, backticks and backslashes (which escape a quote in
-// slog's and JSON's strings); each word with a query or a fragment
-// ("?" or "#") goes through URL, which keeps every other word, and
-// every parameter that is not secret, byte for byte. A word that only
-// looks like a URL ("see?code=1") is redacted too, which costs nothing.
+// Text returns s with every secret in it redacted: for free text that may
+// quote a URL or a JSON document (an error message, a log line, a console
+// message). Three passes: the JSON members quoted in it whose name is a
+// secret's (members: "secret", "api_key", a JWK's "d"...), the passwords
+// of every URL's userinfo (also in JSON's escaped spelling, "\/\/"), then
+// every word through URL. A word is whatever lies between white space,
+// quotes, angle brackets, backticks and backslashes (which escape a quote
+// in slog's and JSON's strings); URL keeps every word and every parameter
+// that is not secret byte for byte, and redacts a bare "passwd=..." as a
+// URL's. A word that only looks like a URL ("see?code=1") is redacted
+// too, which costs nothing.
 func Text(s string) string {
-	if !strings.ContainsAny(s, "?#") {
+	if !strings.ContainsAny(s, "=@:%") {
 		return s
 	}
+	s = members(s)
+	s, _ = userinfo(s)
 	var b strings.Builder
 	b.Grow(len(s))
 	for s != "" {
@@ -29,11 +34,7 @@ func Text(s string) string {
 		if end < 0 {
 			end = len(s)
 		}
-		if word := s[:end]; strings.ContainsAny(word, "?#") {
-			b.WriteString(URL(word))
-		} else {
-			b.WriteString(word)
-		}
+		b.WriteString(URL(s[:end]))
 		s = s[end:]
 		// Copy the separators up to the next word.
 		sep := strings.IndexFunc(s, func(r rune) bool { return !wordSeparator(r) })

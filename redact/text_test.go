@@ -23,6 +23,20 @@ func TestText(t *testing.T) {
 		{"two URLs and a tab", "a?code=1\thttps://b.example/?id_token=2 end", "a?code=" + fp("1") + "\thttps://b.example/?id_token=" + fp("2") + " end"},
 		{"client secret", "post https://s.example/token?client_secret=hunter2", "post https://s.example/token?client_secret=" + redact.Withheld},
 		{"multi-line", "TypeError\n  at http://app.example/cb?code=C0DE:1:2", "TypeError\n  at http://app.example/cb?code=" + fp("C0DE:1:2")},
+		// JSON quoted in text, whole, cut off or inside slog's quoted string.
+		{"JSON members", `sent {"user":"ana","secret":"hunter2","api_key": "hunter2", "n":1}`,
+			`sent {"user":"ana","secret":"withheld","api_key": "withheld", "n":1}`},
+		{"a token member", `{"access_token":"T0KEN","token_type":"Bearer"}`, `{"access_token":"` + fp("T0KEN") + `","token_type":"Bearer"}`},
+		{"cut off", `{"password":"hunter2`, `{"password":"withheld`},
+		{"slog quoted", `msg="body {\"client_secret\":\"hunter2\",\"x\":1}"`, `msg="body {\"client_secret\":\"withheld\",\"x\":1}"`},
+		{"an object value", `{"private_key":{"kty":"EC","d":"hunter2"},"x":1}`, `{"private_key":"withheld","x":1}`},
+		{"a JWK's d", `jwk {"kty":"EC","crv":"P-256","x":"eA","d":"hunter2"}`, `jwk {"kty":"EC","crv":"P-256","x":"eA","d":"withheld"}`},
+		{"d elsewhere", `{"d":"2026-12-01"}`, `{"d":"2026-12-01"}`},
+		{"a DSN in JSON", `{"dsn":"postgres://app:hunter2@db.example/app"}`, `{"dsn":"postgres://app:withheld@db.example/app"}`},
+		{"a DSN in escaped JSON", `{"dsn":"postgres:\/\/app:hunter2@db.example\/app"}`, `{"dsn":"postgres:\/\/app:withheld@db.example\/app"}`},
+		{"a bare parameter", "login with passwd=hunter2 now", "login with passwd=withheld now"},
+		{"an environment line", "MINIAPP_HOST_SECRET=hunter2", "MINIAPP_HOST_SECRET=withheld"},
+		{"a userinfo password", "GET https://qa:hunter2@app.example/ failed", "GET https://qa:withheld@app.example/ failed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

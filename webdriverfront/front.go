@@ -11,7 +11,11 @@
 // starts that host itself, with the host's secret on a pipe (never in an
 // environment WebKit's processes inherit), then a WebKitWebDriver of the
 // session's own with --target, which connects to that host's inspector
-// server and never starts a process. Every other command of the session
+// server and never starts a process. The front is started for one
+// dashboard and one authorization server (Config.Dashboard, Config.Service):
+// each host gets them after the session's flags, and a session that names
+// another is refused, so the host's secret goes to that service only.
+// Every other command of the session
 // goes to that driver (httputil.ReverseProxy), except the front's
 // extension commands, which answer the host's consent screen through the
 // host's automation channel:
@@ -31,6 +35,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -63,6 +68,14 @@ type Config struct {
 	// (`open --secret-fd`); "" starts hosts without one (they cannot
 	// complete a consent).
 	Secret string
+	// Dashboard and Service are the dashboard ({dashboard_url}) and the
+	// authorization server's issuer the front is started for, the one
+	// service the hosts' secret may go to (docs/webdriver.md, "One
+	// service"): each host gets `--dashboard Dashboard --service Service`
+	// after the session's flags (the last of a flag wins), and a New
+	// Session whose args name another dashboard or service is refused.
+	// Both are required, absolute http(s) URLs.
+	Dashboard, Service string
 	// Env is the environment of the hosts and drivers the front starts;
 	// it must hold no secret (the front's caller removes them: the
 	// WebKit processes of the host inherit it). Nil: an empty one.
@@ -115,6 +128,12 @@ func New(cfg Config) (*Front, error) {
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		return nil, fmt.Errorf("webdriverfront: address %q: listen on a loopback IP address (127.0.0.1): a WebDriver server runs programs for whoever reaches it", cfg.Addr)
+	}
+	for _, c := range []struct{ field, value string }{{"Dashboard", cfg.Dashboard}, {"Service", cfg.Service}} {
+		if u, err := url.Parse(c.value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("webdriverfront: Config.%s %q: the %s the hosts' secret goes to must be an absolute http(s) URL without query or fragment (RFC 8414 section 2)",
+				c.field, c.value, strings.ToLower(c.field))
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Front{cfg: cfg, log: &syncWriter{w: cfg.Log}, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}

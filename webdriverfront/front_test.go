@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,12 +95,27 @@ func (l *lines) wait(t *testing.T, want string, d time.Duration) {
 	}
 }
 
+// The dashboard and service the tripwire fronts are started for: nothing
+// listens there, and nothing of these tests sends a request there.
+const (
+	frontDashboard = "http://127.0.0.1:9/dashboard"
+	frontService   = "http://127.0.0.1:9/issuer"
+)
+
 // startFront starts a front on a free loopback port with the tripwires as
 // its host and driver.
 func startFront(t *testing.T, w tripwires) (*Front, *lines) {
 	t.Helper()
+	return startFrontWith(t, w.host, w.driver)
+}
+
+// startFrontWith starts a front on a free loopback port with hostBin as its
+// host binary and driver as its WebKitWebDriver.
+func startFrontWith(t *testing.T, hostBin, driver string) (*Front, *lines) {
+	t.Helper()
 	log := newLines()
-	f, err := New(Config{Addr: "127.0.0.1:0", Driver: w.driver, Host: w.host, Secret: "s", Log: log})
+	f, err := New(Config{Addr: "127.0.0.1:0", Driver: driver, Host: hostBin, Secret: "s", Log: log,
+		Dashboard: frontDashboard, Service: frontService})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,5 +295,122 @@ func TestListensOnLoopbackOnly(t *testing.T) {
 		if _, err := New(Config{Addr: addr, Driver: "d", Host: "h"}); err == nil || !strings.Contains(err.Error(), "loopback") {
 			t.Errorf("New(%q): %v, want a refusal naming loopback", addr, err)
 		}
+	}
+}
+
+// TestConfigNamesOneService: a front is started for one dashboard and one
+// service, absolute http(s) URLs; without them it does not start.
+func TestConfigNamesOneService(t *testing.T) {
+	for _, c := range []struct{ dashboard, service, want string }{
+		{"", frontService, "Config.Dashboard"},
+		{frontDashboard, "", "Config.Service"},
+		{frontDashboard, "127.0.0.1:9", "Config.Service"},
+		{"file:///etc", frontService, "Config.Dashboard"},
+		{frontDashboard, frontService + "?x=1", "Config.Service"},
+	} {
+		_, err := New(Config{Addr: "127.0.0.1:0", Driver: "d", Host: "h", Dashboard: c.dashboard, Service: c.service})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "absolute http(s) URL") {
+			t.Errorf("New(dashboard %q, service %q): %v, want a refusal naming %s", c.dashboard, c.service, err, c.want)
+		}
+	}
+}
+
+// authRecorder is a hostile loopback server: it records the Authorization
+// header of every request it gets (and the request itself).
+type authRecorder struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string
+}
+
+func newAuthRecorder(t *testing.T) *authRecorder {
+	r := &authRecorder{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.seen = append(r.seen, req.Method+" "+req.URL.Path+" Authorization: "+req.Header.Get("Authorization"))
+		r.mu.Unlock()
+		http.NotFound(w, req)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *authRecorder) requests() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.seen...)
+}
+
+// TestNewSessionKeepsTheFrontsService: a New Session whose args name
+// another dashboard or service than the front's, in any spelling `open`'s
+// flag parser reads, is refused with invalid argument naming the flag and
+// the front's value; no host starts, and the hostile server named gets no
+// request, so it never sees the secret.
+func TestNewSessionKeepsTheFrontsService(t *testing.T) {
+	w := newTripwires(t)
+	f, _ := startFront(t, w)
+	hostile := newAuthRecorder(t)
+	session := func(args ...string) string {
+		b, _ := json.Marshal(map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
+			"webkitgtk:browserOptions": map[string]any{"args": append([]string{"open", "--webdriver", "--origin", "http://127.0.0.1:1", "--id", "x"}, args...)}}}})
+		return string(b)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--service", []string{"--service", hostile.URL}, `--service "` + hostile.URL + `" is not this front's service "` + frontService + `"`},
+		{"--service=", []string{"--service=" + hostile.URL}, `--service "` + hostile.URL + `"`},
+		{"-service", []string{"-service", hostile.URL + "/"}, `--service "` + hostile.URL + `/"`},
+		{"--dashboard", []string{"--dashboard", hostile.URL}, `--dashboard "` + hostile.URL + `" is not this front's dashboard "` + frontDashboard + `"`},
+		{"-dashboard=", []string{"-dashboard=" + hostile.URL}, `--dashboard "` + hostile.URL + `"`},
+		{"the front's dashboard, another service", []string{"--dashboard", frontDashboard, "--service", hostile.URL}, `--service "` + hostile.URL + `"`},
+		{"--service without a value", []string{"--service"}, "--service has no value"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, e := send(t, "POST", f.URL()+"/session", map[string]string{"Content-Type": "application/json"}, session(c.args...))
+			if status != http.StatusBadRequest || e.Value.Error != "invalid argument" || !strings.Contains(e.Value.Message, c.want) ||
+				!strings.Contains(e.Value.Message, "leave --") {
+				t.Errorf("answered %d %+v, want 400 invalid argument with %q and how to fix it", status, e.Value, c.want)
+			}
+		})
+	}
+	w.assertNothingRan(t)
+	if got := hostile.requests(); len(got) != 0 {
+		t.Errorf("the hostile server got %q", got)
+	}
+}
+
+// TestHostGetsTheFrontsService: a session that repeats the front's own
+// dashboard and service (with a trailing slash) is not refused, and the
+// host the front starts gets the front's --dashboard and --service last,
+// after the session's flags, so that they are the values it reads.
+func TestHostGetsTheFrontsService(t *testing.T) {
+	w := newTripwires(t)
+	argsFile := filepath.Join(w.dir, "host-args")
+	// A host that records its arguments, one a line, and exits as `open`
+	// does on a usage error, before its window runs.
+	recorder := filepath.Join(w.dir, "recording-host.sh")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > '" + argsFile + "'\necho 'recorded' >&2\nexit 2\n"
+	if err := os.WriteFile(recorder, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := startFrontWith(t, recorder, w.driver)
+	body := `{"capabilities":{"alwaysMatch":{"webkitgtk:browserOptions":{"args":["open","--webdriver","--origin","http://127.0.0.1:1","--id","x",` +
+		`"--dashboard","` + frontDashboard + `/","--service=` + frontService + `"]}}}}`
+	status, e := send(t, "POST", f.URL()+"/session", map[string]string{"Content-Type": "application/json"}, body)
+	if status != http.StatusBadRequest || !strings.Contains(e.Value.Message, "exited with code 2 before its window ran: recorded") {
+		t.Fatalf("answered %d %+v, want the host's usage error (it ran)", status, e.Value)
+	}
+	raw, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatalf("the host did not run: %v", err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	want := []string{"open", "--automation-fd", "4", "--secret-fd", "3", "--webdriver", "--origin", "http://127.0.0.1:1", "--id", "x",
+		"--dashboard", frontDashboard + "/", "--service=" + frontService, "--dashboard", frontDashboard, "--service", frontService}
+	if !slices.Equal(got, want) {
+		t.Errorf("the host's arguments:\n got %q\nwant %q", got, want)
 	}
 }

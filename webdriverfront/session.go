@@ -45,6 +45,54 @@ type session struct {
 // args may not carry them.
 var frontFlags = []string{"secret-fd", "automation-fd"}
 
+// boundFlags are the flags of `open` that choose where the host sends its
+// secret (docs/webdriver.md, "One service"): the front passes its own
+// after the session's, and a session's may only repeat the front's value.
+func (f *Front) boundFlags() map[string]string {
+	return map[string]string{"dashboard": f.cfg.Dashboard, "service": f.cfg.Service}
+}
+
+// sameURL compares a session's --dashboard or --service with the front's
+// as the host reads them: without a trailing slash (host.Discover,
+// host.ServiceIssuer), otherwise byte for byte (RFC 8414 section 3.3).
+func sameURL(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
+
+// flagRefusal checks the flags of a session's args (after "open",
+// "--webdriver") as `open`'s flag parser reads them: -name, --name,
+// -name=value, --name value. An argument that spells a flag of the front's
+// is refused wherever it is (even as another flag's value: nothing a client
+// needs looks like one). It returns "" when the args pass.
+func (f *Front) flagRefusal(args []string) string {
+	bound := f.boundFlags()
+	for i, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		for _, own := range frontFlags {
+			if name == own {
+				return fmt.Sprintf("%s.args: --%s is the front's own (it passes the host's secret and reads its automation channel); leave it out", browserOptions, own)
+			}
+		}
+		want, isBound := bound[name]
+		if !isBound {
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return fmt.Sprintf("%s.args: --%s has no value; leave --%s out: the front passes its own, %s", browserOptions, name, name, want)
+			}
+			value = args[i+1]
+		}
+		if !sameURL(value, want) {
+			return fmt.Sprintf("%s.args: --%s %q is not this front's %s %q: the front gives each host its secret, which goes to the service it was started for only; "+
+				"leave --%s out (the front passes its own), or start another front for that %s (miniapp-host webdriver --%s URL)",
+				browserOptions, name, value, name, want, name, name, name)
+		}
+	}
+	return ""
+}
+
 // sessionArgs checks a New Session's capabilities and returns the host's
 // arguments (from webkitgtk:browserOptions) and the body to forward, with
 // webkitgtk:browserOptions removed (the driver, with --target, starts
@@ -105,16 +153,8 @@ func (f *Front) sessionArgs(body []byte) (args []string, forward []byte, vp devi
 	if len(args) < 2 || args[0] != "open" || args[1] != "--webdriver" {
 		return nil, nil, vp, fmt.Sprintf(`%s.args %q: they must start with "open", "--webdriver" (the front starts miniapp-host open --webdriver only), then open's flags (docs/webdriver.md)`, browserOptions, args)
 	}
-	for _, a := range args[2:] {
-		name := strings.TrimLeft(a, "-")
-		if i := strings.IndexByte(name, '='); i >= 0 {
-			name = name[:i]
-		}
-		for _, own := range frontFlags {
-			if strings.HasPrefix(a, "-") && name == own {
-				return nil, nil, vp, fmt.Sprintf("%s.args: --%s is the front's own (it passes the host's secret and reads its automation channel); leave it out", browserOptions, own)
-			}
-		}
+	if msg := f.flagRefusal(args[2:]); msg != "" {
+		return nil, nil, vp, msg
 	}
 	more, vp, msg := optionArgs(always)
 	if msg != "" {
@@ -278,13 +318,16 @@ func (f *Front) startHost(ctx context.Context, s *session, args []string, inspec
 		return info, fmt.Errorf("webdriverfront: %w", err)
 	}
 	defer autoR.Close()
-	// The front's flags come first, before any of the session's.
+	// The front's descriptors come first, before any of the session's
+	// flags; its dashboard and service last, so that they are the ones the
+	// host reads (the last of a flag wins) whatever the session spelled.
 	own := []string{"open", "--automation-fd", "4"}
 	files := []*os.File{secretR, autoW}
 	if f.cfg.Secret != "" {
 		own = append(own, "--secret-fd", "3")
 	}
-	cmd := exec.Command(f.cfg.Host, append(own, args[1:]...)...)
+	argv := append(append(own, args[1:]...), "--dashboard", f.cfg.Dashboard, "--service", f.cfg.Service)
+	cmd := exec.Command(f.cfg.Host, argv...)
 	cmd.Env = append(append([]string(nil), f.cfg.Env...), "WEBKIT_INSPECTOR_SERVER=127.0.0.1:"+strconv.Itoa(inspector))
 	reason := &tail{}
 	cmd.Stdout = f.log

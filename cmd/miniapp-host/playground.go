@@ -325,9 +325,15 @@ func printPlayground(e env, p *playground.Playground, data, opKeySource string, 
 	row("automation token", p.AutomationToken())
 	row("", `subprotocols "miniapp-automation.v1, token.<token>" (docs/automation.md)`)
 	hostID, hostSecret := p.HostCredential()
-	row("host credential", hostID+" "+hostSecret)
-	row("", "(MINIAPP_HOST_SECRET="+hostSecret+" miniapp-host open --dashboard "+p.Services().Dashboard+" ... completes consents here;")
-	row("", " set MINIAPP_HOST_SECRET before starting the playground to keep the same secret across runs)")
+	if p.HostSecretGiven() {
+		// A given secret is never printed: where it came from is.
+		row("host credential", hostID+", secret as given ("+host.HostSecretEnv+")")
+		row("", "(miniapp-host open --dashboard "+p.Services().Dashboard+" ... with the same "+host.HostSecretEnv+" completes consents here)")
+	} else {
+		row("host credential", hostID+" "+hostSecret)
+		row("", "(MINIAPP_HOST_SECRET="+hostSecret+" miniapp-host open --dashboard "+p.Services().Dashboard+" ... completes consents here;")
+		row("", " set MINIAPP_HOST_SECRET before starting the playground to keep the same secret across runs)")
+	}
 	printOperatorKey(w, 22, p.OperatorKey(), opKeySource, p.Services().Dashboard)
 	row("", "(the launcher's Pending reviews approve and reject too; set "+operatorKeyEnv+" or --operator-key to keep one key across runs)")
 	row("screenshots", `the automation channel's screenshot command returns a PNG of the Miniapp's view, with {"area":"window"} of the whole window;`)

@@ -14,7 +14,8 @@ import (
 // TestPlayground starts `playground` on free ports, waits for the printed
 // addresses, reads the launcher's list of Miniapps with the printed token,
 // and stops it with the context. The host's credential is the one
-// MINIAPP_HOST_SECRET names, which `open` reads too.
+// MINIAPP_HOST_SECRET names, which `open` reads too; the output says it
+// was given and never shows it.
 func TestPlayground(t *testing.T) {
 	t.Setenv("MINIAPP_HOST_SECRET", "shared-with-the-open-command")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,14 +46,19 @@ func TestPlayground(t *testing.T) {
 		regexp.MustCompile(`(?m)^issuer\s+http://127\.0\.0\.1:[1-9]\d*$`),
 		regexp.MustCompile(`(?m)^dashboard_url\s+http://127\.0\.0\.1:[1-9]\d*$`),
 		regexp.MustCompile(`(?m)^screenshots\s+\S`),
-		regexp.MustCompile(`(?m)^host credential\s+miniapp-host shared-with-the-open-command$`),
-		regexp.MustCompile(`(?m)^\s+\(MINIAPP_HOST_SECRET=shared-with-the-open-command miniapp-host open --dashboard http://127\.0\.0\.1:[1-9]\d* \.\.\. completes`),
+		regexp.MustCompile(`(?m)^host credential\s+miniapp-host, secret as given \(MINIAPP_HOST_SECRET\)$`),
+		regexp.MustCompile(`(?m)^\s+\(miniapp-host open --dashboard http://127\.0\.0\.1:[1-9]\d* \.\.\. with the same MINIAPP_HOST_SECRET completes`),
 		regexp.MustCompile(`(?m)^demo Miniapp\s+http://127\.0\.0\.1:[1-9]\d*  --id demo-confidential`),
 		regexp.MustCompile(`(?m)^broken Miniapp\s+http://127\.0\.0\.1:[1-9]\d*  --id broken-no-auth-url  \(broken, rejected at client with auth-url-required\)$`),
 	} {
 		if !want.MatchString(text) {
 			t.Errorf("output lacks %s:\n%s", want, text)
 		}
+	}
+	// The host's secret, given, is never printed (as serve prints no
+	// given secret): the output says where it came from.
+	if strings.Contains(text, "shared-with-the-open-command") || strings.Contains(errs.String(), "shared-with-the-open-command") {
+		t.Errorf("the playground printed the MINIAPP_HOST_SECRET it was given:\n%s\n%s", text, errs.String())
 	}
 	// The operator key (the flag wins over MINIAPP_HOST_OPERATOR_KEY) is
 	// not printed, only said to be given, and `review` decides the playground's submissions with it,

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/webdriverfront"
@@ -17,12 +19,15 @@ import (
 // interrupted.
 func runWebDriver(ctx context.Context, e env) int {
 	fs := newFlagSet("webdriver", func(w io.Writer) {
-		fmt.Fprintln(w, "usage: miniapp-host webdriver [--port 4444] [--driver PATH]")
+		fmt.Fprintln(w, "usage: miniapp-host webdriver [--port 4444] [--driver PATH] [--dashboard URL] [--service URL]")
 		fmt.Fprintln(w, "serves W3C WebDriver on 127.0.0.1:PORT; each New Session starts this binary's `open --webdriver` and a WebKitWebDriver of its own.")
 		fmt.Fprintln(w, "the hosts' secret is read from MINIAPP_HOST_SECRET and given to each host on a pipe, never in an environment (docs/webdriver.md)")
+		fmt.Fprintln(w, "every host gets this front's --dashboard and --service, the only service the secret goes to; a New Session naming another is refused")
 	})
 	port := fs.Int("port", 4444, "the loopback port to listen on (0: a free one, printed)")
 	driver := fs.String("driver", "WebKitWebDriver", "WebKitWebDriver's path, or its name on PATH (Debian package webkit2gtk-driver)")
+	dashboard := fs.String("dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url}) every host resolves with")
+	service := fs.String("service", "", "the authorization server's issuer URL every host signs in with, the only one the hosts' secret goes to (default: the one the dashboard names, GET {dashboard_url}/api/service, asked once at start)")
 	secrets, err := host.TakeSecretEnv()
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host: webdriver:", err)
@@ -51,8 +56,24 @@ func runWebDriver(ctx context.Context, e env) int {
 	if secret == "" {
 		fmt.Fprintln(e.stderr, "miniapp-host: webdriver: MINIAPP_HOST_SECRET is not set: the hosts it starts cannot complete a consent")
 	}
+	for _, c := range []struct{ flag, value string }{{"dashboard", *dashboard}, {"service", *service}} {
+		if u, err := url.Parse(c.value); c.value != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return usageError(e, "webdriver", fmt.Sprintf("--%s %q: an absolute http(s) URL, e.g. http://127.0.0.1:8601", c.flag, c.value))
+		}
+	}
+	if *service == "" {
+		// Asked once: a dashboard that later names another service
+		// does not move the hosts' secret (docs/webdriver.md, "One service").
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		*service, err = host.ServiceIssuer(sctx, nil, *dashboard)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(e.stderr, "miniapp-host: webdriver:", err)
+			return exitUndecided
+		}
+	}
 	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:" + strconv.Itoa(*port), Driver: drv, Host: self,
-		Secret: secret, Env: os.Environ(), Log: e.stderr})
+		Secret: secret, Dashboard: *dashboard, Service: *service, Env: os.Environ(), Log: e.stderr})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		return exitUsage
@@ -62,6 +83,7 @@ func runWebDriver(ctx context.Context, e env) int {
 		return exitUndecided
 	}
 	fmt.Fprintf(e.stdout, "webdriver %s\n", f.URL())
+	fmt.Fprintf(e.stderr, "miniapp-host webdriver: every host resolves with the dashboard %s and signs in with %s\n", *dashboard, *service)
 	done := make(chan error, 1)
 	go func() { done <- f.Serve() }()
 	select {

@@ -5,14 +5,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,8 +183,9 @@ func demo(t *testing.T, ctx context.Context, p *playground.Playground, id string
 
 // TestOpenKeepsSecretsFromWebKit: `open` started with MINIAPP_HOST_SECRET
 // and MINIAPP_HOST_KEY in its environment completes a consent with the
-// secret (it read it), and none of WebKit's processes it started has
-// either in its environment.
+// secret (it read it), none of WebKit's processes it started has either in
+// its environment, and its stderr holds neither the secret nor the
+// automation token it wrote to --automation-fd.
 func TestOpenKeepsSecretsFromWebKit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -229,11 +235,17 @@ func TestOpenKeepsSecretsFromWebKit(t *testing.T) {
 	if _, err := c.WaitFor(ctx, client.Kind("cookies.synced")); err != nil {
 		t.Fatalf("the approved consent did not complete (the host lacked its secret?): %v\n%s", err, stderr.String())
 	}
+	// The token went to the descriptor only: the host's log (a WebDriver
+	// front's log, a CI run's artifacts) never holds it, nor the secret.
+	if log := stderr.String(); strings.Contains(log, info.Token) || strings.Contains(log, secret) {
+		t.Errorf("open's stderr holds its automation token or its secret:\n%s", log)
+	}
 }
 
 // TestPlaygroundKeepsSecretsFromWebKit: the playground's window, started
-// with MINIAPP_HOST_SECRET, uses it as the host's credential (it prints
-// it) and its WebKit processes do not have it in their environment.
+// with MINIAPP_HOST_SECRET, uses it as the host's credential (its server
+// authenticates the host with it), says it was given without printing it,
+// and its WebKit processes do not have it in their environment.
 func TestPlaygroundKeepsSecretsFromWebKit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -254,24 +266,48 @@ func TestPlaygroundKeepsSecretsFromWebKit(t *testing.T) {
 		cmd.Wait()
 	})
 	sc := bufio.NewScanner(out)
-	credential := false
+	credential, printed, native := false, false, ""
 	for sc.Scan() {
 		line := sc.Text()
-		if f := strings.Fields(line); len(f) == 4 && f[0] == "host" && f[1] == "credential" {
-			credential = f[3] == secret
+		printed = printed || strings.Contains(line, secret)
+		if strings.HasPrefix(line, "host credential") {
+			credential = strings.HasSuffix(line, "miniapp-host, secret as given (MINIAPP_HOST_SECRET)")
+		}
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "native" && f[1] == "consent" {
+			native = f[2]
 		}
 		if strings.HasPrefix(line, "window") && strings.Contains(line, "the launcher is loaded") {
 			break
 		}
 	}
-	if sc.Err() != nil || !credential {
+	if sc.Err() != nil || !credential || printed || native == "" {
 		// Its stderr is read once it has exited: until then exec's
 		// goroutine writes it.
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the playground did not load its launcher with the secret as its credential (%v):\n%s", sc.Err(), stderr.String())
+		t.Fatalf("the playground did not load its launcher saying its secret was given (%v; printed: %t, native consent %q):\n%s",
+			sc.Err(), printed, native, stderr.String())
 	}
 	go io.Copy(io.Discard, out)
+	// Its server takes the secret as the host's credential: the
+	// native-consent API authenticates it (a body it then refuses, 400),
+	// and refuses another (401).
+	for _, c := range []struct {
+		secret string
+		want   int
+	}{{secret, http.StatusBadRequest}, {secret + "x", http.StatusUnauthorized}} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, native, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		req.SetBasicAuth(playground.HostClientID, c.secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("POST %s with the secret%s: %d, want %d", native, map[bool]string{true: "", false: " changed"}[c.secret == secret], resp.StatusCode, c.want)
+		}
+	}
 	assertNoSecretInWebKit(t, cmd.Process.Pid, []string{"WebKitWebProcess", "WebKitNetworkProcess"}, asMainEnv+"=1", secret)
 }
 
@@ -389,7 +425,7 @@ func TestWebDriverFront(t *testing.T) {
 	}
 	log := &syncWriter{}
 	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
-		Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
+		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,5 +535,198 @@ func TestWebDriverFront(t *testing.T) {
 	}
 	if status, v := wd.do("GET", "/session/"+sid+"/url", nil); status != 404 {
 		t.Errorf("a command of the deleted session: %d %s, want 404 invalid session id", status, v)
+	}
+	// The front's log (the hosts' output) holds neither the secret nor the
+	// automation token the host wrote to the front on a pipe.
+	if l := log.String(); strings.Contains(l, secret) || regexp.MustCompile(`automation channel \S+ token `).MatchString(l) ||
+		!strings.Contains(l, "open: automation channel ws://") {
+		t.Errorf("the front's log shows the secret or a host's automation token (or no channel line at all):\n%s", l)
+	}
+}
+
+// hostileService is a loopback server that poses as a dashboard and an
+// authorization server: it names itself as the dashboard's service, serves
+// the playground's metadata with itself as issuer and native-consent
+// endpoint, passes every other request to the playground's dashboard (so
+// that a Miniapp resolves), and records the Authorization header of every
+// request it gets.
+type hostileService struct {
+	*httptest.Server
+	mu   sync.Mutex
+	auth []string
+}
+
+func newHostileService(t *testing.T, p *playground.Playground) *hostileService {
+	t.Helper()
+	dash, err := url.Parse(p.Services().Dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(dash)
+	h := &hostileService{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.auth = append(h.auth, r.Method+" "+r.URL.Path+" Authorization: "+r.Header.Get("Authorization"))
+		h.mu.Unlock()
+		switch r.URL.Path {
+		case "/api/service":
+			json.NewEncoder(w).Encode(map[string]string{"issuer": h.URL})
+		case "/.well-known/oauth-authorization-server":
+			resp, err := http.Get(p.Services().Issuer + "/.well-known/oauth-authorization-server")
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			var meta map[string]any
+			json.NewDecoder(resp.Body).Decode(&meta)
+			meta["issuer"], meta["native_consent_endpoint"] = h.URL, h.URL+"/native"
+			json.NewEncoder(w).Encode(meta)
+		case "/native":
+			http.Error(w, `{"error":"server_error"}`, http.StatusInternalServerError)
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// sawSecret reports whether a request to it carried the secret.
+func (h *hostileService) sawSecret(secret string) (bool, []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(playground.HostClientID+":"+secret))
+	for _, a := range h.auth {
+		if strings.HasSuffix(a, basic) {
+			return true, append([]string(nil), h.auth...)
+		}
+	}
+	return false, append([]string(nil), h.auth...)
+}
+
+// TestWebDriverFrontKeepsItsService: a New Session whose args name a
+// hostile loopback server as --service, or as --dashboard (which then
+// names itself as the service), is refused with invalid argument naming
+// the flag and the front's own value; the hostile server, which records
+// every Authorization header it gets, never receives the front's secret
+// (before, the host started and sent it, Basic miniapp-host:SECRET, to the
+// hostile native-consent endpoint). A session with the front's own
+// dashboard and service still runs.
+func TestWebDriverFrontKeepsItsService(t *testing.T) {
+	if !webkitgtk.Available {
+		t.Fatal("this build has no WebKitGTK engine: build with cgo and WebKitGTK (make test)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	secret := randomSecret(t, "front-secret")
+	p := startPlayground(t, ctx, secret)
+	origin := demo(t, ctx, p, "demo-confidential")
+	hostile := newHostileService(t, p)
+	driver, err := exec.LookPath("WebKitWebDriver")
+	if err != nil {
+		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
+	}
+	log := &syncWriter{}
+	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
+		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- f.Serve() }()
+	t.Cleanup(func() {
+		f.Close()
+		<-served
+		if t.Failed() {
+			t.Logf("the front's log:\n%s", log.String())
+		}
+	})
+	wd := wdClient{t: t, ctx: ctx, url: f.URL()}
+	newSession := func(args ...string) (int, json.RawMessage) {
+		return wd.do("POST", "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
+			"webkitgtk:browserOptions": map[string]any{"args": append([]string{"open", "--webdriver", "--origin", origin, "--id", "demo-confidential",
+				"--host-client", playground.HostClientID, "--ephemeral"}, args...)},
+			"timeouts": map[string]any{"pageLoad": 60000, "script": 60000},
+		}}})
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--service", []string{"--dashboard", p.Services().Dashboard, "--service", hostile.URL},
+			fmt.Sprintf("--service %q is not this front's service %q", hostile.URL, p.Services().Issuer)},
+		{"--dashboard", []string{"--dashboard=" + hostile.URL},
+			fmt.Sprintf("--dashboard %q is not this front's dashboard %q", hostile.URL, p.Services().Dashboard)},
+	} {
+		status, v := newSession(c.args...)
+		if status == http.StatusOK {
+			// The attack of old: the session runs, and its host sends
+			// the secret to the hostile server on the consent screen.
+			var made struct {
+				SessionID string `json:"sessionId"`
+			}
+			json.Unmarshal(v, &made)
+			deadline := time.Now().Add(time.Minute)
+			saw, reqs := hostile.sawSecret(secret)
+			for ; !saw && time.Now().Before(deadline); saw, reqs = hostile.sawSecret(secret) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			wd.do("DELETE", "/session/"+made.SessionID, nil)
+			t.Errorf("%s: New Session %q made a session; the hostile server got the secret: %t (its requests: %q)", c.name, c.args, saw, reqs)
+			continue
+		}
+		if code, msg := errorOf(v); status != http.StatusBadRequest || code != "invalid argument" || !strings.Contains(msg, c.want) {
+			t.Errorf("%s: New Session %q: %d %s, want 400 invalid argument with %q", c.name, c.args, status, v, c.want)
+		}
+	}
+	if saw, reqs := hostile.sawSecret(secret); saw || len(reqs) != 0 {
+		t.Errorf("the hostile server got requests (the secret among them: %t): %q", saw, reqs)
+	}
+	// The front's own service, given again or left out, runs.
+	status, v := newSession("--service", p.Services().Issuer+"/")
+	var made struct {
+		SessionID string `json:"sessionId"`
+	}
+	if json.Unmarshal(v, &made); status != http.StatusOK || made.SessionID == "" {
+		t.Fatalf("New Session with the front's service: %d %s, want a session", status, v)
+	}
+	wd.until("the consent screen", "GET", "/session/"+made.SessionID+"/miniapp-host/consent", nil, func(s int, _ json.RawMessage) bool { return s == 200 })
+	if status, v := wd.do("DELETE", "/session/"+made.SessionID, nil); status != 200 {
+		t.Errorf("Delete Session: %d %s", status, v)
+	}
+}
+
+// TestWebDriverCommandNamesItsService: `miniapp-host webdriver` refuses a
+// --dashboard or --service that is not an absolute http(s) URL (exit 2,
+// naming the flag), and does not start when it cannot learn its service
+// from its dashboard (exit 3, saying to give --service): it never runs
+// without knowing which service its hosts' secret is for.
+func TestWebDriverCommandNamesItsService(t *testing.T) {
+	if _, err := exec.LookPath("WebKitWebDriver"); err != nil {
+		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
+	}
+	// A dashboard that is down: a port that was free a moment ago.
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--dashboard", "ftp://127.0.0.1:1"}, exitUsage, `--dashboard "ftp://127.0.0.1:1": an absolute http(s) URL`},
+		{[]string{"--service", "127.0.0.1:1"}, exitUsage, `--service "127.0.0.1:1": an absolute http(s) URL`},
+		{[]string{"--dashboard", down.URL}, exitUndecided, "give the service's issuer with --service"},
+	} {
+		var out, errs syncBuffer
+		code := run(t.Context(), env{args: append([]string{"webdriver", "--port", "0"}, c.args...), stdout: &out, stderr: &errs,
+			getenv: func(string) string { return "" }})
+		if code != c.code || !strings.Contains(errs.String(), c.want) || out.String() != "" {
+			t.Errorf("webdriver %q: exit %d, stdout %q, stderr %q; want exit %d naming %q and no URL", c.args, code, out.String(), errs.String(), c.code, c.want)
+		}
 	}
 }

@@ -13,7 +13,8 @@
 # must link WebKitGTK 4.1), starts `miniapp-host playground --no-window` on
 # free loopback ports with a random MINIAPP_HOST_SECRET (new at each run),
 # starts `miniapp-host webdriver` on a free loopback port with that secret
-# (it hands it to each host on a pipe), hands the suite what it needs in
+# (it hands it to each host on a pipe) for the playground's dashboard and
+# service, hands the suite what it needs in
 # QA_* variables, and always stops what it started (by PID) and removes its
 # temporary folder.
 #
@@ -47,6 +48,10 @@ if [ "$suite" = npm ]; then
 	command -v npm >/dev/null || die "npm is not installed: the npm suite needs Node.js 20 or later and npm"
 fi
 
+# withhold copies its input with the secret replaced (it is hex: no
+# character of it is special to sed).
+withhold() { sed -e "s/$secret/withheld/g"; }
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/miniapp-qa.XXXXXX")
 pids=()
 cleanup() {
@@ -61,9 +66,12 @@ cleanup() {
 	done
 	if [ "$rc" -ne 0 ] && [ -s "$work/driver.log" ]; then
 		say "the front's output (and that of the hosts and drivers it started), last 40 lines:"
-		tail -n 40 "$work/driver.log" >&2
-		mkdir -p "$logs" && cp "$work"/*.log "$work"/*.err "$logs"/ 2>/dev/null &&
-			say "the playground's and the front's whole output are in $logs"
+		tail -n 40 "$work/driver.log" | withhold >&2
+		# Nothing prints the secret (docs/security.md, "Secrets"); should
+		# anything ever, the artifacts a CI keeps still do not hold it.
+		mkdir -p "$logs" && for f in "$work"/*.log "$work"/*.err; do
+			[ -f "$f" ] && withhold <"$f" >"$logs/$(basename "$f")"
+		done && say "the playground's and the front's whole output are in $logs"
 	fi
 	rm -rf "$work"
 	exit "$rc"
@@ -125,9 +133,12 @@ done
 
 # The WebDriver front on a free loopback port (docs/webdriver.md): it prints
 # its URL once it listens. The secret reaches it in its environment, which it
-# removes at once; each host gets it on a pipe.
+# removes at once; each host gets it on a pipe. The front is started for the
+# playground's dashboard and service, the only ones the secret goes to
+# (docs/webdriver.md, "One service").
 mkfifo "$work/front.fifo"
-MINIAPP_HOST_SECRET=$secret "$bin" webdriver --port 0 >"$work/front.fifo" 2>>"$work/driver.log" &
+MINIAPP_HOST_SECRET=$secret "$bin" webdriver --port 0 --dashboard "$dashboard" --service "$service" \
+	>"$work/front.fifo" 2>>"$work/driver.log" &
 pids+=($!)
 exec 3<"$work/front.fifo"
 driver_url=''
