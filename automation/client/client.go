@@ -282,8 +282,8 @@ func (c *Client) Open(ctx context.Context, origin, id string) (view string, err 
 	return res.View, err
 }
 
-// OpenProfile launches a saved launch profile (the playground's; docs/
-// playground.md, "Launch profiles") and returns its view.
+// OpenProfile launches a saved launch profile and returns its view: the
+// playground's (docs/playground.md, "Launch profiles").
 func (c *Client) OpenProfile(ctx context.Context, name string) (view string, err error) {
 	var res bridge.OpenResult
 	err = c.Do(ctx, bridge.CommandOpen, bridge.OpenCommand{Profile: name}, &res)
