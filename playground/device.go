@@ -146,6 +146,12 @@ func (p *Playground) handleDeleteProfile(w http.ResponseWriter, r *http.Request)
 }
 
 func (p *Playground) handleLaunchProfile(w http.ResponseWriter, r *http.Request) {
+	// The body is {}: the profile is all there is to it.
+	var in struct{}
+	if err := readJSON(r, &in); err != nil {
+		writeError(w, err)
+		return
+	}
 	res, err := p.LaunchProfile(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeError(w, invalid(err.Error()))

@@ -536,7 +536,7 @@
     const launch = el("button", { type: "button" }, "Launch");
     launch.addEventListener("click", async () => {
       try {
-        const res = await api("POST", "/api/profiles/" + encodeURIComponent(p.name) + "/launch");
+        const res = await api("POST", "/api/profiles/" + encodeURIComponent(p.name) + "/launch", {});
         $("launches-empty").hidden = true;
         $("launches").prepend(renderReport(res));
         const f = $("device-bar").elements;
@@ -551,7 +551,7 @@
     const del = el("button", { type: "button", class: "secondary" }, "Delete");
     del.addEventListener("click", async () => {
       try {
-        await api("DELETE", "/api/profiles/" + encodeURIComponent(p.name));
+        await api("DELETE", "/api/profiles/" + encodeURIComponent(p.name), {});
         loadProfiles();
       } catch (e) {
         $("profile-feedback").replaceChildren(el("p", { class: "launch-error", role: "alert" }, e.message));
