@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/launchprofile"
 )
@@ -81,7 +83,9 @@ func TestLaunchProfilesAPI(t *testing.T) {
 		t.Error("a profile's subject changed the switcher's: it is the launch's only")
 	}
 
-	var out struct{ Error struct{ Code, Message string } }
+	var out struct {
+		Error struct{ Code, Message string }
+	}
 	for name, want := range map[string]string{
 		"nobody":  `subject: no seeded subject "sub_nobody"`,
 		"folder":  "start it with `miniapp-host dev --profile folder`",
@@ -116,5 +120,70 @@ func TestLaunchProfilesAPI(t *testing.T) {
 	q := start(t, Config{Opener: &opener{}, Profiles: file})
 	if st := call(t, q, "POST", "/api/device", bridge.DeviceCommand{Device: "pixel-8"}, &out); st != http.StatusConflict || out.Error.Code != "no_window" {
 		t.Errorf("device without one: %d %q", st, out.Error.Code)
+	}
+}
+
+// TestDeviceBarAndProfilesInChromium drives the launcher as a developer
+// would, in headless Chromium: the device bar sends the device chosen to
+// the window, a launch is saved as a profile from the form and listed, the
+// profile launches with its device, and a profile that cannot be used is
+// listed with its reason.
+func TestDeviceBarAndProfilesInChromium(t *testing.T) {
+	ctx := browser(t)
+	file := filepath.Join(t.TempDir(), "profiles.json")
+	os.WriteFile(file, []byte(`{"profiles": [{"name": "old", "origin": "http://127.0.0.1:1", "id": "x", "locale": "de_CH"}]}`), 0o600)
+	o := &deviceOpener{}
+	p := start(t, Config{Opener: o, Profiles: file})
+	closeFirst(t, ctx)
+	viewport(t, ctx, 640, 860) // beside the device
+	openLauncher(t, ctx, p)
+	poll(t, ctx, "the devices", `document.querySelectorAll("#device option").length >= 8`)
+	poll(t, ctx, "the bad profile's reason", `document.getElementById("profile-problems").textContent.includes("launch profile old: locale")`)
+
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#device-locale`), "fr-CA")); err != nil {
+		t.Fatal(err)
+	}
+	eval[bool](t, ctx, `(() => { const s = document.getElementById("device"); s.value = "pixel-8"; s.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`)
+	poll(t, ctx, "the device's answer", `document.getElementById("device-status").textContent.startsWith("Device: pixel-8")`)
+	o.dmu.Lock()
+	got := o.devices[len(o.devices)-1]
+	o.dmu.Unlock()
+	if got.Device != "pixel-8" || got.Locale != "fr-CA" {
+		t.Errorf("the window got %+v", got)
+	}
+
+	click(t, ctx, `#list-demo li[data-id="demo-public"] button.launch`)
+	poll(t, ctx, "the launch", `document.querySelector('#launches > li[data-id="demo-public"][data-outcome="accepted"]') !== null`)
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`#profile-form input[name=name]`), "pixel-fr"),
+		chromedp.SetValue(chromedp.CSS(`#profile-form input[name=start]`), "/?from=profile"),
+		chromedp.Click(chromedp.CSS(`#profile-form button`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "the saved profile", `document.querySelector('#profiles li[data-name="pixel-fr"]') !== null`)
+	f, err := launchprofile.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := f.Get("pixel-fr")
+	if err != nil || saved.Device != "pixel-8" || saved.Locale != "fr-CA" || saved.Start != "/?from=profile" || saved.ID != "demo-public" {
+		t.Errorf("saved %+v, %v", saved, err)
+	}
+	if len(f.Problems) != 1 {
+		t.Errorf("the bad profile was not kept: %v", f.Problems)
+	}
+	o.mu.Lock()
+	before := len(o.mounts)
+	o.mu.Unlock()
+	click(t, ctx, `#profiles li[data-name="pixel-fr"] button`)
+	pollFor := func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(o.mounts) > before && o.mounts[len(o.mounts)-1].Start == "/?from=profile"
+	}
+	poll(t, ctx, "the profile's launch report", `document.querySelectorAll('#launches > li[data-id="demo-public"]').length >= 2`)
+	if !pollFor() {
+		t.Error("the profile's launch did not reach the window with its start path")
 	}
 }
