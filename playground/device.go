@@ -74,8 +74,18 @@ func (p *Playground) checkSubject(id string) error {
 	return fmt.Errorf("no seeded subject %q", id)
 }
 
+// DeviceReporter is the optional ability of an Opener to say which device
+// it shows the Miniapp as now, for the launcher's device bar.
+type DeviceReporter interface {
+	CurrentDevice() bridge.DeviceCommand
+}
+
 func (p *Playground) handleDevices(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"presets": device.Presets()})
+	out := map[string]any{"presets": device.Presets()}
+	if dr, ok := p.cfg.Opener.(DeviceReporter); ok {
+		out["current"] = dr.CurrentDevice()
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (p *Playground) handleSetDevice(w http.ResponseWriter, r *http.Request) {

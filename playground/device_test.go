@@ -23,6 +23,15 @@ type deviceOpener struct {
 	devices []bridge.DeviceCommand
 }
 
+func (o *deviceOpener) CurrentDevice() bridge.DeviceCommand {
+	o.dmu.Lock()
+	defer o.dmu.Unlock()
+	if len(o.devices) == 0 {
+		return bridge.DeviceCommand{Device: "galaxy-s24", Theme: "dark"}
+	}
+	return o.devices[len(o.devices)-1]
+}
+
 func (o *deviceOpener) SetDevice(_ context.Context, cmd bridge.DeviceCommand) (bridge.DeviceResult, error) {
 	o.dmu.Lock()
 	defer o.dmu.Unlock()
@@ -138,6 +147,8 @@ func TestDeviceBarAndProfilesInChromium(t *testing.T) {
 	viewport(t, ctx, 640, 860) // beside the device
 	openLauncher(t, ctx, p)
 	poll(t, ctx, "the devices", `document.querySelectorAll("#device option").length >= 8`)
+	// The bar says what the window shows at first (here the opener's).
+	poll(t, ctx, "the window's device in the bar", `document.getElementById("device").value === "galaxy-s24" && document.getElementById("device-theme").value === "dark"`)
 	poll(t, ctx, "the bad profile's reason", `document.getElementById("profile-problems").textContent.includes("launch profile old: locale")`)
 
 	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#device-locale`), "fr-CA")); err != nil {

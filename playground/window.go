@@ -29,6 +29,12 @@ var (
 	_ bridge.DeviceController   = (*Window)(nil)
 )
 
+// CurrentDevice implements DeviceReporter.
+func (pw *Window) CurrentDevice() bridge.DeviceCommand {
+	d := pw.w.Device()
+	return bridge.DeviceCommand{Device: d.Device.Name, Landscape: d.Landscape, Theme: string(d.PageTheme().Theme), Locale: d.Locale, Zoom: d.Zoom}
+}
+
 // SetDevice implements bridge.DeviceController: the window shows its
 // Miniapp as the device the command names.
 func (pw *Window) SetDevice(ctx context.Context, cmd bridge.DeviceCommand) (bridge.DeviceResult, error) {

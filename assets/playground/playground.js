@@ -484,6 +484,8 @@
       o.selected = d.name === "desktop";
       sel.append(o);
     }
+    const c = data.current;
+    if (c) showDevice({ device: c.device, orientation: c.landscape ? "landscape" : "", theme: c.theme, locale: c.locale, zoom: c.zoom });
   }
 
   function deviceOf(form) {

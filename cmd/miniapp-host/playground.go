@@ -370,8 +370,8 @@ func printPlayground(e env, p *playground.Playground, data, opKeySource string, 
 	}
 	row("subjects", strings.Join(subs, ", ")+" (pick one on the sign-in page, or in the launcher for the window)")
 	if window {
-		fmt.Fprintln(w, "\nThe launcher is in the desktop window: Launch opens a Miniapp in its \"Miniapp\" tab, the")
-		fmt.Fprintln(w, "\"Launcher\" tab goes back. Closing the window or Ctrl-C stops everything.")
+		fmt.Fprintln(w, "\nThe launcher is in the desktop window, beside the device that Launch opens a Miniapp in (drag the")
+		fmt.Fprintln(w, "split to resize or collapse; --layout tabs: in tabs). Closing the window or Ctrl-C stops everything.")
 		return
 	}
 	fmt.Fprintln(w, "\nNo desktop window: launches are resolved and reported in the launcher;")
