@@ -49,7 +49,7 @@ func TestConnectedMiniappsInChromium(t *testing.T) {
 	writeArtifact(t, "connected-miniapps.png", png)
 
 	click(t, tab, `li[data-entry="scope profile"] form.revoke button`)
-	poll(t, tab, "the revocation's notice", `document.querySelector(".notice") !== null && document.querySelector(".notice").textContent === "revoked scope profile"`)
+	poll(t, tab, "the revocation's notice", `document.querySelector(".notice") !== null && document.querySelector(".notice").textContent.startsWith("The entry was revoked")`)
 	if eval[bool](t, tab, `document.querySelector('li[data-entry="scope profile"]') !== null`) {
 		t.Error("the revoked scope is still listed")
 	}
