@@ -82,7 +82,7 @@ func (d *driver) runRound(ctx context.Context) error {
 		}
 		d.check("subject %s: %v", subject, err)
 	}
-	steps := []func(context.Context, string) error{d.confidential, d.public}
+	steps := []func(context.Context, string) error{d.device, d.confidential, d.public}
 	for _, step := range steps {
 		if d.over() {
 			return nil
@@ -424,6 +424,36 @@ func (d *driver) large(ctx context.Context) error {
 	var items []json.RawMessage
 	if err != nil || json.Unmarshal(res, &items) != nil || len(items) != largeCount {
 		d.check("large result: %d items (%d bytes), %v", len(items), len(res), err)
+	}
+	return nil
+}
+
+// soakDevices are the devices the rounds turn through, as a developer
+// switches device, orientation and theme while the window stays open
+// (docs/playground.md, "Devices"); the desktop among them.
+var soakDevices = []string{"iphone-15", "pixel-8", "desktop", "galaxy-a14", "ipad-air", "390x844@3"}
+
+// device shows the Miniapps of this round as the next device, turned in
+// every other round, dark in every third; the answer must say the device's
+// viewport.
+func (d *driver) device(ctx context.Context, _ string) error {
+	name := soakDevices[d.round%len(soakDevices)]
+	theme := "light"
+	if d.round%3 == 2 {
+		theme = "dark"
+	}
+	res, err := d.cmd(ctx, "device.set "+name, "device.set", map[string]any{"device": name, "landscape": d.round%2 == 1, "theme": theme})
+	if stop(ctx, err) {
+		return err
+	}
+	var out struct {
+		Viewport struct {
+			Device string
+			Width  int
+		}
+	}
+	if err != nil || json.Unmarshal(res, &out) != nil || out.Viewport.Device != name || (name != "desktop") != (out.Viewport.Width > 0) {
+		d.check("device.set %s: %s, %v", name, res, err)
 	}
 	return nil
 }
