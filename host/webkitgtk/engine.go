@@ -172,15 +172,22 @@ func (e *engine) Reload() { C.webkit_web_view_reload(e.views[host.ViewMiniapp]) 
 // deviceZoom is the zoom the device is shown at now.
 func (e *engine) deviceZoom() float64 { return float64(C.mh_device_zoom()) }
 
-// SnapshotDevice implements host.Engine.
+// SnapshotDevice implements host.Engine: what the X server shows of the
+// device in its frame.
 func (e *engine) SnapshotDevice(path string, done func(error)) {
+	done(snapshotWith(path, func(p *C.char) *C.char { return C.mh_snapshot_device(e.win, p) }))
+}
+
+// snapshotWith runs a C snapshot that answers "" or an error it
+// allocated.
+func snapshotWith(path string, snap func(*C.char) *C.char) error {
 	var msg string
 	withString(path, func(p *C.char) {
-		m := C.mh_snapshot_device(e.win, p)
+		m := snap(p)
 		msg = C.GoString(m)
 		C.g_free(C.gpointer(m))
 	})
-	done(errOf(msg))
+	return errOf(msg)
 }
 
 // used records d as the most recently used data, and lets go of the
@@ -424,13 +431,7 @@ func (e *engine) Snapshot(v host.View, path string, done func(error)) {
 // SnapshotWindow implements host.Engine: what the X server shows of the
 // whole window.
 func (e *engine) SnapshotWindow(path string, done func(error)) {
-	var msg string
-	withString(path, func(s *C.char) {
-		m := C.mh_snapshot_window(e.win, s)
-		msg = C.GoString(m)
-		C.g_free(C.gpointer(m))
-	})
-	done(errOf(msg))
+	done(snapshotWith(path, func(p *C.char) *C.char { return C.mh_snapshot_window(e.win, p) }))
 }
 
 // TerminateWebProcess implements host.Engine.

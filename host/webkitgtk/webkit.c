@@ -976,12 +976,10 @@ void mh_show_page(GtkWindow *win, int page) {
 // per view, not in the data manager.
 #define MH_SITE_DATA (WEBKIT_WEBSITE_DATA_ALL & ~WEBKIT_WEBSITE_DATA_SESSION_STORAGE)
 
-// mh_snapshot_window writes what the X server shows of the whole window
-// (tabs, the page shown, the consent over it) as a PNG; "" or an error.
-char *mh_snapshot_window(GtkWindow *win, const char *path) {
-	GdkWindow *gw = gtk_widget_get_window(GTK_WIDGET(win));
-	if (!gw) return g_strdup("the window is not realized");
-	GdkPixbuf *pb = gdk_pixbuf_get_from_window(gw, 0, 0, gdk_window_get_width(gw), gdk_window_get_height(gw));
+// snapshot_region writes what the X server shows of a rectangle of the
+// window as a PNG; "" or an error.
+static char *snapshot_region(GdkWindow *gw, int x, int y, int width, int height, const char *path) {
+	GdkPixbuf *pb = gdk_pixbuf_get_from_window(gw, x, y, width, height);
 	if (!pb) return g_strdup("the window is not on screen");
 	GError *err = NULL;
 	gboolean ok = gdk_pixbuf_save(pb, path, "png", &err, NULL);
@@ -990,6 +988,15 @@ char *mh_snapshot_window(GtkWindow *win, const char *path) {
 	char *msg = g_strdup(err ? err->message : "unknown error");
 	if (err) g_error_free(err);
 	return msg;
+}
+
+// mh_snapshot_window writes what the X server shows of the whole window
+// (the launcher beside the device, or the tabs; the consent over the
+// Miniapp) as a PNG; "" or an error.
+char *mh_snapshot_window(GtkWindow *win, const char *path) {
+	GdkWindow *gw = gtk_widget_get_window(GTK_WIDGET(win));
+	if (!gw) return g_strdup("the window is not realized");
+	return snapshot_region(gw, 0, 0, gdk_window_get_width(gw), gdk_window_get_height(gw), path);
 }
 
 // mh_snapshot_device writes what the X server shows of the device's frame
@@ -1002,15 +1009,7 @@ char *mh_snapshot_device(GtkWindow *win, const char *path) {
 		return g_strdup("the device is not in the window");
 	GtkAllocation a;
 	gtk_widget_get_allocation(mh_frame, &a);
-	GdkPixbuf *pb = gdk_pixbuf_get_from_window(gw, x, y, a.width, a.height);
-	if (!pb) return g_strdup("the device is not on screen");
-	GError *err = NULL;
-	gboolean ok = gdk_pixbuf_save(pb, path, "png", &err, NULL);
-	g_object_unref(pb);
-	if (ok) return g_strdup("");
-	char *msg = g_strdup(err ? err->message : "unknown error");
-	if (err) g_error_free(err);
-	return msg;
+	return snapshot_region(gw, x, y, a.width, a.height, path);
 }
 
 void mh_show_host_view(WebKitWebView *host, int show) {
