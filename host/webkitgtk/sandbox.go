@@ -1,0 +1,94 @@
+//go:build linux && cgo
+
+package webkitgtk
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// SandboxEnv chooses whether the engine runs WebKit's web processes in
+// WebKitGTK's bubblewrap sandbox (docs/webkitgtk.md, "The web process
+// sandbox"; docs/security.md §4):
+//
+//	unset or "auto"  on where bubblewrap works here, else off, said once on stderr
+//	"on"             on; the window is not made where bubblewrap does not work
+//	"off"            off, said once on stderr
+const SandboxEnv = "MINIAPP_HOST_WEBKIT_SANDBOX"
+
+// WebKitGTK runs these two by their absolute paths (fixed when it is
+// built: Debian's bubblewrap and xdg-dbus-proxy packages put them
+// there), not through PATH.
+const (
+	bwrapPath     = "/usr/bin/bwrap"
+	dbusProxyPath = "/usr/bin/xdg-dbus-proxy"
+)
+
+// webkitNoSandboxEnv is WebKitGTK's own switch: set, it runs every web
+// process unsandboxed whatever the context asks.
+const webkitNoSandboxEnv = "WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS"
+
+// sandboxDecision is whether the web processes are sandboxed, and why not.
+type sandboxDecision struct {
+	on  bool
+	why string // when off: the reason, for stderr
+}
+
+// decideSandbox reads SandboxEnv and probes bubblewrap. A sandboxed
+// context whose bwrap cannot run starts no web process at all (its views
+// show nothing and report the web process gone), so the sandbox is asked
+// for only where a bwrap with the namespaces WebKit asks for has just run.
+func decideSandbox() (sandboxDecision, error) {
+	mode := os.Getenv(SandboxEnv)
+	switch mode {
+	case "", "auto", "on":
+	case "off":
+		return sandboxDecision{why: SandboxEnv + "=off"}, nil
+	default:
+		return sandboxDecision{}, fmt.Errorf("webkitgtk: %s=%q: use on, off or auto (docs/webkitgtk.md, \"The web process sandbox\")", SandboxEnv, mode)
+	}
+	why := ""
+	if os.Getenv(webkitNoSandboxEnv) != "" {
+		why = webkitNoSandboxEnv + " is set"
+	} else {
+		why = probeBubblewrap()
+	}
+	if why == "" {
+		return sandboxDecision{on: true}, nil
+	}
+	if mode == "on" {
+		return sandboxDecision{}, fmt.Errorf("webkitgtk: %s=on but the web process sandbox cannot run here: %s", SandboxEnv, why)
+	}
+	return sandboxDecision{why: why}, nil
+}
+
+// probeBubblewrap runs bwrap with the namespaces WebKitGTK asks for its
+// web processes (pid, network, IPC, UTS; a user namespace too when not
+// root) and returns why it cannot, or "" when it can.
+func probeBubblewrap() string {
+	for _, p := range []struct{ path, pkg string }{{bwrapPath, "bubblewrap"}, {dbusProxyPath, "xdg-dbus-proxy"}} {
+		if _, err := os.Stat(p.path); err != nil {
+			return fmt.Sprintf("%s is missing (Debian package %s; scripts/deps.sh installs it)", p.path, p.pkg)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bwrapPath, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+		"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+		"--", bwrapPath, "--version")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(out.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Sprintf("%s cannot make the sandbox's namespaces here: %s", bwrapPath, msg)
+	}
+	return ""
+}

@@ -1,0 +1,163 @@
+//go:build linux && cgo
+
+package webkitgtk
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/miniapp-host/miniapp-host/host"
+)
+
+// webProcesses are the WebKitWebProcess processes descending from this
+// process (sandboxed, each is a child of a bwrap that is a child of ours;
+// else a child of ours), read from /proc.
+func webProcesses(t *testing.T) []int {
+	t.Helper()
+	self := os.Getpid()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := map[int]int{}
+	var web []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone since
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || !strings.HasPrefix(s, e.Name()+" (") {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		parent[pid] = ppid
+		// The kernel keeps 15 bytes of a command's name.
+		if s[len(e.Name())+2:i] == "WebKitWebProces" {
+			web = append(web, pid)
+		}
+	}
+	var mine []int
+	for _, pid := range web {
+		for p, n := parent[pid], 0; p > 1 && n < 64; p, n = parent[p], n+1 {
+			if p == self {
+				mine = append(mine, pid)
+				break
+			}
+		}
+	}
+	return mine
+}
+
+func nsLink(t *testing.T, pid int, ns string) string {
+	t.Helper()
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestWebProcessSandbox mounts a Miniapp and looks at its web process as
+// the kernel shows it. With the sandbox on (decideSandbox: bubblewrap
+// works here) the page still loads, and its web process is in mount, pid,
+// network and IPC namespaces of its own: a file the host can read (in the
+// test's temporary folder) is not in its file system, no process of the
+// host is in its /proc (so no host environment to read there), and
+// the host's file system is read-only where it is shown at all. With the
+// sandbox off (MINIAPP_HOST_WEBKIT_SANDBOX=off) the web process shares the
+// host's namespaces and reads the file: what docs/security.md §4 says of
+// each.
+func TestWebProcessSandbox(t *testing.T) {
+	e := testEnv(t)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>sandbox</title><p>sandbox`)
+	}))
+	defer page.Close()
+	secret := filepath.Join(t.TempDir(), "host-only")
+	if err := os.WriteFile(secret, []byte("the host's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	app := host.Miniapp{Name: "sandbox", LoadURL: mustURL(t, page.URL+"/"), Consent: e.Consent,
+		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{page.URL}}}
+	mount(t, app)
+	pollJS(t, `document.title`, "sandbox")
+
+	web := webProcesses(t)
+	if len(web) == 0 {
+		t.Fatal("no WebKitWebProcess descends from the test process")
+	}
+	self := os.Getpid()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range web {
+		root := fmt.Sprintf("/proc/%d/root", pid)
+		_, statErr := os.Stat(root + secret)
+		if !testEng.sandbox {
+			for _, ns := range []string{"mnt", "pid"} {
+				if a, b := nsLink(t, pid, ns), nsLink(t, self, ns); a != b {
+					t.Errorf("sandbox off: web process %d is in %s, the host in %s", pid, a, b)
+				}
+			}
+			if statErr != nil {
+				t.Errorf("sandbox off: web process %d does not see %s: %v", pid, secret, statErr)
+			}
+			continue
+		}
+		for _, ns := range []string{"mnt", "pid", "net"} {
+			if a, b := nsLink(t, pid, ns), nsLink(t, self, ns); a == b {
+				t.Errorf("web process %d shares the host's %s namespace %s", pid, ns, a)
+			}
+		}
+		if !errors.Is(statErr, fs.ErrNotExist) {
+			t.Errorf("web process %d sees %s (a file of the host's temporary folder): %v", pid, secret, statErr)
+		}
+		// Its /proc is its pid namespace's: no process runs the test
+		// binary there, so no host environment is there to read.
+		procs, err := os.ReadDir(root + "/proc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range procs {
+			if _, err := strconv.Atoi(p.Name()); err != nil {
+				continue
+			}
+			n++
+			if l, err := os.Readlink(root + "/proc/" + p.Name() + "/exe"); err == nil && l == exe {
+				t.Errorf("web process %d's /proc shows the host (%s)", pid, p.Name())
+			}
+		}
+		if n == 0 || n > 8 {
+			t.Errorf("web process %d's /proc lists %d processes; want its own few", pid, n)
+		}
+		if os.Getenv("SBX_DEBUG") != "" {
+			env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			mi, _ := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			t.Logf("ENV %q\nMOUNTS\n%s\nSTATUS\n%s", env, mi, st)
+		}
+		t.Logf("web process %d: own mnt/pid/net/ipc namespaces, %d processes in its /proc, %s absent", pid, n, secret)
+	}
+}
