@@ -11,60 +11,22 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/miniapp-host/miniapp-host/host"
 )
 
-// webProcesses are the WebKitWebProcess processes descending from this
-// process (sandboxed, each is a child of a bwrap that is a child of ours;
-// else a child of ours), read from /proc.
-func webProcesses(t *testing.T) []int {
-	t.Helper()
-	self := os.Getpid()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := map[int]int{}
+// webProcesses are the WebKitWebProcess processes below this process
+// (sandboxed, each is a child of the bwrap that started it; else a child
+// of ours). The kernel keeps 15 bytes of a command's name.
+func webProcesses() []int {
 	var web []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone since
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || !strings.HasPrefix(s, e.Name()+" (") {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parent[pid] = ppid
-		// The kernel keeps 15 bytes of a command's name.
-		if s[len(e.Name())+2:i] == "WebKitWebProces" {
-			web = append(web, pid)
+	for _, p := range descendants(os.Getpid()) {
+		if p.name == "WebKitWebProces" {
+			web = append(web, p.pid)
 		}
 	}
-	var mine []int
-	for _, pid := range web {
-		for p, n := parent[pid], 0; p > 1 && n < 64; p, n = parent[p], n+1 {
-			if p == self {
-				mine = append(mine, pid)
-				break
-			}
-		}
-	}
-	return mine
+	return web
 }
 
 func nsLink(t *testing.T, pid int, ns string) string {
@@ -102,7 +64,7 @@ func TestWebProcessSandbox(t *testing.T) {
 	mount(t, app)
 	pollJS(t, `document.title`, "sandbox")
 
-	web := webProcesses(t)
+	web := webProcesses()
 	if len(web) == 0 {
 		t.Fatal("no WebKitWebProcess descends from the test process")
 	}
