@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/miniapp-host/miniapp-host/host"
@@ -121,5 +122,28 @@ func TestWebProcessSandbox(t *testing.T) {
 			t.Logf("ENV %q\nMOUNTS\n%s\nSTATUS\n%s", env, mi, st)
 		}
 		t.Logf("web process %d: own mnt, pid and net namespaces, %d processes in its /proc, %s absent", pid, n, secret)
+	}
+}
+
+// TestSandboxSwitch: MINIAPP_HOST_WEBKIT_SANDBOX off turns the sandbox
+// off and says why; WebKit's own switch set does too; a value other than
+// on, off or auto is refused naming the variable and its values.
+func TestSandboxSwitch(t *testing.T) {
+	t.Setenv(SandboxEnv, "off")
+	if d, err := decideSandbox(); err != nil || d.on || !strings.Contains(d.why, SandboxEnv+"=off") {
+		t.Errorf("off: %+v, %v", d, err)
+	}
+	t.Setenv(SandboxEnv, "yes")
+	if _, err := decideSandbox(); err == nil || !strings.Contains(err.Error(), SandboxEnv) || !strings.Contains(err.Error(), "on, off or auto") {
+		t.Errorf("yes: %v; want a refusal naming %s and its values", err, SandboxEnv)
+	}
+	t.Setenv(SandboxEnv, "")
+	t.Setenv(webkitNoSandboxEnv, "1")
+	if d, err := decideSandbox(); err != nil || d.on || !strings.Contains(d.why, webkitNoSandboxEnv) {
+		t.Errorf("%s set: %+v, %v", webkitNoSandboxEnv, d, err)
+	}
+	t.Setenv(SandboxEnv, "on")
+	if _, err := decideSandbox(); err == nil || !strings.Contains(err.Error(), webkitNoSandboxEnv) {
+		t.Errorf("on with %s set: %v; want a refusal naming it", webkitNoSandboxEnv, err)
 	}
 }
