@@ -3,16 +3,20 @@
 package webkitgtk
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/host"
 )
@@ -147,3 +151,43 @@ func TestSandboxSwitch(t *testing.T) {
 		t.Errorf("on with %s set: %v; want a refusal naming it", webkitNoSandboxEnv, err)
 	}
 }
+
+// TestSandboxOffWhereBwrapCannotRun runs TestWebProcessSandbox again in a
+// copy of this test binary to which bubblewrap can make no namespaces
+// (itself in a bwrap user namespace that allows no more): WebKitGTK would
+// end the whole process at its first web process there, so the engine
+// must find that out first. The copy says once on stderr that the sandbox
+// is off and why (bwrap's own message), its pages load, and its web
+// process is in the host's namespaces.
+func TestSandboxOffWhereBwrapCannotRun(t *testing.T) {
+	if os.Getenv(sandboxChildEnv) != "" {
+		t.Skip("in the child")
+	}
+	if !testEng.sandbox {
+		t.Skip("the sandbox is off in this process: no bwrap to run the child in")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bwrapPath, "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns",
+		"--dev-bind", "/", "/", "--", exe, "-test.count=1", "-test.run", "^TestWebProcessSandbox$", "-test.v")
+	cmd.Env = append(os.Environ(), sandboxChildEnv+"=1", SandboxEnv+"=auto")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the child failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	const off = "miniapp-host: WebKit's web processes run without their sandbox: " + bwrapPath + " cannot make the sandbox's namespaces here: bwrap: "
+	if n := strings.Count(stderr.String(), off); n != 1 {
+		t.Errorf("the child said %d times that the sandbox is off (want once, naming bwrap's error):\n%s", n, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "--- PASS: TestWebProcessSandbox") {
+		t.Errorf("TestWebProcessSandbox did not pass in the child:\n%s", stdout.String())
+	}
+}
+
+// sandboxChildEnv marks the copy TestSandboxOffWhereBwrapCannotRun runs.
+const sandboxChildEnv = "MINIAPP_HOST_TEST_SANDBOX_CHILD"
