@@ -85,6 +85,9 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := applySandbox(sb); err != nil {
+		return nil, fmt.Errorf("webkitgtk: %w", err)
+	}
 	if !sb.on {
 		fmt.Fprintf(os.Stderr, "miniapp-host: WebKit's web processes run without their sandbox: %s (docs/security.md §4)\n", sb.why)
 	}

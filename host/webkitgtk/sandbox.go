@@ -33,6 +33,24 @@ const (
 // process unsandboxed whatever the context asks.
 const webkitNoSandboxEnv = "WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS"
 
+// webkitForceSandboxEnv is WebKitGTK's switch that sandboxes every web
+// process of the process, the Web Inspector's included: that one is on a
+// web context of WebKit's own, which webkit_web_context_set_sandbox_enabled
+// never reaches (measured: without it the inspector's web process runs in
+// the host's namespaces).
+const webkitForceSandboxEnv = "WEBKIT_FORCE_SANDBOX"
+
+// applySandbox makes WebKit's process-wide switch follow d, before any web
+// process starts: set with the sandbox on, so that the inspector's web
+// process is sandboxed too; unset with it off, so that a bwrap that cannot
+// run is never started.
+func applySandbox(d sandboxDecision) error {
+	if d.on {
+		return os.Setenv(webkitForceSandboxEnv, "1")
+	}
+	return os.Unsetenv(webkitForceSandboxEnv)
+}
+
 // sandboxDecision is whether the web processes are sandboxed, and why not.
 type sandboxDecision struct {
 	on  bool

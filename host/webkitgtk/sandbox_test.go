@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/playground"
 )
 
 // webProcesses are the WebKitWebProcess processes below this process
@@ -43,8 +45,9 @@ func nsLink(t *testing.T, pid int, ns string) string {
 	return l
 }
 
-// TestWebProcessSandbox mounts a Miniapp and looks at its web process as
-// the kernel shows it. With the sandbox on (decideSandbox: bubblewrap
+// TestWebProcessSandbox mounts a Miniapp, opens its Web Inspector, and
+// looks at every web process of the test process (the Miniapp's, the
+// host's views', the inspector's) as the kernel shows it. With the sandbox on (decideSandbox: bubblewrap
 // works here) the page still loads, and its web process is in mount, pid,
 // network and IPC namespaces of its own: a file the host can read (in the
 // test's temporary folder) is not in its file system, no process of the
@@ -66,8 +69,22 @@ func TestWebProcessSandbox(t *testing.T) {
 	}
 	app := host.Miniapp{Name: "sandbox", LoadURL: mustURL(t, page.URL+"/"), Consent: e.Consent,
 		Policy: host.Policy{Authorize: mustURL(t, e.Authorize), Allowed: []string{page.URL}}}
-	mount(t, app)
+	rec := mount(t, app)
 	pollJS(t, `document.title`, "sandbox")
+	// The Web Inspector's web process is on a web context of WebKit's own
+	// (applySandbox): open it, so that its process is among those looked at.
+	before := len(webProcesses())
+	t.Cleanup(func() { onUI(func() { testEng.closeInspector(false) }) })
+	var ctl bridge.DevToolsController = playground.NewWindow(testWin, "test")
+	if err := ctl.ShowDevTools(t.Context(), bridge.ViewCommand{}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Wait(t, "the inspector shown", kind(host.EventDevTools))
+	pollFor(t, "the inspector's page and web process", func() bool {
+		var open bool
+		onUI(func() { open = testEng.inspectorOpen() })
+		return open && len(webProcesses()) > before
+	})
 
 	web := webProcesses()
 	if len(web) == 0 {
