@@ -57,10 +57,11 @@ type sandboxDecision struct {
 	why string // when off: the reason, for stderr
 }
 
-// decideSandbox reads SandboxEnv and probes bubblewrap. A sandboxed
-// context whose bwrap cannot run starts no web process at all (its views
-// show nothing and report the web process gone), so the sandbox is asked
-// for only where a bwrap with the namespaces WebKit asks for has just run.
+// decideSandbox reads SandboxEnv and probes bubblewrap. Where a sandboxed
+// context's bwrap cannot run, WebKitGTK ends the whole process at its
+// first web process (measured: a g_error, "readPIDFromPeer: Unexpected
+// short read from PID socket"), so the sandbox is asked for only where a
+// bwrap with the namespaces WebKit asks for has just run.
 func decideSandbox() (sandboxDecision, error) {
 	mode := os.Getenv(SandboxEnv)
 	switch mode {
