@@ -34,7 +34,9 @@ esac
 # ImageMagick's import (imagemagick; scripts/run.sh).
 # WebKitWebDriver (webkit2gtk-driver) drives a WebKitGTK browser over WebDriver.
 # The store's tests run a temporary PostgreSQL server from Debian's postgresql (authserver/store/pgtest).
-pkgs=(pkg-config gcc libgtk-3-dev xvfb xauth chromium xdotool imagemagick webkit2gtk-driver postgresql)
+# WebKitGTK runs its web processes in a sandbox with bubblewrap (/usr/bin/bwrap) and
+# xdg-dbus-proxy (docs/webkitgtk.md, "The web process sandbox").
+pkgs=(pkg-config gcc libgtk-3-dev xvfb xauth chromium xdotool imagemagick webkit2gtk-driver postgresql bubblewrap xdg-dbus-proxy)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 

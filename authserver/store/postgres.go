@@ -46,6 +46,35 @@ func IsPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
+// libpqKeyword matches the start of a libpq keyword/value connection
+// string (PostgreSQL's documentation, "Connection Strings", §34.1.1 of
+// PostgreSQL 17): one of libpq's parameter keywords, then '=', spaces
+// allowed around it.
+var libpqKeyword = regexp.MustCompile(`(?i)^\s*(host|hostaddr|port|dbname|user|password|passfile|require_auth|channel_binding|` +
+	`connect_timeout|client_encoding|options|application_name|fallback_application_name|keepalives|keepalives_idle|` +
+	`keepalives_interval|keepalives_count|tcp_user_timeout|replication|gssencmode|sslmode|requiressl|sslnegotiation|` +
+	`sslcompression|sslcert|sslkey|sslkeylogfile|sslpassword|sslcertmode|sslrootcert|sslcrl|sslcrldir|sslsni|requirepeer|` +
+	`ssl_min_protocol_version|ssl_max_protocol_version|krbsrvname|gsslib|gssdelegation|service|target_session_attrs|` +
+	`load_balance_hosts)\s*=`)
+
+// CheckName checks a database name: a postgres:// or postgresql:// URL, or
+// a SQLite file path. A libpq keyword/value connection string
+// (`host=db dbname=mh password=…`) is neither: taken for a path it would
+// create a SQLite file of that name and print it, so it is refused,
+// naming the URL to give instead. The error never repeats the name (it
+// may hold a password).
+func CheckName(db string) error {
+	if db == "" {
+		return errors.New("store: empty database name: give a SQLite file path or a postgres:// URL")
+	}
+	if !IsPostgres(db) && libpqKeyword.MatchString(db) {
+		return errors.New("store: the database is a libpq keyword/value connection string (host=… dbname=…); " +
+			"give a URL instead, postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=...] (docs/deploy.md), " +
+			"or ./NAME for a SQLite file whose name starts so")
+	}
+	return nil
+}
+
 // lockKey is the advisory lock key of Exclusive and of migrations: any
 // 64-bit number of our own; this one spells "mhstore" in ASCII.
 const lockKey = 0x6d6873746f7265

@@ -128,14 +128,15 @@ func Open(ctx context.Context, db string) (*Store, error) {
 // OpenWith opens a database and brings its schema up to date: a
 // PostgreSQL database when db is a postgres:// or postgresql:// URL
 // (postgres.go), which several processes may share, else the SQLite
-// file at path db, created if needed. The Store owns a SQLite file until Close: a second
+// file at path db, created if needed; any other name is refused
+// (CheckName). The Store owns a SQLite file until Close: a second
 // Open of it, in this process or another, fails with a *LockedError naming
 // the owner (lock.go). The database, its WAL and shared-memory files and
 // the lock file are readable by their owner only (0600); an existing file
 // that others could read is restricted, and a notice is logged.
 func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error) {
-	if path == "" {
-		return nil, errors.New("store: empty database path")
+	if err := CheckName(path); err != nil {
+		return nil, err
 	}
 	if IsPostgres(path) {
 		return openPostgres(ctx, path, o)

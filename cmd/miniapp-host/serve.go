@@ -164,6 +164,9 @@ func (f *serveFlags) config(e env, source map[string]string) (authserver.Config,
 		}
 		*f.db = p
 	}
+	if err := store.CheckName(*f.db); err != nil {
+		return authserver.Config{}, usageError(e, "serve", source["db"]+": "+strings.TrimPrefix(err.Error(), "store: ")), false
+	}
 	opKey, _ := f.opKey()
 	cfg := authserver.Config{DB: *f.db, ServiceAddr: *f.addr, DashboardAddr: *f.dash, SigningAddr: *f.signing,
 		InvoicingAddr: *f.invoicing, Issuer: *f.issuer, DashboardURL: *f.dashURL, SigningURL: *f.signURL, InvoicingURL: *f.invURL,

@@ -57,6 +57,9 @@ type engine struct {
 	// langs are the preferred languages every Miniapp context gets
 	// (EngineDevice.Languages); nil for the process's.
 	langs []string
+	// sandbox is whether every web context runs its web processes in
+	// WebKitGTK's bubblewrap sandbox (decideSandbox).
+	sandbox bool
 }
 
 // keepContexts is how many web contexts of Miniapps with a data folder
@@ -78,7 +81,17 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 	if err := os.MkdirAll(store, 0o700); err != nil {
 		return nil, fmt.Errorf("webkitgtk: content filter store: %w", err)
 	}
-	e := &engine{events: events, store: store, webdriver: cfg.WebDriver, contexts: map[string]*C.WebKitWebContext{}}
+	sb, err := decideSandbox()
+	if err != nil {
+		return nil, err
+	}
+	if err := applySandbox(sb); err != nil {
+		return nil, fmt.Errorf("webkitgtk: %w", err)
+	}
+	if !sb.on {
+		fmt.Fprintf(os.Stderr, "miniapp-host: WebKit's web processes run without their sandbox: %s (docs/security.md §4)\n", sb.why)
+	}
+	e := &engine{events: events, store: store, webdriver: cfg.WebDriver, contexts: map[string]*C.WebKitWebContext{}, sandbox: sb.on}
 	if cfg.WebDriver {
 		if err := webdriverEnv(); err != nil {
 			return nil, err
@@ -97,7 +110,7 @@ func New(cfg host.EngineConfig, events host.EngineEvents) (host.Engine, error) {
 	e.win = C.mh_window_new(title, C.int(cfg.Width), C.int(cfg.Height))
 	e.handle = cgo.NewHandle(e)
 	var views [3]*C.WebKitWebView
-	C.mh_setup(e.win, C.uintptr_t(e.handle), cbool(cfg.Launcher), C.int(cfg.Layout), cbool(cfg.DevTools), cbool(cfg.WebDriver), ctx, &views[0])
+	C.mh_setup(e.win, C.uintptr_t(e.handle), cbool(cfg.Launcher), C.int(cfg.Layout), cbool(cfg.DevTools), cbool(cfg.WebDriver), cbool(e.sandbox), ctx, &views[0])
 	e.views = views
 	C.mh_init_signals()
 	C.mh_track_size(e.win, C.int(cfg.Width), C.int(cfg.Height))
@@ -115,7 +128,7 @@ func (e *engine) context(d host.MiniappData) (*C.WebKitWebContext, error) {
 	}
 	var c *C.WebKitWebContext
 	if d.Dir == "" {
-		c = C.mh_context_new(nil, nil, nil)
+		c = C.mh_context_new(nil, nil, nil, cbool(e.sandbox))
 	} else {
 		data, cache := filepath.Join(d.Dir, "data", "webkitgtk"), filepath.Join(d.Dir, "cache", "webkitgtk")
 		for _, p := range []string{data, cache} {
@@ -124,7 +137,7 @@ func (e *engine) context(d host.MiniappData) (*C.WebKitWebContext, error) {
 			}
 		}
 		cd, cc, ck := C.CString(data), C.CString(cache), C.CString(filepath.Join(d.Dir, "cookies.sqlite"))
-		c = C.mh_context_new(cd, cc, ck)
+		c = C.mh_context_new(cd, cc, ck, cbool(e.sandbox))
 		for _, s := range []*C.char{cd, cc, ck} {
 			C.free(unsafe.Pointer(s))
 		}

@@ -98,7 +98,7 @@ type peaks struct {
 }
 
 // measure starts cmd, waits for the line starting with ready on its
-// stderr (or stdout), reads the peak RSS of it and of its WebKit children,
+// stderr (or stdout), reads the peak RSS of it and of the WebKit processes below it,
 // and stops it.
 func (p *peaks) measure(b *testing.B, cmd *exec.Cmd, onStderr bool, ready string) {
 	b.Helper()
@@ -137,7 +137,7 @@ func (p *peaks) measure(b *testing.B, cmd *exec.Cmd, onStderr bool, ready string
 	p.hostKB = max(p.hostKB, vmHWM(cmd.Process.Pid))
 	webs, sum := 0, 0
 	pss := procPSS(cmd.Process.Pid)
-	for _, c := range children(cmd.Process.Pid) {
+	for _, c := range descendants(cmd.Process.Pid) {
 		pss += procPSS(c.pid)
 		switch c.name {
 		case "WebKitWebProces":
@@ -196,10 +196,16 @@ type proc struct {
 	name string
 }
 
-// children lists the processes whose parent is pid (WebKit's auxiliary
-// processes are spawned by the UI process).
-func children(pid int) []proc {
-	var out []proc
+// descendants lists the processes below pid: its children and theirs
+// (WebKit's auxiliary processes are spawned by the UI process; a
+// sandboxed web process under the bwrap processes that start it,
+// docs/webkitgtk.md, "The web process sandbox").
+func descendants(pid int) []proc {
+	type entry struct {
+		proc
+		ppid int
+	}
+	var all []entry
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
@@ -208,7 +214,7 @@ func children(pid int) []proc {
 		}
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
 		if err != nil {
-			continue
+			continue // ended since
 		}
 		var name string
 		var ppid int
@@ -224,8 +230,20 @@ func children(pid int) []proc {
 				ppid, _ = strconv.Atoi(f[1])
 			}
 		}
-		if ppid == pid {
-			out = append(out, proc{p, name})
+		all = append(all, entry{proc{p, name}, ppid})
+	}
+	below := map[int]bool{pid: true}
+	var out []proc
+	// Parents before children is not /proc's order (pids wrap): repeat
+	// until no process joins.
+	for grew := true; grew; {
+		grew = false
+		for _, e := range all {
+			if !below[e.pid] && below[e.ppid] {
+				below[e.pid] = true
+				out = append(out, e.proc)
+				grew = true
+			}
 		}
 	}
 	return out

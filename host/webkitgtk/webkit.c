@@ -537,8 +537,10 @@ void mh_run(void) { gtk_main(); }
 // data manager of its own, so that no other Miniapp's view sees its
 // cookies, local storage, IndexedDB or caches. With data_dir NULL
 // everything is kept in memory; else under data_dir and cache_dir, with
-// the cookies in the SQLite file cookies.
-WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, const char *cookies) {
+// the cookies in the SQLite file cookies. With sandbox its web processes
+// run in WebKitGTK's bubblewrap sandbox, asked before any of them starts
+// (docs/webkitgtk.md, "The web process sandbox").
+WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, const char *cookies, int sandbox) {
 	WebKitWebsiteDataManager *m;
 	if (!data_dir) {
 		m = webkit_website_data_manager_new_ephemeral();
@@ -549,6 +551,7 @@ WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, co
 	}
 	WebKitWebContext *ctx = webkit_web_context_new_with_website_data_manager(m);
 	g_object_unref(m);
+	webkit_web_context_set_sandbox_enabled(ctx, sandbox ? TRUE : FALSE);
 	return ctx;
 }
 
@@ -795,7 +798,7 @@ void mh_set_dark(int dark) {
 // ctx allows automation), in an overlay whose top layer is the host's
 // view, and, with launcher, a notebook whose first page is the launcher;
 // then shows the window.
-void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int layout, int devtools, int webdriver, WebKitWebContext *ctx,
+void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int layout, int devtools, int webdriver, int sandbox, WebKitWebContext *ctx,
               WebKitWebView **views) {
 	mh_ref *r = mh_ref_new(handle, MH_VIEW_MINIAPP);
 
@@ -837,7 +840,9 @@ void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int layout, int de
 	// host's view also has its own content manager: nothing the Miniapp's
 	// view registers or injects reaches it, and its message handler is
 	// unknown to the Miniapp's pages.
+	// Sandboxed as the Miniapps' contexts are (mh_context_new).
 	WebKitWebContext *hctx = webkit_web_context_new_ephemeral();
+	webkit_web_context_set_sandbox_enabled(hctx, sandbox ? TRUE : FALSE);
 	WebKitWebView *host = new_view(hctx, handle, MH_VIEW_HOST, "host");
 	gtk_widget_set_halign(GTK_WIDGET(host), GTK_ALIGN_FILL);
 	gtk_widget_set_valign(GTK_WIDGET(host), GTK_ALIGN_FILL);

@@ -18,7 +18,7 @@ int mh_display_available(void);
 GtkWindow *mh_window_new(const char *title, int width, int height);
 void mh_quit(void);
 void mh_run(void);
-WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, const char *cookies);
+WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, const char *cookies, int sandbox);
 // Layouts of a window with a launcher (host.Layout).
 enum { MH_LAYOUT_SIDE = 0, MH_LAYOUT_TABS = 1 };
 // The device area's geometry, in pixels: its margin around the frame, the
@@ -28,7 +28,7 @@ enum { MH_LAYOUT_SIDE = 0, MH_LAYOUT_TABS = 1 };
 #define MH_BEZEL 14
 #define MH_DEVICE_PANE 520
 #define MH_COLLAPSED 40
-void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int layout, int devtools, int webdriver, WebKitWebContext *ctx,
+void mh_setup(GtkWindow *win, uintptr_t handle, int launcher, int layout, int devtools, int webdriver, int sandbox, WebKitWebContext *ctx,
               WebKitWebView **views);
 void mh_set_device(int width, int height, double zoom, int bezel);
 double mh_device_zoom(void);
