@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -414,5 +415,65 @@ func BenchmarkDeviceSwitch(b *testing.B) {
 	}
 	if loads != before {
 		b.Fatalf("the page was loaded again while turned: load %s, was %s", loads, before)
+	}
+}
+
+// layoutChildEnv makes the test binary a playground window of its own in
+// the layout the variable names, which prints the type of the window's
+// child and exits.
+const layoutChildEnv = "MINIAPP_HOST_LAYOUT_CHILD"
+
+func runLayoutChild(name string) int {
+	layout, err := host.ParseLayout(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	dir, err := os.MkdirTemp("", "miniapp-host-layout-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := host.UseDataDir(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var eng *engine
+	newEngine := func(cfg host.EngineConfig, ev host.EngineEvents) (host.Engine, error) {
+		e, err := New(cfg, ev)
+		if err == nil {
+			eng = e.(*engine)
+		}
+		return e, err
+	}
+	w, err := host.NewWindow(newEngine, host.Options{DataDir: dir, Ephemeral: true, Launcher: true, Layout: layout})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	w.Dispatch(func() {
+		fmt.Println("layout", eng.layoutType())
+		w.Terminate()
+	})
+	w.Run()
+	return 0
+}
+
+// TestLayouts: the playground's window puts the launcher beside the device
+// in a split by default (this process's window), and in tabs with
+// --layout tabs (a window of its own).
+func TestLayouts(t *testing.T) {
+	ch := make(chan string, 1)
+	testEng.Dispatch(func() { ch <- testEng.layoutType() })
+	if got := <-ch; got != "GtkPaned" {
+		t.Errorf("the side layout's window holds a %s, want a GtkPaned", got)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), layoutChildEnv+"=tabs", "WEBKIT_DISABLE_COMPOSITING_MODE=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "layout GtkNotebook") {
+		t.Errorf("--layout tabs: %q, %v; want a GtkNotebook", out, err)
 	}
 }

@@ -182,6 +182,9 @@ func (e *engine) SetDevice(d host.EngineDevice) {
 // Reload implements host.Engine.
 func (e *engine) Reload() { C.webkit_web_view_reload(e.views[host.ViewMiniapp]) }
 
+// layoutType names the type of the window's child (tests: which layout).
+func (e *engine) layoutType() string { return C.GoString(C.mh_window_child_type(e.win)) }
+
 // deviceZoom is the zoom the device is shown at now.
 func (e *engine) deviceZoom() float64 { return float64(C.mh_device_zoom()) }
 

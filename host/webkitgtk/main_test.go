@@ -61,6 +61,9 @@ func TestMain(m *testing.M) {
 	if title := os.Getenv(sizeChildEnv); title != "" {
 		os.Exit(runSizeChild(title))
 	}
+	if layout := os.Getenv(layoutChildEnv); layout != "" {
+		os.Exit(runLayoutChild(layout))
+	}
 	os.Exit(runMain(m))
 }
 

@@ -1340,3 +1340,11 @@ int mh_bare_window(const char *uri) {
 	gtk_main();
 	return 0;
 }
+
+// mh_window_child_type names the type of the window's child: the layout
+// a test can tell apart (GtkPaned beside, GtkNotebook in tabs, the device
+// area alone).
+const char *mh_window_child_type(GtkWindow *win) {
+	GtkWidget *c = gtk_bin_get_child(GTK_BIN(win));
+	return c ? G_OBJECT_TYPE_NAME(c) : "";
+}

@@ -37,6 +37,7 @@ void mh_set_user_agent(WebKitWebView *view, const char *ua);
 void mh_set_languages(WebKitWebContext *ctx, char **langs);
 void mh_set_dark(int dark);
 char *mh_snapshot_device(GtkWindow *win, const char *path);
+const char *mh_window_child_type(GtkWindow *win);
 WebKitWebView *mh_replace_miniapp_view(WebKitWebView *old, WebKitWebContext *ctx);
 void mh_clear_data(WebKitWebContext *ctx, uintptr_t req);
 void mh_init_signals(void);
