@@ -429,16 +429,12 @@ func runLayoutChild(name string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	dir, err := os.MkdirTemp("", "miniapp-host-layout-")
+	dir, err := childDataDir("layout")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if err := host.UseDataDir(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	var eng *engine
 	newEngine := func(cfg host.EngineConfig, ev host.EngineEvents) (host.Engine, error) {
 		e, err := New(cfg, ev)

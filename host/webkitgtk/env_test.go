@@ -158,3 +158,18 @@ func artifactDir(t *testing.T) string {
 		dir = parent
 	}
 }
+
+// childDataDir is the data folder of a test binary run as a window of its
+// own: a fresh temporary folder WebKit's XDG directories point into; the
+// caller removes it.
+func childDataDir(name string) (string, error) {
+	dir, err := os.MkdirTemp("", "miniapp-host-"+name+"-")
+	if err != nil {
+		return "", err
+	}
+	if err := host.UseDataDir(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}

@@ -24,16 +24,12 @@ import (
 const sizeChildEnv = "MINIAPP_HOST_SIZE_CHILD_TITLE"
 
 func runSizeChild(title string) int {
-	dir, err := os.MkdirTemp("", "miniapp-host-size-")
+	dir, err := childDataDir("size")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if err := host.UseDataDir(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	w, err := host.NewWindow(New, host.Options{DataDir: dir, Ephemeral: true, Title: title, Width: 900, Height: 700})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
