@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/dashboard"
+	"github.com/miniapp-host/miniapp-host/authserver/devctl"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/oauth"
 	"github.com/miniapp-host/miniapp-host/authserver/providers"
@@ -240,7 +241,8 @@ type Server struct {
 	creds   []Credential
 	rand    io.Reader
 	opKey   string
-	warns   []string // Warnings
+	warns   []string      // Warnings
+	clock   *devctl.Clock // the development clock; nil unless the issuer is on loopback
 
 	stopPurge chan struct{} // closed by Shutdown
 	purgeDone chan struct{} // closed when the purge loop has returned
@@ -334,13 +336,18 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.checkRegistrations(ctx, cfg.Logger); err != nil {
 		return nil, err
 	}
+	// A server whose issuer is on loopback is a development or test one:
+	// its clients' jwks_uri may be on loopback too (docs/fapi.md, "Keys at
+	// a jwks_uri"), and it has the development controls (package devctl:
+	// its clock, faults, fixtures, explain), which a deployed one never has.
+	local := loopbackURL(s.urls.Issuer)
+	if local {
+		s.clock = devctl.NewClockOn(cfg.Now)
+		cfg.Now = s.clock.Now
+	}
 	oc := cfg.OAuth
 	oc.Issuer, oc.Catalog, oc.Store, oc.Now, oc.Rand, oc.Logger = s.urls.Issuer, s.cat, s.st, cfg.Now, cfg.Rand, cfg.Logger
 	oc.TrustedProxies = cfg.HTTP.TrustedProxies
-	// A server whose issuer is on loopback is a development or test one:
-	// its clients' jwks_uri may be on loopback too (docs/fapi.md, "Keys at
-	// a jwks_uri"); a deployed one fetches public addresses only.
-	local := loopbackURL(s.urls.Issuer)
 	oc.FAPI.LocalJWKSURI = oc.FAPI.LocalJWKSURI || local
 	if s.oauth, err = oauth.New(ctx, oc); err != nil {
 		return nil, err
@@ -377,6 +384,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if st.Shared() {
 		// An approval extends the catalog every instance approved.
 		dc.RefreshCatalog = func(ctx context.Context) error { return s.refreshCatalog(ctx, cfg.Logger) }
+	}
+	if local {
+		ctl, err := devctl.New(devctl.Config{Clock: s.clock, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("authserver: %w", err)
+		}
+		dc.Dev = ctl.Handler()
 	}
 	if err := dc.Validate(); err != nil {
 		return nil, fmt.Errorf("authserver: %w", err)
@@ -634,6 +648,10 @@ func (s *Server) Warnings() []string { return slices.Clone(s.warns) }
 // OperatorKey returns the operator credential of this run: the Bearer key
 // of the dashboard's review API.
 func (s *Server) OperatorKey() string { return s.opKey }
+
+// Clock is the development clock every endpoint reads (package devctl),
+// or nil on a server whose issuer is not on loopback.
+func (s *Server) Clock() *devctl.Clock { return s.clock }
 
 // URLs returns the server's public addresses.
 func (s *Server) URLs() URLs { return s.urls }

@@ -83,6 +83,11 @@ type Config struct {
 	// (oauth.FAPIConfig.LocalJWKSURI). Otherwise a jwks_uri is https on a
 	// public host (docs/fapi.md, "Keys at a jwks_uri").
 	LocalJWKSURI bool
+	// Dev serves the development controls under /api/dev/ (package
+	// devctl; docs/dashboard.md, "Development controls"), for the
+	// operator credential only. Nil, as on every server whose issuer is
+	// not on loopback, answers those routes 403 development_only.
+	Dev http.Handler
 }
 
 // OperatorKeySetting is the store setting holding the SHA-256 hash of the
@@ -199,6 +204,20 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/miniapps", s.handleMiniapps)
 	// GET /api/resource-servers: the approved Resource Servers with their ids (docs/service.md §2.8); public.
 	mux.HandleFunc("GET /api/resource-servers", s.handleResourceServers)
+
+	// /api/dev/...: the development controls (operator; development servers only).
+	mux.HandleFunc("/api/dev/", s.handleDev)
+}
+
+// handleDev passes a request to the development controls, which only a
+// development server has and only the operator may use.
+func (s *Server) handleDev(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Dev == nil {
+		s.writeError(w, r, &Error{Code: codeDevelopmentOnly, Field: "path",
+			Message: "this server's issuer is not on loopback: faults, the clock, fixtures and explain exist only on a development server (the embedded one, or serve with a loopback issuer)"})
+		return
+	}
+	s.operatorFor("the development controls need the operator credential (printed by miniapp-host serve and playground as operator key)", s.cfg.Dev.ServeHTTP)(w, r)
 }
 
 // clientConfig is the public configuration of a client (docs/service.md §2.10). It has

@@ -41,6 +41,7 @@ const (
 	codeMissingKey         = "missing_key"
 	codeInvalidKey         = "invalid_key"
 	codeOperatorOnly       = "operator_only"
+	codeDevelopmentOnly    = "development_only"
 	codeClientNotFound     = "client_not_found"
 	codeCredentialNotFound = "credential_not_found"
 	codeSubmissionNotFound = "submission_not_found"
@@ -58,7 +59,7 @@ func statusOf(code string) int {
 	switch code {
 	case codeMissingKey, codeInvalidKey:
 		return http.StatusUnauthorized
-	case codeOperatorOnly, codeOriginNotAllowed:
+	case codeOperatorOnly, codeOriginNotAllowed, codeDevelopmentOnly:
 		return http.StatusForbidden
 	case codeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType
@@ -178,6 +179,11 @@ func (s *Server) project(h func(http.ResponseWriter, *http.Request, store.Projec
 // operator wraps a review handler: the caller must present the operator
 // credential. No project key opens these routes (docs/service.md §5.8: no self-service).
 func (s *Server) operator(h http.HandlerFunc) http.HandlerFunc {
+	return s.operatorFor("review needs the operator credential (printed by miniapp-host serve); a project cannot approve its own submissions", h)
+}
+
+// operatorFor wraps h like operator, refusing any other caller with msg.
+func (s *Server) operatorFor(msg string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key, err := bearerKey(r)
 		if err != nil {
@@ -190,8 +196,7 @@ func (s *Server) operator(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if !matches(key, hash) {
-			s.writeError(w, r, &Error{Code: codeOperatorOnly, Field: "Authorization",
-				Message: "review needs the operator credential (printed by miniapp-host serve); a project cannot approve its own submissions"})
+			s.writeError(w, r, &Error{Code: codeOperatorOnly, Field: "Authorization", Message: msg})
 			return
 		}
 		h(w, r)
