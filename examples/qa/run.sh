@@ -5,9 +5,18 @@
 #
 #   xvfb-run -a examples/qa/run.sh go     # examples/qa/go, tebeka/selenium
 #   xvfb-run -a examples/qa/run.sh npm    # examples/qa/npm, selenium-webdriver under node:test
+#   xvfb-run -a examples/qa/run.sh wdio   # examples/qa/wdio, WebdriverIO under node:test, a hand-written Miniapp
 #
 # Arguments after the suite's name go to `go test` (-run TestX) or to
 # `node --test` (--test-name-pattern=X).
+#
+# The wdio suite runs against `miniapp-host dev URL` instead of the
+# playground: the runner starts its Miniapp (examples/qa/wdio/miniapp, a
+# node http server) on a free port, then `dev` for that origin, then the
+# front with the dev run's operator key (MINIAPP_HOST_OPERATOR_KEY), which
+# its development controls need; and it runs the suite QA_RUNS times in a
+# row against that one dev run (default 2 for wdio, 1 for the others): a
+# suite that leaves state behind fails its second run.
 #
 # It builds the WebKitGTK 4.1 host (or takes BIN=path/to/miniapp-host, which
 # must link WebKitGTK 4.1), starts `miniapp-host playground --no-window` on
@@ -28,13 +37,16 @@ die() { say "$*"; exit 1; }
 
 suite=${1:-}
 case $suite in
-go | npm) shift ;;
-*) echo "usage: examples/qa/run.sh go|npm [ARGS of go test or node --test]   (under a display: xvfb-run -a examples/qa/run.sh go)" >&2; exit 2 ;;
+go | npm | wdio) shift ;;
+*) echo "usage: examples/qa/run.sh go|npm|wdio [ARGS of go test or node --test]   (under a display: xvfb-run -a examples/qa/run.sh go)" >&2; exit 2 ;;
 esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 start_timeout=${QA_START_TIMEOUT:-120}
 suite_timeout=${QA_SUITE_TIMEOUT:-600}
+runs=${QA_RUNS:-1}
+[ "$suite" = wdio ] && runs=${QA_RUNS:-2}
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "qa: QA_RUNS=$runs is not a count of runs (1, 2, ...)" >&2; exit 2; }
 # The host's secret, shared by the playground's server and the hosts: random,
 # new at each run, never written to a file.
 secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
@@ -44,13 +56,13 @@ logs=${QA_LOGS:-$root/artifacts/qa/$suite}
 
 [ -n "${DISPLAY:-}" ] || die "no DISPLAY: each WebDriver session opens the host's window; run under a display (xvfb-run -a examples/qa/run.sh $suite)"
 command -v WebKitWebDriver >/dev/null || die "WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it)"
-if [ "$suite" = npm ]; then
-	command -v npm >/dev/null || die "npm is not installed: the npm suite needs Node.js 20 or later and npm"
+if [ "$suite" = npm ] || [ "$suite" = wdio ]; then
+	command -v npm >/dev/null || die "npm is not installed: the $suite suite needs Node.js 20 or later and npm"
 fi
 
 # withhold copies its input with the secret replaced (it is hex: no
 # character of it is special to sed).
-withhold() { sed -e "s/$secret/withheld/g"; }
+withhold() { sed -e "s/$secret/withheld/g" ${operator_key:+-e "s/$operator_key/withheld/g"}; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/miniapp-qa.XXXXXX")
 pids=()
@@ -98,38 +110,108 @@ if [[ $(ldd "$bin") != *libwebkit2gtk-4.1* ]]; then
 	die "$bin does not link WebKitGTK 4.1 (ldd finds no libwebkit2gtk-4.1): WebKitWebDriver drives no input into a 4.0 host; build it without the tag webkit2_40: go build ./cmd/miniapp-host"
 fi
 
-# The playground, every part on a free port; its stdout is read line by
-# line until the last address it prints, then drained into a log.
-mkfifo "$work/playground.fifo"
-MINIAPP_HOST_SECRET=$secret "$bin" playground --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
-	>"$work/playground.fifo" 2>"$work/playground.err" &
-pids+=($!)
-exec 3<"$work/playground.fifo"
-deadline=$((SECONDS + start_timeout))
-dashboard='' service='' public='' confidential='' broken='' broken_stage='' broken_code=''
-while :; do
-	left=$((deadline - SECONDS))
-	[ "$left" -gt 0 ] || die "the playground printed no addresses within ${start_timeout}s: $(cat "$work/playground.err")"
-	IFS= read -r -t "$left" line <&3 || die "the playground stopped before printing its addresses: $(cat "$work/playground.err")"
-	echo "$line" >>"$work/playground.log"
-	read -r -a f <<<"$line"
+start_playground() {
+	# The playground, every part on a free port; its stdout is read line by
+	# line until the last address it prints, then drained into a log.
+	mkfifo "$work/playground.fifo"
+	MINIAPP_HOST_SECRET=$secret "$bin" playground --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
+		>"$work/playground.fifo" 2>"$work/playground.err" &
+	pids+=($!)
+	exec 3<"$work/playground.fifo"
+	local deadline=$((SECONDS + start_timeout)) left f
+	dashboard='' service='' public='' confidential='' broken='' broken_stage='' broken_code=''
+	while :; do
+		left=$((deadline - SECONDS))
+		[ "$left" -gt 0 ] || die "the playground printed no addresses within ${start_timeout}s: $(cat "$work/playground.err")"
+		IFS= read -r -t "$left" line <&3 || die "the playground stopped before printing its addresses: $(cat "$work/playground.err")"
+		echo "$line" >>"$work/playground.log"
+		read -r -a f <<<"$line"
+		case $line in
+		"dashboard_url "*) dashboard=${f[1]} ;;
+		"issuer "*) service=${f[1]} ;;
+		"demo Miniapp "*"--id demo-public "*) public=${f[2]} ;;
+		"demo Miniapp "*"--id demo-confidential "*) confidential=${f[2]} ;;
+		# "broken Miniapp  ORIGIN  --id broken-unregistered  (broken, rejected at STAGE with CODE)"
+		"broken Miniapp "*"--id broken-unregistered "*)
+			broken=${f[2]} broken_stage=${f[8]} broken_code=${f[10]%)} ;;
+		"subjects "*) break ;;
+		esac
+	done
+	cat <&3 >>"$work/playground.log" &
+	pids+=($!)
+	exec 3<&-
+	for v in dashboard service public confidential broken broken_stage broken_code; do
+		[ -n "${!v}" ] || die "the playground's output has no $v:"$'\n'"$(cat "$work/playground.log")"
+	done
+}
+
+# wdio: the QA Miniapp first (dev reads its manifest), on a free port;
+# it reads the service's addresses from a file written once dev printed
+# them. Then `dev` for its origin, every part on a free port, with the
+# same secret; its stdout is read up to the launch line (the ready file is
+# written before it), then drained into a log.
+start_dev() {
+	mkfifo "$work/miniapp.fifo"
+	node "$root/examples/qa/wdio/miniapp/server.js" --config "$work/miniapp-config.json" \
+		>"$work/miniapp.fifo" 2>"$work/miniapp.err" &
+	pids+=($!)
+	exec 3<"$work/miniapp.fifo"
+	IFS= read -r -t "$start_timeout" line <&3 || die "the QA Miniapp printed no address within ${start_timeout}s: $(cat "$work/miniapp.err")"
 	case $line in
-	"dashboard_url "*) dashboard=${f[1]} ;;
-	"issuer "*) service=${f[1]} ;;
-	"demo Miniapp "*"--id demo-public "*) public=${f[2]} ;;
-	"demo Miniapp "*"--id demo-confidential "*) confidential=${f[2]} ;;
-	# "broken Miniapp  ORIGIN  --id broken-unregistered  (broken, rejected at STAGE with CODE)"
-	"broken Miniapp "*"--id broken-unregistered "*)
-		broken=${f[2]} broken_stage=${f[8]} broken_code=${f[10]%)} ;;
-	"subjects "*) break ;;
+	"miniapp http://127.0.0.1:"*) miniapp=${line#miniapp } ;;
+	*) die "the QA Miniapp printed $line, not its address" ;;
 	esac
-done
-cat <&3 >>"$work/playground.log" &
-pids+=($!)
-exec 3<&-
-for v in dashboard service public confidential broken broken_stage broken_code; do
-	[ -n "${!v}" ] || die "the playground's output has no $v:"$'\n'"$(cat "$work/playground.log")"
-done
+	cat <&3 >>"$work/miniapp.log" &
+	pids+=($!)
+	exec 3<&-
+
+	mkfifo "$work/dev.fifo"
+	MINIAPP_HOST_SECRET=$secret "$bin" dev --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
+		--ready-file "$work/ready.json" "$miniapp" >"$work/dev.fifo" 2>"$work/dev.err" &
+	pids+=($!)
+	exec 3<"$work/dev.fifo"
+	local deadline=$((SECONDS + start_timeout)) left f
+	dashboard='' service='' base_url='' signing=''
+	while :; do
+		left=$((deadline - SECONDS))
+		[ "$left" -gt 0 ] || die "miniapp-host dev printed no launch within ${start_timeout}s: $(cat "$work/dev.err")"
+		IFS= read -r -t "$left" line <&3 || die "miniapp-host dev stopped before its launch: $(cat "$work/dev.err")"
+		# The host credential line carries the secret: never kept.
+		[[ $line == *"$secret"* ]] || echo "$line" >>"$work/dev.log"
+		read -r -a f <<<"$line"
+		case $line in
+		"dashboard_url "*) dashboard=${f[1]} ;;
+		"issuer "*) service=${f[1]} ;;
+		"base_url "*) base_url=${f[1]} ;;
+		"signing_base_url "*) signing=${f[1]} ;;
+		"launch "*) break ;;
+		esac
+	done
+	cat <&3 | withhold >>"$work/dev.log" &
+	pids+=($!)
+	exec 3<&-
+	for v in dashboard service base_url signing; do
+		[ -n "${!v}" ] || die "miniapp-host dev's output has no $v:"$'\n'"$(cat "$work/dev.log")"
+	done
+	[ -s "$work/ready.json" ] || die "miniapp-host dev wrote no ready file before its launch line: $(cat "$work/dev.log")"
+	# The ready file (docs/your-miniapp.md, "Scripts and CI"): the id, the
+	# launch's outcome and the operator key, read with node (the suite's own
+	# runtime), the key kept in this shell only.
+	local ready
+	ready=$(node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log([r.id, r.outcome, r.operator_key].join(" "))' "$work/ready.json")
+	read -r miniapp_id outcome operator_key <<<"$ready"
+	[ "$outcome" = accepted ] || die "miniapp-host dev did not accept the QA Miniapp ($outcome):"$'\n'"$(cat "$work/dev.log")"
+	[ -n "$operator_key" ] || die "the ready file has no operator_key"
+	printf '{"issuer": "%s", "base_url": "%s", "signing_base_url": "%s"}\n' "$service" "$base_url" "$signing" >"$work/miniapp-config.json.new"
+	mv "$work/miniapp-config.json.new" "$work/miniapp-config.json"
+}
+
+operator_key=''
+if [ "$suite" = wdio ]; then
+	start_dev
+else
+	start_playground
+fi
 
 # The WebDriver front on a free loopback port (docs/webdriver.md): it prints
 # its URL once it listens. The secret reaches it in its environment, which it
@@ -137,7 +219,9 @@ done
 # playground's dashboard and service, the only ones the secret goes to
 # (docs/webdriver.md, "One service").
 mkfifo "$work/front.fifo"
-MINIAPP_HOST_SECRET=$secret "$bin" webdriver --port 0 --dashboard "$dashboard" --service "$service" \
+# For wdio the dev run's operator key too, which the front's development
+# controls send to that dashboard (docs/webdriver.md, "Development controls").
+env MINIAPP_HOST_SECRET="$secret" ${operator_key:+MINIAPP_HOST_OPERATOR_KEY="$operator_key"} "$bin" webdriver --port 0 --dashboard "$dashboard" --service "$service" \
 	>"$work/front.fifo" 2>>"$work/driver.log" &
 pids+=($!)
 exec 3<"$work/front.fifo"
@@ -151,27 +235,46 @@ cat <&3 >/dev/null &
 pids+=($!)
 exec 3<&-
 
-export QA_WEBDRIVER_URL=$driver_url QA_DASHBOARD_URL=$dashboard QA_SERVICE_URL=$service \
-	QA_PUBLIC_ORIGIN=$public QA_CONFIDENTIAL_ORIGIN=$confidential \
-	QA_BROKEN_ORIGIN=$broken QA_BROKEN_ID=broken-unregistered QA_BROKEN_STAGE=$broken_stage QA_BROKEN_CODE=$broken_code
-say "playground dashboard $dashboard, service $service; miniapp-host webdriver $driver_url; host $bin"
+export QA_WEBDRIVER_URL=$driver_url QA_DASHBOARD_URL=$dashboard QA_SERVICE_URL=$service
+if [ "$suite" = wdio ]; then
+	export QA_MINIAPP_ORIGIN=$miniapp QA_MINIAPP_ID=$miniapp_id QA_CLIENT_ID=$miniapp_id QA_SUBJECT=sub_ana
+	# TEMPORARY, until the front's development controls are on main: the
+	# suite's control() falls back to the dashboard's /api/dev routes.
+	export QA_OPERATOR_KEY=$operator_key
+	say "dev run of the QA Miniapp $miniapp ($miniapp_id): dashboard $dashboard, service $service; miniapp-host webdriver $driver_url; host $bin"
+else
+	export QA_PUBLIC_ORIGIN=$public QA_CONFIDENTIAL_ORIGIN=$confidential \
+		QA_BROKEN_ORIGIN=$broken QA_BROKEN_ID=broken-unregistered QA_BROKEN_STAGE=$broken_stage QA_BROKEN_CODE=$broken_code
+	say "playground dashboard $dashboard, service $service; miniapp-host webdriver $driver_url; host $bin"
+fi
 
 # The suite runs in the background and is waited for, so that a signal to
-# this script runs the trap at once, which stops the suite first.
+# this script runs the trap at once, which stops the suite first. QA_RUNS
+# runs it that many times in a row against the same servers.
 case $suite in
-go)
-	cd "$root"
-	timeout --kill-after=10 "$suite_timeout" go test -tags qa -count=1 -v ./examples/qa/go/ "$@" &
+npm | wdio)
+	cd "$root/examples/qa/$suite"
+	# wdio: --ignore-scripts, so that no package's install script runs
+	# (WebdriverIO's driver packages would download browser drivers).
+	if [ "$suite" = wdio ]; then
+		timeout --kill-after=10 "$start_timeout" npm ci --no-audit --no-fund --ignore-scripts
+	else
+		timeout --kill-after=10 "$start_timeout" npm ci --no-audit --no-fund
+	fi
 	;;
-npm)
-	cd "$root/examples/qa/npm"
-	timeout --kill-after=10 "$start_timeout" npm ci --no-audit --no-fund
-	timeout --kill-after=10 "$suite_timeout" npm test -- "$@" &
-	;;
+go) cd "$root" ;;
 esac
-suite_pid=$!
-pids+=("$suite_pid")
 rc=0
-wait "$suite_pid" || rc=$?
-unset 'pids[-1]' # reaped: never signal its PID again
+for ((run = 1; run <= runs; run++)); do
+	[ "$runs" -eq 1 ] || say "run $run of $runs"
+	case $suite in
+	go) timeout --kill-after=10 "$suite_timeout" go test -tags qa -count=1 -v ./examples/qa/go/ "$@" & ;;
+	npm | wdio) timeout --kill-after=10 "$suite_timeout" npm test -- "$@" & ;;
+	esac
+	suite_pid=$!
+	pids+=("$suite_pid")
+	wait "$suite_pid" || rc=$?
+	unset 'pids[-1]' # reaped: never signal its PID again
+	[ "$rc" -eq 0 ] || { say "run $run of $runs failed"; break; }
+done
 exit "$rc"

@@ -1,0 +1,253 @@
+// A WebdriverIO session on `miniapp-host open --webdriver` through
+// `miniapp-host webdriver` (docs/webdriver.md), with the front's extension
+// commands added to the browser object, and the set-up examples/qa/run.sh
+// hands over in QA_* variables.
+import { remote } from 'webdriverio'
+import { command } from 'webdriver'
+
+// Bounds of every wait: a suite on a loaded machine is slow, never stuck.
+export const NEW_SESSION_TIMEOUT_MS = 90000 // the front gives a host 60 s to be ready
+export const PAGE_TIMEOUT_MS = 60000 // a page's state, a script, a navigation, a consent screen
+const POLL_MS = 50
+
+/** What examples/qa/run.sh wdio hands the suite; throws naming what is missing. */
+export function setup() {
+  const names = {
+    driver: 'QA_WEBDRIVER_URL', dashboard: 'QA_DASHBOARD_URL', service: 'QA_SERVICE_URL',
+    origin: 'QA_MINIAPP_ORIGIN', id: 'QA_MINIAPP_ID', clientId: 'QA_CLIENT_ID', subject: 'QA_SUBJECT',
+  }
+  const s = {}
+  const missing = []
+  for (const [k, name] of Object.entries(names)) {
+    s[k] = process.env[name]
+    if (!s[k]) missing.push(name)
+  }
+  if (missing.length) {
+    throw new Error(`${missing.join(', ')} not set: run this suite with examples/qa/run.sh wdio, which starts the QA Miniapp, miniapp-host dev and miniapp-host webdriver`)
+  }
+  return s
+}
+
+// parameters makes the parameter list of a command whose body members are
+// given one by one (the `webdriver` package's command() takes positional
+// arguments, each a member of the body; an undefined optional one is left out).
+const parameters = (names) => names.map((name) => ({ name, type: '(string|number|boolean|object)', description: name, required: false }))
+
+// The front's extension commands (docs/webdriver.md, "The consent screen",
+// "Development controls"), with the `webdriver` package's command(): the
+// documented way to teach WebdriverIO an endpoint it does not know.
+const CONSENT_COMMANDS = {
+  getConsent: ['GET', 'consent', []],
+  approveConsentRaw: ['POST', 'consent/approve', ['account', 'declined_scopes', 'declined_details', 'lowered_maximums']],
+  denyConsent: ['POST', 'consent/deny', []],
+  networkSet: ['POST', 'network', ['preset', 'latency_ms', 'download_kbps', 'upload_kbps', 'rules']],
+  networkClear: ['POST', 'network/clear', []],
+}
+
+// The service's controls, POST /session/{id}/miniapp-host/service/{control}
+// with the control's params as the body, and their members.
+const CONTROLS = {
+  'fault.add': ['endpoint', 'client_id', 'subject', 'times', 'error', 'error_description', 'status', 'retry_after', 'delay', 'drop'],
+  'fault.list': [],
+  'fault.clear': ['id', 'client_id'],
+  'clock.show': [],
+  'clock.advance': ['duration'],
+  'clock.set': ['time'],
+  'clock.reset': [],
+  'fixture.apply': ['fixture'],
+  'fixture.reset': ['subject', 'client_id'],
+}
+
+function addExtensionCommands(browser) {
+  const def = (name, method, path, params) => browser.addCommand(name, command(method, `/session/:sessionId/miniapp-host/${path}`, {
+    command: name, description: `miniapp-host ${method} ${path}`, ref: 'docs/webdriver.md', variables: [], parameters: parameters(params),
+  }))
+  for (const [name, [method, path, params]] of Object.entries(CONSENT_COMMANDS)) def(name, method, path, params)
+  for (const [control, params] of Object.entries(CONTROLS)) def(`control:${control}`, 'POST', `service/${control}`, params)
+}
+
+/**
+ * Starts the host on the QA Miniapp through the front. Resolves with the
+ * WebdriverIO browser; close it with browser.deleteSession().
+ *
+ * connectionRetryCount: 0: WebdriverIO retries a request that failed (a
+ * 4xx or 5xx answer, an error in the body) three times by default, so an
+ * approval the consent screen refuses would be sent four times, and a
+ * fault the suite counts would be spent by the retries.
+ */
+export async function openSession(s, options) {
+  const u = new URL(s.driver)
+  const capabilities = {
+    'webkitgtk:browserOptions': {
+      args: ['open', '--webdriver', '--origin', s.origin, '--id', s.id, '--subject', s.subject, '--ephemeral'],
+    },
+    // A navigation the host refuses never loads: bound it.
+    timeouts: { pageLoad: PAGE_TIMEOUT_MS, script: PAGE_TIMEOUT_MS },
+    // WebDriver classic only: no BiDi socket to ask for.
+    'wdio:enforceWebDriverClassic': true,
+  }
+  if (options) capabilities['miniapp-host:options'] = options
+  const browser = await remote({
+    hostname: u.hostname, port: Number(u.port), path: u.pathname, protocol: u.protocol.replace(':', ''),
+    capabilities, connectionRetryCount: 0, connectionRetryTimeout: NEW_SESSION_TIMEOUT_MS,
+    logLevel: process.env.QA_WDIO_LOG_LEVEL || 'silent', waitforTimeout: PAGE_TIMEOUT_MS, waitforInterval: POLL_MS,
+  })
+  addExtensionCommands(browser)
+  return browser
+}
+
+/**
+ * control runs one of the service's development controls (docs/dashboard.md,
+ * "Development controls") through the front's extension command
+ * POST /session/{id}/miniapp-host/service/{control}: the front holds the
+ * operator key, the suite never sees it. Resolves with the service's JSON
+ * answer; a refusal by the service rejects with a WebDriverError named
+ * "invalid argument" whose message is the service's.
+ */
+export async function control(browser, name, params = {}) {
+  const members = CONTROLS[name]
+  if (!members) throw new TypeError(`control: unknown control ${name}; one of ${Object.keys(CONTROLS).join(', ')}`)
+  for (const k of Object.keys(params)) {
+    if (!members.includes(k)) throw new TypeError(`control ${name}: unknown member ${k}; it takes ${members.join(', ') || 'none'}`)
+  }
+  try {
+    return await browser[`control:${name}`](...members.map((k) => params[k]))
+  } catch (err) {
+    if (err.name !== 'unknown command' || !process.env.QA_OPERATOR_KEY) throw err
+    return dashboardControl(name, params)
+  }
+}
+
+// TEMPORARY: the dashboard's routes of each control, for a front without
+// the service commands.
+async function dashboardControl(name, p) {
+  const s = setup()
+  const routes = {
+    'fault.add': ['POST', '/api/dev/faults', p],
+    'fault.list': ['GET', '/api/dev/faults'],
+    'fault.clear': p.id ? ['DELETE', `/api/dev/faults/${encodeURIComponent(p.id)}`]
+      : ['DELETE', `/api/dev/faults${p.client_id ? `?client_id=${encodeURIComponent(p.client_id)}` : ''}`],
+    'clock.show': ['GET', '/api/dev/clock'],
+    'clock.advance': ['POST', '/api/dev/clock', { advance: p.duration }],
+    'clock.set': ['POST', '/api/dev/clock', { set: p.time }],
+    'clock.reset': ['POST', '/api/dev/clock', { reset: true }],
+    'fixture.apply': ['POST', '/api/dev/fixtures', p.fixture],
+    'fixture.reset': ['POST', '/api/dev/fixtures/reset', p],
+  }
+  const [method, path, body] = routes[name]
+  const r = await fetch(s.dashboard + path, {
+    method, headers: { Authorization: `Bearer ${process.env.QA_OPERATOR_KEY}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined, signal: AbortSignal.timeout(PAGE_TIMEOUT_MS),
+  })
+  const text = await r.text()
+  const v = text ? JSON.parse(text) : null
+  if (!r.ok) {
+    const e = new Error(`${name}: ${r.status} ${v && v.error ? v.error.message || JSON.stringify(v.error) : text}`)
+    e.name = 'invalid argument'
+    e.data = v && v.error
+    throw e
+  }
+  return v
+}
+
+/** Sets the host's network conditions for the Miniapp's view (offline, a preset, mock rules). */
+export function network(browser, params) {
+  return browser.networkSet(params.preset, params.latency_ms, params.download_kbps, params.upload_kbps, params.rules)
+}
+
+/**
+ * Approve Consent. choice: {account?, declinedScopes?, declinedDetails?,
+ * loweredMaximums?}, the per-entry decision (docs/webdriver.md, "The
+ * consent screen"); left out, everything requested. Resolves with the
+ * host's decision.
+ */
+export function approveConsent(browser, choice = {}) {
+  const wire = { account: 0, declinedScopes: 1, declinedDetails: 2, loweredMaximums: 3 }
+  const a = [undefined, undefined, undefined, undefined]
+  for (const [k, v] of Object.entries(choice)) {
+    if (!(k in wire)) throw new TypeError(`approveConsent: unknown member ${k}; one of ${Object.keys(wire).join(', ')}`)
+    a[wire[k]] = v
+  }
+  return browser.approveConsentRaw(...a)
+}
+
+/**
+ * Waits until a consent screen is shown and resolves with its model: Get
+ * Consent answers "no such alert" until then (the Miniapp's navigation to the
+ * service is not a WebDriver command the session waits for).
+ */
+export async function consentShown(browser) {
+  let model, last
+  await browser.waitUntil(async () => {
+    try {
+      model = await browser.getConsent()
+      return true
+    } catch (err) {
+      if (err.name !== 'no such alert') throw err
+      last = err.message
+      return false
+    }
+  }, { timeout: PAGE_TIMEOUT_MS, interval: POLL_MS, timeoutMsg: `no consent screen within ${PAGE_TIMEOUT_MS} ms (last: ${last}); a remembered consent skips it: the suite resets its client's consent first (fixture.reset)` })
+  return model
+}
+
+// The page's outcomes (miniapp/page.html): read with a script that returns a
+// JSON string, never the element's dataset itself. A dataset with an `error`
+// member (data-error="invalid_grant") is an Execute Script result that
+// WebdriverIO takes for a WebDriver error response: `{"value": {"error":
+// "invalid_grant", ...}}` is how a driver answers a failed command, so the
+// command throws an error named invalid_grant (and, with retries on, is sent
+// again). docs/webdriver.md, "WebdriverIO".
+const READ = `const el = document.getElementById(arguments[0]);
+if (!el) return JSON.stringify(null);
+const d = el.dataset;
+return JSON.stringify({seq: Number(d.seq || 0), status: d.status || '', oauthError: d.error || '',
+  description: d.errorDescription || '', ms: d.ms === undefined || d.ms === '' ? null : Number(d.ms), text: el.textContent,
+  url: location.href, state: document.body.dataset.state || ''});`
+
+/** outcome reads one outcome element: {seq, status, oauthError, description, ms, text, body, url, state}. */
+export async function outcome(browser, id) {
+  const o = JSON.parse(await browser.execute(READ, id))
+  if (o) {
+    try { o.body = JSON.parse(o.text) } catch { o.body = o.text }
+  }
+  return o
+}
+
+/** Waits until the page (a page the host navigated to) is loaded and ready; resolves with its URL. */
+export async function pageReady(browser, urlPrefix) {
+  let last
+  await browser.waitUntil(async () => {
+    try {
+      last = await browser.execute('return location.href + " " + (document.body ? document.body.dataset.state || "" : "")')
+    } catch (err) {
+      // A page replaced while the script ran answers an error: ask again.
+      last = err.message
+      return false
+    }
+    const [url, state] = last.split(' ')
+    return state === 'ready' && (!urlPrefix || url.startsWith(urlPrefix))
+  }, { timeout: PAGE_TIMEOUT_MS, interval: POLL_MS, timeoutMsg: `the page is not ready at ${urlPrefix || 'any URL'}: it last answered ${last}` })
+  return last.split(' ')[0]
+}
+
+/** Waits until the outcome element id answers a new outcome (its data-seq above after); resolves with it. */
+export async function nextOutcome(browser, id, after) {
+  let o
+  await browser.waitUntil(async () => {
+    try {
+      o = await outcome(browser, id)
+    } catch {
+      return false
+    }
+    return !!o && o.seq > after
+  }, { timeout: PAGE_TIMEOUT_MS, interval: POLL_MS, timeoutMsg: `#${id} showed no new outcome after ${after}; it last showed ${JSON.stringify(o)}` })
+  return o
+}
+
+/** Clicks the button id and waits for the outcome element out to show its answer. */
+export async function clickFor(browser, button, out) {
+  const before = (await outcome(browser, out)).seq
+  await (await browser.$(`#${button}`)).click()
+  return nextOutcome(browser, out, before)
+}
