@@ -29,6 +29,12 @@ type Config struct {
 	// Logger receives internal errors, never shown to callers; nil
 	// discards them.
 	Logger *slog.Logger
+
+	// Fixtures (fixtures.go): the store fixture files are written to, and
+	// the OAuth server whose catalog checks them and which completes
+	// their grants and tokens. Without both the fixture routes answer 404.
+	Fixtures  FixtureStore
+	Authority Authority
 }
 
 // Controls serves the /api/dev/ routes.
@@ -59,6 +65,7 @@ func (c *Controls) routes() {
 	// GET /api/dev/clock: the clock's state; POST: advance, set or reset it.
 	c.mux.HandleFunc("GET /api/dev/clock", c.handleClockShow)
 	c.mux.HandleFunc("POST /api/dev/clock", c.handleClockChange)
+	c.fixtureRoutes()
 	c.mux.HandleFunc("/api/dev/", func(w http.ResponseWriter, r *http.Request) {
 		c.writeError(w, r, &Error{Code: CodeNotFound, Field: "path",
 			Message: r.Method + " " + r.URL.Path + " is no development control; the routes are listed in docs/dashboard.md, \"Development controls\""})
