@@ -136,7 +136,7 @@ async function dashboardControl(name, p) {
   }
   const [method, path, body] = routes[name]
   const r = await fetch(s.dashboard + path, {
-    method, headers: { Authorization: `Bearer ${process.env.QA_OPERATOR_KEY}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    method, headers: { Authorization: `Bearer ${process.env.QA_OPERATOR_KEY}`, ...(method === 'GET' ? {} : { 'Content-Type': 'application/json' }) },
     body: body ? JSON.stringify(body) : undefined, signal: AbortSignal.timeout(PAGE_TIMEOUT_MS),
   })
   const text = await r.text()
@@ -250,4 +250,67 @@ export async function clickFor(browser, button, out) {
   const before = (await outcome(browser, out)).seq
   await (await browser.$(`#${button}`)).click()
   return nextOutcome(browser, out, before)
+}
+
+/**
+ * fresh opens a session for a test that starts from a known state: the
+ * client's remembered consents and grants forgotten (fixture.reset, so the
+ * consent screen is shown again, in every run), its faults cleared, the
+ * clock at real time; and the same again when the test ends, whatever it
+ * did. Resolves with the browser, on the Miniapp's start page.
+ */
+export async function fresh(t, s, options) {
+  const browser = await openSession(s, options)
+  const clean = async () => {
+    await control(browser, 'fault.clear', { client_id: s.clientId })
+    await control(browser, 'clock.reset')
+    await control(browser, 'fixture.reset', { client_id: s.clientId })
+  }
+  t.after(async () => {
+    try {
+      await clean()
+    } finally {
+      await browser.deleteSession()
+    }
+  })
+  await clean()
+  await pageReady(browser, s.origin)
+  return browser
+}
+
+/** Clicks Sign in, approves the consent screen (choice as approveConsent's) and waits for the code; resolves with the screen's model and the authorization response. */
+export async function signInToCode(browser, choice, button = 'signin') {
+  const from = (await outcome(browser, 'authorize')).url
+  await (await browser.$(`#${button}`)).click()
+  const shown = await consentShown(browser)
+  const decided = await approveConsent(browser, choice)
+  const landed = await landedFrom(browser, from)
+  return { shown, decided, landed }
+}
+
+/**
+ * Waits until the host has brought the page back on its redirect_uri (a
+ * page other than from) with an authorization response, and resolves with
+ * the response as the page shows it.
+ */
+export async function landedFrom(browser, from) {
+  let o
+  await browser.waitUntil(async () => {
+    try {
+      o = await outcome(browser, 'authorize')
+    } catch {
+      return false // the page is being replaced
+    }
+    return !!o && o.url !== from && o.state !== 'loading' && o.seq > 0
+  }, { timeout: PAGE_TIMEOUT_MS, interval: POLL_MS, timeoutMsg: `the page did not come back from the service (it was on ${from}); it last showed ${JSON.stringify(o)}` })
+  return o
+}
+
+/** Signs in and redeems the code; resolves with the token outcome, which must be a 200. */
+export async function signIn(browser, choice) {
+  const r = await signInToCode(browser, choice)
+  if (r.landed.status !== 'code') throw new Error(`signing in: the page landed with ${JSON.stringify(r.landed)}`)
+  const token = await clickFor(browser, 'redeem', 'token')
+  if (token.status !== '200') throw new Error(`redeeming the code: ${JSON.stringify(token)}`)
+  return { ...r, token }
 }
