@@ -104,6 +104,23 @@ $('par-go').addEventListener('click', () => {
   location.href = u.toString()
 })
 
+// A QA aid (server.js, /api/par/check): the service's answer to a browser
+// for the pushed request, since the host shows its refusal in its own view.
+$('par-check').addEventListener('click', async () => {
+  const el = $('par-check-out')
+  const t0 = performance.now()
+  try {
+    const r = await fetch('/api/par/check', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ request_uri: store.getItem('qa_request_uri') || '' }) })
+    const b = await r.json()
+    const ms = performance.now() - t0
+    if (b.network_error) return show(el, { status: 'network-error', ms, body: b })
+    show(el, { status: b.status, error: b.error, error_description: b.error_description, ms, body: b })
+  } catch (e) {
+    show(el, { status: 'network-error', ms: performance.now() - t0, body: { network_error: `${e.name}: ${e.message}` } })
+  }
+})
+
 $('redeem').addEventListener('click', async () => {
   const q = new URLSearchParams(location.search)
   const el = $('token')

@@ -8,6 +8,10 @@
 //   POST /api/par               its backend's pushed authorization request (RFC 9126): PAR answers no CORS,
 //                               so a page cannot push; the backend posts the page's parameters and returns
 //                               the service's status and body
+//   POST /api/par/check         a QA aid, not something a Miniapp needs: what the service's authorization
+//                               endpoint answers a browser for the pushed request {request_uri}, with the
+//                               error code and description its error page shows. The host shows its refusal
+//                               of a request_uri in its own view, which a WebDriver session does not see.
 //   POST /api/signing           its backend's call of the signing Resource Server (GET {signing_base_url}/signing-key)
 //                               with the page's access token: the Resource Servers answer no CORS either, so
 //                               a Miniapp reaches them through its backend; returns the status, the headers
@@ -98,6 +102,9 @@ async function call(url, init) {
   }
 }
 
+const unescapeHTML = (t) => t.replace(/&#(\d+);/g, (_, n) => String.fromCharCode(Number(n)))
+  .replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+
 let metadata // the service's metadata, read once (RFC 8414 section 3)
 async function discover(conf) {
   if (!metadata) {
@@ -150,6 +157,20 @@ export function start({ addr, config }) {
           return json(res, 200, await call(md.pushed_authorization_request_endpoint, {
             method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: form.toString(),
           }))
+        }
+        if (url.pathname === '/api/par/check') {
+          const { request_uri: requestURI } = JSON.parse(await readBody(req) || '{}')
+          const md = await discover(c)
+          const u = new URL(md.authorization_endpoint)
+          u.search = new URLSearchParams({ client_id: CLIENT_ID, request_uri: requestURI || '' })
+          const out = await call(u, { headers: { Accept: 'text/html' } })
+          if (typeof out.body === 'string') {
+            // The error page (its <p class="error"><code>CODE</code></p> and the description after it).
+            const m = /<p class="error"><code>([^<]*)<\/code><\/p>\s*<p>([^<]*)<\/p>/.exec(out.body)
+            if (m) Object.assign(out, { error: m[1], error_description: unescapeHTML(m[2]) })
+            delete out.body
+          }
+          return json(res, 200, out)
         }
         if (url.pathname === '/api/signing') {
           const auth = req.headers.authorization || ''

@@ -42,3 +42,27 @@ test('a pushed request is used within its lifetime', { timeout: TEST_TIMEOUT_MS 
   assert.equal(landed.status, 'code')
   assert.equal((await clickFor(browser, 'redeem', 'token')).status, '200')
 })
+
+// A pushed request_uri lives expires_in seconds (RFC 9126 section 2.2).
+// After them, the host's caught navigation is refused by the service
+// (invalid_request_uri) and the host says so in its own view, which no
+// WebDriver session sees: the page then stays where it is and no consent
+// screen is shown. So the service's answer is read through the Miniapp's
+// backend (server.js, /api/par/check), as a browser would get it.
+test('a pushed request is refused after its expires_in', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  const browser = await fresh(t, s)
+  const pushed = await clickFor(browser, 'par', 'pushed')
+  assert.equal(pushed.status, '201', pushed.text)
+  assert.ok(pushed.body.expires_in > 0 && pushed.body.expires_in <= 600, `expires_in ${pushed.body.expires_in}`)
+  await control(browser, 'clock.advance', { duration: `${pushed.body.expires_in + 1}s` })
+  const check = await clickFor(browser, 'par-check', 'par-check-out')
+  assert.equal(check.status, '400', check.text)
+  assert.equal(check.oauthError, 'invalid_request_uri')
+  assert.match(check.description, /expired/)
+
+  // A request pushed now is used as usual.
+  assert.equal((await clickFor(browser, 'par', 'pushed')).status, '201')
+  const { shown, landed } = await signInToCode(browser, {}, 'par-go')
+  assert.equal(shown.pushed, true)
+  assert.equal(landed.status, 'code')
+})
