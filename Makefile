@@ -94,6 +94,7 @@ test: lint
 	@echo "test: the example QA suites (examples/qa, docs/webdriver.md \"Example suites\"): WebDriver on the WebKitGTK 4.1 host"
 	$(XVFB) ./examples/qa/run.sh go
 	$(XVFB) ./examples/qa/run.sh npm
+	$(XVFB) ./examples/qa/run.sh wdio
 
 # Go benchmarks, then the load runs; BENCHMARKS.md records their latest figures.
 bench: webkit

@@ -191,7 +191,7 @@ export async function consentShown(browser) {
   return model
 }
 
-// The page's outcomes (miniapp/page.html): read with a script that returns a
+// The page's outcomes (examples/qa/wdio/miniapp/page.html): read with a script that returns a
 // JSON string, never the element's dataset itself. A dataset with an `error`
 // member (data-error="invalid_grant") is an Execute Script result that
 // WebdriverIO takes for a WebDriver error response: `{"value": {"error":

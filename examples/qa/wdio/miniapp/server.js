@@ -17,7 +17,7 @@
 //                               a Miniapp reaches them through its backend; returns the status, the headers
 //                               a client reads (Retry-After, WWW-Authenticate) and the body
 //
-//   node miniapp/server.js --config FILE [--addr 127.0.0.1:0]
+//   node examples/qa/wdio/miniapp/server.js --config FILE [--addr 127.0.0.1:0]
 //
 // It prints `miniapp http://127.0.0.1:PORT` once it listens. FILE is read at
 // each request that needs it ({"issuer", "base_url", "signing_base_url"}):
@@ -40,7 +40,7 @@ function args(argv) {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if ((a === '--addr' || a === '--config') && i + 1 < argv.length) out[a.slice(2)] = argv[++i]
-    else throw new Error(`miniapp: unknown argument ${a}; usage: node miniapp/server.js --config FILE [--addr 127.0.0.1:0]`)
+    else throw new Error(`miniapp: unknown argument ${a}; usage: node examples/qa/wdio/miniapp/server.js --config FILE [--addr 127.0.0.1:0]`)
   }
   if (!out.config) throw new Error('miniapp: --config FILE is required (the service\'s addresses, written once `miniapp-host dev` is up)')
   return out
