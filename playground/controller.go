@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/devclient"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -113,6 +114,7 @@ var (
 	_ bridge.DeviceController   = (*controller)(nil)
 	_ bridge.DevToolsController = (*controller)(nil)
 	_ bridge.ConsentReporter    = (*controller)(nil)
+	_ bridge.ServiceController  = (*controller)(nil)
 )
 
 // ConsentOnScreen implements bridge.ConsentReporter through the Opener,
@@ -144,4 +146,11 @@ func (c *controller) Close(ctx context.Context, cmd bridge.ViewCommand) error {
 		return err
 	}
 	return w.Close(ctx, cmd)
+}
+
+// ServiceControl implements bridge.ServiceController: the development
+// controls of the playground's embedded server, with its operator key.
+func (c *controller) ServiceControl(ctx context.Context, control string, params json.RawMessage) (json.RawMessage, error) {
+	return bridge.ServiceControls{Client: &devclient.Client{Dashboard: c.p.world.urls.Dashboard, Key: c.p.OperatorKey()}}.
+		ServiceControl(ctx, control, params)
 }
