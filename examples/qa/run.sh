@@ -39,6 +39,11 @@ suite_timeout=${QA_SUITE_TIMEOUT:-600}
 # new at each run, never written to a file.
 secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
 [ ${#secret} -eq 64 ] || { echo "qa: could not read a random secret from /dev/urandom" >&2; exit 1; }
+# The operator key of the playground's server, likewise: the front runs the
+# service's development controls with it (docs/webdriver.md, "The service's
+# development controls").
+opkey=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+[ ${#opkey} -eq 64 ] || { echo "qa: could not read a random operator key from /dev/urandom" >&2; exit 1; }
 # Where the logs go when the suite fails.
 logs=${QA_LOGS:-$root/artifacts/qa/$suite}
 
@@ -50,7 +55,7 @@ fi
 
 # withhold copies its input with the secret replaced (it is hex: no
 # character of it is special to sed).
-withhold() { sed -e "s/$secret/withheld/g"; }
+withhold() { sed -e "s/$secret/withheld/g" -e "s/$opkey/withheld/g"; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/miniapp-qa.XXXXXX")
 pids=()
@@ -101,7 +106,7 @@ fi
 # The playground, every part on a free port; its stdout is read line by
 # line until the last address it prints, then drained into a log.
 mkfifo "$work/playground.fifo"
-MINIAPP_HOST_SECRET=$secret "$bin" playground --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
+MINIAPP_HOST_SECRET=$secret MINIAPP_HOST_OPERATOR_KEY=$opkey "$bin" playground --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
 	>"$work/playground.fifo" 2>"$work/playground.err" &
 pids+=($!)
 exec 3<"$work/playground.fifo"
@@ -137,7 +142,7 @@ done
 # playground's dashboard and service, the only ones the secret goes to
 # (docs/webdriver.md, "One service").
 mkfifo "$work/front.fifo"
-MINIAPP_HOST_SECRET=$secret "$bin" webdriver --port 0 --dashboard "$dashboard" --service "$service" \
+MINIAPP_HOST_SECRET=$secret MINIAPP_HOST_OPERATOR_KEY=$opkey "$bin" webdriver --port 0 --dashboard "$dashboard" --service "$service" \
 	>"$work/front.fifo" 2>>"$work/driver.log" &
 pids+=($!)
 exec 3<"$work/front.fifo"
