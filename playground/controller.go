@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/miniapp-host/miniapp-host/authserver/devctl"
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/devclient"
 	"github.com/miniapp-host/miniapp-host/resolver"
@@ -154,3 +155,11 @@ func (c *controller) ServiceControl(ctx context.Context, control string, params 
 	return bridge.ServiceControls{Client: &devclient.Client{Dashboard: c.p.world.urls.Dashboard, Key: c.p.OperatorKey()}}.
 		ServiceControl(ctx, control, params)
 }
+
+// ClockEvent reports a change of the embedded server's development clock
+// (docs/dashboard.md, "The clock"): its time, real time and the offset
+// between them. The inspector shows the offset until it is 0 again.
+type ClockEvent devctl.ClockState
+
+// Kind implements bridge.Event.
+func (ClockEvent) Kind() string { return "service.clock" }
