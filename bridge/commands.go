@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/miniapp-host/miniapp-host/devclient"
 )
 
 // Controller carries out automation commands (docs/automation.md,
@@ -66,6 +68,20 @@ type DeviceCommand struct {
 type DeviceResult struct {
 	Viewport json.RawMessage `json:"viewport"`
 	Reloaded bool            `json:"reloaded"`
+}
+
+// ServiceController is the optional ability of a Controller to run the
+// development controls of the service it signs in with (the faults, the
+// clock, the fixtures and explain of docs/dashboard.md, "Development
+// controls"), each a command named as in package devclient ("fault.add",
+// "clock.advance", ...). A Controller without it answers those commands
+// with unknown_command.
+type ServiceController interface {
+	// ServiceControl runs control with params (a JSON object) and returns
+	// the service's answer. The service's refusal is an *Error with
+	// CodeServiceRefused whose message starts with the service's status,
+	// code and field ("400 invalid_field at /advance: ...").
+	ServiceControl(ctx context.Context, control string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // ConsentReporter is the optional ability of a Controller to say which
@@ -410,6 +426,17 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 			return json.RawMessage("null"), nil
 		}
 		return v, nil
+	}
+	if devclient.Known(c.name) {
+		sc, ok := ctl.(ServiceController)
+		if !ok {
+			return nil, Errorf(CodeUnknownCommand, "this host runs no development controls (command %s): it needs the service's operator key (docs/automation.md, \"The service's development controls\")", quote(c.name))
+		}
+		params, err := json.Marshal(p)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		return sc.ServiceControl(ctx, c.name, params)
 	}
 	return nil, Errorf(CodeUnknownCommand, "no command %s", quote(c.name))
 }

@@ -68,6 +68,10 @@ const (
 	CodeBadOrigin      Code = "bad_origin"
 	CodeBadHost        Code = "bad_host"
 	CodeBadProtocol    Code = "bad_protocol"
+	// CodeServiceRefused: the service refused a development control
+	// (ServiceController); the message starts with its status, code and
+	// field.
+	CodeServiceRefused Code = "service_refused"
 )
 
 // Error is a failure with a stable code. Message is written for a

@@ -25,8 +25,8 @@ var scopeDefs = [][2]string{
 	// (Revoke), for tokens a client uses at the grant management endpoint
 	// to read or revoke its own grants (docs/authserver.md, "Grant
 	// management").
-	{"grant_management_query", "Read the grants this client holds (FAPI Grant Management)"},
-	{"grant_management_revoke", "Revoke the grants this client holds (FAPI Grant Management)"},
+	{"grant_management_query", "Read the grants you gave this client (FAPI Grant Management)"},
+	{"grant_management_revoke", "Revoke the grants you gave this client (FAPI Grant Management)"},
 }
 
 // typeDef is a Type before its placeholders are filled in.

@@ -261,3 +261,19 @@ func FuzzParseConsoleMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestServiceControlsNeedTheOperatorKey: a window started without the
+// service's operator key answers the development controls unknown_command,
+// saying what to give it.
+func TestServiceControlsNeedTheOperatorKey(t *testing.T) {
+	c := newCore(t, host.Options{})
+	ctl, ok := c.w.Controller(nil).(bridge.ServiceController)
+	if !ok {
+		t.Fatal("the window's controller does not take the development controls")
+	}
+	_, err := ctl.ServiceControl(t.Context(), "clock.advance", []byte(`{"duration":"61s"}`))
+	var be *bridge.Error
+	if !errors.As(err, &be) || be.Code != bridge.CodeUnknownCommand || !strings.Contains(be.Message, "MINIAPP_HOST_OPERATOR_KEY") {
+		t.Fatalf("clock.advance without an operator key: %v, want unknown_command naming MINIAPP_HOST_OPERATOR_KEY", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/devclient"
 )
 
 // CodeNoConsent is the automation error of consent.approve and
@@ -31,14 +32,28 @@ const CodeConsentRefused bridge.Code = "consent_refused"
 // (bridge.Controller). The window has one view; its name is "main", and ""
 // means it too.
 type controller struct {
-	w    *Window
-	open func(ctx context.Context, cmd bridge.OpenCommand) error
+	w       *Window
+	open    func(ctx context.Context, cmd bridge.OpenCommand) error
+	service *devclient.Client // the development controls; nil without an operator key
 }
 
 // Controller returns the window's bridge.Controller. open resolves and
 // mounts a Miniapp for the open command.
 func (w *Window) Controller(open func(ctx context.Context, cmd bridge.OpenCommand) error) bridge.Controller {
-	return &controller{w: w, open: open}
+	return w.controllerFor(nil, open)
+}
+
+func (w *Window) controllerFor(service *devclient.Client, open func(ctx context.Context, cmd bridge.OpenCommand) error) bridge.Controller {
+	return &controller{w: w, open: open, service: service}
+}
+
+// ServiceControl implements bridge.ServiceController with the operator key
+// the host was given; without one, the controls are unknown commands.
+func (c *controller) ServiceControl(ctx context.Context, control string, params json.RawMessage) (json.RawMessage, error) {
+	if c.service == nil {
+		return nil, bridge.Errorf(bridge.CodeUnknownCommand, "this host was started without the service's operator key: give open MINIAPP_HOST_OPERATOR_KEY for the development controls (command %q)", control)
+	}
+	return bridge.ServiceControls{Client: c.service}.ServiceControl(ctx, control, params)
 }
 
 // MainView is the name of the window's one Miniapp view on the automation

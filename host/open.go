@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/devclient"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/privatefile"
 	"github.com/miniapp-host/miniapp-host/resolver"
@@ -39,6 +40,10 @@ type OpenConfig struct {
 	// HostClientID and HostSecret are the host's own credential for the
 	// native-consent API.
 	HostClientID, HostSecret string
+	// OperatorKey is the service's operator credential; given, the
+	// automation channel runs the development controls of the dashboard
+	// (docs/automation.md, "The service's development controls").
+	OperatorKey string
 	// Ephemeral keeps each Miniapp's WebKit data (cookies, storage) in
 	// memory: nothing of it is written, and it is gone when the process
 	// ends.
@@ -227,7 +232,7 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	}
 	if cfg.Automation {
 		a, err := bridge.NewAutomation(bridge.AutomationConfig{Addr: cfg.AutomationAddr, Bus: bus,
-			Controller: w.Controller(func(ctx context.Context, cmd bridge.OpenCommand) error {
+			Controller: w.controllerFor(cfg.serviceControls(), func(ctx context.Context, cmd bridge.OpenCommand) error {
 				if cfg.WebDriver && DataKey(cmd.Origin, cmd.ID) != DataKey(cfg.Origin, cfg.ID) {
 					// The session holds the Miniapp's view, which keeps its
 					// Miniapp's data (docs/host.md, "WebDriver").
@@ -504,4 +509,13 @@ func writeAutomationFile(path, url, token string) error {
 		return fmt.Errorf("host: automation file: %w", err)
 	}
 	return nil
+}
+
+// serviceControls is the client of the dashboard's development controls,
+// or nil without an operator key.
+func (cfg OpenConfig) serviceControls() *devclient.Client {
+	if cfg.OperatorKey == "" || cfg.Dashboard == "" {
+		return nil
+	}
+	return &devclient.Client{Dashboard: cfg.Dashboard, Key: cfg.OperatorKey, HTTP: cfg.HTTP}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/miniapp-host/miniapp-host/authserver/devctl"
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/devclient"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -113,6 +115,7 @@ var (
 	_ bridge.DeviceController   = (*controller)(nil)
 	_ bridge.DevToolsController = (*controller)(nil)
 	_ bridge.ConsentReporter    = (*controller)(nil)
+	_ bridge.ServiceController  = (*controller)(nil)
 )
 
 // ConsentOnScreen implements bridge.ConsentReporter through the Opener,
@@ -145,3 +148,18 @@ func (c *controller) Close(ctx context.Context, cmd bridge.ViewCommand) error {
 	}
 	return w.Close(ctx, cmd)
 }
+
+// ServiceControl implements bridge.ServiceController: the development
+// controls of the playground's embedded server, with its operator key.
+func (c *controller) ServiceControl(ctx context.Context, control string, params json.RawMessage) (json.RawMessage, error) {
+	return bridge.ServiceControls{Client: &devclient.Client{Dashboard: c.p.world.urls.Dashboard, Key: c.p.OperatorKey()}}.
+		ServiceControl(ctx, control, params)
+}
+
+// ClockEvent reports a change of the embedded server's development clock
+// (docs/dashboard.md, "The clock"): its time, real time and the offset
+// between them. The inspector shows the offset until it is 0 again.
+type ClockEvent devctl.ClockState
+
+// Kind implements bridge.Event.
+func (ClockEvent) Kind() string { return "service.clock" }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/devctl"
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/launchprofile"
 	"github.com/miniapp-host/miniapp-host/netlog"
@@ -181,6 +182,9 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	// The inspector shows the development clock's offset: every change,
+	// by the automation channel, the CLI or the dashboard API, is an event.
+	p.world.srv.Clock().OnChange(func(st devctl.ClockState) { p.bus.Publish(ClockEvent(st)) })
 	// The host publishes token.issued for the tokens it obtains itself
 	// (the bridge's authorize): its observer adds the claims and grant.
 	p.hostObs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger,

@@ -74,11 +74,11 @@ type Reason struct {
 
 func (r Reason) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s/%s", r.Stage, r.Code)
+	printf(&b, "%s/%s", r.Stage, r.Code)
 	if r.Pointer != "" {
-		fmt.Fprintf(&b, " at %s", r.Pointer)
+		printf(&b, " at %s", r.Pointer)
 	}
-	fmt.Fprintf(&b, ": %s", r.Message)
+	printf(&b, ": %s", r.Message)
 	return b.String()
 }
 

@@ -3,8 +3,56 @@ package resolver
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
+
+// printable is s as the text reports show a value they did not write (a
+// manifest's name, a URL, a message quoting the manifest): every character
+// that is not printable (a C0 or C1 control such as ESC, which starts a
+// terminal's escape sequences, a line break that would forge a line of the
+// report, a bidirectional override, invalid UTF-8) is written as its Go
+// escape (\x1b, \n, \u202e), so that it reaches the terminal as text,
+// never as what it would do (docs/security.md).
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || (r != ' ' && !unicode.IsPrint(r)) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		w = n
+		if r == utf8.RuneError && n <= 1 || r != ' ' && !unicode.IsPrint(r) {
+			q := strconv.QuoteToASCII(s[i : i+n])
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteString(s[i : i+n])
+	}
+	return b.String()
+}
+
+// printf is fmt.Fprintf with every string argument made printable.
+func printf(w io.Writer, format string, args ...any) {
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			args[i] = printable(v)
+		case fmt.Stringer:
+			args[i] = printable(v.String())
+		}
+	}
+	fmt.Fprintf(w, format, args...)
+}
 
 // WriteText writes the report for people, as `miniapp-host resolve` and
 // `miniapp-host dev` print it (docs/resolve.md): the outcome, every reason
@@ -14,8 +62,8 @@ func (r *Report) WriteText(w io.Writer) {
 	switch r.Outcome {
 	case OutcomeAccepted:
 		s := r.Miniapp
-		fmt.Fprintf(w, "accepted: %s (%s)\n", s.Name, r.ID)
-		row := func(k, v string) { fmt.Fprintf(w, "  %-16s %s\n", k, v) }
+		printf(w, "accepted: %s (%s)\n", s.Name, r.ID)
+		row := func(k, v string) { printf(w, "  %-16s %s\n", k, v) }
 		row("origin", s.Origin)
 		row("manifest", s.ManifestURL)
 		row("start URL", s.StartURL)
@@ -26,7 +74,7 @@ func (r *Report) WriteText(w io.Writer) {
 		row("client", fmt.Sprintf("%s (%s)", s.ClientID, s.ClientType))
 		row("allowed origins", strings.Join(s.AllowedOrigins, " "))
 	case OutcomePassed:
-		fmt.Fprintf(w, "passed: the manifest of %s passes every check that ran; the client was not checked (add --client FILE)\n", r.ID)
+		printf(w, "passed: the manifest of %s passes every check that ran; the client was not checked (add --client FILE)\n", r.ID)
 	case OutcomeRejected:
 		var failed []string
 		for _, st := range r.Stages {
@@ -34,14 +82,14 @@ func (r *Report) WriteText(w io.Writer) {
 				failed = append(failed, string(st.Stage))
 			}
 		}
-		fmt.Fprintf(w, "rejected: %d reason(s), in stage(s) %s\n", len(r.Reasons), strings.Join(failed, ", "))
+		printf(w, "rejected: %d reason(s), in stage(s) %s\n", len(r.Reasons), strings.Join(failed, ", "))
 		for _, reason := range r.Reasons {
 			reason.WriteText(w)
 		}
 	case OutcomeUndecided:
 		first := r.Reasons[0]
-		fmt.Fprintf(w, "could not decide at stage %s (%s): %s\n", first.Stage, first.Code, first.Message)
-		fmt.Fprintln(w, "  nothing was rejected; try again when the server answers")
+		printf(w, "could not decide at stage %s (%s): %s\n", first.Stage, first.Code, first.Message)
+		printf(w, "  nothing was rejected; try again when the server answers\n")
 	}
 	// Stages not run, grouped by why: "not checked: parse, schema: ...".
 	var whys []string
@@ -59,17 +107,17 @@ func (r *Report) WriteText(w io.Writer) {
 	for _, st := range r.Stages {
 		if st.Outcome == OutcomeUndecided && r.Outcome != OutcomeUndecided {
 			for _, reason := range st.Reasons {
-				fmt.Fprintf(w, "  could not check %s (%s): %s\n", st.Stage, reason.Code, reason.Message)
+				printf(w, "  could not check %s (%s): %s\n", st.Stage, reason.Code, reason.Message)
 			}
 		}
 	}
 	for _, why := range whys {
-		fmt.Fprintf(w, "  not checked: %s: %s\n", strings.Join(notRun[why], ", "), why)
+		printf(w, "  not checked: %s: %s\n", strings.Join(notRun[why], ", "), why)
 	}
 	for _, st := range r.Stages {
 		for _, n := range st.Notes {
 			if st.Outcome != OutcomeSkipped && (strings.Contains(n, "matches nothing") || strings.Contains(n, "not checked")) {
-				fmt.Fprintf(w, "  note (%s): %s\n", st.Stage, n)
+				printf(w, "  note (%s): %s\n", st.Stage, n)
 			}
 		}
 	}
@@ -82,9 +130,9 @@ func (r Reason) WriteText(w io.Writer) {
 	if r.Pointer != "" {
 		where = " at " + r.Pointer
 	}
-	fmt.Fprintf(w, "  - %s/%s%s\n", r.Stage, r.Code, where)
-	fmt.Fprintf(w, "    %s\n", r.Message)
+	printf(w, "  - %s/%s%s\n", r.Stage, r.Code, where)
+	printf(w, "    %s\n", r.Message)
 	if r.Hint != "" {
-		fmt.Fprintf(w, "    hint: %s\n", r.Hint)
+		printf(w, "    hint: %s\n", r.Hint)
 	}
 }

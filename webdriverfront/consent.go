@@ -28,9 +28,13 @@ func (f *Front) extension(w http.ResponseWriter, r *http.Request, s *session, re
 		writeValue(w, shown)
 	case (path == "consent/approve" || path == "consent/deny") && r.Method == http.MethodPost:
 		f.decide(w, r, s, path == "consent/approve")
+	case len(rest) == 2 && rest[0] == "service" && r.Method == http.MethodPost:
+		f.serviceControl(w, r, rest[1])
+	case (path == "network" || path == "network/clear") && r.Method == http.MethodPost:
+		f.network(w, r, s, path == "network/clear")
 	default:
 		writeError(w, http.StatusNotFound, errUnknownCommand, fmt.Sprintf(
-			"%s %s is not a command of this front; its extension commands are GET /session/{id}/%s/consent, POST .../consent/approve, POST .../consent/deny",
+			"%s %s is not a command of this front; its extension commands are GET /session/{id}/%s/consent, POST .../consent/approve, POST .../consent/deny, POST .../service/{control}, POST .../network, POST .../network/clear",
 			r.Method, r.URL.Path, VendorPrefix))
 	}
 }

@@ -23,6 +23,8 @@
 //	GET  /session/{id}/miniapp-host/consent          the consent shown, or no such alert
 //	POST /session/{id}/miniapp-host/consent/approve  {"account", "declined_scopes", "declined_details", "lowered_maximums"} each optional
 //	POST /session/{id}/miniapp-host/consent/deny
+//	POST /session/{id}/miniapp-host/service/{control}  a development control of the service (service.go)
+//	POST /session/{id}/miniapp-host/network[/clear]    the host's network conditions
 package webdriverfront
 
 import (
@@ -68,6 +70,10 @@ type Config struct {
 	// (`open --secret-fd`); "" starts hosts without one (they cannot
 	// complete a consent).
 	Secret string
+	// OperatorKey is the service's operator credential, for the
+	// development controls (POST /session/{id}/miniapp-host/service/...);
+	// "" refuses them. It goes to Dashboard only, never to a host.
+	OperatorKey string
 	// Dashboard and Service are the dashboard ({dashboard_url}) and the
 	// authorization server's issuer the front is started for, the one
 	// service the hosts' secret may go to (docs/webdriver.md, "One
@@ -289,6 +295,8 @@ const (
 	errElementState     = "invalid element state" // 400
 	errSessionNotMade   = "session not created"   // 500
 	errUnknown          = "unknown error"         // 500
+	// 500 too; W3C WebDriver's error for a command that cannot be run as configured.
+	errUnsupportedOperation = "unsupported operation"
 )
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {

@@ -801,6 +801,9 @@
         return "flow " + str(d.flow) + " " + str(d.outcome) + (d.detail ? ": " + str(d.detail) : "");
       case "download":
         return d.error ? "download of " + str(d.filename) + " failed: " + str(d.error) : "saved " + str(d.path);
+      case "service.clock":
+        return d.offset_seconds ? "the service's clock is now " + str(d.offset) + " off real time: it reads " + str(d.now) + " (injected)" :
+          "the service's clock is back at real time";
       default:
         return "";
     }
@@ -824,6 +827,7 @@
       if (d.outcome === "error" || d.outcome === "denied") return "error";
       return d.outcome === "abandoned" ? "warn" : "info";
     }
+    if (kind === "service.clock") return d.offset_seconds ? "warn" : "info";
     if (kind === "grant" || kind === "token.claims") {
       if (typeof d.status === "number" && d.status !== 200) return "error";
       return d.error ? "warn" : "info";
@@ -1193,6 +1197,15 @@
   // addEvent files one envelope into its launch and flow. Events of the
   // backfill may arrive after live ones: then the timeline is rebuilt in
   // seq order, so that grouping never depends on arrival order.
+  // showClock keeps the inspector's note of the service's clock: shown
+  // while the development clock is off real time (docs/dashboard.md,
+  // "The clock"), so that an expiry it caused is not taken for a bug.
+  function showClock(d) {
+    const note = $("service-clock");
+    note.hidden = !d.offset_seconds;
+    setText(note, d.offset_seconds ? "Service clock " + (d.offset_seconds > 0 ? "+" : "") + str(d.offset) + " (injected): it reads " + str(d.now) : "");
+  }
+
   function addEvent(env, rebuilding) {
     if (!env || env.type !== "event" || (!rebuilding && (model.seen.has(env.seq) || env.seq <= model.floor))) return;
     if (!env.data || typeof env.data !== "object") env.data = {};
@@ -1207,6 +1220,7 @@
         return;
       }
     }
+    if (env.kind === "service.clock") showClock(env.data);
     if (!model.kinds.has(env.kind)) {
       model.kinds.add(env.kind);
       const sel = $("filter-kind");

@@ -3,6 +3,7 @@ package devctl
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -20,6 +21,34 @@ import (
 type Clock struct {
 	offset atomic.Int64 // nanoseconds
 	real   func() time.Time
+
+	mu      sync.Mutex // guards watches, and orders the calls to them
+	watches []func(ClockState)
+}
+
+// OnChange calls f with the clock's state after every change (Advance,
+// Set, Reset); the calls do not overlap, and the last one has the state
+// the clock is in: the playground shows the offset in its inspector. f
+// must not change the clock.
+func (c *Clock) OnChange(f func(ClockState)) {
+	c.mu.Lock()
+	c.watches = append(c.watches, f)
+	c.mu.Unlock()
+}
+
+// changed tells the watchers the state now. It reads the state under mu,
+// after the change it follows, so the last watcher call of two changes
+// made at once tells the state both left.
+func (c *Clock) changed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.watches) == 0 {
+		return
+	}
+	st := c.State()
+	for _, f := range c.watches {
+		f(st)
+	}
 }
 
 // NewClock returns a clock at real time.
@@ -53,16 +82,17 @@ func (c *Clock) Advance(d time.Duration) (time.Duration, error) {
 	if d <= 0 {
 		return c.Offset(), fmt.Errorf("advance by a positive duration such as 61s or 10m, not %s (move the clock back with set or reset)", d)
 	}
-	for {
-		old := c.offset.Load()
-		next := time.Duration(old) + d
-		if next > MaxOffset || next < time.Duration(old) {
-			return c.Offset(), fmt.Errorf("advancing by %s would put the clock %s from real time; at most %s is allowed", d, next, MaxOffset)
-		}
-		if c.offset.CompareAndSwap(old, int64(next)) {
-			return next, nil
-		}
+	c.mu.Lock()
+	old := c.Offset()
+	next := old + d
+	if next > MaxOffset || next < old {
+		c.mu.Unlock()
+		return old, fmt.Errorf("advancing by %s would put the clock %s from real time; at most %s is allowed", d, next, MaxOffset)
 	}
+	c.offset.Store(int64(next))
+	c.mu.Unlock()
+	c.changed()
+	return next, nil
 }
 
 // Set puts the clock at t (it runs on from there) and returns the new
@@ -73,11 +103,15 @@ func (c *Clock) Set(t time.Time) (time.Duration, error) {
 		return c.Offset(), fmt.Errorf("%s is %s from real time; at most %s either way is allowed", t.Format(time.RFC3339), off.Round(time.Second), MaxOffset)
 	}
 	c.offset.Store(int64(off))
+	c.changed()
 	return off, nil
 }
 
 // Reset puts the clock back at real time.
-func (c *Clock) Reset() { c.offset.Store(0) }
+func (c *Clock) Reset() {
+	c.offset.Store(0)
+	c.changed()
+}
 
 // ClockState is the clock as GET /api/dev/clock shows it.
 type ClockState struct {

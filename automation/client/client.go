@@ -26,6 +26,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/devclient"
 )
 
 // Event is one event of the channel. Decode its Data into the matching
@@ -420,4 +421,58 @@ func (c *Client) Events() []Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]Event(nil), c.events...)
+}
+
+// Service runs a development control of the service the host signs in
+// with (docs/automation.md, "The service's development controls"):
+// control is one of package devclient's names ("fault.add",
+// "clock.advance", "fixture.reset", "explain", ...), params its params
+// (nil for none), and the service's JSON answer is decoded into result
+// (nil to drop it). The service's refusal is an *Error with code
+// service_refused.
+func (c *Client) Service(ctx context.Context, control string, params, result any) error {
+	if params == nil {
+		params = struct{}{}
+	}
+	return c.Do(ctx, control, params, result)
+}
+
+// AdvanceClock moves the development server's clock forward by d.
+func (c *Client) AdvanceClock(ctx context.Context, d time.Duration) error {
+	return c.Service(ctx, devclient.ClockAdvance, map[string]string{"duration": d.String()}, nil)
+}
+
+// ResetClock puts the development server's clock back at real time.
+func (c *Client) ResetClock(ctx context.Context) error {
+	return c.Service(ctx, devclient.ClockReset, nil, nil)
+}
+
+// AddFault adds a fault at one of the service's endpoints; fault is the
+// body of POST /api/dev/faults (docs/dashboard.md, "Faults"). The answer,
+// the fault with its id, is decoded into result (nil to drop it).
+func (c *Client) AddFault(ctx context.Context, fault, result any) error {
+	return c.Service(ctx, devclient.FaultAdd, fault, result)
+}
+
+// ClearFaults removes every fault of clientID ("" for every fault).
+func (c *Client) ClearFaults(ctx context.Context, clientID string) error {
+	params := map[string]string{}
+	if clientID != "" {
+		params["client_id"] = clientID
+	}
+	return c.Service(ctx, devclient.FaultClear, params, nil)
+}
+
+// ResetConsent forgets every decision of subject and/or clientID
+// (docs/dashboard.md, "Fixtures"), so the next sign-in shows the consent
+// screen again.
+func (c *Client) ResetConsent(ctx context.Context, subject, clientID string) error {
+	params := map[string]string{}
+	if subject != "" {
+		params["subject"] = subject
+	}
+	if clientID != "" {
+		params["client_id"] = clientID
+	}
+	return c.Service(ctx, devclient.FixtureReset, params, nil)
 }

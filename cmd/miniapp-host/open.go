@@ -66,6 +66,7 @@ func openConfig(e env) (host.OpenConfig, int, bool) {
 		return cfg, code, false
 	}
 	cfg.HostSecret = secrets[host.HostSecretEnv]
+	cfg.OperatorKey = secrets[operatorKeyEnv]
 	l, err := f.device.read()
 	if err != nil {
 		return cfg, usageError(e, "open", err.Error()), false

@@ -23,6 +23,7 @@ func runWebDriver(ctx context.Context, e env) int {
 		fmt.Fprintln(w, "serves W3C WebDriver on 127.0.0.1:PORT; each New Session starts this binary's `open --webdriver` and a WebKitWebDriver of its own.")
 		fmt.Fprintln(w, "the hosts' secret is read from MINIAPP_HOST_SECRET and given to each host on a pipe, never in an environment (docs/webdriver.md)")
 		fmt.Fprintln(w, "every host gets this front's --dashboard and --service, the only service the secret goes to; a New Session naming another is refused")
+		fmt.Fprintln(w, "the service's development controls (.../miniapp-host/service/{control}) need its operator key in MINIAPP_HOST_OPERATOR_KEY, which goes to that dashboard only")
 	})
 	port := fs.Int("port", 4444, "the loopback port to listen on (0: a free one, printed)")
 	driver := fs.String("driver", "WebKitWebDriver", "WebKitWebDriver's path, or its name on PATH (Debian package webkit2gtk-driver)")
@@ -73,7 +74,7 @@ func runWebDriver(ctx context.Context, e env) int {
 		}
 	}
 	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:" + strconv.Itoa(*port), Driver: drv, Host: self,
-		Secret: secret, Dashboard: *dashboard, Service: *service, Env: os.Environ(), Log: e.stderr})
+		Secret: secret, OperatorKey: secrets[operatorKeyEnv], Dashboard: *dashboard, Service: *service, Env: os.Environ(), Log: e.stderr})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		return exitUsage

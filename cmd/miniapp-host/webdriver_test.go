@@ -424,7 +424,7 @@ func TestWebDriverFront(t *testing.T) {
 		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
 	}
 	log := &syncWriter{}
-	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
+	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret, OperatorKey: p.OperatorKey(),
 		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -459,6 +459,22 @@ func TestWebDriverFront(t *testing.T) {
 	}
 	sid := made.SessionID
 	consent := "/session/" + sid + "/miniapp-host/consent"
+
+	// The service's development controls, run by the front with the
+	// operator key: the clock moves, a refusal names the field.
+	service := "/session/" + sid + "/miniapp-host/service/"
+	if status, v := wd.do("POST", service+"clock.advance", map[string]string{"duration": "61s"}); status != 200 || !strings.Contains(string(v), `"offset":"1m1s"`) {
+		t.Fatalf("service/clock.advance: %d %s, want the clock 1m1s ahead", status, v)
+	}
+	if status, v := wd.do("POST", service+"clock.advance", map[string]string{"duration": "soon"}); status != 400 || !strings.Contains(string(v), `"field":"/advance"`) {
+		t.Fatalf("service/clock.advance of a duration that is none: %d %s, want 400 with the service's field /advance", status, v)
+	}
+	if status, v := wd.do("POST", service+"clock.reset", map[string]any{}); status != 200 || !strings.Contains(string(v), `"offset":"0s"`) {
+		t.Fatalf("service/clock.reset: %d %s", status, v)
+	}
+	if status, v := wd.do("POST", service+"clock.rewind", map[string]any{}); status != 404 {
+		t.Fatalf("an unknown control: %d %s, want 404 unknown command", status, v)
+	}
 
 	// The first load asks for consent; the model is the channel's.
 	v = wd.until("the consent screen", "GET", consent, nil, func(s int, _ json.RawMessage) bool { return s == 200 })

@@ -12,9 +12,9 @@
 #
 # The wdio suite runs against `miniapp-host dev URL` instead of the
 # playground: the runner starts its Miniapp (examples/qa/wdio/miniapp, a
-# node http server) on a free port, then `dev` for that origin, then the
-# front with the dev run's operator key (MINIAPP_HOST_OPERATOR_KEY), which
-# its development controls need; and it runs the suite QA_RUNS times in a
+# node http server) on a free port, then `dev` for that origin (with the
+# random operator key the front's development controls then use, checked
+# against dev's ready file); and it runs the suite QA_RUNS times in a
 # row against that one dev run (default 2 for wdio, 1 for the others): a
 # suite that leaves state behind fails its second run.
 #
@@ -51,6 +51,11 @@ runs=${QA_RUNS:-1}
 # new at each run, never written to a file.
 secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
 [ ${#secret} -eq 64 ] || { echo "qa: could not read a random secret from /dev/urandom" >&2; exit 1; }
+# The operator key of the playground's server, likewise: the front runs the
+# service's development controls with it (docs/webdriver.md, "The service's
+# development controls").
+opkey=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+[ ${#opkey} -eq 64 ] || { echo "qa: could not read a random operator key from /dev/urandom" >&2; exit 1; }
 # Where the logs go when the suite fails.
 logs=${QA_LOGS:-$root/artifacts/qa/$suite}
 
@@ -62,7 +67,7 @@ fi
 
 # withhold copies its input with the secret replaced (it is hex: no
 # character of it is special to sed).
-withhold() { sed -e "s/$secret/withheld/g" ${operator_key:+-e "s/$operator_key/withheld/g"}; }
+withhold() { sed -e "s/$secret/withheld/g" -e "s/$opkey/withheld/g"; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/miniapp-qa.XXXXXX")
 pids=()
@@ -114,7 +119,7 @@ start_playground() {
 	# The playground, every part on a free port; its stdout is read line by
 	# line until the last address it prints, then drained into a log.
 	mkfifo "$work/playground.fifo"
-	MINIAPP_HOST_SECRET=$secret "$bin" playground --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
+	MINIAPP_HOST_SECRET=$secret MINIAPP_HOST_OPERATOR_KEY=$opkey "$bin" playground --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
 		>"$work/playground.fifo" 2>"$work/playground.err" &
 	pids+=($!)
 	exec 3<"$work/playground.fifo"
@@ -166,7 +171,7 @@ start_dev() {
 	exec 3<&-
 
 	mkfifo "$work/dev.fifo"
-	MINIAPP_HOST_SECRET=$secret "$bin" dev --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
+	MINIAPP_HOST_SECRET=$secret MINIAPP_HOST_OPERATOR_KEY=$opkey "$bin" dev --no-window --addr 127.0.0.1:0 --launcher-addr 127.0.0.1:0 \
 		--ready-file "$work/ready.json" "$miniapp" >"$work/dev.fifo" 2>"$work/dev.err" &
 	pids+=($!)
 	exec 3<"$work/dev.fifo"
@@ -195,18 +200,17 @@ start_dev() {
 	done
 	[ -s "$work/ready.json" ] || die "miniapp-host dev wrote no ready file before its launch line: $(cat "$work/dev.log")"
 	# The ready file (docs/your-miniapp.md, "Scripts and CI"): the id, the
-	# launch's outcome and the operator key, read with node (the suite's own
-	# runtime), the key kept in this shell only.
-	local ready
+	# launch's outcome and the operator key dev runs with (the one given),
+	# read with node (the suite's own runtime).
+	local ready miniapp_key
 	ready=$(node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log([r.id, r.outcome, r.operator_key].join(" "))' "$work/ready.json")
-	read -r miniapp_id outcome operator_key <<<"$ready"
+	read -r miniapp_id outcome miniapp_key <<<"$ready"
 	[ "$outcome" = accepted ] || die "miniapp-host dev did not accept the QA Miniapp ($outcome):"$'\n'"$(cat "$work/dev.log")"
-	[ -n "$operator_key" ] || die "the ready file has no operator_key"
+	[ "$miniapp_key" = "$opkey" ] || die "the ready file's operator_key is not the one dev was given (MINIAPP_HOST_OPERATOR_KEY)"
 	printf '{"issuer": "%s", "base_url": "%s", "signing_base_url": "%s"}\n' "$service" "$base_url" "$signing" >"$work/miniapp-config.json.new"
 	mv "$work/miniapp-config.json.new" "$work/miniapp-config.json"
 }
 
-operator_key=''
 if [ "$suite" = wdio ]; then
 	start_dev
 else
@@ -219,9 +223,7 @@ fi
 # playground's dashboard and service, the only ones the secret goes to
 # (docs/webdriver.md, "One service").
 mkfifo "$work/front.fifo"
-# For wdio the dev run's operator key too, which the front's development
-# controls send to that dashboard (docs/webdriver.md, "Development controls").
-env MINIAPP_HOST_SECRET="$secret" ${operator_key:+MINIAPP_HOST_OPERATOR_KEY="$operator_key"} "$bin" webdriver --port 0 --dashboard "$dashboard" --service "$service" \
+MINIAPP_HOST_SECRET=$secret MINIAPP_HOST_OPERATOR_KEY=$opkey "$bin" webdriver --port 0 --dashboard "$dashboard" --service "$service" \
 	>"$work/front.fifo" 2>>"$work/driver.log" &
 pids+=($!)
 exec 3<"$work/front.fifo"
@@ -238,9 +240,6 @@ exec 3<&-
 export QA_WEBDRIVER_URL=$driver_url QA_DASHBOARD_URL=$dashboard QA_SERVICE_URL=$service
 if [ "$suite" = wdio ]; then
 	export QA_MINIAPP_ORIGIN=$miniapp QA_MINIAPP_ID=$miniapp_id QA_CLIENT_ID=$miniapp_id QA_SUBJECT=sub_ana
-	# TEMPORARY, until the front's development controls are on main: the
-	# suite's control() falls back to the dashboard's /api/dev routes.
-	export QA_OPERATOR_KEY=$operator_key
 	say "dev run of the QA Miniapp $miniapp ($miniapp_id): dashboard $dashboard, service $service; miniapp-host webdriver $driver_url; host $bin"
 else
 	export QA_PUBLIC_ORIGIN=$public QA_CONFIDENTIAL_ORIGIN=$confidential \

@@ -37,12 +37,66 @@ const CONSENT = {
   deny: 'miniapp-host:denyConsent',
 }
 
-/** Teaches an Executor the front's consent commands. */
+/**
+ * The service's development controls (docs/webdriver.md, "The service's
+ * development controls"), run by the front with the operator key.
+ */
+const CONTROLS = ['fault.add', 'fault.list', 'fault.clear', 'clock.show', 'clock.advance', 'clock.set', 'clock.reset',
+  'fixture.apply', 'fixture.reset', 'explain']
+const NETWORK = { set: 'miniapp-host:network', clear: 'miniapp-host:clearNetwork' }
+
+/** Teaches an Executor the front's extension commands: consent, the service's controls, the host's network. */
 function defineConsentCommands(executor) {
   executor.defineCommand(CONSENT.get, 'GET', '/session/:sessionId/miniapp-host/consent')
   executor.defineCommand(CONSENT.approve, 'POST', '/session/:sessionId/miniapp-host/consent/approve')
   executor.defineCommand(CONSENT.deny, 'POST', '/session/:sessionId/miniapp-host/consent/deny')
+  for (const c of CONTROLS) {
+    executor.defineCommand(`miniapp-host:service:${c}`, 'POST', `/session/:sessionId/miniapp-host/service/${c}`)
+  }
+  executor.defineCommand(NETWORK.set, 'POST', '/session/:sessionId/miniapp-host/network')
+  executor.defineCommand(NETWORK.clear, 'POST', '/session/:sessionId/miniapp-host/network/clear')
 }
+
+/**
+ * Runs one of the service's development controls (fault.add, clock.advance,
+ * fixture.reset, explain, ...) with params (an object) and resolves with the
+ * service's answer; a refusal rejects with error.InvalidArgumentError whose
+ * message is the service's (the field and the rule).
+ */
+function serviceControl(driver, control, params) {
+  if (!CONTROLS.includes(control)) throw new TypeError(`serviceControl: no control ${control}; one of ${CONTROLS.join(', ')}`)
+  const cmd = new Command(`miniapp-host:service:${control}`)
+  for (const [name, value] of Object.entries(params || {})) cmd.setParameter(name, value)
+  return driver.execute(cmd)
+}
+
+/** Moves the service's clock forward by duration, a Go duration such as "61s". */
+function advanceClock(driver, duration) { return serviceControl(driver, 'clock.advance', { duration }) }
+
+/** Puts the service's clock back at real time. */
+function resetClock(driver) { return serviceControl(driver, 'clock.reset') }
+
+/**
+ * Forgets every decision of subject and/or clientId, so that the next sign-in
+ * shows the consent screen again: a suite that calls it first runs the same
+ * every time against one playground.
+ */
+function resetConsent(driver, { subject, clientId } = {}) {
+  const params = {}
+  if (subject) params.subject = subject
+  if (clientId) params.client_id = clientId
+  return serviceControl(driver, 'fixture.reset', params)
+}
+
+/** Sets the host's network conditions for the session's Miniapp (network.set's params). */
+function setNetwork(driver, params) {
+  const cmd = new Command(NETWORK.set)
+  for (const [name, value] of Object.entries(params || {})) cmd.setParameter(name, value)
+  return driver.execute(cmd)
+}
+
+/** Clears the host's network conditions. */
+function clearNetwork(driver) { return driver.execute(new Command(NETWORK.clear)) }
 
 /**
  * Starts the host on the Miniapp at origin with id through the front, which
@@ -130,8 +184,8 @@ function denyConsent(driver) {
  * such alert means none is shown yet: the Miniapp's navigation to the
  * service is not a WebDriver command the session waits for. A flow that
  * goes on without one waits in vain: the service answers a consent it
- * remembers without asking (an approval is kept per subject and client), so
- * each run needs a fresh playground.
+ * remembers without asking (an approval is kept per subject and client):
+ * call resetConsent first, and every run sees the screen again.
  */
 async function consentShown(driver) {
   let last
@@ -182,5 +236,6 @@ async function waitScript(driver, what, script, want) {
 
 module.exports = {
   setup, openSession, defineConsentCommands, getConsent, approveConsent, denyConsent, consentShown, decide, waitScript,
+  serviceControl, advanceClock, resetClock, resetConsent, setNetwork, clearNetwork,
   PAGE_TIMEOUT_MS,
 }

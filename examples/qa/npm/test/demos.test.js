@@ -7,7 +7,7 @@
 const { test } = require('node:test')
 const assert = require('node:assert/strict')
 const { By, error } = require('selenium-webdriver')
-const { setup, openSession, getConsent, approveConsent, consentShown, decide, waitScript } = require('../lib/session')
+const { setup, openSession, getConsent, approveConsent, consentShown, decide, waitScript, serviceControl, advanceClock, resetClock } = require('../lib/session')
 
 const s = setup()
 const TEST_TIMEOUT_MS = 180000
@@ -117,4 +117,20 @@ test('a broken Miniapp opens on the rejection screen', { timeout: TEST_TIMEOUT_M
   assert.equal(await driver.getCurrentUrl(), 'about:blank')
   // Nothing to consent to.
   await assert.rejects(approveConsent(driver), error.NoSuchAlertError)
+})
+
+// The service's development controls through the front (docs/webdriver.md,
+// "The service's development controls"): the clock moves and comes back, and
+// the service's refusal names the field and the rule.
+test('the service\'s clock through the front', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  const { driver, close } = await openSession(s, s.public, 'demo-public')
+  // The hooks run in the order they were added: the clock first, then the session.
+  t.after(() => resetClock(driver))
+  t.after(close)
+  const moved = await advanceClock(driver, '61s')
+  assert.equal(moved.offset, '1m1s')
+  assert.equal((await serviceControl(driver, 'clock.show')).offset_seconds, 61)
+  await assert.rejects(advanceClock(driver, 'a minute'), (err) => err instanceof error.InvalidArgumentError &&
+    /at \/advance: "a minute" is not a duration/.test(err.message))
+  assert.equal((await resetClock(driver)).offset, '0s')
 })

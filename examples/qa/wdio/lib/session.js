@@ -40,7 +40,7 @@ const CONSENT_COMMANDS = {
   getConsent: ['GET', 'consent', []],
   approveConsentRaw: ['POST', 'consent/approve', ['account', 'declined_scopes', 'declined_details', 'lowered_maximums']],
   denyConsent: ['POST', 'consent/deny', []],
-  networkSet: ['POST', 'network', ['preset', 'latency_ms', 'download_kbps', 'upload_kbps', 'rules']],
+  networkSet: ['POST', 'network', ['throttle', 'mocks']],
   networkClear: ['POST', 'network/clear', []],
 }
 
@@ -56,6 +56,7 @@ const CONTROLS = {
   'clock.reset': [],
   'fixture.apply': ['fixture'],
   'fixture.reset': ['subject', 'client_id'],
+  explain: ['client_id', 'subject', 'scope', 'authorization_details', 'org_id', 'authorize_url'],
 }
 
 function addExtensionCommands(browser) {
@@ -110,49 +111,16 @@ export async function control(browser, name, params = {}) {
   for (const k of Object.keys(params)) {
     if (!members.includes(k)) throw new TypeError(`control ${name}: unknown member ${k}; it takes ${members.join(', ') || 'none'}`)
   }
-  try {
-    return await browser[`control:${name}`](...members.map((k) => params[k]))
-  } catch (err) {
-    if (err.name !== 'unknown command' || !process.env.QA_OPERATOR_KEY) throw err
-    return dashboardControl(name, params)
-  }
+  return browser[`control:${name}`](...members.map((k) => params[k]))
 }
 
-// TEMPORARY: the dashboard's routes of each control, for a front without
-// the service commands.
-async function dashboardControl(name, p) {
-  const s = setup()
-  const routes = {
-    'fault.add': ['POST', '/api/dev/faults', p],
-    'fault.list': ['GET', '/api/dev/faults'],
-    'fault.clear': p.id ? ['DELETE', `/api/dev/faults/${encodeURIComponent(p.id)}`]
-      : ['DELETE', `/api/dev/faults${p.client_id ? `?client_id=${encodeURIComponent(p.client_id)}` : ''}`],
-    'clock.show': ['GET', '/api/dev/clock'],
-    'clock.advance': ['POST', '/api/dev/clock', { advance: p.duration }],
-    'clock.set': ['POST', '/api/dev/clock', { set: p.time }],
-    'clock.reset': ['POST', '/api/dev/clock', { reset: true }],
-    'fixture.apply': ['POST', '/api/dev/fixtures', p.fixture],
-    'fixture.reset': ['POST', '/api/dev/fixtures/reset', p],
-  }
-  const [method, path, body] = routes[name]
-  const r = await fetch(s.dashboard + path, {
-    method, headers: { Authorization: `Bearer ${process.env.QA_OPERATOR_KEY}`, ...(method === 'GET' ? {} : { 'Content-Type': 'application/json' }) },
-    body: body ? JSON.stringify(body) : undefined, signal: AbortSignal.timeout(PAGE_TIMEOUT_MS),
-  })
-  const text = await r.text()
-  const v = text ? JSON.parse(text) : null
-  if (!r.ok) {
-    const e = new Error(`${name}: ${r.status} ${v && v.error ? v.error.message || JSON.stringify(v.error) : text}`)
-    e.name = 'invalid argument'
-    e.data = v && v.error
-    throw e
-  }
-  return v
-}
-
-/** Sets the host's network conditions for the Miniapp's view (offline, a preset, mock rules). */
-export function network(browser, params) {
-  return browser.networkSet(params.preset, params.latency_ms, params.download_kbps, params.upload_kbps, params.rules)
+/**
+ * Sets the host's network conditions for the Miniapp's view (its
+ * automation command network.set): {throttle} a preset ("offline",
+ * "slow-3g", "fast-3g") or "LATENCY/DOWN/UP", {mocks} mock rules.
+ */
+export function network(browser, { throttle, mocks } = {}) {
+  return browser.networkSet(throttle, mocks)
 }
 
 /**

@@ -1,0 +1,258 @@
+// Package devclient is the Go client of a development server's controls
+// (docs/dashboard.md, "Development controls"): the faults, the clock, the
+// fixtures and explain, each named by one control name that the automation
+// channel (docs/automation.md), the WebDriver front's extension commands
+// (docs/webdriver.md) and the npm helper share, and mapped here, once, to
+// its dashboard route.
+package devclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The controls, by name.
+const (
+	FaultAdd     = "fault.add"
+	FaultList    = "fault.list"
+	FaultClear   = "fault.clear"
+	ClockShow    = "clock.show"
+	ClockAdvance = "clock.advance"
+	ClockSet     = "clock.set"
+	ClockReset   = "clock.reset"
+	FixtureApply = "fixture.apply"
+	FixtureReset = "fixture.reset"
+	Explain      = "explain"
+)
+
+// Controls lists every control name, in the order the documentation gives.
+var Controls = []string{FaultAdd, FaultList, FaultClear, ClockShow, ClockAdvance, ClockSet, ClockReset,
+	FixtureApply, FixtureReset, Explain}
+
+// Known reports whether name is a control.
+func Known(name string) bool { return slices.Contains(Controls, name) }
+
+// Client calls a development server's controls with the operator
+// credential.
+type Client struct {
+	// Dashboard is {dashboard_url}, such as "http://127.0.0.1:8601".
+	Dashboard string
+	// Key is the operator credential.
+	Key string
+	// HTTP sends the requests; nil means a client with a 30 s timeout
+	// (a delay fault is the caller's to wait for, not the control's).
+	HTTP *http.Client
+}
+
+// ParamsError is params that the control cannot take, before anything is
+// sent: the member, and what to send instead.
+type ParamsError struct {
+	Control, Field, Message string
+}
+
+func (e *ParamsError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s: %s", e.Control, e.Message)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.Control, e.Field, e.Message)
+}
+
+// ServiceError is the service's refusal of a control: the dashboard API's
+// error object (docs/dashboard.md, "Errors").
+type ServiceError struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+func (e *ServiceError) Error() string {
+	msg := fmt.Sprintf("the service refused it: %d %s", e.Status, e.Code)
+	if e.Field != "" {
+		msg += " at " + e.Field
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.Code == "development_only" {
+		msg += " (this server has no development controls: its issuer is not on loopback)"
+	}
+	return msg
+}
+
+// request is the route a control's params become.
+type request struct {
+	method, path string
+	body         any // nil for none
+}
+
+// route maps control and its params (a JSON object, or empty for none) to
+// its dashboard route.
+func route(control string, params json.RawMessage) (request, error) {
+	p := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(params)) > 0 && string(bytes.TrimSpace(params)) != "null" {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return request{}, &ParamsError{Control: control, Message: "params must be a JSON object"}
+		}
+	}
+	only := func(names ...string) error {
+		for k := range p {
+			if !slices.Contains(names, k) {
+				if len(names) == 0 {
+					return &ParamsError{Control: control, Field: k, Message: "this control takes no params"}
+				}
+				return &ParamsError{Control: control, Field: k, Message: "not a param of this control; it takes " + strings.Join(names, ", ")}
+			}
+		}
+		return nil
+	}
+	str := func(name string) (string, bool, error) {
+		raw, ok := p[name]
+		if !ok {
+			return "", false, nil
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", true, &ParamsError{Control: control, Field: name, Message: "must be a string"}
+		}
+		return s, true, nil
+	}
+	required := func(name, example string) (string, error) {
+		s, ok, err := str(name)
+		if err == nil && (!ok || s == "") {
+			err = &ParamsError{Control: control, Field: name, Message: "is required, such as " + example}
+		}
+		return s, err
+	}
+	switch control {
+	case FaultAdd:
+		return request{"POST", "/api/dev/faults", params}, nil
+	case FaultList:
+		return request{"GET", "/api/dev/faults", nil}, only()
+	case FaultClear:
+		if err := only("id", "client_id"); err != nil {
+			return request{}, err
+		}
+		id, hasID, err := str("id")
+		if err != nil {
+			return request{}, err
+		}
+		client, hasClient, err := str("client_id")
+		if err != nil {
+			return request{}, err
+		}
+		switch {
+		case hasID && hasClient:
+			return request{}, &ParamsError{Control: control, Message: "give id (one fault) or client_id (a client's faults), not both"}
+		case hasID:
+			return request{"DELETE", "/api/dev/faults/" + url.PathEscape(id), nil}, nil
+		case hasClient:
+			return request{"DELETE", "/api/dev/faults?" + url.Values{"client_id": {client}}.Encode(), nil}, nil
+		}
+		return request{"DELETE", "/api/dev/faults", nil}, nil
+	case ClockShow:
+		return request{"GET", "/api/dev/clock", nil}, only()
+	case ClockAdvance:
+		if err := only("duration"); err != nil {
+			return request{}, err
+		}
+		d, err := required("duration", `"61s"`)
+		return request{"POST", "/api/dev/clock", map[string]string{"advance": d}}, err
+	case ClockSet:
+		if err := only("time"); err != nil {
+			return request{}, err
+		}
+		t, err := required("time", `"2027-01-01T00:00:00Z"`)
+		return request{"POST", "/api/dev/clock", map[string]string{"set": t}}, err
+	case ClockReset:
+		return request{"POST", "/api/dev/clock", map[string]bool{"reset": true}}, only()
+	case FixtureApply:
+		if err := only("fixture"); err != nil {
+			return request{}, err
+		}
+		f, ok := p["fixture"]
+		if !ok {
+			return request{}, &ParamsError{Control: control, Field: "fixture", Message: "is required: the fixture file's object (docs/dashboard.md, \"Fixtures\")"}
+		}
+		return request{"POST", "/api/dev/fixtures", f}, nil
+	case FixtureReset:
+		return request{"POST", "/api/dev/fixtures/reset", params}, nil
+	case Explain:
+		return request{"POST", "/api/dev/explain", params}, nil
+	}
+	return request{}, &ParamsError{Control: control, Message: "no such control; the controls are " + strings.Join(Controls, ", ")}
+}
+
+// maxAnswer caps an answer read.
+const maxAnswer = 4 << 20
+
+// Do runs control with params (a JSON object; nil for none) and returns
+// the service's JSON answer. Params the control cannot take are a
+// *ParamsError, the service's refusal a *ServiceError; anything else is a
+// failure to reach the service.
+func (c *Client) Do(ctx context.Context, control string, params json.RawMessage) (json.RawMessage, error) {
+	req, err := route(control, params)
+	if err != nil {
+		return nil, err
+	}
+	if c.Dashboard == "" || c.Key == "" {
+		return nil, errors.New("devclient: the dashboard URL and the operator key are both needed for the development controls")
+	}
+	var body io.Reader = http.NoBody
+	if req.body != nil {
+		var b []byte
+		if raw, ok := req.body.(json.RawMessage); ok {
+			b = raw
+		} else if b, err = json.Marshal(req.body); err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, strings.TrimSuffix(c.Dashboard, "/")+req.path, body)
+	if err != nil {
+		return nil, fmt.Errorf("devclient: %w", err)
+	}
+	// The dashboard's gate wants JSON on every request that changes state.
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Authorization", "Bearer "+c.Key)
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	resp, err := hc.Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("devclient: %s %s: %w", req.method, req.path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		return nil, fmt.Errorf("devclient: reading the answer to %s %s: %w", req.method, req.path, err)
+	}
+	if len(b) > maxAnswer {
+		return nil, fmt.Errorf("devclient: the answer to %s %s is over %d bytes", req.method, req.path, maxAnswer)
+	}
+	if resp.StatusCode >= 300 {
+		se := &ServiceError{}
+		if json.Unmarshal(b, se) != nil || se.Code == "" {
+			return nil, fmt.Errorf("devclient: %s %s: %s", req.method, req.path, resp.Status)
+		}
+		se.Status = resp.StatusCode
+		return nil, se
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("devclient: the answer to %s %s is not JSON", req.method, req.path)
+	}
+	return json.RawMessage(b), nil
+}
