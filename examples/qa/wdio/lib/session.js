@@ -68,6 +68,28 @@ function addExtensionCommands(browser) {
 }
 
 /**
+ * answersAreResults is a WebdriverIO transformResponse: a W3C driver
+ * answers an error with a 4xx or 5xx status and {"value": {"error", "message",
+ * "stacktrace"}}, so a 200 answer is a command's result whatever its
+ * members. WebdriverIO takes any answer whose value has a truthy `error`
+ * (or `stacktrace`) member for an error, 200 or not: an Execute Script
+ * result such as a dataset with data-error="invalid_grant", and the front's
+ * fault.add answer, the fault with its "error": "invalid_grant", would throw
+ * an error named invalid_grant (and, with retries on, be sent again: the
+ * fault added four times). For a 200 answer, the value is handed on behind
+ * a Proxy that hides those members from the `in` test WebdriverIO makes;
+ * reading them, JSON.stringify and assert.deepEqual see the value as it is.
+ */
+export function answersAreResults(res) {
+  const v = res && res.body && res.body.value
+  if (res.statusCode === 200 && v && typeof v === 'object') {
+    const hidden = new Set(['error', 'stacktrace', 'stackTrace'])
+    res.body = { ...res.body, value: new Proxy(v, { has: (t, k) => !hidden.has(k) && k in t }) }
+  }
+  return res
+}
+
+/**
  * Starts the host on the QA Miniapp through the front. Resolves with the
  * WebdriverIO browser; close it with browser.deleteSession().
  *
@@ -75,8 +97,10 @@ function addExtensionCommands(browser) {
  * 4xx or 5xx answer, an error in the body) three times by default, so an
  * approval the consent screen refuses would be sent four times, and a
  * fault the suite counts would be spent by the retries.
+ * transformResponse: answersAreResults, unless { raw: true } (to show the
+ * trap it avoids).
  */
-export async function openSession(s, options) {
+export async function openSession(s, options, { raw = false } = {}) {
   const u = new URL(s.driver)
   const capabilities = {
     'webkitgtk:browserOptions': {
@@ -92,6 +116,7 @@ export async function openSession(s, options) {
     hostname: u.hostname, port: Number(u.port), path: u.pathname, protocol: u.protocol.replace(':', ''),
     capabilities, connectionRetryCount: 0, connectionRetryTimeout: NEW_SESSION_TIMEOUT_MS,
     logLevel: process.env.QA_WDIO_LOG_LEVEL || 'silent', waitforTimeout: PAGE_TIMEOUT_MS, waitforInterval: POLL_MS,
+    ...(raw ? {} : { transformResponse: answersAreResults }),
   })
   addExtensionCommands(browser)
   return browser
@@ -160,12 +185,10 @@ export async function consentShown(browser) {
 }
 
 // The page's outcomes (examples/qa/wdio/miniapp/page.html): read with a script that returns a
-// JSON string, never the element's dataset itself. A dataset with an `error`
-// member (data-error="invalid_grant") is an Execute Script result that
-// WebdriverIO takes for a WebDriver error response: `{"value": {"error":
-// "invalid_grant", ...}}` is how a driver answers a failed command, so the
-// command throws an error named invalid_grant (and, with retries on, is sent
-// again). docs/webdriver.md, "WebdriverIO".
+// JSON string, never the element's dataset itself, so that the read is the
+// same with or without answersAreResults: a dataset with an `error` member
+// (data-error="invalid_grant") is an Execute Script result WebdriverIO
+// would take for a WebDriver error (docs/webdriver.md, "WebdriverIO").
 const READ = `const el = document.getElementById(arguments[0]);
 if (!el) return JSON.stringify(null);
 const d = el.dataset;
@@ -227,8 +250,8 @@ export async function clickFor(browser, button, out) {
  * clock at real time; and the same again when the test ends, whatever it
  * did. Resolves with the browser, on the Miniapp's start page.
  */
-export async function fresh(t, s, options) {
-  const browser = await openSession(s, options)
+export async function fresh(t, s, options, how) {
+  const browser = await openSession(s, options, how)
   const clean = async () => {
     await control(browser, 'fault.clear', { client_id: s.clientId })
     await control(browser, 'clock.reset')

@@ -75,24 +75,45 @@ test('a remembered consent is forgotten by fixture.reset', { timeout: TEST_TIMEO
   assert.equal(landed.status, 'code')
 })
 
-// WebdriverIO reads an Execute Script result that has an `error` member as
-// a WebDriver error answer ({"value": {"error": ...}} is how a driver
-// answers a failed command): a page's dataset with data-error="invalid_grant"
-// makes the command throw an error named invalid_grant. Return a value
-// without such a member (a JSON string, or renamed members).
+// WebdriverIO reads any answer whose value has an `error` member as a
+// WebDriver error ({"value": {"error": ...}} is how a driver answers a
+// failed command), even a 200: a page's dataset with data-error="invalid_grant"
+// makes Execute Script throw an error named invalid_grant, and so does the
+// front's fault.add, whose answer is the fault with its "error". This test's
+// session is opened without the suite's answersAreResults to show it; the
+// fault is added all the same (once: connectionRetryCount is 0).
 test('the data-error trap of Execute Script results', { timeout: TEST_TIMEOUT_MS }, async (t) => {
-  const browser = await fresh(t, s)
+  const browser = await fresh(t, s, undefined, { raw: true })
   await signInToCode(browser)
-  await control(browser, 'fault.add', { endpoint: 'token', client_id: s.clientId, times: 1, error: 'invalid_grant' })
+  await assert.rejects(control(browser, 'fault.add', { endpoint: 'token', client_id: s.clientId, times: 1, error: 'invalid_grant' }),
+    { name: 'invalid_grant' })
   const token = await clickFor(browser, 'redeem', 'token')
   assert.equal(token.oauthError, 'invalid_grant')
+  assert.deepEqual((await control(browser, 'fault.list')).faults, [], 'the fault was added once, and spent')
 
-  await assert.rejects(browser.execute(() => document.body.dataset), (err) => {
-    assert.equal(err.name, 'invalid_grant')
-    return true
-  })
+  await assert.rejects(browser.execute(() => document.body.dataset), { name: 'invalid_grant' })
+  // Return a value without such a member: a JSON string, or renamed members.
   const safe = await browser.execute(() => JSON.stringify(document.body.dataset))
   assert.equal(JSON.parse(safe).error, 'invalid_grant')
   const renamed = await browser.execute(() => ({ oauthError: document.body.dataset.error }))
   assert.equal(renamed.oauthError, 'invalid_grant')
+})
+
+// With answersAreResults (lib/session.js, the suite's default) a 200 answer
+// is a result, whatever its members.
+test('answersAreResults: a 200 answer with an error member is a result', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  const browser = await fresh(t, s)
+  await signInToCode(browser)
+  const added = await control(browser, 'fault.add', { endpoint: 'token', client_id: s.clientId, times: 1, error: 'invalid_grant' })
+  assert.match(added.id, /^flt_/)
+  assert.equal(added.error, 'invalid_grant')
+  assert.equal((await clickFor(browser, 'redeem', 'token')).oauthError, 'invalid_grant')
+  const dataset = await browser.execute(() => document.body.dataset)
+  assert.equal(dataset.error, 'invalid_grant')
+  // A refusal is still an error: a 400, named by the front.
+  await assert.rejects(control(browser, 'clock.advance', { duration: 'soon' }), (err) => {
+    assert.equal(err.name, 'invalid argument')
+    assert.match(err.message, /advance/)
+    return true
+  })
 })
