@@ -99,7 +99,7 @@ test('the data-error trap of Execute Script results', { timeout: TEST_TIMEOUT_MS
   assert.equal(renamed.oauthError, 'invalid_grant')
 })
 
-// With answersAreResults (lib/session.js, the suite's default) a 200 answer
+// With answersAreResults (examples/qa/wdio/lib/session.js, the suite's default) a 200 answer
 // is a result, whatever its members.
 test('answersAreResults: a 200 answer with an error member is a result', { timeout: TEST_TIMEOUT_MS }, async (t) => {
   const browser = await fresh(t, s)
