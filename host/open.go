@@ -15,6 +15,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/netshape"
 	"github.com/miniapp-host/miniapp-host/privatefile"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
@@ -371,6 +372,8 @@ type MountOptions struct {
 	// A confidential Miniapp starts at its auth_url, where its server
 	// signs it in: it has none.
 	Start string
+	// Network is the launch's network conditions (Miniapp.Network).
+	Network netshape.Conditions
 }
 
 // MountResolved mounts a Miniapp the resolver accepted, signing in with the
@@ -385,7 +388,7 @@ func (w *Window) MountResolved(ctx context.Context, app *resolver.Miniapp, svc *
 	if err != nil {
 		return err
 	}
-	m.Subject, m.NetLog = o.Subject, o.NetLog
+	m.Subject, m.NetLog, m.Network = o.Subject, o.NetLog, o.Network
 	if o.Start != "" {
 		if m.LoadURL, err = startURL(app, o.Start); err != nil {
 			if m.Bridge != nil {

@@ -1,6 +1,7 @@
 package netshape
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -269,55 +270,63 @@ func client(pu string) *http.Client {
 	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u), DisableKeepAlives: true}}
 }
 
+// TestProxyRefusesAClientWithoutItsCredential: a SOCKS client without
+// the proxy's user name and password, with a wrong one, or a web page's
+// HTTP request to the proxy's port, gets nothing through: the server
+// behind is never reached. With the credential, the request goes
+// through.
 func TestProxyRefusesAClientWithoutItsCredential(t *testing.T) {
 	w := newWorld(t, []byte("hello"))
 	good := w.p.URL()
-	u, _ := url.Parse(good)
+	user, pass := w.p.Credential()
 	for name, pu := range map[string]string{
-		"no credential":    "http://" + w.p.Addr(),
-		"wrong password":   "http://miniapp-host:" + strings.Repeat("0", 32) + "@" + w.p.Addr(),
-		"another user":     "http://someone:" + func() string { p, _ := u.User.Password(); return p }() + "@" + w.p.Addr(),
-		"password as user": "http://" + func() string { p, _ := u.User.Password(); return p }() + "@" + w.p.Addr(),
+		"wrong password":   "socks5://" + user + ":" + strings.Repeat("0", 32) + "@" + w.p.Addr(),
+		"another user":     "socks5://someone:" + pass + "@" + w.p.Addr(),
+		"password as user": "socks5://" + pass + "@" + w.p.Addr(),
+		"no credential":    "socks5://" + w.p.Addr(),
 	} {
 		resp, err := client(pu).Get(w.upstream.URL + "/")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusProxyAuthRequired || strings.Contains(string(b), "hello") {
-			t.Errorf("%s: %d %q; want 407 and nothing of the server", name, resp.StatusCode, b)
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("%s: got %d; want the proxy to refuse", name, resp.StatusCode)
 		}
 	}
-	// A page's own request to the proxy's port (origin-form, as a web
-	// page in a browser sends it) is refused the same way.
-	resp, err := http.Get("http://" + w.p.Addr() + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusProxyAuthRequired {
-		t.Errorf("origin-form request: %d; want 407", resp.StatusCode)
-	}
-	// A tunnel without the credential: refused too.
+	// A client that offers no credential is told no method fits (RFC
+	// 1928 §3, X'FF').
 	c, err := net.Dial("tcp", w.p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	host := strings.TrimPrefix(w.upstream.URL, "http://")
-	if _, err := io.WriteString(c, "CONNECT "+host+" HTTP/1.1\r\nHost: "+host+"\r\n\r\n"); err != nil {
+	if _, err := c.Write([]byte{5, 1, 0}); err != nil {
 		t.Fatal(err)
 	}
-	line := make([]byte, 12)
-	if _, err := io.ReadFull(c, line); err != nil || string(line) != "HTTP/1.1 407" {
-		t.Errorf("CONNECT without the credential: %q, %v; want HTTP/1.1 407", line, err)
+	ans := make([]byte, 2)
+	if _, err := io.ReadFull(c, ans); err != nil || ans[0] != 5 || ans[1] != 0xff {
+		t.Errorf("no-authentication greeting: %v, %v; want 5 255", ans, err)
+	}
+	// A web page's request to the proxy's port (origin-form or
+	// absolute, as an HTTP proxy would take it) gets no answer at all.
+	for _, req := range []string{"GET / HTTP/1.1\r\nHost: " + w.p.Addr() + "\r\n\r\n",
+		"GET " + w.upstream.URL + "/ HTTP/1.1\r\nHost: " + strings.TrimPrefix(w.upstream.URL, "http://") + "\r\n\r\n"} {
+		resp, err := http.ReadResponse(bufio.NewReader(func() io.Reader {
+			c, err := net.Dial("tcp", w.p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			_, _ = io.WriteString(c, req)
+			return c
+		}()), nil)
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("HTTP request %q to the proxy: answered %d; want none", req, resp.StatusCode)
+		}
 	}
 	if n := w.hits.Load(); n != 0 {
 		t.Errorf("the server was reached %d times without the credential", n)
 	}
-	// With it, the request goes through.
-	resp, err = client(good).Get(w.upstream.URL + "/")
+	resp, err := client(good).Get(w.upstream.URL + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +360,7 @@ func TestProxyAnswersMockRules(t *testing.T) {
 		t.Errorf("mocked GET: %d %q %v", resp.StatusCode, b, resp.Header)
 	}
 	inj := <-w.injected
-	if inj.Rule != 0 || inj.Status != 503 || inj.URL != w.upstream.URL+"/api/orders?tab=open" || inj.RequestHeader.Get("Proxy-Authorization") != "" {
+	if inj.Rule != 0 || inj.Status != 503 || inj.URL != w.upstream.URL+"/api/orders?tab=open" {
 		t.Errorf("injected = %+v", inj)
 	}
 	resp, err = c.Post(w.upstream.URL+"/api/orders", "text/plain", strings.NewReader("x"))

@@ -57,21 +57,6 @@ func (pc *pacer) sent(n int) {
 	pc.mu.Unlock()
 }
 
-// shapedListener shapes every connection it accepts by the proxy's
-// throttle.
-type shapedListener struct {
-	net.Listener
-	p *Proxy
-}
-
-func (l *shapedListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &shapedConn{Conn: c, p: l.p}, nil
-}
-
 // shapedConn is a client's connection: what it reads is the upload,
 // paced at Throttle.Up; what it writes the download, at Throttle.Down.
 // Offline ends it at its next read or write.
@@ -79,6 +64,12 @@ type shapedConn struct {
 	net.Conn
 	p        *Proxy
 	up, down pacer
+}
+
+// Close closes the connection and forgets it.
+func (c *shapedConn) Close() error {
+	c.p.done(c.Conn)
+	return c.Conn.Close()
 }
 
 func (c *shapedConn) abort() {

@@ -1,0 +1,93 @@
+package host
+
+import (
+	"context"
+	"sync"
+
+	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/netshape"
+)
+
+// network is the window's network conditions for the Miniapp's view
+// (docs/playground.md, "Network conditions and mocks"): one proxy
+// (package netshape) started the first time a launch has conditions, on
+// 127.0.0.1 behind a random credential. From then on every Miniapp view
+// of the window goes through it, passing requests through unchanged while
+// no conditions are set. The host's own requests (native consent, the
+// confidential callback, the token request, discovery) are made by this
+// process with Options.HTTPClient and never reach it: the conditions are
+// the Miniapp's network only.
+type network struct {
+	mu    sync.Mutex // held while the proxy starts and the engine takes it
+	proxy *netshape.Proxy
+}
+
+// SetNetwork makes c the network conditions of the Miniapp's view from
+// its next request on, until the next launch (Mount takes the launch's
+// own, Miniapp.Network) or the next SetNetwork. Mocked answers are recorded
+// in the launch's network log, marked injected.
+func (w *Window) SetNetwork(ctx context.Context, c netshape.Conditions) error {
+	if err := netshape.Compile(c.Mocks); err != nil {
+		return err
+	}
+	w.net.mu.Lock()
+	defer w.net.mu.Unlock()
+	if w.net.proxy == nil {
+		if c.IsZero() {
+			return nil
+		}
+		p, err := netshape.Start(netshape.Options{OnInjected: w.injected, LoopbackOnly: w.opts.NetworkLoopbackOnly})
+		if err != nil {
+			return err
+		}
+		if err := awaitErr(ctx, w, "network proxy", func(done func(error)) {
+			w.eng.SetMiniappProxy(p.URL())
+			done(nil)
+		}); err != nil {
+			p.Close()
+			return err
+		}
+		w.net.proxy = p
+	}
+	return w.net.proxy.Set(c)
+}
+
+// Network is the network conditions of the Miniapp's view now.
+func (w *Window) Network() netshape.Conditions {
+	w.net.mu.Lock()
+	defer w.net.mu.Unlock()
+	if w.net.proxy == nil {
+		return netshape.Conditions{}
+	}
+	return w.net.proxy.Conditions()
+}
+
+// closeNetwork stops the proxy (Terminate).
+func (w *Window) closeNetwork() {
+	w.net.mu.Lock()
+	defer w.net.mu.Unlock()
+	if w.net.proxy != nil {
+		w.net.proxy.Close()
+	}
+}
+
+// injected records a mocked answer in the launch's network log: in the
+// consent flow the view's requests belong to now, else in the launch's
+// network flow (netlog.Launch.Injected).
+func (w *Window) injected(inj netshape.Injected) {
+	w.mu.Lock()
+	app, nf, until := w.app, w.netFlow, w.netFlowUntil
+	w.mu.Unlock()
+	if app == nil || app.NetLog == nil {
+		return
+	}
+	x := netlog.Exchange{Source: netlog.SourceView, Kind: netlog.KindResource, Method: inj.Method, URL: inj.URL,
+		RequestHeader: inj.RequestHeader, RequestSize: -1, Status: inj.Status, ResponseHeader: inj.Header,
+		ResponseBody: inj.Body, ResponseSize: int64(len(inj.Body)), Started: inj.Started, FirstByte: inj.Ended, Done: inj.Ended,
+		Injected: netlog.InjectedMock}
+	if nf != nil && (until.IsZero() || !inj.Started.After(until)) && !nf.Ended() {
+		nf.Add(x)
+		return
+	}
+	app.NetLog.Injected(x)
+}
