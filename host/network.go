@@ -2,8 +2,10 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
+	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/netshape"
 )
@@ -90,4 +92,47 @@ func (w *Window) injected(inj netshape.Injected) {
 		return
 	}
 	app.NetLog.Injected(x)
+}
+
+var _ bridge.NetworkController = (*controller)(nil)
+
+// SetNetwork implements bridge.NetworkController: the automation channel's
+// network.set and network.clear.
+func (c *controller) SetNetwork(ctx context.Context, cmd bridge.NetworkCommand) (bridge.NetworkResult, error) {
+	if err := checkView(cmd.View); err != nil {
+		return bridge.NetworkResult{}, err
+	}
+	return c.w.SetNetworkCommand(ctx, cmd)
+}
+
+// SetNetworkCommand carries out a network.set or network.clear command:
+// cmd's conditions replace the view's. A throttle or a mock rule that
+// cannot be read is refused as invalid_params, naming the field (a mock
+// rule's by its JSON pointer, /mocks/0/status).
+func (w *Window) SetNetworkCommand(ctx context.Context, cmd bridge.NetworkCommand) (bridge.NetworkResult, error) {
+	c, err := NetworkOf(cmd.Throttle, cmd.Mocks)
+	if err != nil {
+		return bridge.NetworkResult{}, bridge.Errorf(bridge.CodeInvalidParams, "%v", err)
+	}
+	if err := w.SetNetwork(ctx, c); err != nil {
+		return bridge.NetworkResult{}, err
+	}
+	return bridge.NetworkResult{Throttle: c.Throttle.String(), Mocks: len(c.Mocks)}, nil
+}
+
+// NetworkOf reads network conditions as the command line and the
+// automation channel give them: a throttle as `--network` takes it, and a
+// JSON array of mock rules (nil for none).
+func NetworkOf(throttle string, mocks []byte) (netshape.Conditions, error) {
+	var c netshape.Conditions
+	var err error
+	if c.Throttle, err = netshape.ParseThrottle(throttle); err != nil {
+		return c, fmt.Errorf("throttle: %w", err)
+	}
+	if len(mocks) > 0 {
+		if c.Mocks, err = netshape.ParseRules(mocks); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
 }

@@ -4,6 +4,7 @@ package webkitgtk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/automation/client"
+	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/netshape"
+	"github.com/miniapp-host/miniapp-host/playground"
 )
 
 // netApp is a Miniapp on a loopback server whose page the tests fetch
@@ -231,5 +235,67 @@ func TestNetworkThrottlesTheView(t *testing.T) {
 	least := th.Latency + time.Duration(200_000-th.Down/20)*time.Second/time.Duration(th.Down)
 	if got.N != 200_000 || time.Duration(got.MS*float64(time.Millisecond)) < least {
 		t.Errorf("200 kB at %s: %d bytes in %.0f ms; at least %v", th, got.N, got.MS, least)
+	}
+}
+
+// TestNetworkThroughTheAutomationClient: a QA suite sets the Miniapp
+// view's mock rules and throttle with the Go client (network.set through
+// the playground's channel), sees its page's fetch() get the rule's
+// answer, gets a bad throttle or rule refused naming the field, and
+// clears them (network.clear).
+func TestNetworkThroughTheAutomationClient(t *testing.T) {
+	a, app := newNetApp(t)
+	pw := playground.NewWindow(testWin, "qa")
+	bus := bridge.NewBus(nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	p, err := playground.Start(ctx, playground.Config{Opener: pw, Bus: bus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("playground: close: %v", err)
+		}
+		testWin.ShowPage(host.PageMiniapp)
+	})
+	c, err := client.Dial(ctx, p.AutomationURL(), p.AutomationToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mount(t, app)
+	res, err := c.SetNetwork(ctx, "100ms/0/0", []map[string]any{{"method": "GET", "url": a.srv.URL + "/api/*", "status": 418, "body": "teapot"}})
+	if err != nil || res.Throttle != "100ms/0/0" || res.Mocks != 1 {
+		t.Fatalf("network.set: %+v, %v", res, err)
+	}
+	if got := fetchFrom(t, "/api/orders"); got.Status != 418 || got.Body != "teapot" {
+		t.Errorf("fetch under the client's rule: %+v", got)
+	}
+	var refused *client.Error
+	for _, c2 := range []struct {
+		throttle string
+		mocks    any
+		want     string
+	}{
+		{"slow-4g", nil, "throttle: network \"slow-4g\""},
+		{"", []map[string]any{{"url": a.srv.URL + "/*", "status": 99}}, "/mocks/0/status"},
+		{"", []map[string]any{{"url": a.srv.URL + "/*", "stauts": 500}}, "/mocks/0/stauts"},
+		{"", map[string]any{"url": "x"}, "mocks must be an array"},
+	} {
+		_, err := c.SetNetwork(ctx, c2.throttle, c2.mocks)
+		if !errors.As(err, &refused) || refused.Code != bridge.CodeInvalidParams || !strings.Contains(refused.Message, c2.want) {
+			t.Errorf("network.set %q %v: %v; want invalid_params naming %s", c2.throttle, c2.mocks, err, c2.want)
+		}
+	}
+	// A refused command changed nothing.
+	if got := fetchFrom(t, "/api/orders"); got.Status != 418 {
+		t.Errorf("after refused commands: %+v; want the rule still in force", got)
+	}
+	if err := c.ClearNetwork(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fetchFrom(t, "/api/orders"); got.Status != 200 || got.Body != `{"orders":["real"]}` {
+		t.Errorf("after network.clear: %+v", got)
 	}
 }
