@@ -29,6 +29,9 @@ type OpenConfig struct {
 	// Start is the path and query the Miniapp starts on, on its origin
 	// ("" is its start_url); see MountOptions.Start.
 	Start string
+	// Network is the launch's network conditions for the Miniapp's view
+	// (`open --network`, `--mock`; Miniapp.Network).
+	Network netshape.Conditions
 	// Dashboard is {dashboard_url}, where the resolver reads the client.
 	Dashboard string
 	// Service is the authorization service's issuer URL. Empty: the one
@@ -348,7 +351,7 @@ func (w *Window) openMiniapp(ctx context.Context, cfg OpenConfig) error {
 	}
 	fmt.Fprintf(cfg.Log, "open: loading %s\n", app.LoadURL)
 	return w.MountResolved(ctx, app, d.svc, MountOptions{HostClientID: cfg.HostClientID, HostSecret: cfg.HostSecret,
-		HostVersion: cfg.HostVersion, HTTP: cfg.HTTP, Start: cfg.Start})
+		HostVersion: cfg.HostVersion, HTTP: cfg.HTTP, Start: cfg.Start, Network: cfg.Network})
 }
 
 // MountOptions are what MountResolved needs besides the Miniapp and the
