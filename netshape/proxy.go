@@ -35,8 +35,8 @@ type Injected struct {
 
 // Options configure a Proxy.
 type Options struct {
-	// OnInjected, when set, hears every mocked answer once it is sent.
-	// It must not block.
+	// OnInjected, when set, hears every mocked answer just before it is
+	// sent. It must not block.
 	OnInjected func(Injected)
 	// LoopbackOnly refuses to forward a request or open a tunnel to a
 	// host that is not a loopback address (127.0.0.0/8, ::1, localhost),
@@ -485,17 +485,18 @@ func (p *Proxy) mock(w http.ResponseWriter, r *http.Request, i int, rule Rule, u
 		h.Set("Content-Type", "text/plain; charset=utf-8")
 	}
 	h.Set("Content-Length", strconv.Itoa(len(rule.Body)))
+	// Heard before the answer goes: whoever reads the answer finds it
+	// recorded.
+	if p.opts.OnInjected != nil {
+		p.opts.OnInjected(Injected{Rule: i, Method: r.Method, URL: u, RequestHeader: r.Header.Clone(), Status: rule.Status, Header: h.Clone(),
+			Body: []byte(rule.Body), Started: started, Ended: p.clock.Now()})
+	}
 	w.WriteHeader(rule.Status)
 	if r.Method != http.MethodHead {
 		_, _ = io.WriteString(w, rule.Body)
 	}
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
-	}
-	if p.opts.OnInjected != nil {
-		rh := r.Header.Clone()
-		p.opts.OnInjected(Injected{Rule: i, Method: r.Method, URL: u, RequestHeader: rh, Status: rule.Status, Header: h.Clone(),
-			Body: []byte(rule.Body), Started: started, Ended: p.clock.Now()})
 	}
 }
 
