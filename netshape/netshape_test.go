@@ -460,3 +460,49 @@ func TestProxyForwardsToLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyPassesTLSThrough: an https request is a tunnel the proxy cannot
+// read: it reaches the server whole (whatever the rules say), after the
+// latency, and offline refuses it.
+func TestProxyPassesTLSThrough(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(rw, "secure")
+	}))
+	defer srv.Close()
+	p, err := Start(Options{LoopbackOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	th, _ := ParseThrottle("150ms/0/0")
+	rules := []Rule{{URL: "http://*"}}
+	if err := p.Set(Conditions{Throttle: th, Mocks: rules}); err != nil {
+		t.Fatal(err)
+	}
+	pu, _ := url.Parse(p.URL())
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	tr.Proxy, tr.DisableKeepAlives = http.ProxyURL(pu), true
+	cl := &http.Client{Transport: tr}
+	start := time.Now()
+	resp, err := cl.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != 200 || string(b) != "secure" || took < th.Latency {
+		t.Errorf("https through the proxy: %d %q in %v; want the server's answer after at least %v", resp.StatusCode, b, took, th.Latency)
+	}
+	if err := p.Set(Conditions{Throttle: Presets["offline"]}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := cl.Get(srv.URL + "/"); err == nil {
+		resp.Body.Close()
+		t.Errorf("https offline: %d; want an error", resp.StatusCode)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("the server saw %d requests; want 1", n)
+	}
+}
