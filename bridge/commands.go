@@ -84,6 +84,34 @@ type ServiceController interface {
 	ServiceControl(ctx context.Context, control string, params json.RawMessage) (json.RawMessage, error)
 }
 
+// NetworkController is the optional ability of a Controller to set the
+// network conditions of the Miniapp's view (commands network.set and
+// network.clear; docs/playground.md, "Network conditions and mocks"). A
+// Controller without it answers them with unknown_command.
+type NetworkController interface {
+	// SetNetwork makes cmd the view's network conditions, replacing the
+	// ones it had; a bad throttle or mock rule is an *Error with
+	// CodeInvalidParams naming the field.
+	SetNetwork(ctx context.Context, cmd NetworkCommand) (NetworkResult, error)
+}
+
+// NetworkCommand is the params of network.set (network.clear is one with
+// neither field): Throttle as `--network` takes it ("slow-3g", "offline",
+// "300ms/400/400"; "" for none), Mocks the JSON array of mock rules of a
+// rules file's "rules" (nil for none).
+type NetworkCommand struct {
+	View     string          `json:"view,omitempty"`
+	Throttle string          `json:"throttle,omitempty"`
+	Mocks    json.RawMessage `json:"mocks,omitempty"`
+}
+
+// NetworkResult is the result of network.set and network.clear: the
+// conditions now in force.
+type NetworkResult struct {
+	Throttle string `json:"throttle"`
+	Mocks    int    `json:"mocks"`
+}
+
 // ConsentReporter is the optional ability of a Controller to say which
 // consent screen is on screen now. A client that connects while one is
 // shown gets its consent.shown event first, marked "replayed": the event
@@ -106,6 +134,8 @@ const (
 	CommandClose          = "close"
 	CommandDevToolsShow   = "devtools.show"
 	CommandDeviceSet      = "device.set"
+	CommandNetworkSet     = "network.set"
+	CommandNetworkClear   = "network.clear"
 )
 
 // OpenCommand is the params of open.
@@ -392,6 +422,34 @@ func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 			return nil, invalid(err)
 		}
 		return dc.SetDevice(ctx, cmd)
+	case CommandNetworkSet, CommandNetworkClear:
+		nc, ok := ctl.(NetworkController)
+		if !ok {
+			return nil, Errorf(CodeUnknownCommand, "this host sets no network conditions (command %s)", quote(c.name))
+		}
+		var cmd NetworkCommand
+		var err error
+		if c.name == CommandNetworkClear {
+			err = p.only("view")
+		} else {
+			err = p.only("view", "throttle", "mocks")
+		}
+		if err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.View, err = view(); err != nil {
+			return nil, invalid(err)
+		}
+		if cmd.Throttle, _, err = p.str("throttle"); err != nil {
+			return nil, invalid(err)
+		}
+		if raw, ok := p["mocks"]; ok {
+			if len(raw) == 0 || raw[0] != '[' {
+				return nil, Errorf(CodeInvalidParams, "mocks must be an array of mock rules")
+			}
+			cmd.Mocks = raw
+		}
+		return nc.SetNetwork(ctx, cmd)
 	case CommandNavigate:
 		if err := p.only("view", "url"); err != nil {
 			return nil, invalid(err)

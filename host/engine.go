@@ -279,6 +279,14 @@ type Engine interface {
 	// Miniapp's data changes.
 	ForgetData(d MiniappData, done func(error))
 
+	// SetMiniappProxy sends every request of the Miniapp's views through
+	// the HTTP proxy at uri (its credential in the userinfo), loopback
+	// addresses included; "" goes back to the system's proxy settings. It
+	// applies to every Miniapp's data the window uses, now and later, and
+	// never to the host's view or the launcher's (docs/playground.md,
+	// "Network conditions and mocks").
+	SetMiniappProxy(uri string)
+
 	// Snapshot writes a PNG of what v shows to path.
 	Snapshot(v View, path string, done func(error))
 	// SnapshotWindow writes a PNG of the whole window as the screen

@@ -16,6 +16,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/devclient"
 	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/netshape"
 	"github.com/miniapp-host/miniapp-host/privatefile"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
@@ -29,6 +30,9 @@ type OpenConfig struct {
 	// Start is the path and query the Miniapp starts on, on its origin
 	// ("" is its start_url); see MountOptions.Start.
 	Start string
+	// Network is the launch's network conditions for the Miniapp's view
+	// (`open --network`, `--mock`; Miniapp.Network).
+	Network netshape.Conditions
 	// Dashboard is {dashboard_url}, where the resolver reads the client.
 	Dashboard string
 	// Service is the authorization service's issuer URL. Empty: the one
@@ -352,7 +356,7 @@ func (w *Window) openMiniapp(ctx context.Context, cfg OpenConfig) error {
 	}
 	fmt.Fprintf(cfg.Log, "open: loading %s\n", app.LoadURL)
 	return w.MountResolved(ctx, app, d.svc, MountOptions{HostClientID: cfg.HostClientID, HostSecret: cfg.HostSecret,
-		HostVersion: cfg.HostVersion, HTTP: cfg.HTTP, Start: cfg.Start})
+		HostVersion: cfg.HostVersion, HTTP: cfg.HTTP, Start: cfg.Start, Network: cfg.Network})
 }
 
 // MountOptions are what MountResolved needs besides the Miniapp and the
@@ -376,6 +380,8 @@ type MountOptions struct {
 	// A confidential Miniapp starts at its auth_url, where its server
 	// signs it in: it has none.
 	Start string
+	// Network is the launch's network conditions (Miniapp.Network).
+	Network netshape.Conditions
 }
 
 // MountResolved mounts a Miniapp the resolver accepted, signing in with the
@@ -390,7 +396,7 @@ func (w *Window) MountResolved(ctx context.Context, app *resolver.Miniapp, svc *
 	if err != nil {
 		return err
 	}
-	m.Subject, m.NetLog = o.Subject, o.NetLog
+	m.Subject, m.NetLog, m.Network = o.Subject, o.NetLog, o.Network
 	if o.Start != "" {
 		if m.LoadURL, err = startURL(app, o.Start); err != nil {
 			if m.Bridge != nil {

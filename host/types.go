@@ -10,6 +10,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/netshape"
 )
 
 // Options configure the window. The zero value of each field has the
@@ -83,6 +84,10 @@ type Options struct {
 	// decisions, consent, codes and tokens by fingerprint, cookie sync);
 	// a *bridge.Bus. Nil: none.
 	Events bridge.Publisher
+	// NetworkLoopbackOnly keeps the Miniapp view's network proxy
+	// (Window.SetNetwork) from forwarding anywhere but to loopback
+	// addresses, read without resolving a name: the tests' windows.
+	NetworkLoopbackOnly bool
 }
 
 func (o *Options) setDefaults() error {
@@ -159,6 +164,10 @@ type Miniapp struct {
 	// bridge's token request and the view's requests to its allowed
 	// origins (docs/host.md, "Network log"). Nil records nothing.
 	NetLog *netlog.Launch
+	// Network is the launch's network conditions for the Miniapp's view:
+	// throttling and mock rules (Window.SetNetwork); the zero value
+	// changes nothing.
+	Network netshape.Conditions
 }
 
 func (m *Miniapp) validate() error {

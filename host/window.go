@@ -62,6 +62,9 @@ type Window struct {
 	live     liveness
 	console  consoleGate
 
+	// net is the Miniapp view's network conditions (SetNetwork).
+	net network
+
 	filterMu    sync.Mutex // guards filterRules; held while a filter compiles
 	filterRules string     // the content-blocker rules installed in the view
 
@@ -185,7 +188,10 @@ func (w *Window) Size() (width, height int) { return w.eng.WindowSize() }
 
 // Terminate stops the UI loop.
 func (w *Window) Terminate() {
-	w.stopOnce.Do(func() { close(w.stop) })
+	w.stopOnce.Do(func() {
+		close(w.stop)
+		w.closeNetwork()
+	})
 	w.eng.Terminate()
 }
 
@@ -258,6 +264,11 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 		}
 		done(err)
 	}); err != nil {
+		return err
+	}
+	// The launch's own network conditions, before anything of it loads:
+	// never the previous launch's.
+	if err := w.SetNetwork(ctx, app.Network); err != nil {
 		return err
 	}
 	w.abandonFlow()

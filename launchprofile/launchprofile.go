@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/device"
+	"github.com/miniapp-host/miniapp-host/netshape"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/privatefile"
 	"github.com/miniapp-host/miniapp-host/strictjson"
@@ -55,6 +56,27 @@ type Profile struct {
 	Landscape bool   `json:"landscape,omitempty"`
 	Theme     string `json:"theme,omitempty"`
 	Locale    string `json:"locale,omitempty"`
+	// Network and Mocks are the launch's network conditions for the
+	// Miniapp's view (docs/playground.md, "Network conditions and
+	// mocks"): a throttle as `--network` takes it ("slow-3g",
+	// "300ms/400/400") and mock rules as a rules file's "rules". Both
+	// optional: a file written before they existed reads as it did.
+	Network string          `json:"network,omitempty"`
+	Mocks   []netshape.Rule `json:"mocks,omitempty"`
+}
+
+// Conditions is p's network conditions (Network and Mocks); an error is
+// what Validate reports.
+func (p Profile) Conditions() (netshape.Conditions, error) {
+	t, err := netshape.ParseThrottle(p.Network)
+	if err != nil {
+		return netshape.Conditions{}, err
+	}
+	c := netshape.Conditions{Throttle: t, Mocks: append([]netshape.Rule(nil), p.Mocks...)}
+	if err := netshape.Compile(c.Mocks); err != nil {
+		return netshape.Conditions{}, err
+	}
+	return c, nil
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -115,6 +137,16 @@ func (p Profile) Validate() error {
 			field = "locale"
 		}
 		return bad(field, strings.TrimPrefix(err.Error(), "device: "))
+	}
+	if _, err := netshape.ParseThrottle(p.Network); err != nil {
+		return bad("network", err.Error())
+	}
+	if err := netshape.Compile(append([]netshape.Rule(nil), p.Mocks...)); err != nil {
+		var re *netshape.RuleError
+		if errors.As(err, &re) {
+			return bad(strings.TrimPrefix(re.Pointer, "/"), re.Msg)
+		}
+		return bad("mocks", err.Error())
 	}
 	return nil
 }
@@ -196,7 +228,7 @@ func Load(path string) (*File, error) {
 		var p Profile
 		err := strictjson.Unmarshal(raw, &p, strictjson.Limits{})
 		if err != nil {
-			err = &FieldError{Profile: fmt.Sprintf("#%d", i+1), Field: "profile", Rule: err.Error() + " (the members are name, origin, id, dir, start, subject, device, landscape, theme, locale)"}
+			err = &FieldError{Profile: fmt.Sprintf("#%d", i+1), Field: "profile", Rule: err.Error() + " (the members are name, origin, id, dir, start, subject, device, landscape, theme, locale, network, mocks)"}
 		} else if err = p.Validate(); err == nil && seen[p.Name] {
 			err = &FieldError{Profile: p.Name, Field: "name", Rule: "another profile has this name: rename one"}
 		}

@@ -147,7 +147,15 @@ type Entry struct {
 	Authorize *Authorize `json:"authorize,omitempty"`
 	// Curl is the request as a curl command line, redactions kept.
 	Curl string `json:"curl"`
+	// Injected says that the host made the response up instead of the
+	// server ("mock": a mock rule of the launch's network conditions,
+	// docs/playground.md, "Network conditions and mocks"); "" for a real
+	// one.
+	Injected string `json:"injected,omitempty"`
 }
+
+// InjectedMock marks an answer of a mock rule (Entry.Injected).
+const InjectedMock = "mock"
 
 // Exchange is an HTTP exchange as a recorder saw it, secrets and all. The
 // log keeps only what Record makes of it.
@@ -168,11 +176,13 @@ type Exchange struct {
 	// unknown.
 	Started, Sent, FirstByte, Done time.Time
 	Err                            string
+	// Injected is Entry.Injected: "" for a real exchange.
+	Injected string
 }
 
 // record makes the entry the log keeps of x.
 func record(x Exchange) Entry {
-	e := Entry{Source: x.Source, Kind: x.Kind, Started: x.Started, Error: redact.URL(x.Err)}
+	e := Entry{Source: x.Source, Kind: x.Kind, Started: x.Started, Error: redact.URL(x.Err), Injected: x.Injected}
 	e.Request = Request{Method: strings.ToUpper(x.Method), URL: redact.URL(x.URL)}
 	e.Request.Headers, e.Request.Cookies = redactHeaders(x.RequestHeader, false)
 	e.Request.Body = redactBody(x.RequestHeader.Get("Content-Type"), x.RequestBody, x.RequestSize, len(x.RequestBody) > maxBody)

@@ -96,6 +96,8 @@ type Launch struct {
 	ID                          string
 	Origin, MiniappID, ClientID string
 	Started                     time.Time
+
+	network *Flow // the launch's network flow (Injected), made on first use; guarded by log.mu
 }
 
 // BeginLaunch records a launch of the Miniapp id at origin, signing in as
@@ -164,6 +166,31 @@ func (la *Launch) BeginFlow(u *url.URL) *Flow {
 	}
 	l.publish(e)
 	return f
+}
+
+// Injected records an answer the host made up for the launch's view (a
+// mock rule's, x.Injected set) outside any consent flow: in the launch's
+// network flow, made the first time, whose detail says what it holds. It
+// stays running: it ends with the launch.
+func (la *Launch) Injected(x Exchange) {
+	if la == nil {
+		return
+	}
+	l := la.log
+	l.mu.Lock()
+	f := la.network
+	if f == nil || !slices.Contains(l.flows, f) {
+		l.nextFlow++
+		f = &Flow{log: l, id: fmt.Sprintf("f%d", l.nextFlow), launch: la, clientID: la.ClientID, started: l.cfg.Now(),
+			outcome: OutcomeRunning, detail: "the answers the launch's network conditions made up (mock rules), outside any consent flow"}
+		l.flows = append(l.flows, f)
+		if len(l.flows) > l.cfg.MaxFlows {
+			l.flows = slices.Delete(l.flows, 0, len(l.flows)-l.cfg.MaxFlows)
+		}
+		la.network = f
+	}
+	l.mu.Unlock()
+	f.Add(x)
 }
 
 // ID is the flow's id in the log.
@@ -386,6 +413,8 @@ type NetworkEvent struct {
 	Status     int     `json:"status"`
 	DurationMS float64 `json:"duration_ms"`
 	Error      string  `json:"error,omitempty"`
+	// Injected is Entry.Injected: the host made the response up.
+	Injected string `json:"injected,omitempty"`
 	// DPoP is what the log keeps of the request's DPoP proof (RFC 9449):
 	// its header's typ, alg and kid and its key's JWK thumbprint, never
 	// the signed proof; "" without one.
@@ -400,7 +429,7 @@ func (l *Log) publish(e Entry) {
 		return
 	}
 	ev := NetworkEvent{Flow: e.Flow, Launch: e.Launch, Entry: e.ID, Source: e.Source, EntryKind: e.Kind, Method: e.Request.Method,
-		URL: e.Request.URL, DurationMS: e.DurationMS, Error: e.Error}
+		URL: e.Request.URL, DurationMS: e.DurationMS, Error: e.Error, Injected: e.Injected}
 	if e.Response != nil {
 		ev.Status = e.Response.Status
 	}

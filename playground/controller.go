@@ -111,7 +111,18 @@ func (c *controller) SetDevice(ctx context.Context, cmd bridge.DeviceCommand) (b
 	return res, err
 }
 
+// SetNetwork implements bridge.NetworkController: network.set and
+// network.clear go to the window.
+func (c *controller) SetNetwork(ctx context.Context, cmd bridge.NetworkCommand) (bridge.NetworkResult, error) {
+	res, err := c.p.SetNetwork(ctx, cmd)
+	if errors.Is(err, ErrNoWindow) {
+		return res, bridge.Errorf(CodeNoWindow, "%s", err.Error())
+	}
+	return res, err
+}
+
 var (
+	_ bridge.NetworkController  = (*controller)(nil)
 	_ bridge.DeviceController   = (*controller)(nil)
 	_ bridge.DevToolsController = (*controller)(nil)
 	_ bridge.ConsentReporter    = (*controller)(nil)

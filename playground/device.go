@@ -61,7 +61,24 @@ func (p *Playground) LaunchProfile(ctx context.Context, name string) (*LaunchRes
 			return nil, err
 		}
 	}
-	return p.launch(ctx, origin, id, launchOptions{subject: prof.Subject, start: prof.Start})
+	o := launchOptions{subject: prof.Subject, start: prof.Start}
+	if cond, err := prof.Conditions(); err != nil {
+		return nil, fmt.Errorf("playground: launch profile %s: %w", name, err)
+	} else if !cond.IsZero() {
+		o.network = &cond
+	}
+	return p.launch(ctx, origin, id, o)
+}
+
+// SetNetwork sets the launched Miniapp's network conditions (the
+// automation channel's network.set and network.clear): the window's
+// Opener must implement bridge.NetworkController.
+func (p *Playground) SetNetwork(ctx context.Context, cmd bridge.NetworkCommand) (bridge.NetworkResult, error) {
+	nc, ok := p.cfg.Opener.(bridge.NetworkController)
+	if !ok {
+		return bridge.NetworkResult{}, ErrNoWindow
+	}
+	return nc.SetNetwork(ctx, cmd)
 }
 
 // checkSubject says whether id is a seeded subject.

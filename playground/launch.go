@@ -10,6 +10,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/netshape"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
 
@@ -61,6 +62,9 @@ type OpenRequest struct {
 	// Start is the path and query the Miniapp starts on ("" its
 	// start_url): a launch profile's.
 	Start string
+	// Network is the launch's network conditions for the Miniapp's view:
+	// its profile's, else Config.Network.
+	Network netshape.Conditions
 }
 
 // LaunchResult is the answer of POST /api/launch: the resolver's staged
@@ -120,6 +124,7 @@ func (p *Playground) Launch(ctx context.Context, origin, id string) (*LaunchResu
 // launchOptions are what a launch profile adds to a launch.
 type launchOptions struct {
 	subject, start string
+	network        *netshape.Conditions // nil: Config.Network
 }
 
 func (p *Playground) launch(ctx context.Context, origin, id string, o launchOptions) (*LaunchResult, error) {
@@ -155,12 +160,16 @@ func (p *Playground) launch(ctx context.Context, origin, id string, o launchOpti
 		return res, nil
 	}
 	hostID, hostSecret := p.HostCredential()
+	network := p.cfg.Network
+	if o.network != nil {
+		network = *o.network
+	}
 	subject := o.subject
 	if subject == "" {
 		subject = p.Subject()
 	}
 	view, err := p.cfg.Opener.Mount(ctx, OpenRequest{Miniapp: app, Subject: subject, Services: p.Services(),
-		HostClientID: hostID, HostSecret: hostSecret, HTTP: p.hostHTTP, Start: o.start,
+		HostClientID: hostID, HostSecret: hostSecret, HTTP: p.hostHTTP, Start: o.start, Network: network,
 		NetLog: p.netlog.BeginLaunch(app.Origin.String(), app.Manifest.ID, app.Manifest.OAuth.ClientID)})
 	if err != nil {
 		res.Window.Message = "Accepted, but the window could not open it: " + err.Error()

@@ -17,6 +17,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/launchprofile"
 	"github.com/miniapp-host/miniapp-host/netlog"
+	"github.com/miniapp-host/miniapp-host/netshape"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/resolver"
 )
@@ -98,6 +99,10 @@ type Config struct {
 	// Profiles is the launch profiles file (package launchprofile);
 	// "" means launchprofile.DefaultPath() when Start runs.
 	Profiles string
+	// Network is the network conditions of every launch whose profile
+	// names none (`playground --network`, `--mock`; docs/playground.md,
+	// "Network conditions and mocks").
+	Network netshape.Conditions
 }
 
 // Playground is a running playground. Close stops every part.

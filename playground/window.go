@@ -27,7 +27,17 @@ var (
 	_ Reloader                  = (*Window)(nil)
 	_ RejectionShower           = (*Window)(nil)
 	_ bridge.DeviceController   = (*Window)(nil)
+	_ bridge.NetworkController  = (*Window)(nil)
 )
+
+// SetNetwork implements bridge.NetworkController: the Miniapp view's
+// network conditions, until the next launch.
+func (pw *Window) SetNetwork(ctx context.Context, cmd bridge.NetworkCommand) (bridge.NetworkResult, error) {
+	if cmd.View != "" && cmd.View != host.MainView {
+		return bridge.NetworkResult{}, bridge.Errorf(bridge.CodeInvalidParams, "no view %q; this window has one Miniapp view, %q", cmd.View, host.MainView)
+	}
+	return pw.w.SetNetworkCommand(ctx, cmd)
+}
 
 // CurrentDevice implements DeviceReporter.
 func (pw *Window) CurrentDevice() bridge.DeviceCommand {
@@ -66,7 +76,7 @@ func (pw *Window) Mount(ctx context.Context, req OpenRequest) (string, error) {
 	svc := &host.Service{Issuer: s.Issuer, Authorize: s.Authorization, Token: s.Token, Native: s.Native, Grant: s.Grant}
 	if err := pw.w.MountResolved(ctx, req.Miniapp, svc, host.MountOptions{HostClientID: req.HostClientID,
 		HostSecret: req.HostSecret, Subject: req.Subject, HostVersion: pw.hostVersion, HTTP: req.HTTP, NetLog: req.NetLog,
-		Start: req.Start}); err != nil {
+		Start: req.Start, Network: req.Network}); err != nil {
 		return "", fmt.Errorf("playground: %w", err)
 	}
 	pw.w.ShowPage(host.PageMiniapp)

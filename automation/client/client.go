@@ -299,6 +299,33 @@ func (c *Client) SetDevice(ctx context.Context, cmd bridge.DeviceCommand) (bridg
 	return res, err
 }
 
+// SetNetwork makes the Miniapp view's network conditions throttle (as
+// `--network` takes it: "slow-3g", "fast-3g", "offline",
+// "300ms/400/400"; "" for none) and mocks (the mock rules of a rules
+// file's "rules", any value that marshals to that JSON array; nil for
+// none), replacing the ones it had (docs/automation.md, network.set). A
+// bad throttle or rule is an *Error with code invalid_params naming the
+// field.
+func (c *Client) SetNetwork(ctx context.Context, throttle string, mocks any) (bridge.NetworkResult, error) {
+	cmd := bridge.NetworkCommand{Throttle: throttle}
+	if mocks != nil {
+		b, err := json.Marshal(mocks)
+		if err != nil {
+			return bridge.NetworkResult{}, fmt.Errorf("automation: mocks: %w", err)
+		}
+		cmd.Mocks = b
+	}
+	var res bridge.NetworkResult
+	err := c.Do(ctx, bridge.CommandNetworkSet, cmd, &res)
+	return res, err
+}
+
+// ClearNetwork takes the Miniapp view's network conditions away: no
+// throttle, no mock rule.
+func (c *Client) ClearNetwork(ctx context.Context) error {
+	return c.Do(ctx, bridge.CommandNetworkClear, struct{}{}, nil)
+}
+
 // ScreenshotDevice returns a PNG of the device in its frame.
 func (c *Client) ScreenshotDevice(ctx context.Context) (bridge.Screenshot, error) {
 	var res bridge.Screenshot

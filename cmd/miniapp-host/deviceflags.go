@@ -3,11 +3,14 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/device"
 	"github.com/miniapp-host/miniapp-host/host"
 	"github.com/miniapp-host/miniapp-host/launchprofile"
+	"github.com/miniapp-host/miniapp-host/netshape"
 )
 
 // deviceFlags are the flags that say how a launch shows its Miniapp
@@ -16,6 +19,7 @@ import (
 type deviceFlags struct {
 	fs                                    *flag.FlagSet
 	device, theme, locale, start, profile *string
+	network, mock                         *string
 	landscape                             *bool
 	zoom                                  *float64
 }
@@ -30,6 +34,9 @@ func addDeviceFlags(fs *flag.FlagSet) *deviceFlags {
 		zoom:      fs.Float64("zoom", 0, "show the device at this zoom, 0.25 to 2 (default: fit it into the window)"),
 		start:     fs.String("start", "", "the path and query the Miniapp starts on, on its origin (/orders?tab=open); default its start_url"),
 		profile:   fs.String("profile", "", "launch as the saved launch profile NAME ("+profilesPathText()+"); other flags given change it"),
+		network: fs.String("network", "", "the Miniapp view's network: offline, slow-3g, fast-3g (Chrome DevTools' figures), or LATENCY/DOWN/UP "+
+			"(300ms/400/400: a latency, then kbit/s down and up, 0 unlimited); default none"),
+		mock: fs.String("mock", "", "answer the Miniapp view's requests with the mock rules of FILE ({\"rules\": [{\"method\": \"GET\", \"url\": \"http://127.0.0.1:*/api/*\", \"status\": 503}]}; docs/playground.md, \"Network conditions and mocks\")"),
 	}
 }
 
@@ -42,6 +49,9 @@ type launch struct {
 	device  host.DeviceSettings
 	profile launchprofile.Profile
 	start   string
+	// network is the launch's network conditions: --network and --mock,
+	// else the profile's.
+	network netshape.Conditions
 }
 
 // read checks the flags and the profile they name; the error names the
@@ -82,6 +92,21 @@ func (f *deviceFlags) read() (launch, error) {
 	if err != nil {
 		return l, fmt.Errorf("--%s", flagOf(err))
 	}
+	if l.profile.Name != "" {
+		if l.network, err = l.profile.Conditions(); err != nil {
+			return l, fmt.Errorf("launch profile %s: %v", l.profile.Name, err)
+		}
+	}
+	if set["network"] {
+		if l.network.Throttle, err = netshape.ParseThrottle(*f.network); err != nil {
+			return l, fmt.Errorf("--%v", err)
+		}
+	}
+	if set["mock"] {
+		if l.network.Mocks, err = readMocks(*f.mock); err != nil {
+			return l, err
+		}
+	}
 	if l.start != "" {
 		if err := launchprofile.CheckStart(l.start); err != nil {
 			return l, fmt.Errorf("--start: %v", err)
@@ -92,6 +117,30 @@ func (f *deviceFlags) read() (launch, error) {
 		return l, fmt.Errorf("--zoom %g: use 0.25 to 2, or leave it out to fit the device into the window", z)
 	}
 	return l, nil
+}
+
+// readMocks reads a mock rules file (--mock FILE).
+func readMocks(path string) ([]netshape.Rule, error) {
+	if path == "" {
+		return nil, nil
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--mock: %v", err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, netshape.MaxFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--mock: %v", err)
+	}
+	if len(b) > netshape.MaxFile {
+		return nil, fmt.Errorf("--mock %s: longer than %d bytes", path, netshape.MaxFile)
+	}
+	rules, err := netshape.ParseRulesFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("--mock %s: %v", path, err)
+	}
+	return rules, nil
 }
 
 // flagOf names the flag an emulation error is about, with the error.

@@ -71,7 +71,7 @@ func openConfig(e env) (host.OpenConfig, int, bool) {
 	if err != nil {
 		return cfg, usageError(e, "open", err.Error()), false
 	}
-	cfg.Device, cfg.Start = l.device, l.start
+	cfg.Device, cfg.Start, cfg.Network = l.device, l.start, l.network
 	if p := l.profile; p.Name != "" {
 		if p.Dir != "" {
 			return cfg, usageError(e, "open", fmt.Sprintf("--profile %s launches the folder %s: run it with `miniapp-host dev --profile %s`", p.Name, p.Dir, p.Name)), false

@@ -123,7 +123,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	if l.start != "" || l.profile.Origin != "" {
 		return usageError(e, name, "--start and a profile of a published Miniapp are for a launch: use open --profile, or launch the profile from the launcher")
 	}
-	cfg := playground.Config{DataDir: *f.data, Profiles: launchprofile.DefaultPath(), Addrs: f.addrs()}
+	cfg := playground.Config{DataDir: *f.data, Profiles: launchprofile.DefaultPath(), Addrs: f.addrs(), Network: l.network}
 	// `open` reads the same variable: with it, `open --dashboard <this
 	// playground's dashboard>` completes consents against this server.
 	cfg.HostSecret = secrets[host.HostSecretEnv]

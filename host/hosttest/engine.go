@@ -54,6 +54,7 @@ type Engine struct {
 	data      host.MiniappData         // the Miniapp view's data
 	uses      []host.MiniappData       // UseData's calls, in order
 	stopped   int
+	proxy     string
 }
 
 // Load is a load (or an evaluation) the core asked for: which view, what.
@@ -224,6 +225,12 @@ func (e *Engine) SetContentFilter(rules string, done func(error)) {
 	e.mu.Unlock()
 	done(nil)
 }
+
+// SetMiniappProxy implements host.Engine: it records the proxy.
+func (e *Engine) SetMiniappProxy(uri string) { e.mu.Lock(); e.proxy = uri; e.mu.Unlock() }
+
+// MiniappProxy is the proxy SetMiniappProxy was last given.
+func (e *Engine) MiniappProxy() string { e.mu.Lock(); defer e.mu.Unlock(); return e.proxy }
 
 // ShowHostView implements host.Engine.
 func (e *Engine) ShowHostView(show bool) { e.mu.Lock(); e.hostShown = show; e.mu.Unlock() }

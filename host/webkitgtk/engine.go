@@ -57,6 +57,9 @@ type engine struct {
 	// langs are the preferred languages every Miniapp context gets
 	// (EngineDevice.Languages); nil for the process's.
 	langs []string
+	// proxy is the HTTP proxy every Miniapp context uses
+	// (SetMiniappProxy); "" for the system's settings.
+	proxy string
 	// sandbox is whether every web context runs its web processes in
 	// WebKitGTK's bubblewrap sandbox (decideSandbox).
 	sandbox bool
@@ -143,6 +146,9 @@ func (e *engine) context(d host.MiniappData) (*C.WebKitWebContext, error) {
 		}
 	}
 	setLanguages(c, e.langs)
+	if e.proxy != "" {
+		setProxy(c, e.proxy)
+	}
 	e.contexts[d.Key] = c
 	e.used(d)
 	return c, nil
@@ -161,6 +167,21 @@ func setLanguages(c *C.WebKitWebContext, langs []string) {
 	C.mh_set_languages(c, &list[0])
 	for _, p := range list[:len(langs)] {
 		C.free(unsafe.Pointer(p))
+	}
+}
+
+// setProxy points c's network session at the proxy uri; "" at the
+// system's settings.
+func setProxy(c *C.WebKitWebContext, uri string) {
+	withString(uri, func(s *C.char) { C.mh_set_proxy(c, s) })
+}
+
+// SetMiniappProxy implements host.Engine: every Miniapp context the
+// window keeps takes it, and each one made later (context).
+func (e *engine) SetMiniappProxy(uri string) {
+	e.proxy = uri
+	for _, c := range e.contexts {
+		setProxy(c, uri)
 	}
 }
 

@@ -97,7 +97,7 @@ func runMain(m *testing.M) int {
 	// as hung, and its web process stopped under another test.
 	w, err := host.NewWindow(newEngine, host.Options{DataDir: dir, Subject: "sub_ana", OpenExternal: openExternal,
 		Title: "host tests", Events: testBus, Launcher: true, ConsentArm: testConsentArm,
-		DownloadDir: filepath.Join(dir, "downloads")})
+		DownloadDir: filepath.Join(dir, "downloads"), NetworkLoopbackOnly: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

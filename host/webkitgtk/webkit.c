@@ -555,6 +555,22 @@ WebKitWebContext *mh_context_new(const char *data_dir, const char *cache_dir, co
 	return ctx;
 }
 
+// mh_set_proxy sends every request of ctx's network session through the
+// HTTP proxy uri, loopback hosts included (no host is ignored); "" goes
+// back to the system's settings. The same call exists in WebKitGTK 4.0 and
+// 4.1 (webkit_website_data_manager_set_network_proxy_settings, 2.32).
+void mh_set_proxy(WebKitWebContext *ctx, const char *uri) {
+	WebKitWebsiteDataManager *m = webkit_web_context_get_website_data_manager(ctx);
+	if (!uri || !*uri) {
+		webkit_website_data_manager_set_network_proxy_settings(m, WEBKIT_NETWORK_PROXY_MODE_DEFAULT, NULL);
+		return;
+	}
+	const gchar *const none[] = {NULL};
+	WebKitNetworkProxySettings *s = webkit_network_proxy_settings_new(uri, none);
+	webkit_website_data_manager_set_network_proxy_settings(m, WEBKIT_NETWORK_PROXY_MODE_CUSTOM, s);
+	webkit_network_proxy_settings_free(s);
+}
+
 // The Miniapp views alive: made and not yet finalized. A view replaced by
 // another must be finalized, or each launch of another Miniapp keeps the
 // old view's memory in this process for as long as the window is open.

@@ -35,6 +35,7 @@ double mh_device_zoom(void);
 void mh_set_style_sheet(WebKitWebView *view, const char *css);
 void mh_set_user_agent(WebKitWebView *view, const char *ua);
 void mh_set_languages(WebKitWebContext *ctx, char **langs);
+void mh_set_proxy(WebKitWebContext *ctx, const char *uri);
 void mh_set_dark(int dark);
 char *mh_snapshot_device(GtkWindow *win, const char *path);
 const char *mh_window_child_type(GtkWindow *win);
