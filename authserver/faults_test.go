@@ -12,6 +12,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
+	"github.com/miniapp-host/miniapp-host/netlog"
 )
 
 // addFault adds a fault through POST /api/dev/faults and returns its id.
@@ -413,5 +414,37 @@ func TestFaultOAuth2Library(t *testing.T) {
 	}
 	if tok, err := cfg.Exchange(context.Background(), code, oauth2.VerifierOption(v)); err != nil || tok.AccessToken == "" {
 		t.Fatalf("after the fault the same code is redeemed: %v", err)
+	}
+}
+
+// TestFaultMarkedInNetworkLog: the host's network log (package netlog)
+// marks the exchange a fault answered injected, from the server's own
+// header, and leaves the real answer after it unmarked.
+func TestFaultMarkedInNetworkLog(t *testing.T) {
+	e := start(t)
+	id := e.addFault(map[string]any{"endpoint": "token", "client_id": publicID, "times": 1, "error": "temporarily_unavailable"})
+	l := netlog.New(netlog.Config{})
+	u, _ := url.Parse(e.u.Authorization + "?client_id=" + publicID)
+	f := l.BeginLaunch("https://app.example", "app", publicID).BeginFlow(u)
+	hc := netlog.Client(&http.Client{})
+	for range 2 {
+		req, _ := http.NewRequestWithContext(netlog.Into(t.Context(), f, netlog.SourceHost, netlog.KindToken), http.MethodPost, e.u.Token,
+			strings.NewReader(url.Values{"grant_type": {"authorization_code"}, "code": {"x"}, "client_id": {publicID}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	x, _ := l.Flow(f.ID())
+	want := "fault=" + id + "; endpoint=token; effect=error"
+	if len(x.Entries) != 3 || x.Entries[1].Injected != want || x.Entries[1].Response.Status != http.StatusServiceUnavailable ||
+		x.Entries[2].Injected != "" {
+		t.Fatalf("want the faulty exchange marked %q and the real one not, got %+v", want, x.Entries)
+	}
+	h, _ := l.HAR(f.ID())
+	if h.Log.Entries[1].Injected != want {
+		t.Fatalf("HAR: want _injected %q, got %+v", want, h.Log.Entries[1])
 	}
 }
