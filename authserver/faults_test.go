@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
@@ -446,5 +447,44 @@ func TestFaultMarkedInNetworkLog(t *testing.T) {
 	h, _ := l.HAR(f.ID())
 	if h.Log.Entries[1].Injected != want {
 		t.Fatalf("HAR: want _injected %q, got %+v", want, h.Log.Entries[1])
+	}
+}
+
+// TestFaultDPoPKinds: DPoP codes are answered as RFC 9449 §7.1 refusals
+// of a resource: 401 with a DPoP challenge at the grant endpoint and at a
+// Resource Server, whose use_dpop_nonce carries a nonce of the server's
+// own (§8): a proof made with it is accepted, a made-up one is not.
+func TestFaultDPoPKinds(t *testing.T) {
+	e := start(t)
+	tok := e.providersToken()
+	e.addFault(map[string]any{"endpoint": "grant", "client_id": publicID, "times": 1, "error": "invalid_dpop_proof"})
+	req, _ := http.NewRequest(http.MethodGet, e.u.Grant, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("X-Client-Id", signingID)
+	req.Header.Set("X-Client-Secret", signingSecret)
+	st, m, h := e.do(req)
+	if st != http.StatusUnauthorized || m["code"] != "invalid_dpop_proof" || !strings.HasPrefix(h.Get("WWW-Authenticate"), `DPoP error="invalid_dpop_proof"`) {
+		t.Fatalf("grant: want 401 invalid_dpop_proof with a DPoP challenge, got %d %v %v", st, m, h)
+	}
+	e.addFault(map[string]any{"endpoint": "signing", "client_id": publicID, "times": 1, "error": "use_dpop_nonce"})
+	req, _ = http.NewRequest(http.MethodGet, e.u.SigningBaseURL+"/signing-key", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	st, m, h = e.do(req)
+	nonce := h.Get("DPoP-Nonce")
+	if st != http.StatusUnauthorized || m["error"] != "use_dpop_nonce" || nonce == "" || !strings.HasPrefix(h.Get("WWW-Authenticate"), `DPoP error="use_dpop_nonce"`) {
+		t.Fatalf("signing: want 401 use_dpop_nonce with a DPoP-Nonce and challenge, got %d %v %v", st, m, h)
+	}
+	key := newSigner(t, jose.ES256)
+	for _, tc := range []struct {
+		nonce string
+		want  int
+	}{{"made-up", http.StatusBadRequest}, {nonce, http.StatusOK}} {
+		v, c := pkce(t)
+		code := e.nativeCode(e.authParams(c), subAna, map[string]string{"action": "approve"}).Get("code")
+		form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {publicRedir},
+			"code_verifier": {v}, "client_id": {publicID}}
+		if st, m, _ := e.post(e.u.Token, form, "", "", "DPoP", key.proof(e, "POST", e.u.Token, "", tc.nonce)); st != tc.want {
+			t.Fatalf("a proof with the nonce %q: want %d, got %d %v", tc.nonce, tc.want, st, m)
+		}
 	}
 }

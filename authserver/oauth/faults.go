@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
@@ -218,6 +219,9 @@ func ApplyFault(w http.ResponseWriter, r *http.Request, f *Fault, endpoint strin
 		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
 	}
 	if f.Delay > 0 {
+		// The server's write timeout counts from the request: the answer
+		// after a long delay gets its own (ignored where unsupported).
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(f.Delay + httplimit.DefaultWriteTimeout))
 		t := time.NewTimer(f.Delay)
 		defer t.Stop()
 		select {
