@@ -210,6 +210,12 @@ func TestFaultPARRevocationUserinfo(t *testing.T) {
 	if st, m, _ := e.do(req); st != http.StatusOK || m["sub"] != subAna {
 		t.Fatalf("userinfo after the fault: want 200, got %d %v", st, m)
 	}
+	e.addFault(map[string]any{"endpoint": "userinfo", "client_id": publicID, "times": 1, "status": 503})
+	req, _ = http.NewRequest(http.MethodGet, e.u.Issuer+"/oauth/userinfo", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if st, m, h := e.do(req); st != http.StatusServiceUnavailable || m["error"] != "temporarily_unavailable" || h.Get("WWW-Authenticate") != "" {
+		t.Fatalf("userinfo 503: want temporarily_unavailable without a challenge, got %d %v %v", st, m, h)
+	}
 
 	e.addFault(map[string]any{"endpoint": "token", "client_id": publicID, "times": 1, "error": "use_dpop_nonce"})
 	st, m, h = e.post(e.u.Token, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"x"}, "client_id": {publicID}}, "", "")

@@ -192,8 +192,8 @@ func (s *Server) injectFault(w http.ResponseWriter, r *http.Request, endpoint, c
 	case FaultUserinfo, FaultGrant:
 		if code == codeUseDPoPNonce || code == codeInvalidDPoPProof {
 			resourceErr(oe) // RFC 9449 §7.1: 401 with a DPoP challenge
-		} else if endpoint == FaultUserinfo {
-			oe.bearer = true // RFC 6750 §3
+		} else if endpoint == FaultUserinfo && (code == codeInvalidToken || code == codeInsufficientScope || code == codeInvalidRequest) {
+			oe.bearer = true // RFC 6750 §3, as handleUserinfo's own refusals; a 5xx has no challenge
 		}
 	default:
 		if code == codeInvalidClient {
