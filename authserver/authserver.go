@@ -341,11 +341,14 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// a jwks_uri"), and it has the development controls (package devctl:
 	// its clock, faults, fixtures, explain), which a deployed one never has.
 	local := loopbackURL(s.urls.Issuer)
+	var faults *devctl.Faults // in memory: a restart has none
+	oc := cfg.OAuth
 	if local {
 		s.clock = devctl.NewClockOn(cfg.Now)
 		cfg.Now = s.clock.Now
+		faults = devctl.NewFaults()
+		oc.Faults = faults
 	}
-	oc := cfg.OAuth
 	oc.Issuer, oc.Catalog, oc.Store, oc.Now, oc.Rand, oc.Logger = s.urls.Issuer, s.cat, s.st, cfg.Now, cfg.Rand, cfg.Logger
 	oc.TrustedProxies = cfg.HTTP.TrustedProxies
 	oc.FAPI.LocalJWKSURI = oc.FAPI.LocalJWKSURI || local
@@ -386,7 +389,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		dc.RefreshCatalog = func(ctx context.Context) error { return s.refreshCatalog(ctx, cfg.Logger) }
 	}
 	if local {
-		ctl, err := devctl.New(devctl.Config{Clock: s.clock, Logger: cfg.Logger})
+		ctl, err := devctl.New(devctl.Config{Clock: s.clock, Logger: cfg.Logger, Faults: faults})
 		if err != nil {
 			return nil, fmt.Errorf("authserver: %w", err)
 		}
@@ -411,11 +414,18 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		cred, _ := s.Credential(clientID)
 		return &providers.GrantClient{Endpoint: localGrant, ClientID: cred.ClientID, ClientSecret: cred.ClientSecret}
 	}
-	signing, err := providers.NewSigning(providers.Config{Catalog: s.cat, Grants: grants("signing-provider"), Now: cfg.Now, Log: cfg.Logger})
+	pc := func(clientID, endpoint string) providers.Config {
+		c := providers.Config{Catalog: s.cat, Grants: grants(clientID), Now: cfg.Now, Log: cfg.Logger}
+		if faults != nil {
+			c.Faults = faults.Provider(endpoint, s.oauth.DPoPNonce)
+		}
+		return c
+	}
+	signing, err := providers.NewSigning(pc("signing-provider", devctl.FaultSigning))
 	if err != nil {
 		return nil, err
 	}
-	invoicing, err := providers.NewInvoicing(providers.Config{Catalog: s.cat, Grants: grants("invoicing-provider"), Now: cfg.Now, Log: cfg.Logger})
+	invoicing, err := providers.NewInvoicing(pc("invoicing-provider", devctl.FaultInvoicing))
 	if err != nil {
 		return nil, err
 	}

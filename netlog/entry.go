@@ -147,7 +147,18 @@ type Entry struct {
 	Authorize *Authorize `json:"authorize,omitempty"`
 	// Curl is the request as a curl command line, redactions kept.
 	Curl string `json:"curl"`
+	// Injected is, for an answer a development fault made, the response's
+	// HeaderInjected ("fault=flt_...; endpoint=token; effect=error",
+	// docs/dashboard.md, "Faults"); "" for a real answer.
+	Injected string `json:"injected,omitempty"`
 }
+
+// HeaderInjected marks an answer of the development server that a fault
+// made, not the endpoint's own logic (docs/dashboard.md, "Faults").
+const HeaderInjected = "Miniapp-Host-Injected"
+
+// maxInjected bounds the HeaderInjected value an entry keeps.
+const maxInjected = 256
 
 // Exchange is an HTTP exchange as a recorder saw it, secrets and all. The
 // log keeps only what Record makes of it.
@@ -184,6 +195,9 @@ func record(x Exchange) Entry {
 			r.RedirectURL = redact.URL(loc)
 		}
 		e.Response = r
+		if inj := x.ResponseHeader.Get(HeaderInjected); inj != "" {
+			e.Injected = redact.URL(inj[:min(len(inj), maxInjected)])
+		}
 	}
 	e.DurationMS, e.Timings = timings(x)
 	if e.Request.Headers == nil {

@@ -44,6 +44,8 @@ type HAREntry struct {
 	Error     string     `json:"_error,omitempty"`
 	Authorize *Authorize `json:"_authorize,omitempty"`
 	Curl      string     `json:"_curl"`
+	// Injected marks an answer a development fault made (Entry.Injected).
+	Injected string `json:"_injected,omitempty"`
 }
 
 // HARNameValue is a header or a query parameter.
@@ -140,7 +142,7 @@ func (l *Log) HAR(id string) (*HAR, bool) {
 
 func harEntry(e Entry) HAREntry {
 	he := HAREntry{StartedDateTime: e.Started.Format(harTime), Time: e.DurationMS, Flow: e.Flow, Launch: e.Launch,
-		Source: e.Source, Kind: e.Kind, Error: e.Error, Authorize: e.Authorize, Curl: e.Curl,
+		Source: e.Source, Kind: e.Kind, Error: e.Error, Authorize: e.Authorize, Curl: e.Curl, Injected: e.Injected,
 		Timings: HARTimings{Blocked: -1, DNS: -1, Connect: -1, SSL: -1, Send: e.Timings.Send, Wait: e.Timings.Wait, Receive: e.Timings.Receive}}
 	r := e.Request
 	he.Request = HARRequest{Method: r.Method, URL: r.URL, HTTPVersion: "HTTP/1.1", Cookies: harCookies(r.Cookies),

@@ -390,6 +390,9 @@ type NetworkEvent struct {
 	// its header's typ, alg and kid and its key's JWK thumbprint, never
 	// the signed proof; "" without one.
 	DPoP string `json:"dpop,omitempty"`
+	// Injected is Entry.Injected: set when a development fault made the
+	// answer.
+	Injected string `json:"injected,omitempty"`
 }
 
 // Kind implements Event.
@@ -400,7 +403,7 @@ func (l *Log) publish(e Entry) {
 		return
 	}
 	ev := NetworkEvent{Flow: e.Flow, Launch: e.Launch, Entry: e.ID, Source: e.Source, EntryKind: e.Kind, Method: e.Request.Method,
-		URL: e.Request.URL, DurationMS: e.DurationMS, Error: e.Error}
+		URL: e.Request.URL, DurationMS: e.DurationMS, Error: e.Error, Injected: e.Injected}
 	if e.Response != nil {
 		ev.Status = e.Response.Status
 	}

@@ -1111,6 +1111,7 @@
       time: el("span", { class: "ev-time mono" }),
       delta: el("span", { class: "duration", title: "since the previous step" }),
       kind: el("span", { class: "ev-kind" }),
+      injected: el("span", { class: "badge injected", hidden: "" }, "injected"), // a development fault's answer
       toggle: el("button", { type: "button", class: "secondary small data-toggle", "aria-expanded": "false",
         title: "Show the event's data as JSON" }, "data"),
       copy: el("button", { type: "button", class: "secondary small copy", title: "Copy this event as JSON" }, "Copy"),
@@ -1120,7 +1121,7 @@
       copied: null, // the answer of the last Copy
     };
     const li = el("li", {},
-      el("div", { class: "ev-head" }, parts.seq, parts.time, parts.delta, parts.kind,
+      el("div", { class: "ev-head" }, parts.seq, parts.time, parts.delta, parts.kind, parts.injected,
         el("span", { class: "ev-actions" }, parts.toggle, parts.copy)),
       parts.summary, parts.extra);
     li._parts = parts;
@@ -1162,6 +1163,8 @@
     setText(p.time, isNaN(t) ? "" : t.toISOString().slice(11, 23));
     setText(p.delta, isNaN(delta) ? "" : "+" + fmtDuration(delta));
     setText(p.kind, str(env.kind));
+    p.injected.hidden = !d.injected;
+    p.injected.title = d.injected ? str(d.injected) : "";
     setText(p.summary, summary(env.kind, d));
     extra(p.extra, env.kind, d);
     p.extra.hidden = !p.extra.firstChild;

@@ -29,6 +29,12 @@ type Config struct {
 	// Logger receives internal errors, never shown to callers; nil
 	// discards them.
 	Logger *slog.Logger
+
+	// Faults are the faults the endpoints inject (faults.go): the same
+	// set must be the server's oauth.Config.Faults and the providers'
+	// Config.Faults (Faults.Provider); nil starts an empty one, which no
+	// endpoint reads.
+	Faults *Faults
 }
 
 // Controls serves the /api/dev/ routes.
@@ -46,6 +52,9 @@ func New(cfg Config) (*Controls, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Faults == nil {
+		cfg.Faults = NewFaults()
+	}
 	c := &Controls{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	c.routes()
 	return c, nil
@@ -59,6 +68,7 @@ func (c *Controls) routes() {
 	// GET /api/dev/clock: the clock's state; POST: advance, set or reset it.
 	c.mux.HandleFunc("GET /api/dev/clock", c.handleClockShow)
 	c.mux.HandleFunc("POST /api/dev/clock", c.handleClockChange)
+	c.faultRoutes()
 	c.mux.HandleFunc("/api/dev/", func(w http.ResponseWriter, r *http.Request) {
 		c.writeError(w, r, &Error{Code: CodeNotFound, Field: "path",
 			Message: r.Method + " " + r.URL.Path + " is no development control; the routes are listed in docs/dashboard.md, \"Development controls\""})

@@ -171,6 +171,25 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		q = r.PostForm
 	}
 	v, redirect, err := s.authorizeRequest(r.Context(), q)
+	if redirect && v.client != nil {
+		// A fault answers once the redirect_uri is verified, as a real
+		// error would (RFC 6749 §4.1.2.1); a status is an error page.
+		oe, done := s.injectFault(w, r, FaultAuthorization, v.client.ID, func() string {
+			if se, _ := s.sessionFrom(r); se != nil {
+				return se.subject()
+			}
+			return ""
+		})
+		switch {
+		case done:
+			return
+		case oe != nil && oe.status != 0:
+			s.errorPage(w, r, oe)
+			return
+		case oe != nil:
+			err = oe
+		}
+	}
 	if err != nil {
 		if redirect {
 			http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)

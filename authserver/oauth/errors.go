@@ -38,6 +38,17 @@ type Error struct {
 	// dpopChallenge is the WWW-Authenticate of a resource's DPoP refusal
 	// (401), and nonce a DPoP-Nonce to send (dpop.go, writeDPoPHeaders).
 	dpopChallenge, nonce string
+	// status, when not 0, is the HTTP status of an injected fault
+	// (faults.go) in place of statusOf's.
+	status int
+}
+
+// statusCode is the HTTP status oe is answered with.
+func (oe *Error) statusCode() int {
+	if oe.status != 0 {
+		return oe.status
+	}
+	return statusOf(oe.Code)
 }
 
 func (e *Error) Error() string { return "oauth: " + e.Code + ": " + e.Description }
@@ -219,7 +230,7 @@ func (oe *Error) describe() string { return errorDescription(oe.Description) }
 func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err error) {
 	oe := s.asError(r, err)
 	desc := oe.describe()
-	st := statusOf(oe.Code)
+	st := oe.statusCode()
 	switch {
 	case writeDPoPHeaders(w, oe):
 		st = http.StatusUnauthorized
@@ -242,7 +253,7 @@ func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err erro
 // (docs/service.md §4.1 and §7).
 func (s *Server) writeGrantError(w http.ResponseWriter, r *http.Request, err error) {
 	oe := s.asError(r, err)
-	st := statusOf(oe.Code)
+	st := oe.statusCode()
 	if writeDPoPHeaders(w, oe) {
 		st = http.StatusUnauthorized
 	} else if st == http.StatusUnauthorized {

@@ -137,6 +137,14 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 		s.writeGrantError(w, r, err)
 		return
 	}
+	// A fault is scoped to the token's client: the Miniapp whose Resource
+	// Server reads the grant (faults.go).
+	if oe, done := s.injectFault(w, r, FaultGrant, g.ClientID, func() string { return g.SubjectID }); done {
+		return
+	} else if oe != nil {
+		s.writeGrantError(w, r, oe)
+		return
+	}
 	if !s.mayReadGrant(c, g) {
 		s.writeGrantError(w, r, oauthErr(codeClientNotAllowed, "this client is neither the token's client nor a Resource Server in its audience"))
 		return

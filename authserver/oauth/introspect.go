@@ -46,6 +46,13 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if err == nil && c.Type != store.Confidential {
 		err = &Error{Code: codeInvalidClient, Description: "introspection needs a confidential client's credential", challenge: `Basic realm="oauth"`}
 	}
+	if err == nil {
+		if oe, done := s.injectFault(w, r, FaultIntrospection, c.ID, func() string { return grantSubject(r.Context(), s.cfg.Store, r.PostForm) }); done {
+			return
+		} else if oe != nil {
+			err = oe
+		}
+	}
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -101,6 +108,13 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	c, err := s.authenticateClient(r)
 	if err == nil {
 		err = allowOrigin(w, r, c)
+	}
+	if err == nil {
+		if oe, done := s.injectFault(w, r, FaultRevocation, c.ID, func() string { return grantSubject(r.Context(), s.cfg.Store, r.PostForm) }); done {
+			return
+		} else if oe != nil {
+			err = oe
+		}
 	}
 	if err != nil {
 		s.writeJSONError(w, r, err)
@@ -164,6 +178,12 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 		} else if err == nil {
 			if err = allowOrigin(w, r, c); err != nil {
 				s.writeJSONError(w, r, err)
+				return
+			}
+			if oe, done := s.injectFault(w, r, FaultUserinfo, c.ID, func() string { return g.SubjectID }); done {
+				return
+			} else if oe != nil {
+				s.writeJSONError(w, r, oe)
 				return
 			}
 			if err = s.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r))); err == nil {

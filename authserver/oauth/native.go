@@ -99,6 +99,17 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, redirect, err := s.authorizeRequest(r.Context(), q)
+	if redirect && v.client != nil {
+		// The same fault as at the browser's authorization endpoint
+		// (faults.go), in this API's error shape.
+		oe, done := s.injectFault(w, r, FaultAuthorization, v.client.ID, func() string { return body.Subject })
+		if done {
+			return
+		}
+		if oe != nil {
+			err = oe
+		}
+	}
 	if err == nil {
 		var p *pending
 		if p, err = s.newPending(r.Context(), v, "", "", host.ID, body.Subject); err == nil {
@@ -127,7 +138,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 	if redirect {
 		ne.RedirectURL = s.errorRedirect(v.req.RedirectURI, v.req.State, oe)
 	}
-	writeJSON(w, statusOf(oe.Code), ne)
+	writeJSON(w, oe.statusCode(), ne)
 }
 
 // nativeParams reads the request parameters of a submission.

@@ -93,6 +93,9 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
 	if status < 500 && status != http.StatusRequestEntityTooLarge {
 		status = http.StatusBadRequest
 	}
+	if oe.status != 0 {
+		status = oe.status // an injected fault's (faults.go)
+	}
 	s.render(w, r, status, s.pages.errorPage, oe)
 }
 

@@ -50,6 +50,13 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.authenticateClient(r)
+	if err == nil {
+		if oe, done := s.injectFault(w, r, FaultPAR, c.ID, nil); done {
+			return
+		} else if oe != nil {
+			err = oe
+		}
+	}
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return

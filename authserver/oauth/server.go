@@ -107,6 +107,10 @@ type Config struct {
 
 	// FAPI configures PAR and DPoP (docs/fapi.md).
 	FAPI FAPIConfig
+
+	// Faults, on a development server only, injects QA's faults at the
+	// endpoints (faults.go); nil injects none.
+	Faults FaultHook
 }
 
 // BaseURL is {base_url}: the catalog's banking resource address.

@@ -123,6 +123,13 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = allowOrigin(w, r, c)
 	}
+	if err == nil {
+		if oe, done := s.injectFault(w, r, FaultToken, c.ID, func() string { return grantSubject(r.Context(), s.cfg.Store, r.PostForm) }); done {
+			return
+		} else if oe != nil {
+			err = oe
+		}
+	}
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return

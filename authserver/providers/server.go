@@ -31,6 +31,11 @@ type Config struct {
 	// Log receives internal errors, which are never shown to callers; nil
 	// discards them.
 	Log *slog.Logger
+
+	// Faults, on a development server only, injects QA's faults
+	// (faults.go, docs/dashboard.md "Faults") once the grant is read; nil
+	// injects none.
+	Faults FaultHook
 }
 
 // route is one endpoint: method and path below the provider's resource
@@ -181,6 +186,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Log.Error("reading the grant", "err", err)
 		writeError(w, http.StatusBadGateway, "grant_unavailable", "the provider could not read the grant from the service")
 		return
+	}
+	if s.cfg.Faults != nil {
+		in, done := s.cfg.Faults(w, r, tokenClient(tok), g.Subject)
+		if done {
+			return
+		}
+		if in != nil {
+			writeInjected(w, in)
+			return
+		}
 	}
 	typ, _ := s.cfg.Catalog.TypeByKey(rt.typeKey)
 	if !g.allows(typ.Name, rt.action) {

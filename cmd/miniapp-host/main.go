@@ -67,6 +67,8 @@ func commands() map[string]command {
 		"rs":         {"declare a Resource Server for review, or list the approved ones", dashboardCommand("rs")},
 		"miniapp":    {"submit a published Miniapp's manifest for review, or list the approved ones", dashboardCommand("miniapp")},
 		"review":     {"operator: list, approve or reject submissions", dashboardCommand("review")},
+		"fault":      {"development server: inject faults at its endpoints (docs/dashboard.md, Faults)", devCommand("fault")},
+		"clock":      {"development server: advance, set, reset or show its clock (docs/dashboard.md)", devCommand("clock")},
 		"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
 		"new":        {"write a small Miniapp to start from into a folder", runNew},
 		"devices":    {"list the devices a Miniapp can be shown as (--device NAME, or WIDTHxHEIGHT@DPR)", runDevices},
