@@ -247,7 +247,7 @@ func (p *parser) list(m map[string]any, ptr, name string) []any {
 		return nil
 	}
 	v, ok := m[name]
-	if !ok || v == nil {
+	if !ok {
 		return nil
 	}
 	a, ok := v.([]any)
@@ -411,6 +411,17 @@ func (p *parser) decision(m map[string]any, ptr string) fxDecision {
 		d.Scope = append(d.Scope, s)
 	}
 	if v, ok := m["authorization_details"]; ok && p.err == nil {
+		a, isArray := v.([]any)
+		if !isArray {
+			p.fail(fieldErr(CodeInvalidField, ptr+"/authorization_details", "authorization_details must be an array of objects (RFC 9396 §2), got %s", kindOf(v)))
+			return d
+		}
+		for i, el := range a {
+			if _, isObject := el.(map[string]any); !isObject {
+				p.fail(fieldErr(CodeInvalidField, ptr+"/authorization_details/"+strconv.Itoa(i), "each authorization_details entry must be an object, got %s", kindOf(el)))
+				return d
+			}
+		}
 		// Kept as JSON text for the catalog, which checks it as the
 		// authorization endpoint checks the parameter (RFC 9396 §2).
 		d.Details, _ = json.Marshal(v)

@@ -67,6 +67,7 @@ func commands() map[string]command {
 		"rs":         {"declare a Resource Server for review, or list the approved ones", dashboardCommand("rs")},
 		"miniapp":    {"submit a published Miniapp's manifest for review, or list the approved ones", dashboardCommand("miniapp")},
 		"review":     {"operator: list, approve or reject submissions", dashboardCommand("review")},
+		"fixture":    {"development server: apply a fixture file of test identities and decisions, or forget a subject's or client's", runFixture},
 		"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
 		"new":        {"write a small Miniapp to start from into a folder", runNew},
 		"devices":    {"list the devices a Miniapp can be shown as (--device NAME, or WIDTHxHEIGHT@DPR)", runDevices},
