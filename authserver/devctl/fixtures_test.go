@@ -75,14 +75,14 @@ func TestFixtureParseRefusals(t *testing.T) {
 	for _, x := range []struct {
 		body, code, field, want string
 	}{
-		{`[]`, CodeInvalidField, "", "must be an object"},
+		{`[]`, CodeInvalidBody, "", "must be an object"},
 		{`{"version": 2}`, CodeInvalidField, "/version", "version must be the number 1"},
-		{`{"version": 1, "extra": 1}`, CodeInvalidField, "/extra", `unknown field "extra"`},
-		{`{"version": 1, "subjects": [{"id": "sub_a", "profile": {"name": "A", "nick": "a"}}]}`, CodeInvalidField, "/subjects/0/profile/nick", "unknown field"},
+		{`{"version": 1, "extra": 1}`, CodeInvalidBody, "/extra", `unknown field "extra"`},
+		{`{"version": 1, "subjects": [{"id": "sub_a", "profile": {"name": "A", "nick": "a"}}]}`, CodeInvalidBody, "/subjects/0/profile/nick", "unknown field"},
 		{`{"version": 1, "subjects": [{"id": "sub_a"}]}`, CodeMissingField, "/subjects/0/profile", "profile"},
 		{`{"version": 1, "subjects": [{"id": "sub_a", "profile": {"name": ""}}]}`, CodeMissingField, "/subjects/0/profile/name", "must not be empty"},
 		{`{"version": 1, "subjects": [{"id": "sub_A", "profile": {"name": "A"}}]}`, CodeInvalidField, "/subjects/0/id", "sub_ and 1 to 60"},
-		{`{"version": 1, "subjects": null}`, CodeInvalidField, "/subjects", "must be an array, got null"},
+		{`{"version": 1, "subjects": null}`, CodeInvalidBody, "/subjects", "must be an array, got null"},
 		{`{"version": 1, "subjects": [{"id": "sub_a", "profile": {"name": "A"}, "companies": [{"id": "org_b", "role": "owner"}]}]}`,
 			CodeInvalidField, "/subjects/0/companies/0/role", `"admin" or "member"`},
 		{`{"version": 1, "companies": [{"id": "org_b", "name": "B", "legal_id": "1", "country": "Chile"}]}`, CodeInvalidField, "/companies/0/country", "ISO 3166-1"},
@@ -91,14 +91,14 @@ func TestFixtureParseRefusals(t *testing.T) {
 		{`{"version": 1, "companies": [{"id": "org_b", "name": "B", "legal_id": "1", "country": "CL",
 			"accounts": [{"id": "8c7b6a59-4e3d-4c2b-9a1f-0e9d8c7b6a52", "name": "a", "number": "1", "currency": "pesos"}]}]}`, CodeInvalidField, "/companies/0/accounts/0/currency", "ISO 4217"},
 		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": "c"}]}`, CodeMissingField, "/consents/0/scope", "at least one scope"},
-		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": "c", "scope": "openid"}]}`, CodeInvalidField, "/consents/0/scope", "must be an array"},
+		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": "c", "scope": "openid"}]}`, CodeInvalidBody, "/consents/0/scope", "must be an array"},
 		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": "c", "scope": ["openid", "a b"]}]}`, CodeInvalidField, "/consents/0/scope/1", "without spaces"},
-		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": "c", "authorization_details": {"type": "x"}}]}`, CodeInvalidField, "/consents/0/authorization_details", "must be an array"},
-		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": "c", "authorization_details": ["x"]}]}`, CodeInvalidField, "/consents/0/authorization_details/0", "must be an object"},
-		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": 7, "scope": ["openid"]}]}`, CodeInvalidField, "/consents/0/client_id", "must be a string, got a number"},
+		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": "c", "authorization_details": {"type": "x"}}]}`, CodeInvalidBody, "/consents/0/authorization_details", "must be an array"},
+		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": "c", "authorization_details": ["x"]}]}`, CodeInvalidBody, "/consents/0/authorization_details/0", "must be an object"},
+		{`{"version": 1, "consents": [{"subject": "sub_a", "client_id": 7, "scope": ["openid"]}]}`, CodeInvalidBody, "/consents/0/client_id", "must be a string, got a number"},
 		{`{"version": 1, "grants": [{"id": "g1", "subject": "sub_a", "client_id": "c", "scope": ["openid"]}]}`, CodeInvalidField, "/grants/0/id", "UUID in lower case"},
 		{`{"version": 1, "grants": [{"id": "0193a7c0-0000-7000-8000-00000000a001", "subject": "sub_a", "client_id": "c", "scope": ["openid"], "revoked": 1}]}`,
-			CodeInvalidField, "/grants/0/revoked", "true or false"},
+			CodeInvalidBody, "/grants/0/revoked", "true or false"},
 		{`{"version": 1, "subjects": [{"id": "sub_a", "profile": {"name": "A"}}, {"id": "sub_a", "profile": {"name": "A"}}]}`, CodeInvalidField, "/subjects/1/id", "named twice"},
 	} {
 		_, err := parseFixture([]byte(x.body))
@@ -140,12 +140,12 @@ func FuzzFixtureFile(f *testing.F) {
 		if !errors.As(err, &e) || e.Code == "" || e.Message == "" {
 			t.Fatalf("refusal of %q is not a complete *Error: %#v", data, err)
 		}
-		if e.Code == CodeInvalidBody || e.Field == "" {
-			return
-		}
 		doc, derr := strictjson.Decode(data, strictjson.Limits{})
-		if derr != nil {
+		switch {
+		case derr != nil && e.Code != CodeInvalidBody:
 			t.Fatalf("%q is refused as %s, but it is not even JSON: %v", data, e.Code, derr)
+		case derr != nil || e.Field == "":
+			return
 		}
 		parent := e.Field[:strings.LastIndex(e.Field, "/")]
 		if _, ok := jsonpointer.Lookup(doc, parent); !ok {

@@ -51,7 +51,7 @@ func TestFixtureCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr = cli(t, "", "fixture", "apply", bad, "--dashboard", d, "--key", op)
-	if code != exitRejected || !strings.Contains(stderr, `(400 invalid_field) at /subjects/0/colour: unknown field "colour"`) {
+	if code != exitRejected || !strings.Contains(stderr, `(400 invalid_body) at /subjects/0/colour: unknown field "colour"`) {
 		t.Fatalf("a refused file: want exit 1 naming /subjects/0/colour, got %d: %s", code, stderr)
 	}
 	code, stdout, stderr = cli(t, "", "fixture", "reset", "--subject", "sub_qa_dana", "--dashboard", d, "--key", op)
