@@ -35,6 +35,11 @@ type Config struct {
 	// Config.Faults (Faults.Provider); nil starts an empty one, which no
 	// endpoint reads.
 	Faults *Faults
+	// Fixtures (fixtures.go): the store fixture files are written to, and
+	// the OAuth server whose catalog checks them and which completes
+	// their grants and tokens. Without both the fixture routes answer 404.
+	Fixtures  FixtureStore
+	Authority Authority
 }
 
 // Controls serves the /api/dev/ routes.
@@ -69,6 +74,7 @@ func (c *Controls) routes() {
 	c.mux.HandleFunc("GET /api/dev/clock", c.handleClockShow)
 	c.mux.HandleFunc("POST /api/dev/clock", c.handleClockChange)
 	c.faultRoutes()
+	c.fixtureRoutes()
 	c.mux.HandleFunc("/api/dev/", func(w http.ResponseWriter, r *http.Request) {
 		c.writeError(w, r, &Error{Code: CodeNotFound, Field: "path",
 			Message: r.Method + " " + r.URL.Path + " is no development control; the routes are listed in docs/dashboard.md, \"Development controls\""})

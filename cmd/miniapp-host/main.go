@@ -69,6 +69,7 @@ func commands() map[string]command {
 		"review":     {"operator: list, approve or reject submissions", dashboardCommand("review")},
 		"fault":      {"development server: inject faults at its endpoints (docs/dashboard.md, Faults)", devCommand("fault")},
 		"clock":      {"development server: advance, set, reset or show its clock (docs/dashboard.md)", devCommand("clock")},
+		"fixture":    {"development server: apply a fixture file of test identities and decisions, or forget a subject's or client's", runFixture},
 		"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
 		"new":        {"write a small Miniapp to start from into a folder", runNew},
 		"devices":    {"list the devices a Miniapp can be shown as (--device NAME, or WIDTHxHEIGHT@DPR)", runDevices},
