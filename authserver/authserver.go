@@ -386,7 +386,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		dc.RefreshCatalog = func(ctx context.Context) error { return s.refreshCatalog(ctx, cfg.Logger) }
 	}
 	if local {
-		ctl, err := devctl.New(devctl.Config{Clock: s.clock, Logger: cfg.Logger})
+		ctl, err := devctl.New(devctl.Config{Clock: s.clock, Logger: cfg.Logger, Explain: explainFor(s.oauth)})
 		if err != nil {
 			return nil, fmt.Errorf("authserver: %w", err)
 		}

@@ -12,6 +12,7 @@
 package devctl
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -29,6 +30,11 @@ type Config struct {
 	// Logger receives internal errors, never shown to callers; nil
 	// discards them.
 	Logger *slog.Logger
+
+	// Explain is the dry run of an authorization request (explain.go):
+	// the report, or an *Error naming the member it cannot read. Nil
+	// answers POST /api/dev/explain 404.
+	Explain func(ctx context.Context, req ExplainRequest) (any, error)
 }
 
 // Controls serves the /api/dev/ routes.
@@ -59,6 +65,7 @@ func (c *Controls) routes() {
 	// GET /api/dev/clock: the clock's state; POST: advance, set or reset it.
 	c.mux.HandleFunc("GET /api/dev/clock", c.handleClockShow)
 	c.mux.HandleFunc("POST /api/dev/clock", c.handleClockChange)
+	c.explainRoutes()
 	c.mux.HandleFunc("/api/dev/", func(w http.ResponseWriter, r *http.Request) {
 		c.writeError(w, r, &Error{Code: CodeNotFound, Field: "path",
 			Message: r.Method + " " + r.URL.Path + " is no development control; the routes are listed in docs/dashboard.md, \"Development controls\""})
