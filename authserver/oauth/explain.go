@@ -173,7 +173,7 @@ const (
 	ruleRequest   = "the authorization request's parameters: a registered redirect_uri (exact match), response_type=code, PKCE with S256, one scope or authorization_details object at least (docs/authserver.md, \"Authorization requests\")"
 	ruleCatalog   = "every scope and authorization_details object is one of the catalog's, of its form, with the resource and org_id it needs (docs/service.md §2; docs/catalog.md lists every code)"
 	ruleAccounts  = "when an approval binds an account, one account of each owner (the subject for bank_account, the Company for automatic-charge) fits every detail that binds one (docs/service.md §2.3, §2.4)"
-	ruleLimits    = "each automatic charge is within the granted transaction minimum and maximum, checked at POST {base_url}/automatic-charges (docs/service.md §2.4)"
+	ruleLimits    = "each automatic charge is within the granted transaction minimum and maximum, checked at POST %s (docs/service.md §2.4)"
 	explainChall  = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM" // a valid S256 challenge (RFC 7636 appendix B)
 	maxSubjectsIn = 10                                            // subjects named in an unknown subject's error
 )
@@ -280,7 +280,7 @@ func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, 
 		if p.Key != "automatic-charge" || p.Limits == nil || p.Index == nil {
 			continue
 		}
-		ex.Checks = append(ex.Checks, ExplainedCheck{Name: "transaction_limits", Check: GroupResourceControls, Outcome: OutcomeDeferred, Rule: ruleLimits,
+		ex.Checks = append(ex.Checks, ExplainedCheck{Name: "transaction_limits", Check: GroupResourceControls, Outcome: OutcomeDeferred, Rule: fmt.Sprintf(ruleLimits, s.cfg.baseURL()+pathCharges),
 			Message: fmt.Sprintf("authorization_details/%d: each charge from %s to %s %s", *p.Index, p.Limits.Minimum, p.Limits.Maximum, p.Limits.Currency),
 			Values:  map[string]any{"index": *p.Index, "minimum": p.Limits.Minimum, "maximum": p.Limits.Maximum, "currency": p.Limits.Currency}})
 	}
