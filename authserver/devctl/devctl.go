@@ -12,6 +12,7 @@
 package devctl
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -40,6 +41,10 @@ type Config struct {
 	// their grants and tokens. Without both the fixture routes answer 404.
 	Fixtures  FixtureStore
 	Authority Authority
+	// Explain is the dry run of an authorization request (explain.go):
+	// the report, or an *Error naming the member it cannot read. Nil
+	// answers POST /api/dev/explain 404.
+	Explain func(ctx context.Context, req ExplainRequest) (any, error)
 }
 
 // Controls serves the /api/dev/ routes.
@@ -75,6 +80,7 @@ func (c *Controls) routes() {
 	c.mux.HandleFunc("POST /api/dev/clock", c.handleClockChange)
 	c.faultRoutes()
 	c.fixtureRoutes()
+	c.explainRoutes()
 	c.mux.HandleFunc("/api/dev/", func(w http.ResponseWriter, r *http.Request) {
 		c.writeError(w, r, &Error{Code: CodeNotFound, Field: "path",
 			Message: r.Method + " " + r.URL.Path + " is no development control; the routes are listed in docs/dashboard.md, \"Development controls\""})

@@ -58,6 +58,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"catalog":    {"print the permission catalog, or check an authorization request", runCatalog},
+		"explain":    {"development server: dry-run an authorization request through the three checks (docs/dashboard.md)", runExplain},
 		"resolve":    {"resolve a Miniapp by origin and id, or check a manifest offline", runResolve},
 		"open":       {"open a Miniapp in a desktop window", runOpen},
 		"serve":      {"run the reference authorization server and dashboard", runServe},
