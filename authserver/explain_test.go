@@ -253,6 +253,18 @@ func TestExplainAuthorizeURL(t *testing.T) {
 	if rep["verdict"] != "approvable" || rep["request"].(map[string]any)["redirect_uri"] != publicRedir {
 		t.Fatalf("a valid URL: %s", jsonOf(t, rep))
 	}
+	// authorization_details that is no JSON, in the query: the catalog's
+	// refusal, as at the endpoint, and the text sent shown as it came.
+	bad := url.Values{}
+	for k, v := range q {
+		bad[k] = v
+	}
+	bad.Set("authorization_details", `[{"type":`)
+	rep = e.explain(map[string]any{"authorize_url": e.u.Authorization + "?" + bad.Encode(), "subject": subAna})
+	if r := refusedBy(t, rep, "catalog", "catalog", "malformed_json"); rep["request"].(map[string]any)["authorization_details"] != `[{"type":` ||
+		!strings.Contains(r["message"].(string), "not valid JSON") {
+		t.Fatalf("malformed authorization_details in the URL: %s", jsonOf(t, rep))
+	}
 	q.Set("redirect_uri", "https://evil.example/cb")
 	rep = e.explain(map[string]any{"authorize_url": e.u.Authorization + "?" + q.Encode(), "subject": subAna})
 	r := refusedBy(t, rep, "request", "request", "invalid_request")

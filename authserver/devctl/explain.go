@@ -42,5 +42,12 @@ func (c *Controls) handleExplain(w http.ResponseWriter, r *http.Request) {
 		c.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	// Marshalled here, so that a report that cannot be is an
+	// internal_error (logged), never an empty 200.
+	out, err := json.Marshal(rep)
+	if err != nil {
+		c.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, json.RawMessage(out))
 }

@@ -94,13 +94,15 @@ const (
 
 // ExplainedRequest is the request as explained.
 type ExplainedRequest struct {
-	ClientID             string          `json:"client_id"`
-	Subject              string          `json:"subject"`
-	RedirectURI          string          `json:"redirect_uri,omitempty"`
-	Scope                string          `json:"scope,omitempty"`
-	Resource             []string        `json:"resource,omitempty"`
-	AuthorizationDetails json.RawMessage `json:"authorization_details,omitempty"`
-	OrgID                string          `json:"org_id,omitempty"`
+	ClientID    string   `json:"client_id"`
+	Subject     string   `json:"subject"`
+	RedirectURI string   `json:"redirect_uri,omitempty"`
+	Scope       string   `json:"scope,omitempty"`
+	Resource    []string `json:"resource,omitempty"`
+	// AuthorizationDetails is the parameter's JSON, or its text when it
+	// is not JSON (which the catalog refuses).
+	AuthorizationDetails any    `json:"authorization_details,omitempty"`
+	OrgID                string `json:"org_id,omitempty"`
 }
 
 // ExplainedCheck is one check: its line of the consent model, the group
@@ -225,7 +227,13 @@ func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, 
 	}
 	req := ParseAuthorize(q)
 	ex := &Explanation{Checks: []ExplainedCheck{}, Request: ExplainedRequest{ClientID: req.ClientID, Subject: subj,
-		RedirectURI: req.RedirectURI, Scope: req.Scope, Resource: req.Resource, AuthorizationDetails: req.AuthorizationDetails, OrgID: req.OrgID}}
+		RedirectURI: req.RedirectURI, Scope: req.Scope, Resource: req.Resource, OrgID: req.OrgID}}
+	switch ad := req.AuthorizationDetails; {
+	case json.Valid(ad):
+		ex.Request.AuthorizationDetails = ad
+	case ad != nil:
+		ex.Request.AuthorizationDetails = string(ad)
+	}
 	v, _, err := s.validateAuthorize(ctx, q)
 	if err == nil {
 		err = checkDPoPJKT(q)
