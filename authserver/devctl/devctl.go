@@ -137,8 +137,14 @@ func (c *Controls) writeError(w http.ResponseWriter, r *http.Request, err error)
 	}{e.Code, st, e.Field, e.Message})
 }
 
+// writeJSON answers v as JSON. A value that cannot be encoded (a bug of
+// this package, never the caller's input) is answered 500 internal_error,
+// never an empty 200 that a test would take for an answer.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, _ := json.Marshal(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"code":"internal_error","status":500}`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
