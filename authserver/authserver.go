@@ -390,7 +390,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if local {
 		ctl, err := devctl.New(devctl.Config{Clock: s.clock, Logger: cfg.Logger, Faults: faults,
-			Fixtures: s.st, Authority: s.oauth})
+			Fixtures: s.st, Authority: s.oauth, Explain: explainFor(s.oauth)})
 		if err != nil {
 			return nil, fmt.Errorf("authserver: %w", err)
 		}

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
+	"github.com/miniapp-host/miniapp-host/netlog"
 )
 
 // addFault adds a fault through POST /api/dev/faults and returns its id.
@@ -207,6 +209,12 @@ func TestFaultPARRevocationUserinfo(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+tok)
 	if st, m, _ := e.do(req); st != http.StatusOK || m["sub"] != subAna {
 		t.Fatalf("userinfo after the fault: want 200, got %d %v", st, m)
+	}
+	e.addFault(map[string]any{"endpoint": "userinfo", "client_id": publicID, "times": 1, "status": 503})
+	req, _ = http.NewRequest(http.MethodGet, e.u.Issuer+"/oauth/userinfo", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if st, m, h := e.do(req); st != http.StatusServiceUnavailable || m["error"] != "temporarily_unavailable" || h.Get("WWW-Authenticate") != "" {
+		t.Fatalf("userinfo 503: want temporarily_unavailable without a challenge, got %d %v %v", st, m, h)
 	}
 
 	e.addFault(map[string]any{"endpoint": "token", "client_id": publicID, "times": 1, "error": "use_dpop_nonce"})
@@ -413,5 +421,76 @@ func TestFaultOAuth2Library(t *testing.T) {
 	}
 	if tok, err := cfg.Exchange(context.Background(), code, oauth2.VerifierOption(v)); err != nil || tok.AccessToken == "" {
 		t.Fatalf("after the fault the same code is redeemed: %v", err)
+	}
+}
+
+// TestFaultMarkedInNetworkLog: the host's network log (package netlog)
+// marks the exchange a fault answered injected, from the server's own
+// header, and leaves the real answer after it unmarked.
+func TestFaultMarkedInNetworkLog(t *testing.T) {
+	e := start(t)
+	id := e.addFault(map[string]any{"endpoint": "token", "client_id": publicID, "times": 1, "error": "temporarily_unavailable"})
+	l := netlog.New(netlog.Config{})
+	u, _ := url.Parse(e.u.Authorization + "?client_id=" + publicID)
+	f := l.BeginLaunch("https://app.example", "app", publicID).BeginFlow(u)
+	hc := netlog.Client(&http.Client{})
+	for range 2 {
+		req, _ := http.NewRequestWithContext(netlog.Into(t.Context(), f, netlog.SourceHost, netlog.KindToken), http.MethodPost, e.u.Token,
+			strings.NewReader(url.Values{"grant_type": {"authorization_code"}, "code": {"x"}, "client_id": {publicID}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	x, _ := l.Flow(f.ID())
+	want := "fault=" + id + "; endpoint=token; effect=error"
+	if len(x.Entries) != 3 || x.Entries[1].Injected != want || x.Entries[1].Response.Status != http.StatusServiceUnavailable ||
+		x.Entries[2].Injected != "" {
+		t.Fatalf("want the faulty exchange marked %q and the real one not, got %+v", want, x.Entries)
+	}
+	h, _ := l.HAR(f.ID())
+	if h.Log.Entries[1].Injected != want {
+		t.Fatalf("HAR: want _injected %q, got %+v", want, h.Log.Entries[1])
+	}
+}
+
+// TestFaultDPoPKinds: DPoP codes are answered as RFC 9449 §7.1 refusals
+// of a resource: 401 with a DPoP challenge at the grant endpoint and at a
+// Resource Server, whose use_dpop_nonce carries a nonce of the server's
+// own (§8): a proof made with it is accepted, a made-up one is not.
+func TestFaultDPoPKinds(t *testing.T) {
+	e := start(t)
+	tok := e.providersToken()
+	e.addFault(map[string]any{"endpoint": "grant", "client_id": publicID, "times": 1, "error": "invalid_dpop_proof"})
+	req, _ := http.NewRequest(http.MethodGet, e.u.Grant, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("X-Client-Id", signingID)
+	req.Header.Set("X-Client-Secret", signingSecret)
+	st, m, h := e.do(req)
+	if st != http.StatusUnauthorized || m["code"] != "invalid_dpop_proof" || !strings.HasPrefix(h.Get("WWW-Authenticate"), `DPoP error="invalid_dpop_proof"`) {
+		t.Fatalf("grant: want 401 invalid_dpop_proof with a DPoP challenge, got %d %v %v", st, m, h)
+	}
+	e.addFault(map[string]any{"endpoint": "signing", "client_id": publicID, "times": 1, "error": "use_dpop_nonce"})
+	req, _ = http.NewRequest(http.MethodGet, e.u.SigningBaseURL+"/signing-key", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	st, m, h = e.do(req)
+	nonce := h.Get("DPoP-Nonce")
+	if st != http.StatusUnauthorized || m["error"] != "use_dpop_nonce" || nonce == "" || !strings.HasPrefix(h.Get("WWW-Authenticate"), `DPoP error="use_dpop_nonce"`) {
+		t.Fatalf("signing: want 401 use_dpop_nonce with a DPoP-Nonce and challenge, got %d %v %v", st, m, h)
+	}
+	key := newSigner(t, jose.ES256)
+	for _, tc := range []struct {
+		nonce string
+		want  int
+	}{{"made-up", http.StatusBadRequest}, {nonce, http.StatusOK}} {
+		v, c := pkce(t)
+		code := e.nativeCode(e.authParams(c), subAna, map[string]string{"action": "approve"}).Get("code")
+		form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {publicRedir},
+			"code_verifier": {v}, "client_id": {publicID}}
+		if st, m, _ := e.post(e.u.Token, form, "", "", "DPoP", key.proof(e, "POST", e.u.Token, "", tc.nonce)); st != tc.want {
+			t.Fatalf("a proof with the nonce %q: want %d, got %d %v", tc.nonce, tc.want, st, m)
+		}
 	}
 }

@@ -138,11 +138,22 @@ func TestFixtureApply(t *testing.T) {
 	}
 }
 
-// TestFixtureExample: the example file of docs/dashboard.md applies to a
-// seeded server, and its test identity's remembered consent answers an
-// authorization of the seed's public Miniapp without a consent screen.
+// TestFixtureExample: the example files (examples/fixtures/qa.json and
+// the one shown in docs/dashboard.md) apply to a seeded server, and the
+// test identity's remembered consent answers an authorization of the
+// seed's public Miniapp without a consent screen.
 func TestFixtureExample(t *testing.T) {
 	e := start(t)
+	doc, err := os.ReadFile("../docs/dashboard.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "### Fixtures")
+	_, block, _ := strings.Cut(section, "```json\n")
+	block, _, _ = strings.Cut(block, "```")
+	if st, m := e.applyFixture(block); st != http.StatusOK {
+		t.Fatalf("apply the example of docs/dashboard.md: %d %v", st, m)
+	}
 	raw, err := os.ReadFile("../examples/fixtures/qa.json")
 	if err != nil {
 		t.Fatal(err)
@@ -229,12 +240,12 @@ func TestFixtureBadInput(t *testing.T) {
 		name, body, code, field, want string
 	}{
 		{"unknown field", `{"version": 1, "subjects": [{"id": "sub_qa_x", "profile": {"name": "X"}, "colour": "red"}]}`,
-			"invalid_field", "/subjects/0/colour", `unknown field "colour"`},
+			"invalid_body", "/subjects/0/colour", `unknown field "colour"`},
 		{"unknown nested field", head + `{"subject": "` + subAna + `", "client_id": "` + publicID + `", "scope": ["openid"], "remember": true}]}`,
-			"invalid_field", "/consents/1/remember", "unknown field"},
+			"invalid_body", "/consents/1/remember", "unknown field"},
 		{"wrong type", grantHead + `{"id": "` + fxGrantCarla + `", "subject": "` + subCarla + `", "client_id": "` + confID + `", "scope": ["openid"], "revoked": "yes"}]}`,
-			"invalid_field", "/grants/1/revoked", "true or false"},
-		{"wrong type of a list", `{"version": 1, "consents": {"subject": "` + subAna + `"}}`, "invalid_field", "/consents", "must be an array"},
+			"invalid_body", "/grants/1/revoked", "true or false"},
+		{"wrong type of a list", `{"version": 1, "consents": {"subject": "` + subAna + `"}}`, "invalid_body", "/consents", "must be an array"},
 		{"no version", `{"subjects": []}`, "missing_field", "/version", `"version": 1`},
 		{"not JSON", `{"version": 1,`, "invalid_body", "", "not one JSON document"},
 		{"member twice", `{"version": 1, "version": 1}`, "invalid_body", "/version", "twice"},

@@ -241,7 +241,7 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 		return
 	}
 	present := map[string][]int{} // type key -> indexes
-	companyScoped := -1
+	companyScoped, companyType := -1, ""
 	for i, el := range arr {
 		p := ptr + "/" + strconv.Itoa(i)
 		obj, ok := el.(map[string]any)
@@ -276,7 +276,7 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 		}
 		present[t.Key] = append(present[t.Key], i)
 		if t.CompanyScoped && companyScoped < 0 {
-			companyScoped = i
+			companyScoped, companyType = i, t.Name
 		}
 		if len(r.Violations) == before {
 			r.Details = append(r.Details, Detail{Index: i, Type: t, Actions: Strings(obj["actions"]), Object: obj, JSON: raw})
@@ -294,7 +294,7 @@ func (c *Catalog) checkDetails(req Request, r *Result) {
 	// docs/service.md §2.2 rule 3 and docs/service.md §5.2: a Company-scoped detail needs org_id.
 	if companyScoped >= 0 && strings.TrimSpace(req.OrgID) == "" {
 		r.add("/org_id", "org_id_missing", ErrInvalidRequest,
-			fmt.Sprintf("authorization_details/%d is Company-scoped: add org_id with the id of the Company it acts for", companyScoped))
+			fmt.Sprintf("authorization_details/%d, of type %q, is Company-scoped and needs org_id (docs/service.md §2.2 rule 3): add org_id with the id of the Company it acts for", companyScoped, companyType))
 	}
 }
 

@@ -147,15 +147,24 @@ type Entry struct {
 	Authorize *Authorize `json:"authorize,omitempty"`
 	// Curl is the request as a curl command line, redactions kept.
 	Curl string `json:"curl"`
-	// Injected says that the host made the response up instead of the
-	// server ("mock": a mock rule of the launch's network conditions,
-	// docs/playground.md, "Network conditions and mocks"); "" for a real
-	// one.
+	// Injected says that the response was made up, not the endpoint's
+	// own answer: for an answer a development fault made, the response's
+	// HeaderInjected ("fault=flt_...; endpoint=token; effect=error",
+	// docs/dashboard.md, "Faults"); for an answer of a mock rule of the
+	// launch's network conditions, "mock" (docs/playground.md, "Network
+	// conditions and mocks"); "" for a real answer.
 	Injected string `json:"injected,omitempty"`
 }
 
 // InjectedMock marks an answer of a mock rule (Entry.Injected).
 const InjectedMock = "mock"
+
+// HeaderInjected marks an answer of the development server that a fault
+// made, not the endpoint's own logic (docs/dashboard.md, "Faults").
+const HeaderInjected = "Miniapp-Host-Injected"
+
+// maxInjected bounds the HeaderInjected value an entry keeps.
+const maxInjected = 256
 
 // Exchange is an HTTP exchange as a recorder saw it, secrets and all. The
 // log keeps only what Record makes of it.
@@ -194,6 +203,9 @@ func record(x Exchange) Entry {
 			r.RedirectURL = redact.URL(loc)
 		}
 		e.Response = r
+		if inj := x.ResponseHeader.Get(HeaderInjected); inj != "" {
+			e.Injected = redact.URL(inj[:min(len(inj), maxInjected)])
+		}
 	}
 	e.DurationMS, e.Timings = timings(x)
 	if e.Request.Headers == nil {

@@ -44,7 +44,7 @@ type HAREntry struct {
 	Error     string     `json:"_error,omitempty"`
 	Authorize *Authorize `json:"_authorize,omitempty"`
 	Curl      string     `json:"_curl"`
-	// Injected is Entry.Injected: the host made the response up.
+	// Injected is Entry.Injected: a fault's or a mock rule's answer.
 	Injected string `json:"_injected,omitempty"`
 }
 

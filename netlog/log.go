@@ -413,12 +413,13 @@ type NetworkEvent struct {
 	Status     int     `json:"status"`
 	DurationMS float64 `json:"duration_ms"`
 	Error      string  `json:"error,omitempty"`
-	// Injected is Entry.Injected: the host made the response up.
-	Injected string `json:"injected,omitempty"`
 	// DPoP is what the log keeps of the request's DPoP proof (RFC 9449):
 	// its header's typ, alg and kid and its key's JWK thumbprint, never
 	// the signed proof; "" without one.
 	DPoP string `json:"dpop,omitempty"`
+	// Injected is Entry.Injected: set when a development fault or a mock
+	// rule made the answer.
+	Injected string `json:"injected,omitempty"`
 }
 
 // Kind implements Event.

@@ -339,3 +339,50 @@ func FuzzRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestInjectedMarked: an answer that carries Miniapp-Host-Injected (a
+// development fault made it) is an entry marked injected, in the log's
+// JSON, its network event and its HAR (_injected); a real answer is not.
+func TestInjectedMarked(t *testing.T) {
+	const mark = "fault=flt_abc; endpoint=token; effect=error"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/faulty" {
+			w.Header().Set(HeaderInjected, mark)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+	}))
+	defer srv.Close()
+	bus := &events{}
+	l := New(Config{Events: bus})
+	la := l.BeginLaunch("https://app.example", "app", "c1")
+	u, _ := url.Parse(srv.URL + "/oauth/authorize?client_id=c1")
+	f := la.BeginFlow(u)
+	c := Client(srv.Client())
+	for _, p := range []string{"/faulty", "/real"} {
+		req, _ := http.NewRequestWithContext(Into(t.Context(), f, SourceHost, KindToken), "POST", srv.URL+p, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	x, _ := l.Flow(f.ID())
+	if len(x.Entries) != 3 || x.Entries[1].Injected != mark || x.Entries[2].Injected != "" {
+		t.Fatalf("entries: want the first call marked %q and the second not, got %+v", mark, x.Entries)
+	}
+	b, _ := json.Marshal(x.Entries[1])
+	if !strings.Contains(string(b), `"injected":"`+mark+`"`) {
+		t.Errorf("the entry's JSON has no injected member: %s", b)
+	}
+	if ev := bus.evs[1].(NetworkEvent); ev.Injected != mark {
+		t.Errorf("network event %+v: want injected %q", ev, mark)
+	}
+	h, _ := l.HAR(f.ID())
+	hb, _ := json.Marshal(h.Log.Entries)
+	if h.Log.Entries[1].Injected != mark || strings.Count(string(hb), `"_injected"`) != 1 {
+		t.Errorf("HAR: want _injected on the faulty entry only: %s", hb)
+	}
+}

@@ -141,6 +141,8 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("GET /api/connected", p.handleConnected)
 	// POST /api/connected/revoke {grant_id, entry}: revoke an entry, or the whole grant without entry.
 	m.HandleFunc("POST /api/connected/revoke", p.handleRevokeConnected)
+	// POST /api/explain: the embedded server's dry run of an authorization request.
+	m.HandleFunc("POST /api/explain", p.handleExplain)
 	// Anything else: 404 in the API's shape.
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, errNotFound) })
 	return m

@@ -82,7 +82,7 @@ func (d *driver) runRound(ctx context.Context) error {
 		}
 		d.check("subject %s: %v", subject, err)
 	}
-	steps := []func(context.Context, string) error{d.device, d.confidential, d.public}
+	steps := []func(context.Context, string) error{d.device, d.service, d.confidential, d.public}
 	for _, step := range steps {
 		if d.over() {
 			return nil
@@ -424,6 +424,62 @@ func (d *driver) large(ctx context.Context) error {
 	var items []json.RawMessage
 	if err != nil || json.Unmarshal(res, &items) != nil || len(items) != largeCount {
 		d.check("large result: %d items (%d bytes), %v", len(items), len(res), err)
+	}
+	return nil
+}
+
+// service uses the service's development controls as a QA engineer does
+// between tests (docs/automation.md, "The service's development
+// controls"): the clock moved and put back, a fault added for a client no
+// round signs in with and cleared, and in every third round the subject's
+// decisions forgotten, so that the next consents are asked on the screen
+// again. Each answer must say what was asked.
+func (d *driver) service(ctx context.Context, subject string) error {
+	type state struct {
+		Offset string `json:"offset"`
+	}
+	var st state
+	res, err := d.cmd(ctx, "clock.advance", "clock.advance", map[string]string{"duration": "1s"})
+	if stop(ctx, err) {
+		return err
+	}
+	if err != nil || json.Unmarshal(res, &st) != nil || st.Offset != "1s" {
+		d.check("clock.advance 1s: %s, %v", res, err)
+	}
+	res, err = d.cmd(ctx, "clock.reset", "clock.reset", nil)
+	if stop(ctx, err) {
+		return err
+	}
+	if err != nil || json.Unmarshal(res, &st) != nil || st.Offset != "0s" {
+		d.check("clock.reset: %s, %v", res, err)
+	}
+	var fault struct {
+		ID string `json:"id"`
+	}
+	res, err = d.cmd(ctx, "fault.add", "fault.add", map[string]any{"endpoint": "token", "client_id": "soak-no-such-client",
+		"error": "temporarily_unavailable", "times": 1})
+	if stop(ctx, err) {
+		return err
+	}
+	if err != nil || json.Unmarshal(res, &fault) != nil || fault.ID == "" {
+		d.check("fault.add: %s, %v", res, err)
+	} else {
+		res, err = d.cmd(ctx, "fault.clear", "fault.clear", map[string]string{"id": fault.ID})
+		if stop(ctx, err) {
+			return err
+		}
+		if err != nil {
+			d.check("fault.clear %s: %s, %v", fault.ID, res, err)
+		}
+	}
+	if d.round%3 == 0 {
+		res, err = d.cmd(ctx, "fixture.reset "+subject, "fixture.reset", map[string]string{"subject": subject})
+		if stop(ctx, err) {
+			return err
+		}
+		if err != nil {
+			d.check("fixture.reset %s: %s, %v", subject, res, err)
+		}
 	}
 	return nil
 }

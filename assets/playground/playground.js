@@ -718,6 +718,93 @@
   $("connected-refresh").addEventListener("click", loadConnected);
   if (token) loadConnected();
 
+  // ---- Explain a request ------------------------------------------------
+
+  // The dry run of an authorization request through the launcher's API
+  // (POST /api/explain, the embedded server's POST /api/dev/explain;
+  // docs/playground.md, "Explain a request"): each check on its own line
+  // with its rule and values, then the consent screen, the grant and the
+  // token claims. Every value is written as text.
+  const outcomeWords = { pass: "PASS", fail: "REFUSED", ask: "ASK", deferred: "DEFERRED", skipped: "SKIPPED" };
+
+  function renderExplainCheck(c) {
+    const vals = Object.entries(c.values || {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => k + "=" + str(v)).join("  ");
+    return el("li", { "data-name": str(c.name), "data-check": str(c.check), "data-outcome": str(c.outcome) },
+      el("div", { class: "entry-name" }, (outcomeWords[c.outcome] || str(c.outcome)) + " " + str(c.name) + " (" + str(c.check).replace(/_/g, " ") + ")" +
+        (c.code ? " " + str(c.code) : "")),
+      c.message ? el("div", { class: "entry-desc check-message" }, str(c.message)) : null,
+      el("div", { class: "muted check-rule" }, "rule: " + str(c.rule)),
+      vals ? el("div", { class: "mono check-values" }, vals) : null);
+  }
+
+  function renderExplanation(r) {
+    const out = [];
+    const head = r.refused_by ? "Refused by " + str(r.refused_by.name) + " (" + str(r.refused_by.check).replace(/_/g, " ") + " check, " + str(r.refused_by.code) + ")"
+      : "Every check passes" + (r.consent_remembered ? ": no consent screen, the subject consented to all of it before" : "");
+    out.push(el("p", { class: "explain-verdict", "data-verdict": str(r.verdict) }, head));
+    out.push(el("ul", { class: "entries explain-checks" }, ...(r.checks || []).map(renderExplainCheck)));
+    const m = r.consent;
+    if (m) {
+      const who = str(m.client && m.client.name) + " (client " + str(m.client && m.client.id) + ", project " + str(m.project && m.project.id) + ") asks " +
+        str(m.subject && m.subject.name) + " (" + str(m.subject && m.subject.id) + ")" + (m.company ? " for Company " + str(m.company.name) + " (" + str(m.company.id) + ")" : "");
+      out.push(el("h3", {}, "Consent screen"), el("p", { class: "explain-who" }, who),
+        el("ul", { class: "held explain-permissions" }, ...(m.permissions || []).map((p) => el("li", {},
+          el("span", { class: "entry-desc" }, str(p.meaning)), " ", el("span", { class: "mono muted" }, (p.kind === "detail" ? "detail " + str(p.index) + " " : "") + str(p.name)),
+          (p.actions || []).length ? el("div", { class: "muted" }, "actions: " + p.actions.map((a) => str(a.name) + " (" + str(a.meaning) + ")").join(", ")) : null,
+          p.limits ? el("div", { class: "mono muted" }, "limits: " + str(p.limits)) : null))));
+      if ((m.accounts || []).length) {
+        out.push(el("div", { class: "muted" }, "Accounts to pick: " + m.accounts.map((a) => str(a.name) + " " + str(a.number) + " (" + str(a.owner) + ")").join(", ")));
+      }
+    }
+    if (r.grant) out.push(el("h3", {}, "Grant"), el("pre", { class: "mono explain-grant" }, JSON.stringify(r.grant, null, 2)));
+    if (r.tokens) out.push(el("h3", {}, "Token claims"), el("pre", { class: "mono explain-tokens" }, JSON.stringify(r.tokens, null, 2)));
+    return out;
+  }
+
+  $("explain-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const f = ev.target.elements;
+    const out = $("explain-report");
+    out.dataset.state = "running";
+    const body = { subject: f.subject.value };
+    const url = f.authorize_url.value.trim();
+    if (url) {
+      body.authorize_url = url;
+    } else {
+      body.client_id = f.client_id.value.trim();
+      if (f.scope.value.trim()) body.scope = f.scope.value.trim();
+      // Sent as the text typed: the server says what is wrong with it.
+      if (f.authorization_details.value.trim()) body.authorization_details = f.authorization_details.value.trim();
+      if (f.org_id.value.trim()) body.org_id = f.org_id.value.trim();
+    }
+    try {
+      const r = await api("POST", "/api/explain", body);
+      fill(out, ...renderExplanation(r));
+      out.dataset.state = "done";
+    } catch (e) {
+      fill(out, el("p", { class: "launch-error", role: "alert" }, "Explain: " + e.message));
+      out.dataset.state = "error";
+    }
+  });
+
+  // The panel's choices: the subjects, and as suggested clients the ids
+  // of the listed Miniapps, which are their client_ids for the demo and
+  // broken ones (any client_id may be typed).
+  async function loadExplainChoices() {
+    const [subs, apps] = await Promise.all([api("GET", "/api/subjects"), api("GET", "/api/miniapps")]);
+    const sel = $("explain-subject");
+    sel.replaceChildren(...subs.subjects.map((s) => {
+      const o = el("option", {}, s.name + " (" + s.id + ")");
+      o.value = s.id;
+      o.selected = s.id === subs.current;
+      return o;
+    }));
+    const ids = [...new Set((apps.miniapps || []).map((m) => m.id).filter((id) => id))];
+    $("explain-clients").replaceChildren(...ids.map((id) => { const o = el("option", {}); o.value = id; return o; }));
+  }
+  if (token) loadExplainChoices().catch((e) => fill($("explain-report"), el("p", { class: "muted" }, "The panel's choices could not be read: " + e.message)));
+
   // ---- Flow inspector ---------------------------------------------------
   //
   // The timeline groups events by launch (resolve.stage events name their
@@ -1111,6 +1198,7 @@
       time: el("span", { class: "ev-time mono" }),
       delta: el("span", { class: "duration", title: "since the previous step" }),
       kind: el("span", { class: "ev-kind" }),
+      injected: el("span", { class: "badge injected", hidden: "" }, "injected"), // a development fault's answer
       toggle: el("button", { type: "button", class: "secondary small data-toggle", "aria-expanded": "false",
         title: "Show the event's data as JSON" }, "data"),
       copy: el("button", { type: "button", class: "secondary small copy", title: "Copy this event as JSON" }, "Copy"),
@@ -1120,7 +1208,7 @@
       copied: null, // the answer of the last Copy
     };
     const li = el("li", {},
-      el("div", { class: "ev-head" }, parts.seq, parts.time, parts.delta, parts.kind,
+      el("div", { class: "ev-head" }, parts.seq, parts.time, parts.delta, parts.kind, parts.injected,
         el("span", { class: "ev-actions" }, parts.toggle, parts.copy)),
       parts.summary, parts.extra);
     li._parts = parts;
@@ -1162,6 +1250,8 @@
     setText(p.time, isNaN(t) ? "" : t.toISOString().slice(11, 23));
     setText(p.delta, isNaN(delta) ? "" : "+" + fmtDuration(delta));
     setText(p.kind, str(env.kind));
+    p.injected.hidden = !d.injected;
+    p.injected.title = d.injected ? str(d.injected) : "";
     setText(p.summary, summary(env.kind, d));
     extra(p.extra, env.kind, d);
     p.extra.hidden = !p.extra.firstChild;

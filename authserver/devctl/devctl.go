@@ -12,6 +12,7 @@
 package devctl
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -40,6 +41,10 @@ type Config struct {
 	// their grants and tokens. Without both the fixture routes answer 404.
 	Fixtures  FixtureStore
 	Authority Authority
+	// Explain is the dry run of an authorization request (explain.go):
+	// the report, or an *Error naming the member it cannot read. Nil
+	// answers POST /api/dev/explain 404.
+	Explain func(ctx context.Context, req ExplainRequest) (any, error)
 }
 
 // Controls serves the /api/dev/ routes.
@@ -75,6 +80,7 @@ func (c *Controls) routes() {
 	c.mux.HandleFunc("POST /api/dev/clock", c.handleClockChange)
 	c.faultRoutes()
 	c.fixtureRoutes()
+	c.explainRoutes()
 	c.mux.HandleFunc("/api/dev/", func(w http.ResponseWriter, r *http.Request) {
 		c.writeError(w, r, &Error{Code: CodeNotFound, Field: "path",
 			Message: r.Method + " " + r.URL.Path + " is no development control; the routes are listed in docs/dashboard.md, \"Development controls\""})
@@ -131,8 +137,14 @@ func (c *Controls) writeError(w http.ResponseWriter, r *http.Request, err error)
 	}{e.Code, st, e.Field, e.Message})
 }
 
+// writeJSON answers v as JSON. A value that cannot be encoded (a bug of
+// this package, never the caller's input) is answered 500 internal_error,
+// never an empty 200 that a test would take for an answer.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, _ := json.Marshal(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"code":"internal_error","status":500}`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

@@ -223,7 +223,7 @@ func (p *parser) object(v any, ptr string, fields ...string) map[string]any {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		p.fail(fieldErr(CodeInvalidField, ptr, "must be an object, got %s", kindOf(v)))
+		p.fail(fieldErr(CodeInvalidBody, ptr, "must be an object, got %s", kindOf(v)))
 		return nil
 	}
 	var unknown []string
@@ -234,7 +234,7 @@ func (p *parser) object(v any, ptr string, fields ...string) map[string]any {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		p.fail(fieldErr(CodeInvalidField, ptr+"/"+jsonpointer.Escape(unknown[0]),
+		p.fail(fieldErr(CodeInvalidBody, ptr+"/"+jsonpointer.Escape(unknown[0]),
 			"unknown field %q: the members here are %s (docs/dashboard.md, \"Fixtures\")", unknown[0], strings.Join(fields, ", ")))
 		return nil
 	}
@@ -247,12 +247,12 @@ func (p *parser) list(m map[string]any, ptr, name string) []any {
 		return nil
 	}
 	v, ok := m[name]
-	if !ok || v == nil {
+	if !ok {
 		return nil
 	}
 	a, ok := v.([]any)
 	if !ok {
-		p.fail(fieldErr(CodeInvalidField, ptr+"/"+name, "%s must be an array, got %s", name, kindOf(v)))
+		p.fail(fieldErr(CodeInvalidBody, ptr+"/"+name, "%s must be an array, got %s", name, kindOf(v)))
 		return nil
 	}
 	if len(a) > maxFixtureEntries {
@@ -277,7 +277,7 @@ func (p *parser) str(m map[string]any, ptr, name string, required bool) string {
 	}
 	s, ok := v.(string)
 	if !ok {
-		p.fail(fieldErr(CodeInvalidField, ptr+"/"+name, "%s must be a string, got %s", name, kindOf(v)))
+		p.fail(fieldErr(CodeInvalidBody, ptr+"/"+name, "%s must be a string, got %s", name, kindOf(v)))
 		return ""
 	}
 	if required && s == "" {
@@ -296,7 +296,7 @@ func (p *parser) boolean(m map[string]any, ptr, name string) bool {
 	}
 	b, ok := v.(bool)
 	if !ok {
-		p.fail(fieldErr(CodeInvalidField, ptr+"/"+name, "%s must be true or false, got %s", name, kindOf(v)))
+		p.fail(fieldErr(CodeInvalidBody, ptr+"/"+name, "%s must be true or false, got %s", name, kindOf(v)))
 	}
 	return b
 }
@@ -404,13 +404,28 @@ func (p *parser) decision(m map[string]any, ptr string) fxDecision {
 	}
 	for i, el := range p.list(m, ptr, "scope") {
 		s, ok := el.(string)
-		if !ok || s == "" || strings.Contains(s, " ") {
-			p.fail(fieldErr(CodeInvalidField, ptr+"/scope/"+strconv.Itoa(i), "each scope is one scope name, a non-empty string without spaces, such as \"openid\"; got %s", kindOf(el)))
+		if !ok {
+			p.fail(fieldErr(CodeInvalidBody, ptr+"/scope/"+strconv.Itoa(i), "each scope is a string, such as \"openid\"; got %s", kindOf(el)))
+			break
+		}
+		if s == "" || strings.Contains(s, " ") {
+			p.fail(fieldErr(CodeInvalidField, ptr+"/scope/"+strconv.Itoa(i), "each scope is one scope name, without spaces, such as \"openid\"; got %q", s))
 			break
 		}
 		d.Scope = append(d.Scope, s)
 	}
 	if v, ok := m["authorization_details"]; ok && p.err == nil {
+		a, isArray := v.([]any)
+		if !isArray {
+			p.fail(fieldErr(CodeInvalidBody, ptr+"/authorization_details", "authorization_details must be an array of objects (RFC 9396 §2), got %s", kindOf(v)))
+			return d
+		}
+		for i, el := range a {
+			if _, isObject := el.(map[string]any); !isObject {
+				p.fail(fieldErr(CodeInvalidBody, ptr+"/authorization_details/"+strconv.Itoa(i), "each authorization_details entry must be an object, got %s", kindOf(el)))
+				return d
+			}
+		}
 		// Kept as JSON text for the catalog, which checks it as the
 		// authorization endpoint checks the parameter (RFC 9396 §2).
 		d.Details, _ = json.Marshal(v)
@@ -488,7 +503,7 @@ func kindOf(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// world is the world a fixture is checked against: the store's, with the
+// fxWorld is the world a fixture is checked against: the store's, with the
 // file's records on top.
 type fxWorld struct {
 	c        *Controls

@@ -3,7 +3,6 @@ package oauth
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -282,6 +281,33 @@ func (s *Server) sourceOf(r *http.Request) string {
 // buildModel makes the consent model of a pending request for a subject and
 // records the subject on it.
 func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (*consent.Model, error) {
+	a, err := s.assess(ctx, p.v, subjectID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.pending.record(ctx, p, a.model.Subject.ID, a.model); err != nil {
+		return nil, err
+	}
+	return a.model, nil
+}
+
+// assessment is a subject's consent model of a validated request, with
+// the rule and the values of each check the server made (verdict).
+type assessment struct {
+	model *consent.Model
+	// verdicts are the server's checks by name; the catalog's and the
+	// accounts' lines are the consent package's (consent.Build).
+	verdicts map[string]verdict
+	// candidates are the accounts of the subject and of the Company
+	// offered to consent.Build.
+	candidates []consent.Account
+}
+
+// assess makes the consent model of a validated request for a subject:
+// the three checks of docs/service.md §1 and the screen. It reads and
+// never writes: the authorization (buildModel) records its model, the dry
+// run (Explain) only shows it.
+func (s *Server) assess(ctx context.Context, v *validated, subjectID string) (*assessment, error) {
 	st := s.cfg.Store
 	sub, err := st.Subject(ctx, subjectID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -289,7 +315,7 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 	} else if err != nil {
 		return nil, err
 	}
-	c := p.v.client
+	c := v.client
 	proj, err := st.Project(ctx, c.ProjectID)
 	if err != nil {
 		return nil, err
@@ -298,46 +324,44 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 	if err != nil {
 		return nil, err
 	}
+	a := &assessment{verdicts: map[string]verdict{}}
+	var checks []consent.Check
+	add := func(vs ...verdict) {
+		for _, vd := range vs {
+			a.verdicts[vd.Name] = vd
+			checks = append(checks, vd.Check)
+		}
+	}
 	// The three checks of docs/service.md §1, in the order a developer reads them:
 	// the project's approval, the subject's consent, the resource's controls.
-	projChk, err := s.projectCheck(ctx, p)
+	projChk, err := s.projectCheck(ctx, v)
 	if err != nil {
 		return nil, err
 	}
-	consentChk, remembered, err := s.consentCheck(ctx, p, sub.ID)
+	consentChk, remembered, err := s.consentCheck(ctx, v, sub.ID)
 	if err != nil {
 		return nil, err
 	}
-	resChks, err := s.resourceChecks(ctx, p, sub.ID, proj)
+	resChks, err := s.resourceChecks(ctx, v, sub.ID, proj)
 	if err != nil {
 		return nil, err
 	}
+	add(projChk, consentChk)
 	in := consent.Input{
-		Checks:  []consent.Check{projChk, consentChk},
 		Project: consent.Party{ID: proj.ID, Name: proj.Name},
 		Client:  consent.Client{ID: c.ID, Name: c.Name, Type: string(c.Type)},
 		Subject: consent.Subject{ID: sub.ID, Name: sub.Profile.Name, Email: sub.Profile.Email},
-		Result:  p.v.result,
-		OrgID:   p.v.req.OrgID,
+		Result:  v.result,
+		OrgID:   v.req.OrgID,
 	}
-	if co := p.v.company; co != nil {
+	if co := v.company; co != nil {
 		in.Company = &consent.Company{ID: co.ID, Name: co.Name, LegalID: co.LegalID, Country: co.Country}
-		member, err := st.MemberOf(ctx, sub.ID, co.ID)
+		chk, ca, err := companyCheck(ctx, st, co, sub.ID)
 		if err != nil {
 			return nil, err
 		}
-		chk := consent.Check{Name: consent.CheckCompanyAccess, Outcome: consent.Pass}
-		if !member {
-			chk.Outcome, chk.Code = consent.Fail, consent.CodeCompanyAccessDenied
-			chk.Message = fmt.Sprintf("org_id: the subject may not act for Company %s", co.ID)
-		} else {
-			ca, err := st.AccountsOf(ctx, "", co.ID)
-			if err != nil {
-				return nil, err
-			}
-			accts = append(accts, ca...)
-		}
-		in.Checks = append(in.Checks, chk)
+		accts = append(accts, ca...)
+		add(chk)
 	}
 	for _, a := range accts {
 		owner := consent.OwnerSubject
@@ -346,11 +370,13 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 		}
 		in.Candidates = append(in.Candidates, consent.Account{ID: a.ID, Name: a.Name, Number: a.Number, Currency: a.Currency, Owner: owner})
 	}
-	in.Checks = append(in.Checks, resChks...)
-	if chk, ok := grantCheck(p.v, sub.ID); ok {
-		in.Checks = append(in.Checks, chk)
+	add(resChks...)
+	if chk, ok := grantCheck(v, sub.ID); ok {
+		add(verdict{chk, ruleGrantID, map[string]any{"grant_id": v.req.GrantID, "grant_management_action": v.req.GrantManagementAction}})
 	}
-	m := consent.Build(p.v.cat, in)
+	in.Checks = checks
+	a.candidates = in.Candidates
+	m := consent.Build(v.cat, in)
 	if remembered != nil && m.Approvable() {
 		// Remembered only when nothing failed and the account bound then
 		// is still offered: otherwise the subject must see the screen.
@@ -374,10 +400,8 @@ func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (
 			}
 		}
 	}
-	if err := s.pending.record(ctx, p, sub.ID, m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	a.model = m
+	return a, nil
 }
 
 // recordedModel returns the subject recorded on p and the consent model
@@ -434,7 +458,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 	g := &store.Grant{
 		ID: gid.String(), ClientID: p.v.client.ID, SubjectID: subject, OrgID: req.OrgID,
 		Scopes: granted.Scopes, Details: details, Audience: s.audience(granted),
-		InstallationID: s.installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
+		InstallationID: installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
 	}
 	if p.v.target != nil {
 		if err := s.changeGrant(ctx, p.v, g, granted); err != nil {
@@ -493,6 +517,6 @@ var installationNamespace = uuid.MustParse("8f5b8e3e-2f0c-5a7e-9d1b-4c3a2b1f0e6d
 // stable id per client, subject and Company, so that a Resource Server sees
 // the same installation across re-authorizations (a name-based UUID, RFC
 // 9562 §5.5).
-func (s *Server) installationID(clientID, subject, orgID string) string {
+func installationID(clientID, subject, orgID string) string {
 	return uuid.NewSHA1(installationNamespace, []byte(clientID+"\x00"+subject+"\x00"+orgID)).String()
 }

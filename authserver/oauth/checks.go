@@ -21,12 +21,33 @@ import (
 // the last resource control, are enforced when a charge is made
 // (handleCharge).
 
+// verdict is a check's line of the consent model together with the rule it
+// applied and the values it compared. The consent model carries the line;
+// the dry run (explain.go, docs/dashboard.md "Explain") shows all of it, so
+// the real authorization and the dry run are told by one function.
+type verdict struct {
+	consent.Check
+	// Rule is what the check requires, with the page that documents it.
+	Rule string
+	// Values are what the rule compared, by name.
+	Values map[string]any
+}
+
+// Rules of the checks, as the dry run states them.
+const (
+	ruleProjectApproval = "every requested scope and authorization_details type is in the approved scope policy of the client's project (docs/service.md §1; docs/dashboard.md, \"Submissions and review\")"
+	ruleConsent         = "the subject consented before, for this client and the same org_id, to every requested permission, and the request has no prompt=consent; otherwise the subject is asked (docs/native-consent.md, \"Checks\")"
+	ruleCompanyAccess   = "with org_id, the subject is a member of the Company it names and may act for it (docs/service.md §2.2 rule 3)"
+	ruleAccountOwner    = "each account in the identifiers of a bank_account detail is an account of the subject (docs/service.md §2.3)"
+	ruleBeneficiaries   = "each account in the beneficiaries of a detail is an account of the operator Company of the client's project (docs/service.md §2.4)"
+)
+
 // projectCheck passes when every requested scope and type is in the
 // project's approved policy.
-func (s *Server) projectCheck(ctx context.Context, p *pending) (consent.Check, error) {
-	pol, err := s.cfg.Store.ApprovedPolicy(ctx, p.v.client.ProjectID)
+func (s *Server) projectCheck(ctx context.Context, v *validated) (verdict, error) {
+	pol, err := s.cfg.Store.ApprovedPolicy(ctx, v.client.ProjectID)
 	if err != nil {
-		return consent.Check{}, err
+		return verdict{}, err
 	}
 	filled := func(names []string) []string {
 		out := make([]string, len(names))
@@ -36,28 +57,40 @@ func (s *Server) projectCheck(ctx context.Context, p *pending) (consent.Check, e
 		return out
 	}
 	scopes, types := filled(pol.Scopes), filled(pol.Types)
-	fail := func(what string, inPolicy func(store.Policy) bool) (consent.Check, error) {
-		msg, err := s.notApproved(ctx, p.v.client.ProjectID, what, func(pol store.Policy) bool {
+	vals := map[string]any{"project": v.client.ProjectID, "approved_scopes": nonNil(scopes), "approved_types": nonNil(types)}
+	fail := func(what string, inPolicy func(store.Policy) bool) (verdict, error) {
+		msg, err := s.notApproved(ctx, v.client.ProjectID, what, func(pol store.Policy) bool {
 			pol.Scopes, pol.Types = filled(pol.Scopes), filled(pol.Types)
 			return inPolicy(pol)
 		})
 		if err != nil {
-			return consent.Check{}, err
+			return verdict{}, err
 		}
-		return consent.Check{Name: consent.CheckProjectApproval, Outcome: consent.Fail, Code: consent.CodeProjectNotApproved, Message: msg}, nil
+		vals["not_approved"] = what
+		return verdict{consent.Check{Name: consent.CheckProjectApproval, Outcome: consent.Fail, Code: consent.CodeProjectNotApproved, Message: msg},
+			ruleProjectApproval, vals}, nil
 	}
-	for _, sc := range p.v.result.Scopes {
+	for _, sc := range v.result.Scopes {
 		if !slices.Contains(scopes, sc) {
 			return fail(fmt.Sprintf("scope %q", sc), func(pol store.Policy) bool { return slices.Contains(pol.Scopes, sc) })
 		}
 	}
-	for _, d := range p.v.result.Details {
+	for _, d := range v.result.Details {
 		if !slices.Contains(types, d.Type.Name) {
 			return fail(fmt.Sprintf("authorization_details type %q (index %d)", d.Type.Name, d.Index),
 				func(pol store.Policy) bool { return slices.Contains(pol.Types, d.Type.Name) })
 		}
 	}
-	return consent.Check{Name: consent.CheckProjectApproval, Outcome: consent.Pass}, nil
+	return verdict{consent.Check{Name: consent.CheckProjectApproval, Outcome: consent.Pass}, ruleProjectApproval, vals}, nil
+}
+
+// nonNil is l, or an empty list for none: a value shown as [] rather than
+// null.
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // notApproved says why what (a scope or type) is refused by the project
@@ -96,18 +129,26 @@ func (s *Server) notApproved(ctx context.Context, projectID, what string, inPoli
 // consentCheck passes when the subject already consented, for this client
 // and Company, to every requested permission and the client did not send
 // prompt=consent; otherwise the subject is asked.
-func (s *Server) consentCheck(ctx context.Context, p *pending, subjectID string) (consent.Check, *store.Consent, error) {
-	chk := consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "the subject is asked"}
-	c, err := s.cfg.Store.Consent(ctx, subjectID, p.v.client.ID)
+func (s *Server) consentCheck(ctx context.Context, v *validated, subjectID string) (verdict, *store.Consent, error) {
+	vals := map[string]any{"requested": nonNil(consent.Keys(v.result)), "org_id": v.req.OrgID}
+	if v.req.Prompt != "" {
+		vals["prompt"] = v.req.Prompt
+	}
+	chk := verdict{consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "the subject is asked"}, ruleConsent, vals}
+	c, err := s.cfg.Store.Consent(ctx, subjectID, v.client.ID)
+	if err == nil {
+		vals["remembered"], vals["remembered_org_id"] = nonNil(c.Permissions), c.OrgID
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		vals["remembered"] = []string{}
 		return chk, nil, nil
 	case err != nil:
 		return chk, nil, err
-	case p.v.req.Prompt == "consent":
+	case v.req.Prompt == "consent":
 		chk.Message = "prompt=consent: the subject is asked again"
 		return chk, nil, nil
-	case c.OrgID != p.v.req.OrgID || !consent.Covered(c.Permissions, consent.Keys(p.v.result)):
+	case c.OrgID != v.req.OrgID || !consent.Covered(c.Permissions, consent.Keys(v.result)):
 		chk.Message = "the request asks for something the subject has not consented to yet"
 		return chk, nil, nil
 	}
@@ -115,38 +156,65 @@ func (s *Server) consentCheck(ctx context.Context, p *pending, subjectID string)
 	return chk, c, nil
 }
 
+// companyCheck is the Company access of a request with org_id: the subject
+// may act for the Company (docs/service.md §2.2 rule 3). It returns the
+// Company's accounts when the subject may.
+func companyCheck(ctx context.Context, st World, co *store.Company, subjectID string) (verdict, []store.Account, error) {
+	member, err := st.MemberOf(ctx, subjectID, co.ID)
+	if err != nil {
+		return verdict{}, nil, err
+	}
+	chk := verdict{consent.Check{Name: consent.CheckCompanyAccess, Outcome: consent.Pass}, ruleCompanyAccess,
+		map[string]any{"org_id": co.ID, "subject": subjectID, "member": member}}
+	if !member {
+		chk.Outcome, chk.Code = consent.Fail, consent.CodeCompanyAccessDenied
+		chk.Message = fmt.Sprintf("org_id: the subject may not act for Company %s", co.ID)
+		return chk, nil, nil
+	}
+	ca, err := st.AccountsOf(ctx, "", co.ID)
+	return chk, ca, err
+}
+
 // resourceChecks are the resource's controls that a request can be checked
 // against before approval: identifiers must be the subject's own accounts,
 // and beneficiaries accounts of the project's operator Company (docs/service.md §2.3,
 // 2.4). Company access is checked in buildModel, where the Company's
 // accounts are gathered.
-func (s *Server) resourceChecks(ctx context.Context, p *pending, subjectID string, proj store.Project) ([]consent.Check, error) {
-	var out []consent.Check
+func (s *Server) resourceChecks(ctx context.Context, v *validated, subjectID string, proj store.Project) ([]verdict, error) {
+	var out []verdict
 	st := s.cfg.Store
 	var idents, benefs []string
-	for _, d := range p.v.result.Details {
+	for _, d := range v.result.Details {
 		if d.Type.Key == "bank_account" {
 			idents = append(idents, catalog.Strings(d.Object["identifiers"])...)
 		}
 		benefs = append(benefs, catalog.Strings(d.Object["beneficiaries"])...)
+	}
+	ids := func(as []store.Account) []string {
+		out := []string{}
+		for _, a := range as {
+			out = append(out, a.ID)
+		}
+		return out
 	}
 	if len(idents) > 0 {
 		own, err := st.AccountsOf(ctx, subjectID, "")
 		if err != nil {
 			return nil, err
 		}
-		chk := consent.Check{Name: consent.CheckAccountOwner, Outcome: consent.Pass}
+		chk := verdict{consent.Check{Name: consent.CheckAccountOwner, Outcome: consent.Pass}, ruleAccountOwner,
+			map[string]any{"identifiers": idents, "subject": subjectID, "subject_accounts": ids(own)}}
 		for _, id := range idents {
 			if !slices.ContainsFunc(own, func(a store.Account) bool { return a.ID == id }) {
-				chk = consent.Check{Name: consent.CheckAccountOwner, Outcome: consent.Fail, Code: consent.CodeAccountNotOwned,
+				chk.Check = consent.Check{Name: consent.CheckAccountOwner, Outcome: consent.Fail, Code: consent.CodeAccountNotOwned,
 					Message: fmt.Sprintf("identifiers: account %s is not an account of the subject", id)}
+				chk.Values["not_owned"] = id
 				break
 			}
 		}
 		out = append(out, chk)
 	}
 	if len(benefs) > 0 {
-		chk := consent.Check{Name: consent.CheckBeneficiaries, Outcome: consent.Pass}
 		var ops []store.Account
 		if proj.OperatorCompany != "" {
 			var err error
@@ -154,13 +222,16 @@ func (s *Server) resourceChecks(ctx context.Context, p *pending, subjectID strin
 				return nil, err
 			}
 		}
+		chk := verdict{consent.Check{Name: consent.CheckBeneficiaries, Outcome: consent.Pass}, ruleBeneficiaries,
+			map[string]any{"beneficiaries": benefs, "project": proj.ID, "operator_company": proj.OperatorCompany, "operator_accounts": ids(ops)}}
 		for _, id := range benefs {
 			if !slices.ContainsFunc(ops, func(a store.Account) bool { return a.ID == id }) {
 				msg := fmt.Sprintf("beneficiaries: account %s does not belong to the operator of project %s", id, proj.ID)
 				if proj.OperatorCompany == "" {
 					msg = fmt.Sprintf("beneficiaries: project %s has no operator Company, so no account can be a beneficiary", proj.ID)
 				}
-				chk = consent.Check{Name: consent.CheckBeneficiaries, Outcome: consent.Fail, Code: consent.CodeBeneficiaryNotAllowed, Message: msg}
+				chk.Check = consent.Check{Name: consent.CheckBeneficiaries, Outcome: consent.Fail, Code: consent.CodeBeneficiaryNotAllowed, Message: msg}
+				chk.Values["not_allowed"] = id
 				break
 			}
 		}

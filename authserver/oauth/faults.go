@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
@@ -191,8 +192,8 @@ func (s *Server) injectFault(w http.ResponseWriter, r *http.Request, endpoint, c
 	case FaultUserinfo, FaultGrant:
 		if code == codeUseDPoPNonce || code == codeInvalidDPoPProof {
 			resourceErr(oe) // RFC 9449 §7.1: 401 with a DPoP challenge
-		} else if endpoint == FaultUserinfo {
-			oe.bearer = true // RFC 6750 §3
+		} else if endpoint == FaultUserinfo && (code == codeInvalidToken || code == codeInsufficientScope || code == codeInvalidRequest) {
+			oe.bearer = true // RFC 6750 §3, as handleUserinfo's own refusals; a 5xx has no challenge
 		}
 	default:
 		if code == codeInvalidClient {
@@ -218,6 +219,9 @@ func ApplyFault(w http.ResponseWriter, r *http.Request, f *Fault, endpoint strin
 		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
 	}
 	if f.Delay > 0 {
+		// The server's write timeout counts from the request: the answer
+		// after a long delay gets its own (ignored where unsupported).
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(f.Delay + httplimit.DefaultWriteTimeout))
 		t := time.NewTimer(f.Delay)
 		defer t.Stop()
 		select {

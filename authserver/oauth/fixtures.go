@@ -17,7 +17,7 @@ import (
 // approval of granted sets them (docs/service.md §2.6).
 func (s *Server) CompleteGrant(g *store.Grant, granted *catalog.Result) {
 	g.Audience = s.audience(granted)
-	g.InstallationID = s.installationID(g.ClientID, g.SubjectID, g.OrgID)
+	g.InstallationID = installationID(g.ClientID, g.SubjectID, g.OrgID)
 }
 
 // MintAccessToken signs a Bearer access token of g for g's client, with

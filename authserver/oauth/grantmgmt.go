@@ -45,6 +45,9 @@ var grantActions = []string{"query", "revoke", actionCreate, actionMerge, action
 // grant named by grant_id belongs to the subject deciding (§5.2).
 const CheckGrantID = "grant_id"
 
+// ruleGrantID is the rule of CheckGrantID, as the dry run states it.
+const ruleGrantID = "with grant_management_action merge or replace, the grant named by grant_id is this subject's (FAPI Grant Management §5.2; docs/authserver.md, \"Grant management\")"
+
 // grantMetadata adds the members of FAPI Grant Management §4.1.
 func (s *Server) grantMetadata(md map[string]any) {
 	md["grant_management_endpoint"] = s.endpoint(pathGrants)

@@ -10,7 +10,9 @@
 // (authenticateClient), the catalog's reading of the request
 // (validateAuthorize), and the three checks of docs/service.md §1 beside the catalog
 // (checks.go: projectCheck, consentCheck, resourceChecks; transaction
-// limits in handleCharge).
+// limits in handleCharge). The dry run of a request (explain.go,
+// docs/dashboard.md "Explain") goes through the same functions and writes
+// nothing.
 //
 // What the server keeps between requests, and what its storage must
 // guarantee, is declared in storage.go (Storage); package store implements

@@ -58,6 +58,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"catalog":    {"print the permission catalog, or check an authorization request", runCatalog},
+		"explain":    {"development server: dry-run an authorization request through the three checks (docs/dashboard.md)", runExplain},
 		"resolve":    {"resolve a Miniapp by origin and id, or check a manifest offline", runResolve},
 		"open":       {"open a Miniapp in a desktop window", runOpen},
 		"serve":      {"run the reference authorization server and dashboard", runServe},
@@ -67,6 +68,9 @@ func commands() map[string]command {
 		"rs":         {"declare a Resource Server for review, or list the approved ones", dashboardCommand("rs")},
 		"miniapp":    {"submit a published Miniapp's manifest for review, or list the approved ones", dashboardCommand("miniapp")},
 		"review":     {"operator: list, approve or reject submissions", dashboardCommand("review")},
+		"fault":      {"development server: inject faults at its endpoints (docs/dashboard.md, Faults)", devCommand("fault")},
+		"clock":      {"development server: advance, set, reset or show its clock (docs/dashboard.md)", devCommand("clock")},
+		"fixture":    {"development server: apply a fixture file of test identities and decisions, or forget a subject's or client's", runFixture},
 		"playground": {"run the servers, the demo Miniapps and the launcher", runPlayground},
 		"new":        {"write a small Miniapp to start from into a folder", runNew},
 		"devices":    {"list the devices a Miniapp can be shown as (--device NAME, or WIDTHxHEIGHT@DPR)", runDevices},
