@@ -34,7 +34,7 @@ export function setup() {
 const parameters = (names) => names.map((name) => ({ name, type: '(string|number|boolean|object)', description: name, required: false }))
 
 // The front's extension commands (docs/webdriver.md, "The consent screen",
-// "Development controls"), with the `webdriver` package's command(): the
+// "The service's development controls"), with the `webdriver` package's command(): the
 // documented way to teach WebdriverIO an endpoint it does not know.
 const CONSENT_COMMANDS = {
   getConsent: ['GET', 'consent', []],
@@ -96,7 +96,7 @@ export function answersAreResults(res) {
  * connectionRetryCount: 0: WebdriverIO retries a request that failed (a
  * 4xx or 5xx answer, an error in the body) three times by default, so an
  * approval the consent screen refuses would be sent four times, and a
- * fault the suite counts would be spent by the retries.
+ * fault.add it misread as an error would add four faults.
  * transformResponse: answersAreResults, unless { raw: true } (to show the
  * trap it avoids).
  */
