@@ -274,6 +274,6 @@ for ((run = 1; run <= runs; run++)); do
 	pids+=("$suite_pid")
 	wait "$suite_pid" || rc=$?
 	unset 'pids[-1]' # reaped: never signal its PID again
-	[ "$rc" -eq 0 ] || { say "run $run of $runs failed"; break; }
+	[ "$rc" -eq 0 ] || { [ "$runs" -eq 1 ] || say "run $run of $runs failed"; break; }
 done
 exit "$rc"
