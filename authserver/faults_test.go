@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"golang.org/x/oauth2"
 
+	"github.com/miniapp-host/miniapp-host/authserver/devctl"
 	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 	"github.com/miniapp-host/miniapp-host/netlog"
 )
@@ -491,6 +493,31 @@ func TestFaultDPoPKinds(t *testing.T) {
 			"code_verifier": {v}, "client_id": {publicID}}
 		if st, m, _ := e.post(e.u.Token, form, "", "", "DPoP", key.proof(e, "POST", e.u.Token, "", tc.nonce)); st != tc.want {
 			t.Fatalf("a proof with the nonce %q: want %d, got %d %v", tc.nonce, tc.want, st, m)
+		}
+	}
+}
+
+// TestFaultKindsDocumented: the endpoint table of docs/dashboard.md,
+// "Faults", lists exactly the error codes the server takes for each
+// endpoint, in its order.
+func TestFaultKindsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/dashboard.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) == 4 && strings.HasPrefix(cells[0], "| `") {
+			for _, ep := range strings.Split(cells[0][2:], ", ") {
+				rows[strings.Trim(ep, "`")] = cells[2]
+			}
+		}
+	}
+	for _, ep := range devctl.FaultEndpoints {
+		want := "`" + strings.Join(devctl.FaultKinds(ep), "`, `") + "`"
+		if rows[ep] != want {
+			t.Errorf("docs/dashboard.md lists for %s:\n  %s\nthe server takes:\n  %s", ep, rows[ep], want)
 		}
 	}
 }
