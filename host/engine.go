@@ -280,7 +280,7 @@ type Engine interface {
 	ForgetData(d MiniappData, done func(error))
 
 	// SetMiniappProxy sends every request of the Miniapp's views through
-	// the HTTP proxy at uri (its credential in the userinfo), loopback
+	// the proxy at uri (socks5://user:password@host:port), loopback
 	// addresses included; "" goes back to the system's proxy settings. It
 	// applies to every Miniapp's data the window uses, now and later, and
 	// never to the host's view or the launcher's (docs/playground.md,

@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/host/hosttest"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/netshape"
 )
@@ -88,5 +90,40 @@ func TestNetworkIsPerLaunch(t *testing.T) {
 	// A bad rule made in Go is refused, and changes nothing.
 	if err := c.w.SetNetwork(context.Background(), netshape.Conditions{Mocks: []netshape.Rule{{URL: "ftp://x"}}}); err == nil || !strings.Contains(err.Error(), "/mocks/0/url") {
 		t.Errorf("SetNetwork with a bad rule: %v", err)
+	}
+}
+
+// TestOpenTakesItsNetwork: `open --network --mock` reaches the window:
+// host.Open mounts the accepted Miniapp with OpenConfig.Network, so the
+// Miniapp views go through the window's proxy.
+func TestOpenTakesItsNetwork(t *testing.T) {
+	srv, app := hosttest.StartServer(t)
+	u := srv.URLs()
+	th, err := netshape.ParseThrottle("slow-3g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := netshape.ParseRules([]byte(`[{"url": "http://127.0.0.1:*/api/*", "status": 500}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eng *hosttest.Engine
+	rec := hosttest.NewRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- host.Open(ctx, hosttest.Factory(&eng), host.OpenConfig{Origin: app.Origin, ID: "demo-public", Dashboard: u.Dashboard,
+			Service: u.Issuer, Subject: "sub_ana", HostClientID: "miniapp-host", HostSecret: hosttest.HostSecret,
+			Ephemeral: true, OnEvent: rec.Add, Network: netshape.Conditions{Throttle: th, Mocks: rules}})
+	}()
+	rec.Wait(t, "the first page", func(e host.Event) bool {
+		return e.Kind == host.EventLoadFinished && strings.HasPrefix(e.URL, app.Origin)
+	})
+	if p := eng.MiniappProxy(); !strings.HasPrefix(p, "socks5://") {
+		t.Errorf("the Miniapp views' proxy %q; want the window's SOCKS5 proxy", p)
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
 	}
 }

@@ -2,10 +2,11 @@
 // (docs/playground.md, "Network conditions and mocks"): throttling
 // (latency and bandwidth both ways), offline, and mock rules that answer a
 // request by method and URL pattern with a status, headers, a body and a
-// delay. The host starts one [Proxy] per window on 127.0.0.1 and points the
-// Miniapp views' web contexts, and no other view, at it; the host's own
-// requests (native consent, the confidential callback, the token request)
-// are made by the host process and never pass through it.
+// delay. The host starts one [Proxy], a SOCKS5 proxy, per window on
+// 127.0.0.1 and points the Miniapp views' web contexts, and no other view,
+// at it; the host's own requests (native consent, the confidential
+// callback, the token request) are made by the host process and never pass
+// through it.
 package netshape
 
 import (

@@ -881,7 +881,7 @@
       case "console":
         return str(d.message);
       case "network":
-        return (d.kind === "par" ? "pushed authorization request: " : "") +
+        return (d.injected ? "injected (" + str(d.injected) + "): " : "") + (d.kind === "par" ? "pushed authorization request: " : "") +
           str(d.method) + " " + str(d.url) + (d.status !== undefined ? " → " + str(d.status) : "") +
           (typeof d.duration_ms === "number" ? " in " + d.duration_ms + " ms" : "") + (d.dpop ? "; DPoP " + str(d.dpop) : "");
       case "flow.ended":
