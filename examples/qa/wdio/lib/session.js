@@ -148,6 +148,17 @@ export function network(browser, { throttle, mocks } = {}) {
   return browser.networkSet(throttle, mocks)
 }
 
+// until waits, polling, for fn to return true, and fails naming what it
+// waited for and, from describe(), what it last saw (WebdriverIO's own
+// timeoutMsg is a string made before the wait).
+async function until(browser, fn, describe) {
+  try {
+    await browser.waitUntil(fn, { timeout: PAGE_TIMEOUT_MS, interval: POLL_MS })
+  } catch (err) {
+    throw new Error(`${describe()} (${err.message})`)
+  }
+}
+
 /**
  * Approve Consent. choice: {account?, declinedScopes?, declinedDetails?,
  * loweredMaximums?}, the per-entry decision (docs/webdriver.md, "The
@@ -171,7 +182,7 @@ export function approveConsent(browser, choice = {}) {
  */
 export async function consentShown(browser) {
   let model, last
-  await browser.waitUntil(async () => {
+  await until(browser, async () => {
     try {
       model = await browser.getConsent()
       return true
@@ -180,7 +191,7 @@ export async function consentShown(browser) {
       last = err.message
       return false
     }
-  }, { timeout: PAGE_TIMEOUT_MS, interval: POLL_MS, timeoutMsg: `no consent screen within ${PAGE_TIMEOUT_MS} ms (last: ${last}); a remembered consent skips it: the suite resets its client's consent first (fixture.reset)` })
+  }, () => `no consent screen within ${PAGE_TIMEOUT_MS} ms (last: ${last}); a remembered consent skips it: the suite resets its client's consent first (fixture.reset)`)
   return model
 }
 
@@ -208,7 +219,7 @@ export async function outcome(browser, id) {
 /** Waits until the page (a page the host navigated to) is loaded and ready; resolves with its URL. */
 export async function pageReady(browser, urlPrefix) {
   let last
-  await browser.waitUntil(async () => {
+  await until(browser, async () => {
     try {
       last = await browser.execute('return location.href + " " + (document.body ? document.body.dataset.state || "" : "")')
     } catch (err) {
@@ -218,21 +229,21 @@ export async function pageReady(browser, urlPrefix) {
     }
     const [url, state] = last.split(' ')
     return state === 'ready' && (!urlPrefix || url.startsWith(urlPrefix))
-  }, { timeout: PAGE_TIMEOUT_MS, interval: POLL_MS, timeoutMsg: `the page is not ready at ${urlPrefix || 'any URL'}: it last answered ${last}` })
+  }, () => `the page is not ready at ${urlPrefix || 'any URL'}: it last answered ${last}`)
   return last.split(' ')[0]
 }
 
 /** Waits until the outcome element id answers a new outcome (its data-seq above after); resolves with it. */
 export async function nextOutcome(browser, id, after) {
   let o
-  await browser.waitUntil(async () => {
+  await until(browser, async () => {
     try {
       o = await outcome(browser, id)
     } catch {
       return false
     }
     return !!o && o.seq > after
-  }, { timeout: PAGE_TIMEOUT_MS, interval: POLL_MS, timeoutMsg: `#${id} showed no new outcome after ${after}; it last showed ${JSON.stringify(o)}` })
+  }, () => `#${id} showed no new outcome after ${after}; it last showed ${JSON.stringify(o)}`)
   return o
 }
 
@@ -286,14 +297,14 @@ export async function signInToCode(browser, choice, button = 'signin') {
  */
 export async function landedFrom(browser, from) {
   let o
-  await browser.waitUntil(async () => {
+  await until(browser, async () => {
     try {
       o = await outcome(browser, 'authorize')
     } catch {
       return false // the page is being replaced
     }
     return !!o && o.url !== from && o.state !== 'loading' && o.seq > 0
-  }, { timeout: PAGE_TIMEOUT_MS, interval: POLL_MS, timeoutMsg: `the page did not come back from the service (it was on ${from}); it last showed ${JSON.stringify(o)}` })
+  }, () => `the page did not come back from the service (it was on ${from}); it last showed ${JSON.stringify(o)}`)
   return o
 }
 
