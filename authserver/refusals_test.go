@@ -142,7 +142,9 @@ func TestRefusalsNameSentAndExpected(t *testing.T) {
 	})
 
 	t.Run("token redirect_uri and PKCE", func(t *testing.T) {
-		code := func() string { return e.nativeCode(e.authParams(challenge), subAna, map[string]string{"action": "approve"}).Get("code") }
+		code := func() string {
+			return e.nativeCode(e.authParams(challenge), subAna, map[string]string{"action": "approve"}).Get("code")
+		}
 		form := url.Values{"grant_type": {"authorization_code"}, "code": {code()}, "redirect_uri": {publicRedir + "/x"},
 			"code_verifier": {verifier}, "client_id": {publicID}}
 		st, m := e.token(form, "", "")
