@@ -817,7 +817,9 @@
       return l === "debug" ? "debug" : "info";
     }
     if (kind === "network") {
-      if (d.error || (typeof d.status === "number" && (d.status >= 400 || d.status === 0))) return "error";
+      // No response is a failure unless the log notes what the entry is
+      // (the caught authorization request, never sent).
+      if (d.error || (typeof d.status === "number" && (d.status >= 400 || (d.status === 0 && !d.note)))) return "error";
       return "info";
     }
     if (kind === "flow.ended") {
@@ -890,7 +892,7 @@
         // The summary has the method, URL, status and duration.
         setText(box, [d.source ? "from " + str(d.source) : "", d.kind ? str(d.kind) : "",
           typeof d.duration_ms !== "number" && d.duration ? "duration " + str(d.duration) : "",
-          d.error ? "error " + str(d.error) : ""].filter(Boolean).join(" · "));
+          d.error ? "error " + str(d.error) : "", d.note ? str(d.note) : ""].filter(Boolean).join(" · "));
         break;
       default:
         break;
