@@ -40,7 +40,9 @@ func TestInspectorErrorsOnlyInChromium(t *testing.T) {
 	all := eval[[]string](t, ctx, shown)
 	eval[bool](t, ctx, `(() => { const e = document.getElementById("filter-level"); e.value = "error"; e.dispatchEvent(new Event("change")); return true; })()`)
 	got := eval[[]string](t, ctx, shown)
-	if len(got) != 2 || !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "network POST http://127.0.0.1:2/native/requests → 0") }) ||
+	if len(got) != 2 || !slices.ContainsFunc(got, func(s string) bool {
+		return strings.HasPrefix(s, "network POST http://127.0.0.1:2/native/requests → 0")
+	}) ||
 		!slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "flow.ended") }) {
 		t.Errorf("errors only shows %q\nof %q;\nwant the failed native-consent call and the failed flow's end only", got, all)
 	}

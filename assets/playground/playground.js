@@ -759,6 +759,8 @@
           (d.declined_details && d.declined_details.length ? "; declined details " + list(d.declined_details.map((i) => "#" + i)) : "") +
           (Array.isArray(d.lowered_maximums) && d.lowered_maximums.length ? "; lowered maximum " +
             d.lowered_maximums.map((m) => "#" + str(m && m.index) + " to " + str(m && m.maximum) + " CLP").join(", ") : "");
+      case "consent.refused":
+        return str(d.action) + " refused (" + str(d.code) + "): " + str(d.message) + (d.account ? "; account " + str(d.account) : "");
       case "code.issued":
         return "code for " + str(d.client_id) + " → " + str(d.redirect_uri) + " (fingerprint " + str(d.fingerprint) + ")";
       case "token.issued":
@@ -830,6 +832,7 @@
       if (typeof d.status === "number" && d.status !== 200) return "error";
       return d.error ? "warn" : "info";
     }
+    if (kind === "consent.refused") return "error";
     if (d.ok === false || d.decision === "blocked" || d.decision === "denied" || d.decision === "refused" || d.error) return "error";
     if (kind === "bridge.refused" || kind === "ui.stalled" || d.decision === "withheld") return "warn";
     return "info";
