@@ -197,7 +197,7 @@ func (c *controller) Eval(ctx context.Context, cmd bridge.EvalCommand) (json.Raw
 	if err := checkView(cmd.View); err != nil {
 		return nil, err
 	}
-	out, err := c.w.EvalResult(ctx, cmd.Script)
+	out, err := c.w.EvalAwait(ctx, cmd.Script)
 	if err != nil {
 		return nil, err
 	}
