@@ -133,7 +133,7 @@ func TestScriptVersion(t *testing.T) {
 	for _, c := range codes {
 		target := doc
 		if c[1] == "unknown_command" || c[1] == "command_failed" || c[1] == "bad_token" ||
-			c[1] == "bad_origin" || c[1] == "bad_host" || c[1] == "bad_protocol" {
+			c[1] == "bad_origin" || c[1] == "bad_host" || c[1] == "bad_protocol" || c[1] == "service_refused" {
 			target, err = os.ReadFile(filepath.Join("..", "docs", "automation.md"))
 			if err != nil {
 				t.Fatal(err)
