@@ -89,7 +89,7 @@ func TestDevControlsGate(t *testing.T) {
 	if pub.srv.Clock() != nil {
 		t.Fatal("a server on a public issuer has a development clock")
 	}
-	for _, path := range []string{"/api/dev/clock", "/api/dev/faults", "/api/dev/explain"} {
+	for _, path := range []string{"/api/dev/clock", "/api/dev/faults", "/api/dev/fixtures", "/api/dev/fixtures/reset", "/api/dev/explain"} {
 		if st, m := pub.dash("POST", path, pub.srv.OperatorKey(), map[string]any{"advance": "1m"}); st != http.StatusForbidden || m["code"] != "development_only" {
 			t.Errorf("%s on a public issuer: want 403 development_only, got %d %v", path, st, m)
 		}

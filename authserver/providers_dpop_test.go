@@ -47,7 +47,8 @@ func TestProviderDPoP(t *testing.T) {
 	for _, tc := range []struct{ name, scheme, proof, code, desc string }{
 		{"as Bearer", "Bearer", "", "invalid_token", "DPoP"},
 		{"no proof", "DPoP", "", "invalid_dpop_proof", "one DPoP header"},
-		{"proof for another URL", "DPoP", key.proof(e, "GET", e.u.SigningBaseURL+"/signatures", at, ""), "invalid_dpop_proof", "htu"},
+		{"proof for another URL", "DPoP", key.proof(e, "GET", e.u.SigningBaseURL+"/signatures", at, ""), "invalid_dpop_proof",
+			"htu '" + e.u.SigningBaseURL + "/signatures' is not the URL at which this Resource Server received the request, '" + target + "'"},
 		{"wrong htm", "DPoP", key.proof(e, "POST", target, at, ""), "invalid_dpop_proof", "htm"},
 		{"replayed proof", "DPoP", good, "invalid_dpop_proof", "jti was used before"},
 		{"another key", "DPoP", newSigner(t, jose.ES256).proof(e, "GET", target, at, ""), "invalid_dpop_proof", "key"},

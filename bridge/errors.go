@@ -54,7 +54,9 @@ const (
 	// or the user dismissed the consent view).
 	CodeCancelled Code = "cancelled"
 	// CodeHostError: the host failed; the details are in the host's log,
-	// never in the page.
+	// never in the page. When an authorize ended because the
+	// authorization server refused the request, the error carries the
+	// server's OAuth error (Error.ServerError).
 	CodeHostError Code = "host_error"
 )
 
@@ -84,6 +86,12 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// ServerError and ServerErrorDescription are the authorization
+	// server's OAuth error code and error_description (RFC 6749
+	// §4.1.2.1 and §5.2), set when authorize ended because the server
+	// refused the request: the page gets them as server_error and
+	// server_error_description (docs/bridge.md, "Errors").
+	ServerError, ServerErrorDescription string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("bridge: %s: %s", e.Code, e.Message) }

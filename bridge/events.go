@@ -149,6 +149,23 @@ type ConsentDecidedEvent struct {
 	Flow            string           `json:"flow,omitempty"` // see ConsentShownEvent
 }
 
+// ConsentRefusedEvent reports a consent.approve or consent.deny (on the
+// automation channel, or a WebDriver extension command) that the host
+// refused: no consent screen is shown, a check failed, the per-entry
+// choices break a rule, the account is not offered. Code and Message are
+// the command's error (docs/automation.md, "Errors").
+type ConsentRefusedEvent struct {
+	Action  string `json:"action"` // "approve" or "deny"
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	// Account and the per-entry choices are what the command asked for.
+	Account         string           `json:"account,omitempty"`
+	DeclinedScopes  []string         `json:"declined_scopes,omitempty"`
+	DeclinedDetails []int            `json:"declined_details,omitempty"`
+	LoweredMaximums []LoweredMaximum `json:"lowered_maximums,omitempty"`
+	Flow            string           `json:"flow,omitempty"` // the flow on screen, if any (see ConsentShownEvent)
+}
+
 // CodeIssuedEvent reports an authorization code. The code itself never
 // travels on the channel: Fingerprint (redact.Fingerprint) lets a test
 // correlate it.
@@ -214,6 +231,7 @@ func (ResolveStageEvent) Kind() string   { return "resolve.stage" }
 func (NavigationEvent) Kind() string     { return "navigation" }
 func (ConsentShownEvent) Kind() string   { return "consent.shown" }
 func (ConsentDecidedEvent) Kind() string { return "consent.decided" }
+func (ConsentRefusedEvent) Kind() string { return "consent.refused" }
 func (CodeIssuedEvent) Kind() string     { return "code.issued" }
 func (TokenIssuedEvent) Kind() string    { return "token.issued" }
 func (CookiesSyncedEvent) Kind() string  { return "cookies.synced" }

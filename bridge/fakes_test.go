@@ -87,6 +87,12 @@ func (h *memHost) Authorize(ctx context.Context, req AuthorizeRequest) (Authoriz
 	if err := h.err(); err != nil {
 		return AuthorizeResult{}, err
 	}
+	if len(req.Scopes) == 1 && req.Scopes[0] == "server-refuses" {
+		// As package host answers a request the authorization server
+		// refused.
+		return AuthorizeResult{}, &Error{Code: CodeHostError, Message: "the authorization endpoint refused the request: invalid_scope",
+			ServerError: "invalid_scope", ServerErrorDescription: "scope 'server-refuses' is not in the catalog"}
+	}
 	h.mu.Lock()
 	h.asked = append(h.asked, req)
 	h.mu.Unlock()

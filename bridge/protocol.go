@@ -61,6 +61,9 @@ type request struct {
 type replyError struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+	// The authorization server's OAuth error (Error.ServerError).
+	ServerError            string `json:"server_error,omitempty"`
+	ServerErrorDescription string `json:"server_error_description,omitempty"`
 }
 
 // reply is a page reply as it goes on the wire.
@@ -146,7 +149,7 @@ func encodeReply(id int64, result any, e *Error) []byte {
 	r := reply{V: ProtocolVersion, ID: id, OK: e == nil, Result: result}
 	if e != nil {
 		r.Result = nil
-		r.Error = &replyError{Code: e.Code, Message: e.Message}
+		r.Error = &replyError{Code: e.Code, Message: e.Message, ServerError: e.ServerError, ServerErrorDescription: e.ServerErrorDescription}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -35,6 +35,7 @@ func TestScriptUnderNode(t *testing.T) {
 			"ready":                                 `{"ok":null}`,
 			"parallel":                              `{"authorize":{"ok":{"access_token":"at-openid+profile","token_type":"Bearer","expires_in":300,"scope":"openid profile"}},"getContext":"com.example.app"}`,
 			"authorize invalid":                     `{"code":"invalid_params","name":"MiniappError"}`,
+			"authorize refused by the server":       `{"code":"host_error","server_error":"invalid_scope","server_error_description":"scope 'server-refuses' is not in the catalog"}`,
 			"authorize too large":                   `{"code":"too_large","name":"MiniappError"}`,
 			"openExternal without gesture":          `{"code":"no_user_gesture","name":"MiniappError"}`,
 			"openExternal after Eval only":          `{"code":"no_user_gesture","name":"MiniappError"}`,
@@ -132,7 +133,7 @@ func TestScriptVersion(t *testing.T) {
 	for _, c := range codes {
 		target := doc
 		if c[1] == "unknown_command" || c[1] == "command_failed" || c[1] == "bad_token" ||
-			c[1] == "bad_origin" || c[1] == "bad_host" || c[1] == "bad_protocol" {
+			c[1] == "bad_origin" || c[1] == "bad_host" || c[1] == "bad_protocol" || c[1] == "service_refused" {
 			target, err = os.ReadFile(filepath.Join("..", "docs", "automation.md"))
 			if err != nil {
 				t.Fatal(err)

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/oauth2"
 
@@ -158,6 +161,9 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 			outcome = netlog.OutcomeAbandoned
 		}
 		f.net.End(outcome, out.err.Error())
+		if se := serverRefusal(out.err); se != nil {
+			return bridge.AuthorizeResult{}, se
+		}
 		return bridge.AuthorizeResult{}, out.err
 	}
 	code, err := h.readResponse(out.redirect, state)
@@ -174,6 +180,10 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
 	if err != nil {
 		f.net.End(netlog.OutcomeError, "code exchange: "+err.Error())
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode != "" {
+			return bridge.AuthorizeResult{}, serverRefused("the token endpoint", re.ErrorCode, re.ErrorDescription)
+		}
 		return bridge.AuthorizeResult{}, fmt.Errorf("host: authorize: code exchange: %w", err)
 	}
 	f.net.End(netlog.OutcomeCompleted, "")
@@ -219,11 +229,63 @@ func (h *bridgeHost) readResponse(r *url.URL, state string) (string, error) {
 	}
 	switch e := q.Get("error"); {
 	case e == "access_denied":
-		return "", bridge.Errorf(bridge.CodeAccessDenied, "the subject denied the authorization")
+		be := bridge.Errorf(bridge.CodeAccessDenied, "the subject denied the authorization")
+		be.ServerError, be.ServerErrorDescription = e, serverDescription(q.Get("error_description"))
+		return "", be
 	case e != "":
-		return "", fmt.Errorf("host: authorize: the service answered %s: %s", e, q.Get("error_description"))
+		return "", serverRefused("the authorization endpoint", e, q.Get("error_description"))
 	case q.Get("code") == "":
 		return "", errors.New("host: authorize: the response has no code")
 	}
 	return q.Get("code"), nil
+}
+
+// maxServerDescription bounds the server's error_description a page
+// gets; the server's own are far shorter (docs/authserver.md, "Refusals").
+const maxServerDescription = 1024
+
+// serverRefused is the bridge error of an authorize the authorization
+// server refused at where (its authorization endpoint, the native-consent
+// API, its token endpoint): host_error carrying the server's OAuth error
+// code and error_description (docs/bridge.md, "Errors"), so that the
+// page can say why, as a client's redirect_uri would read them.
+func serverRefused(where, code, desc string) *bridge.Error {
+	desc = serverDescription(desc)
+	be := bridge.Errorf(bridge.CodeHostError, "%s refused the request: %s", where, code)
+	if desc != "" {
+		be.Message += ": " + desc
+	}
+	be.ServerError, be.ServerErrorDescription = code, desc
+	return be
+}
+
+// serverDescription is an error_description as the page gets it:
+// redacted (the server's never holds a secret; this one rule keeps it
+// so), without control characters, at most maxServerDescription bytes.
+func serverDescription(desc string) string {
+	desc = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, redact.Text(desc))
+	if len(desc) > maxServerDescription {
+		cut := maxServerDescription
+		for cut > 0 && !utf8.RuneStart(desc[cut]) {
+			cut--
+		}
+		desc = desc[:cut] + "..."
+	}
+	return desc
+}
+
+// serverRefusal is serverRefused for a failed consent flow whose cause is
+// an OAuth error answer of the native-consent API (NativeError); nil for
+// any other failure, which stays the host's own.
+func serverRefusal(err error) *bridge.Error {
+	var ne *NativeError
+	if !errors.As(err, &ne) || ne.Code == "" || ne.Code == codeHTTPError {
+		return nil
+	}
+	return serverRefused("the authorization server", ne.Code, ne.Description)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
 	"os"
@@ -147,18 +148,50 @@ func (c *controller) press(ctx context.Context, account, action string, choices 
 
 // ApproveConsent implements bridge.Controller.
 func (c *controller) ApproveConsent(ctx context.Context, cmd bridge.ApproveCommand) error {
-	if err := checkView(cmd.View); err != nil {
-		return err
+	err := checkView(cmd.View)
+	if err == nil {
+		err = c.press(ctx, cmd.Account, "approve", cmd.Choices)
 	}
-	return c.press(ctx, cmd.Account, "approve", cmd.Choices)
+	if err != nil {
+		ev := bridge.ConsentRefusedEvent{Action: "approve", Account: cmd.Account}
+		if ch := cmd.Choices; ch != nil {
+			ev.DeclinedScopes, ev.DeclinedDetails, ev.LoweredMaximums = ch.DeclinedScopes, ch.DeclinedDetails, ch.LoweredMaximums
+		}
+		c.refused(ev, err)
+	}
+	return err
+}
+
+// refused reports a consent command the host refused (its *bridge.Error:
+// no screen, a failed check, choices that break a rule, an account not
+// offered) as a consent.refused event and in the event line, so that the
+// inspector shows it beside the screen it was meant for. A command that
+// did not finish for another reason (its context ended) is no refusal.
+func (c *controller) refused(ev bridge.ConsentRefusedEvent, err error) {
+	var be *bridge.Error
+	if !errors.As(err, &be) {
+		return
+	}
+	ev.Code, ev.Message = be.Code, be.Message
+	c.w.mu.Lock()
+	if f := c.w.flow; f != nil {
+		ev.Flow = f.net.ID()
+	}
+	c.w.mu.Unlock()
+	c.w.emit(Event{Kind: EventConsentRefused, Detail: ev.Action + ": " + string(ev.Code) + ": " + ev.Message})
+	c.w.publish(ev)
 }
 
 // DenyConsent implements bridge.Controller.
 func (c *controller) DenyConsent(ctx context.Context, cmd bridge.ViewCommand) error {
-	if err := checkView(cmd.View); err != nil {
-		return err
+	err := checkView(cmd.View)
+	if err == nil {
+		err = c.press(ctx, "", "deny", nil)
 	}
-	return c.press(ctx, "", "deny", nil)
+	if err != nil {
+		c.refused(bridge.ConsentRefusedEvent{Action: "deny"}, err)
+	}
+	return err
 }
 
 // Navigate implements bridge.Controller: the policy decides the URL as any
@@ -179,7 +212,7 @@ func (c *controller) Eval(ctx context.Context, cmd bridge.EvalCommand) (json.Raw
 	if err := checkView(cmd.View); err != nil {
 		return nil, err
 	}
-	out, err := c.w.EvalResult(ctx, cmd.Script)
+	out, err := c.w.EvalAwait(ctx, cmd.Script)
 	if err != nil {
 		return nil, err
 	}

@@ -305,6 +305,17 @@ type Engine interface {
 	WindowSize() (width, height int)
 }
 
+// AwaitEvaluator is an Engine that can await a script's Promise (the
+// automation channel's eval, docs/automation.md): EvalAwait evaluates js
+// in v's top frame as a script of the page's global scope and gives done
+// the completion value as JSON (null for undefined); when that value is
+// a Promise (or another thenable), its settled value once it settles, or,
+// when it is rejected, an error naming the reason. An engine without it
+// evaluates with Eval, which awaits nothing.
+type AwaitEvaluator interface {
+	EvalAwait(v View, js string, done func(result string, err error))
+}
+
 // EngineEvents is what the engine reports, on the UI thread; the core
 // (*Window) implements it. None of them may block.
 type EngineEvents interface {

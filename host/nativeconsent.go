@@ -36,6 +36,11 @@ type NativeError struct {
 	RedirectURL string `json:"redirect_url"`
 }
 
+// codeHTTPError is the Code of an answer that is no OAuth error (a proxy's
+// page, a body that is not JSON): the host's failure, not the server's
+// refusal.
+const codeHTTPError = "http_error"
+
 func (e *NativeError) Error() string {
 	return fmt.Sprintf("host: native consent: %d %s: %s", e.Status, e.Code, e.Description)
 }
@@ -106,7 +111,7 @@ func (n *NativeConsent) post(ctx context.Context, endpoint string, in, out any) 
 	if resp.StatusCode/100 != 2 {
 		ne := &NativeError{Status: resp.StatusCode}
 		if json.Unmarshal(raw, ne) != nil || ne.Code == "" {
-			ne.Code, ne.Description = "http_error", string(bytes.TrimSpace(raw))
+			ne.Code, ne.Description = codeHTTPError, string(bytes.TrimSpace(raw))
 		}
 		return ne
 	}

@@ -200,6 +200,7 @@ const (
 	EventConsentIgnored       EventKind = "consent-ignored"        // caught while a consent was already running
 	EventHostShown            EventKind = "host-shown"             // the host's view painted a screen (Detail: its name)
 	EventConsentDecided       EventKind = "consent-decided"        // Detail: approve or deny
+	EventConsentRefused       EventKind = "consent-refused"        // an automation consent.approve or consent.deny refused; Detail: action, code and message
 	EventConsentRemembered    EventKind = "consent-remembered"     // consented to all of it before: approved without asking (URL)
 	EventCallback             EventKind = "callback"               // the host made the confidential callback request
 	EventDownload             EventKind = "download"               // a page's download ended: saved at URL (a path), or failed (Detail)

@@ -415,6 +415,21 @@ func (w *Window) EvalResult(ctx context.Context, js string) (string, error) {
 	return w.evalIn(ctx, ViewMiniapp, js)
 }
 
+// EvalAwait is EvalResult, but a Promise the script completes with is
+// awaited: its settled value is returned, its rejection an error naming
+// the reason (AwaitEvaluator). The automation channel's eval uses it.
+func (w *Window) EvalAwait(ctx context.Context, js string) (string, error) {
+	ae, ok := w.eng.(AwaitEvaluator)
+	if !ok {
+		return w.evalIn(ctx, ViewMiniapp, js)
+	}
+	out, err := await(ctx, w, func(done func(string, error)) { ae.EvalAwait(ViewMiniapp, js, done) })
+	if err != nil && ctx.Err() == nil {
+		return "", fmt.Errorf("host: eval: %w", err)
+	}
+	return out, err
+}
+
 // EvalHost is EvalResult in the host's own view (tests press its buttons
 // with it).
 func (w *Window) EvalHost(ctx context.Context, js string) (string, error) {

@@ -141,9 +141,14 @@ type Entry struct {
 	Timings    Timings   `json:"timings"`
 	Request    Request   `json:"request"`
 	// Response is nil when there was none: the caught authorization
-	// request (never sent), a request that failed (Error says why).
-	Response  *Response  `json:"response"`
-	Error     string     `json:"error,omitempty"`
+	// request (never sent: Note says so), a request that failed (Error
+	// says why).
+	Response *Response `json:"response"`
+	Error    string    `json:"error,omitempty"`
+	// Note says what an entry that is no failure is when it has no
+	// response: the caught authorization request. Error is for failures
+	// only, which the inspector's "errors only" filter shows.
+	Note      string     `json:"note,omitempty"`
 	Authorize *Authorize `json:"authorize,omitempty"`
 	// Curl is the request as a curl command line, redactions kept.
 	Curl string `json:"curl"`
@@ -255,7 +260,7 @@ func timings(x Exchange) (float64, Timings) {
 // never sent.
 func authorizeEntry(u *url.URL, at time.Time) Entry {
 	e := record(Exchange{Source: SourceView, Kind: KindAuthorize, Method: http.MethodGet, URL: u.String(), Started: at, Done: at})
-	e.Error = "caught by the host's navigation policy: the service never received it; the host asked its native-consent API instead"
+	e.Note = "caught by the host's navigation policy: the service never received it; the host asked its native-consent API instead"
 	a := &Authorize{Params: []Param{}}
 	ep := *u
 	ep.RawQuery, ep.ForceQuery, ep.Fragment, ep.RawFragment = "", false, "", ""

@@ -1,6 +1,7 @@
 package netlog
 
 import (
+	"cmp"
 	"net/url"
 	"strings"
 )
@@ -42,6 +43,7 @@ type HAREntry struct {
 	Source    string     `json:"_source"`
 	Kind      string     `json:"_kind"`
 	Error     string     `json:"_error,omitempty"`
+	Note      string     `json:"_note,omitempty"`
 	Authorize *Authorize `json:"_authorize,omitempty"`
 	Curl      string     `json:"_curl"`
 	// Injected is Entry.Injected: a fault's or a mock rule's answer.
@@ -142,7 +144,7 @@ func (l *Log) HAR(id string) (*HAR, bool) {
 
 func harEntry(e Entry) HAREntry {
 	he := HAREntry{StartedDateTime: e.Started.Format(harTime), Time: e.DurationMS, Flow: e.Flow, Launch: e.Launch,
-		Source: e.Source, Kind: e.Kind, Error: e.Error, Authorize: e.Authorize, Curl: e.Curl, Injected: e.Injected,
+		Source: e.Source, Kind: e.Kind, Error: e.Error, Note: e.Note, Authorize: e.Authorize, Curl: e.Curl, Injected: e.Injected,
 		Timings: HARTimings{Blocked: -1, DNS: -1, Connect: -1, SSL: -1, Send: e.Timings.Send, Wait: e.Timings.Wait, Receive: e.Timings.Receive}}
 	r := e.Request
 	he.Request = HARRequest{Method: r.Method, URL: r.URL, HTTPVersion: "HTTP/1.1", Cookies: harCookies(r.Cookies),
@@ -155,7 +157,7 @@ func harEntry(e Entry) HAREntry {
 		// No response: HAR has no place for that but status 0, as
 		// browsers export a blocked request.
 		he.Response = HARResponse{StatusText: "", HTTPVersion: "", Cookies: []HARCookie{}, Headers: []HARNameValue{},
-			Content: HARContent{Size: 0, MimeType: ""}, HeadersSize: -1, BodySize: -1, Comment: e.Error}
+			Content: HARContent{Size: 0, MimeType: ""}, HeadersSize: -1, BodySize: -1, Comment: cmp.Or(e.Error, e.Note)}
 		return he
 	}
 	p := e.Response

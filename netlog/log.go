@@ -413,6 +413,9 @@ type NetworkEvent struct {
 	Status     int     `json:"status"`
 	DurationMS float64 `json:"duration_ms"`
 	Error      string  `json:"error,omitempty"`
+	// Note is the entry's note (Entry.Note): what an entry without a
+	// response that is no failure is.
+	Note string `json:"note,omitempty"`
 	// DPoP is what the log keeps of the request's DPoP proof (RFC 9449):
 	// its header's typ, alg and kid and its key's JWK thumbprint, never
 	// the signed proof; "" without one.
@@ -430,7 +433,7 @@ func (l *Log) publish(e Entry) {
 		return
 	}
 	ev := NetworkEvent{Flow: e.Flow, Launch: e.Launch, Entry: e.ID, Source: e.Source, EntryKind: e.Kind, Method: e.Request.Method,
-		URL: e.Request.URL, DurationMS: e.DurationMS, Error: e.Error, Injected: e.Injected}
+		URL: e.Request.URL, DurationMS: e.DurationMS, Error: e.Error, Note: e.Note, Injected: e.Injected}
 	if e.Response != nil {
 		ev.Status = e.Response.Status
 	}

@@ -136,6 +136,7 @@ type har struct {
 			Source    string          `json:"_source"`
 			Kind      string          `json:"_kind"`
 			Error     string          `json:"_error"`
+			Note      string          `json:"_note"`
 			Authorize json.RawMessage `json:"_authorize"`
 			Curl      string          `json:"_curl"`
 		} `json:"entries"`

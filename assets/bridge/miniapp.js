@@ -482,7 +482,14 @@
     var err = msg.error;
     var code = err && typeof err.code === 'string' ? err.code : 'host_error';
     var text = err && typeof err.message === 'string' ? err.message : 'the host refused the call';
-    p.reject(makeError(code, 'miniapp: ' + text));
+    var e = makeError(code, 'miniapp: ' + text);
+    // The authorization server's OAuth error, when it refused the request
+    // (docs/bridge.md, "Errors").
+    if (err && typeof err.server_error === 'string') {
+      e.server_error = err.server_error;
+      e.server_error_description = typeof err.server_error_description === 'string' ? err.server_error_description : '';
+    }
+    p.reject(e);
   }
 
   var api = freeze({

@@ -846,6 +846,8 @@
           (d.declined_details && d.declined_details.length ? "; declined details " + list(d.declined_details.map((i) => "#" + i)) : "") +
           (Array.isArray(d.lowered_maximums) && d.lowered_maximums.length ? "; lowered maximum " +
             d.lowered_maximums.map((m) => "#" + str(m && m.index) + " to " + str(m && m.maximum) + " CLP").join(", ") : "");
+      case "consent.refused":
+        return str(d.action) + " refused (" + str(d.code) + "): " + str(d.message) + (d.account ? "; account " + str(d.account) : "");
       case "code.issued":
         return "code for " + str(d.client_id) + " → " + str(d.redirect_uri) + " (fingerprint " + str(d.fingerprint) + ")";
       case "token.issued":
@@ -907,7 +909,9 @@
       return l === "debug" ? "debug" : "info";
     }
     if (kind === "network") {
-      if (d.error || (typeof d.status === "number" && (d.status >= 400 || d.status === 0))) return "error";
+      // No response is a failure unless the log notes what the entry is
+      // (the caught authorization request, never sent).
+      if (d.error || (typeof d.status === "number" && (d.status >= 400 || (d.status === 0 && !d.note)))) return "error";
       return "info";
     }
     if (kind === "flow.ended") {
@@ -919,6 +923,7 @@
       if (typeof d.status === "number" && d.status !== 200) return "error";
       return d.error ? "warn" : "info";
     }
+    if (kind === "consent.refused") return "error";
     if (d.ok === false || d.decision === "blocked" || d.decision === "denied" || d.decision === "refused" || d.error) return "error";
     if (kind === "bridge.refused" || kind === "ui.stalled" || d.decision === "withheld") return "warn";
     return "info";
@@ -981,7 +986,7 @@
         // The summary has the method, URL, status and duration.
         setText(box, [d.source ? "from " + str(d.source) : "", d.kind ? str(d.kind) : "",
           typeof d.duration_ms !== "number" && d.duration ? "duration " + str(d.duration) : "",
-          d.error ? "error " + str(d.error) : ""].filter(Boolean).join(" · "));
+          d.error ? "error " + str(d.error) : "", d.note ? str(d.note) : ""].filter(Boolean).join(" · "));
         break;
       default:
         break;

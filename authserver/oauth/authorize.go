@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -58,11 +59,11 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 		return v, false, oauthErr(codeInvalidRequest, "client_id is missing")
 	}
 	if req.Duplicated == "client_id" || req.Duplicated == "redirect_uri" {
-		return v, false, oauthErr(codeInvalidRequest, req.Duplicated+" is repeated (RFC 6749 §3.1)")
+		return v, false, repeatedErr(q, req.Duplicated)
 	}
 	c, err := s.clients.get(ctx, req.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
-		return v, false, oauthErr(codeInvalidClient, "unknown client_id")
+		return v, false, oauthErr(codeInvalidClient, "client_id "+echo(req.ClientID)+" is unknown: no client is registered with this id")
 	} else if err != nil {
 		return v, false, err
 	}
@@ -78,10 +79,11 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 			// nothing was read rather than that it is missing.
 			return v, false, unsupported
 		}
-		return v, false, oauthErr(codeInvalidRequest, "redirect_uri is missing; send one of the client's registered redirect URIs")
+		return v, false, oauthErr(codeInvalidRequest, "redirect_uri is missing; send one of the redirect URIs registered for client "+
+			echo(c.ID)+": "+echoList(c.RedirectURIs))
 	}
 	if !redirectAllowed(c.RedirectURIs, req.RedirectURI) {
-		return v, false, oauthErr(codeInvalidRequest, "redirect_uri is not registered for this client (exact match required)")
+		return v, false, redirectErr(c, req.RedirectURI)
 	}
 	// From here on errors go back to the client.
 	if tooLong != nil {
@@ -94,17 +96,22 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 	case unsupported != nil:
 		return v, true, unsupported
 	case req.Duplicated != "":
-		return v, true, oauthErr(codeInvalidRequest, req.Duplicated+" is repeated (RFC 6749 §3.1)")
+		return v, true, repeatedErr(q, req.Duplicated)
+	case req.ResponseType == "":
+		return v, true, oauthErr(codeInvalidRequest, "response_type is missing: send response_type=code")
 	case req.ResponseType != "code":
-		return v, true, oauthErr(codeUnsupportedResponseType, "only response_type=code is supported")
+		return v, true, oauthErr(codeUnsupportedResponseType, "response_type "+echo(req.ResponseType)+" is not supported: only response_type=code is")
 	case req.ResponseMode != "" && req.ResponseMode != "query":
-		return v, true, oauthErr(codeInvalidRequest, "only response_mode=query is supported")
+		return v, true, oauthErr(codeInvalidRequest, "response_mode "+echo(req.ResponseMode)+" is not supported: only response_mode=query is")
 	case req.CodeChallenge == "":
 		return v, true, oauthErr(codeInvalidRequest, "code_challenge is required: every client uses PKCE with S256 (RFC 7636)")
+	case req.CodeChallengeMethod == "":
+		return v, true, oauthErr(codeInvalidRequest, "code_challenge_method must be S256; it is missing (RFC 9700 §2.1.1)")
 	case req.CodeChallengeMethod != "S256":
-		return v, true, oauthErr(codeInvalidRequest, "code_challenge_method must be S256; plain is refused (RFC 9700 §2.1.1)")
+		return v, true, oauthErr(codeInvalidRequest, "code_challenge_method must be S256, not "+echo(req.CodeChallengeMethod)+"; plain is refused (RFC 9700 §2.1.1)")
 	case !validChallenge(req.CodeChallenge):
-		return v, true, oauthErr(codeInvalidRequest, "code_challenge must be 43 base64url characters, the S256 of the verifier")
+		return v, true, oauthErr(codeInvalidRequest, fmt.Sprintf("code_challenge %s is %d bytes long; it must be 43 base64url characters, the S256 of the verifier (RFC 7636 §4.2)",
+			echo(req.CodeChallenge), len(req.CodeChallenge)))
 	case strings.TrimSpace(req.Scope) == "" && req.AuthorizationDetails == nil:
 		return v, true, oauthErr(codeInvalidScope, "request at least one scope or one authorization_details object")
 	}
@@ -118,7 +125,7 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 	if req.OrgID != "" {
 		co, err := s.cfg.Store.Company(ctx, req.OrgID)
 		if errors.Is(err, store.ErrNotFound) {
-			return v, true, oauthErr(codeInvalidRequest, "org_id names no Company")
+			return v, true, oauthErr(codeInvalidRequest, "org_id names no Company: "+echo(req.OrgID)+" is not the id of a Company")
 		} else if err != nil {
 			return v, true, err
 		}
@@ -128,6 +135,27 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 		return v, true, err
 	}
 	return v, true, nil
+}
+
+// repeatedErr is a single-valued parameter sent more than once (RFC 6749
+// §3.1), with the values sent.
+func repeatedErr(q map[string][]string, name string) *Error {
+	vals := make([]string, len(q[name]))
+	for i, v := range q[name] {
+		vals[i] = echoParam(name, v)
+	}
+	return oauthErr(codeInvalidRequest, fmt.Sprintf("%s is sent %d times (%s); send it once (RFC 6749 §3.1)", name, len(vals), strings.Join(vals, ", ")))
+}
+
+// redirectErr is a redirect_uri that is not one of client c's: the URI
+// sent and those registered, compared byte for byte (redirectAllowed).
+func redirectErr(c *store.Client, uri string) *Error {
+	why := "it is not one of them (exact match required: no normalisation of case, port, dot segments or percent-encoding)"
+	if strings.ContainsRune(uri, '#') {
+		why = "a redirect_uri must not have a fragment (RFC 6749 §3.1.2)"
+	}
+	return oauthErr(codeInvalidRequest, fmt.Sprintf("redirect_uri %s is not registered for client %s; its registered redirect URIs are %s: %s",
+		echo(uri), echo(c.ID), echoList(c.RedirectURIs), why))
 }
 
 // requestObjectErr refuses the request-object parameters, which this
@@ -311,7 +339,7 @@ func (s *Server) assess(ctx context.Context, v *validated, subjectID string) (*a
 	st := s.cfg.Store
 	sub, err := st.Subject(ctx, subjectID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, oauthErr(codeInvalidRequest, "unknown subject")
+		return nil, oauthErr(codeInvalidRequest, "subject "+echo(subjectID)+" is unknown: no subject has this id")
 	} else if err != nil {
 		return nil, err
 	}

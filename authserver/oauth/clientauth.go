@@ -94,6 +94,20 @@ func (a *audience) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// describe quotes the audience as sent: a string, or an array.
+func (a audience) describe() string {
+	if a.single {
+		return "the string " + echo(a.names[0])
+	}
+	if a.names == nil {
+		return "missing"
+	}
+	if len(a.names) == 0 {
+		return "an empty array"
+	}
+	return "the array [" + echoList(a.names) + "]"
+}
+
 // assertionClaims are the claims RFC 7523 §3 requires.
 type assertionClaims struct {
 	Iss string   `json:"iss"`
@@ -118,7 +132,7 @@ func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
 	case len(form["client_assertion"]) != 1 || len(form["client_assertion_type"]) != 1:
 		return nil, oauthErr(codeInvalidRequest, "send client_assertion and client_assertion_type once each (RFC 7521 section 4.2)")
 	case form.Get("client_assertion_type") != assertionType:
-		return nil, assertionRefusal("client_assertion_type must be %s (RFC 7523 section 2.2)", assertionType)
+		return nil, assertionRefusal("client_assertion_type is %s; it must be %s (RFC 7523 section 2.2)", echo(form.Get("client_assertion_type")), assertionType)
 	}
 	return s.checkAssertion(r, form.Get("client_assertion"), form.Get("client_id"))
 }
@@ -153,10 +167,10 @@ func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client,
 		return nil, bad("client_assertion's claims are not a JSON object of the RFC 7523 claims: %v", err)
 	}
 	if claims.Iss == "" || claims.Iss != claims.Sub {
-		return nil, bad("client_assertion's iss and sub must both be the client_id (RFC 7523 section 3)")
+		return nil, bad("client_assertion's iss and sub must both be the client_id (RFC 7523 section 3): iss is %s, sub %s", echo(claims.Iss), echo(claims.Sub))
 	}
 	if id != "" && id != claims.Iss {
-		return nil, bad("client_id differs from the client_assertion's iss and sub")
+		return nil, bad("client_id differs from the client_assertion's iss and sub: client_id is %s, iss and sub %s", echo(id), echo(claims.Iss))
 	}
 	c, keys, err := s.clientKeys(r.Context(), claims.Iss, h.Kid, bad)
 	if err != nil {
@@ -193,7 +207,7 @@ func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client,
 func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
 	c, err := s.clients.get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, bad("client authentication failed")
+		return nil, nil, bad("client authentication failed: client_id %s (the client_assertion's iss) is not a registered client", echo(id))
 	} else if err != nil {
 		return nil, nil, err
 	}
@@ -232,10 +246,11 @@ func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string
 func (c *assertionClaims) refusal(now time.Time, aud []string, strict bool) string {
 	switch {
 	case strict && (!c.Aud.single || c.Aud.names[0] != aud[0]):
-		return fmt.Sprintf("client_assertion's aud must be the issuer identifier %s, alone and as a JSON string: "+
-			"a credential of the fapi2 profile accepts no other audience, no array (FAPI 2.0 Security Profile; draft-ietf-oauth-rfc7523bis)", aud[0])
+		return fmt.Sprintf("client_assertion's aud must be the issuer identifier %s, alone and as a JSON string; it is %s: "+
+			"a credential of the fapi2 profile accepts no other audience, no array (FAPI 2.0 Security Profile; draft-ietf-oauth-rfc7523bis)", echo(aud[0]), c.Aud.describe())
 	case !slices.ContainsFunc(c.Aud.names, func(a string) bool { return slices.Contains(aud, a) }):
-		return fmt.Sprintf("client_assertion's aud must be the issuer %s (or the token endpoint's URL)", aud[0])
+		return fmt.Sprintf("client_assertion's aud must be the issuer %s (or the token endpoint's URL %s, or this endpoint's URL %s); it is %s (RFC 7523 section 3, RFC 9126 section 2)",
+			echo(aud[0]), echo(aud[1]), echo(aud[2]), c.Aud.describe())
 	case c.Exp == nil:
 		return "client_assertion has no exp (RFC 7523 section 3)"
 	case !now.Before(unixTime(*c.Exp)):
@@ -244,9 +259,11 @@ func (c *assertionClaims) refusal(now time.Time, aud []string, strict bool) stri
 		return fmt.Sprintf("client_assertion's exp is %s ahead: this server accepts at most %s",
 			unixTime(*c.Exp).Sub(now).Round(time.Second), maxAssertionLife)
 	case c.Iat != nil && unixTime(*c.Iat).Sub(now) > clockSkew:
-		return fmt.Sprintf("client_assertion's iat is in the future by more than %s", clockSkew)
+		return fmt.Sprintf("client_assertion's iat is in the future by more than %s: it is %s ahead of the server's clock",
+			clockSkew, unixTime(*c.Iat).Sub(now).Round(time.Second))
 	case c.Nbf != nil && unixTime(*c.Nbf).Sub(now) > clockSkew:
-		return fmt.Sprintf("client_assertion's nbf is in the future by more than %s", clockSkew)
+		return fmt.Sprintf("client_assertion's nbf is in the future by more than %s: it is %s ahead of the server's clock",
+			clockSkew, unixTime(*c.Nbf).Sub(now).Round(time.Second))
 	case c.Jti == "":
 		return "client_assertion has no jti: give each assertion a unique one (RFC 7523 section 3)"
 	}

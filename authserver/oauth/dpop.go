@@ -134,9 +134,49 @@ type proofClaims struct {
 // it comes with (ath), if any.
 type proofCheck struct {
 	method string // "": any (a proof a Resource Server forwards, which checked its method)
-	htu    func(string) bool
+	htu    htuRule
 	token  string
 	nonce  bool // a server nonce is required
+}
+
+// htuRule is the rule a proof's htu is checked by (RFC 9449 §4.3), which a
+// refusal names with the values it compared: either the URL of the
+// request the proof came with (sameURL), or, for a proof a Resource Server
+// forwards to the grant endpoint, the Resource Server's registered
+// resource address or a URL below it (grantProofCheck): the proof its
+// client made for the request the Resource Server received.
+type htuRule struct {
+	url string // as stripQuery writes it
+	// resourceServer is the client id of the Resource Server whose
+	// address url is, "" for the URL of the request; then any URL below
+	// url is allowed too.
+	resourceServer string
+}
+
+// sameURL is the htu rule of a proof made for the request it comes with.
+func sameURL(want string) htuRule { return htuRule{url: stripQuery(want)} }
+
+// allows reports whether htu, as stripQuery writes it, passes the rule.
+func (h htuRule) allows(htu string) bool {
+	if htu == h.url {
+		return true
+	}
+	return h.resourceServer != "" && len(htu) > len(h.url) && htu[len(h.url)] == '/' && htu[:len(h.url)] == h.url
+}
+
+// refusal says why sent, a proof's htu as sent, fails the rule: the rule
+// and the two values it compared.
+func (h htuRule) refusal(sent string) string {
+	compared := ""
+	if st := stripQuery(sent); st != sent && st != "" {
+		compared = " (compared as " + echo(st) + ", without its query and fragment)"
+	}
+	if h.resourceServer == "" {
+		return "the DPoP proof's htu " + echo(sent) + compared + " is not the URL of this request, " + echo(h.url) + " (RFC 9449 section 4.3)"
+	}
+	return "the DPoP proof's htu " + echo(sent) + compared + " is neither the address of Resource Server " + echo(h.resourceServer) +
+		", " + echo(h.url) + " (its registered resource), nor a URL below it: a Resource Server forwards the proof its client made for the request " +
+		"the Resource Server received, whose htu is that request's URL at the Resource Server, not the grant endpoint's (RFC 9449 section 7.1)"
 }
 
 // checkProof checks the DPoP proof of r (RFC 9449 §4.3) and returns the
@@ -151,7 +191,7 @@ func (s *Server) checkProof(r *http.Request, pc proofCheck) (string, error) {
 	}
 	c, jkt, msg := readProof(vals[0])
 	if msg == "" {
-		msg = c.refusal(pc, s.cfg.Now(), s.requestURL(r))
+		msg = c.refusal(pc, s.cfg.Now())
 	}
 	if msg != "" {
 		return "", s.dpopErr(codeInvalidDPoPProof, msg)
@@ -209,16 +249,16 @@ func readProof(proof string) (proofClaims, string, string) {
 }
 
 // refusal checks a proof's claims against what the request must match
-// (RFC 9449 §4.3): "" when they hold, or what is wrong. requestURL is the
-// URL the request was sent to, named in the message.
-func (c *proofClaims) refusal(pc proofCheck, now time.Time, requestURL string) string {
+// (RFC 9449 §4.3): "" when they hold, or what is wrong, naming the rule
+// and the values compared.
+func (c *proofClaims) refusal(pc proofCheck, now time.Time) string {
 	switch {
 	case c.Jti == "":
 		return "the DPoP proof has no jti"
 	case pc.method != "" && c.Htm != pc.method:
-		return fmt.Sprintf("the DPoP proof's htm is %q; this request is %s", c.Htm, pc.method)
-	case !pc.htu(stripQuery(c.Htu)):
-		return fmt.Sprintf("the DPoP proof's htu %q is not the URL of this request, %s", c.Htu, requestURL)
+		return fmt.Sprintf("the DPoP proof's htm is %s; this request is %s (RFC 9449 section 4.3)", echo(c.Htm), pc.method)
+	case !pc.htu.allows(stripQuery(c.Htu)):
+		return pc.htu.refusal(c.Htu)
 	case c.Iat == nil:
 		return "the DPoP proof has no iat"
 	case unixTime(*c.Iat).Sub(now) > dpopFuture:
@@ -230,8 +270,11 @@ func (c *proofClaims) refusal(pc proofCheck, now time.Time, requestURL string) s
 	}
 	if pc.token != "" {
 		sum := sha256.Sum256([]byte(pc.token))
-		if subtle.ConstantTimeCompare([]byte(c.Ath), []byte(base64.RawURLEncoding.EncodeToString(sum[:]))) != 1 {
-			return "the DPoP proof's ath is not the SHA-256 of the access token (RFC 9449 section 4.2)"
+		if want := base64.RawURLEncoding.EncodeToString(sum[:]); subtle.ConstantTimeCompare([]byte(c.Ath), []byte(want)) != 1 {
+			if c.Ath == "" {
+				return "the DPoP proof has no ath: a proof sent with an access token carries the token's base64url SHA-256, " + echo(want) + " (RFC 9449 section 4.2)"
+			}
+			return "the DPoP proof's ath " + echo(c.Ath) + " is not the base64url SHA-256 of the access token sent with it, " + echo(want) + " (RFC 9449 section 4.2)"
 		}
 	}
 	return ""
@@ -247,12 +290,6 @@ func stripQuery(raw string) string {
 	u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = "", "", "", false
 	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
 	return u.String()
-}
-
-// sameURL is an htu check for one URL.
-func sameURL(want string) func(string) bool {
-	w := stripQuery(want)
-	return func(htu string) bool { return htu == w }
 }
 
 // tokenProof checks the DPoP proof of a token or PAR request for client c:
@@ -285,9 +322,10 @@ func checkDPoPJKT(params map[string][]string) error {
 	case !ok:
 		return nil
 	case len(v) != 1:
-		return oauthErr(codeInvalidRequest, "dpop_jkt is repeated (RFC 6749 section 3.1)")
+		return repeatedErr(params, "dpop_jkt")
 	case !validJKT(v[0]):
-		return oauthErr(codeInvalidRequest, "dpop_jkt must be the base64url SHA-256 JWK thumbprint (RFC 7638) of the client's DPoP key: 43 characters")
+		return oauthErr(codeInvalidRequest, fmt.Sprintf("dpop_jkt %s is %d bytes long; it must be the base64url SHA-256 JWK thumbprint (RFC 7638) of the client's DPoP key: 43 characters",
+			echo(v[0]), len(v[0])))
 	}
 	return nil
 }
@@ -356,7 +394,7 @@ func presentedToken(r *http.Request) (tok string, dpop bool, err error) {
 // bound is not presented as DPoP. Refusals are 401 with a DPoP challenge
 // (RFC 9449 §7.1), and with a fresh nonce when the token's client
 // requires one.
-func (s *Server) checkBound(r *http.Request, tok string, dpop bool, g *store.Grant, method string, htu func(string) bool) error {
+func (s *Server) checkBound(r *http.Request, tok string, dpop bool, g *store.Grant, method string, htu htuRule) error {
 	bound := tokenJKT(tok)
 	switch {
 	case bound == "" && !dpop:
@@ -383,7 +421,8 @@ func (s *Server) checkBound(r *http.Request, tok string, dpop bool, g *store.Gra
 	case jkt == "":
 		return resourceErr(s.dpopErr(codeInvalidDPoPProof, "the token is DPoP-bound: send a DPoP proof of its key in the DPoP header"))
 	case jkt != bound:
-		return resourceErr(s.dpopErr(codeInvalidDPoPProof, "the DPoP proof is made with another key than the one the token is bound to"))
+		return resourceErr(s.dpopErr(codeInvalidDPoPProof, "the DPoP proof is made with another key than the one the token is bound to: the proof's key is "+
+			echo(jkt)+", the token's (its cnf.jkt, RFC 9449 section 6.1) "+echo(bound)))
 	}
 	return nil
 }
@@ -393,12 +432,11 @@ func (s *Server) checkBound(r *http.Request, tok string, dpop bool, g *store.Gra
 // Resource Server calls it, the proof its client sent it, forwarded, whose
 // htu is below the Resource Server's resource address (the Resource Server
 // checked its method and URL; here its key, token, age and single use).
-func (s *Server) grantProofCheck(c *store.Client, g *store.Grant) (string, func(string) bool) {
+func (s *Server) grantProofCheck(c *store.Client, g *store.Grant) (string, htuRule) {
 	if c.ID == g.ClientID {
 		return http.MethodGet, sameURL(s.GrantEndpoint())
 	}
-	res := stripQuery(strings.TrimSuffix(s.resourceOf(c), "/"))
-	return "", func(htu string) bool { return htu == res || strings.HasPrefix(htu, res+"/") }
+	return "", htuRule{url: stripQuery(strings.TrimSuffix(s.resourceOf(c), "/")), resourceServer: c.ID}
 }
 
 // resourceErr makes err the refusal of a resource: 401 with a DPoP

@@ -60,7 +60,7 @@ func BenchmarkDPoPProof(b *testing.B) {
 			for b.Loop() {
 				c, jkt, msg := readProof(proof)
 				if msg == "" {
-					msg = c.refusal(pc, now, htu)
+					msg = c.refusal(pc, now)
 				}
 				if msg != "" || jkt == "" {
 					b.Fatalf("proof refused: %s", msg)

@@ -16,6 +16,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // Error is an OAuth protocol error: the error codes of RFC 6749 §4.1.2.1
@@ -133,6 +134,73 @@ func bodyErr(err error, expected string) *Error {
 		return oauthErr(codeContentTooLarge, fmt.Sprintf("the body is over the limit of %d bytes", maxBodyBytes))
 	}
 	return oauthErr(codeInvalidRequest, expected+": "+err.Error())
+}
+
+// Refusals say what was sent and what was expected (docs/authserver.md,
+// "Refusals"): a value of the request is quoted with echo, a list of
+// expected values with echoList. Neither ever quotes a secret: a value
+// is redacted by the redact package's rule (the value of a secret
+// parameter, a URL's secret parameters and password, a secret JSON
+// member), and secrets themselves (client_secret, code_verifier, codes,
+// tokens, assertions, proofs) are never passed to them.
+const (
+	// maxEcho bounds a quoted value, in bytes; a longer one is cut and
+	// ends in "...".
+	maxEcho = 200
+	// maxEchoList bounds the values of a quoted list; the rest are
+	// counted.
+	maxEchoList = 8
+)
+
+// echo quotes v, a value the request sent or the server expects, for a
+// refusal's description: redacted (redact.Text), without control
+// characters, cut at maxEcho bytes on a character boundary, between
+// apostrophes (a double quote is not allowed in an error_description,
+// RFC 6749 §5.2). An empty value is named as such.
+func echo(v string) string {
+	if v == "" {
+		return "'' (empty)"
+	}
+	v = redact.Text(v)
+	var b strings.Builder
+	for _, r := range v {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > maxEcho {
+			b.WriteString("...")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return "'" + b.String() + "'"
+}
+
+// echoParam quotes the value of the parameter name: a secret parameter's
+// (state, code_verifier, a code...) as redact.Param writes it, any other
+// as echo does.
+func echoParam(name, v string) string {
+	if redact.SecretParam(name) {
+		return redact.Param(name, v)
+	}
+	return echo(v)
+}
+
+// echoList quotes each of vs (at most maxEchoList, then how many more),
+// comma-separated; "none" when vs is empty.
+func echoList(vs []string) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	var parts []string
+	for i, v := range vs {
+		if i == maxEchoList {
+			parts = append(parts, fmt.Sprintf("and %d more", len(vs)-i))
+			break
+		}
+		parts = append(parts, echo(v))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // catalogErr turns the catalog's refusal into the OAuth error it names.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/miniapp-host/miniapp-host/redact"
 )
 
 // TestErrorDescription: each character RFC 6749 §5.2 forbids becomes its
@@ -82,4 +84,33 @@ func FuzzErrorDescription(f *testing.F) {
 			t.Fatalf("%q lost all its text", in)
 		}
 	})
+}
+
+// TestEcho: a value a refusal quotes is redacted by the redact package's
+// rule, loses its control characters, is cut at maxEcho bytes on a
+// character boundary, and fits RFC 6749 §5.2 once errorDescription has
+// written it.
+func TestEcho(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://app.example/cb", "'https://app.example/cb'"},
+		{"", "'' (empty)"},
+		{"a\x00b\x1bc\u0085d", "'abcd'"},
+		{"https://app.example/cb?code=abc&state=xyz", "'https://app.example/cb?code=" + redact.Fingerprint("abc") + "&state=" + redact.Withheld + "'"},
+		{"https://qa:hunter2hunter2@app.example/cb", "'https://qa:" + redact.Withheld + "@app.example/cb'"},
+		{strings.Repeat("é", 150), "'" + strings.Repeat("é", 100) + "...'"},
+	} {
+		if got := echo(tc.in); got != tc.want {
+			t.Errorf("echo(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if d := errorDescription(echo(tc.in)); !strings.Contains(tc.want, "é") && d != tc.want {
+			t.Errorf("errorDescription(echo(%q)) = %q, want it unchanged", tc.in, d)
+		}
+	}
+	if got := echoParam("state", "s3cr3t"); got != redact.Withheld {
+		t.Errorf("echoParam(state) = %q, want %q", got, redact.Withheld)
+	}
+	vs := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+	if got, want := echoList(vs), "'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', and 2 more"; got != want {
+		t.Errorf("echoList = %q, want %q", got, want)
+	}
 }

@@ -192,9 +192,9 @@ func (s *Server) grantCaller(r *http.Request) (*store.Client, error) {
 		return nil, oauthErr(codeMissingClientCredentials, "send the Resource Server's credential in "+headerClientID+" and "+headerClientSecret+
 			", or, for a credential with private_key_jwt, a client assertion in "+headerClientAssertion)
 	}
-	c, err := s.checkSecret(r.Context(), id, secret)
+	c, err := s.checkSecret(r.Context(), id, secret, headerClientSecret)
 	if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
-		err = oauthErr(codeInvalidClientCredentials, "the client credential is not valid")
+		err = oauthErr(codeInvalidClientCredentials, oe.Description)
 	}
 	return c, err
 }

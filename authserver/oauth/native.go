@@ -66,12 +66,12 @@ func (s *Server) authenticateHost(r *http.Request) (*store.Client, error) {
 		return nil, &Error{Code: codeInvalidClient, Description: "authenticate with the host's client credential (HTTP Basic)",
 			challenge: `Basic realm="native-consent"`}
 	}
-	c, err := s.checkSecret(r.Context(), id, secret)
+	c, err := s.checkSecret(r.Context(), id, secret, "HTTP Basic")
 	if err != nil {
 		return nil, err
 	}
 	if !c.HasRole(store.RoleHost) {
-		return nil, oauthErr(codeUnauthorizedClient, "this client may not use the native-consent API")
+		return nil, oauthErr(codeUnauthorizedClient, "client "+echo(c.ID)+" may not use the native-consent API: it does not hold the host role")
 	}
 	return c, nil
 }
@@ -151,14 +151,17 @@ func (s *Server) nativeParams(b *nativeSubmit) (url.Values, error) {
 		// origin policy), then require this server's endpoint.
 		u, err := origin.ParseURL(b.AuthorizationURL)
 		if err != nil {
-			return nil, oauthErr(codeInvalidRequest, "authorization_url is not an absolute URL")
+			return nil, oauthErr(codeInvalidRequest, "authorization_url "+echo(b.AuthorizationURL)+" is not an absolute URL: "+echo(err.Error()))
 		}
 		if !origin.SameOrigin(u, s.issuerURL) || u.Path != s.path(pathAuthorize) {
-			return nil, oauthErr(codeInvalidRequest, "authorization_url is not this server's authorization endpoint "+s.AuthorizationEndpoint())
+			ep := *u
+			ep.RawQuery, ep.ForceQuery, ep.Fragment, ep.RawFragment = "", false, "", ""
+			return nil, oauthErr(codeInvalidRequest, "authorization_url is at "+echo(ep.String())+", not at this server's authorization endpoint "+
+				echo(s.AuthorizationEndpoint()))
 		}
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
-			return nil, oauthErr(codeInvalidRequest, "authorization_url has a malformed query")
+			return nil, oauthErr(codeInvalidRequest, "authorization_url has a malformed query: "+echo(err.Error()))
 		}
 		return q, nil
 	case b.Parameters != nil:
@@ -171,13 +174,34 @@ func (s *Server) nativeParams(b *nativeSubmit) (url.Values, error) {
 			}
 			var many []string
 			if json.Unmarshal(raw, &many) != nil {
-				return nil, oauthErr(codeInvalidRequest, fmt.Sprintf("parameters.%s must be a string or an array of strings", k))
+				return nil, oauthErr(codeInvalidRequest, fmt.Sprintf("parameters.%s must be a string or an array of strings; it is %s", echo(k), jsonKind(raw)))
 			}
 			q[k] = many
 		}
 		return q, nil
 	}
 	return nil, oauthErr(codeInvalidRequest, "send authorization_url or parameters")
+}
+
+// jsonKind names the kind of JSON value raw is, for a refusal.
+func jsonKind(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return "not JSON"
+	}
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case map[string]any:
+		return "an object"
+	}
+	return "an array with a member that is not a string"
 }
 
 // handleNativeDecision applies the subject's decision and returns the URL

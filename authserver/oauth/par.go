@@ -125,7 +125,8 @@ func (s *Server) checkPushed(r *http.Request, c *store.Client, params map[string
 	case len(params["dpop_jkt"]) == 0:
 		params["dpop_jkt"] = []string{jkt}
 	case params["dpop_jkt"][0] != jkt:
-		return oauthErr(codeInvalidRequest, "dpop_jkt is not the thumbprint of the DPoP proof's key (RFC 9449 section 10.1)")
+		return oauthErr(codeInvalidRequest, "dpop_jkt "+echo(params["dpop_jkt"][0])+" is not the thumbprint of the DPoP proof's key, "+echo(jkt)+
+			": both must name the same key (RFC 9449 section 10.1)")
 	}
 	return nil
 }
@@ -184,7 +185,8 @@ func (s *Server) pushedParams(ctx context.Context, q map[string][]string) (map[s
 		return q, false, nil
 	}
 	if len(uris) > 1 || len(q["client_id"]) > 1 {
-		return nil, false, oauthErr(codeInvalidRequest, "client_id and request_uri must each be sent once (RFC 6749 section 3.1)")
+		return nil, false, oauthErr(codeInvalidRequest, fmt.Sprintf("client_id and request_uri must each be sent once (RFC 6749 section 3.1): client_id is sent %d times, request_uri %d times",
+			len(q["client_id"]), len(uris)))
 	}
 	clientID := ""
 	if len(q["client_id"]) == 1 {
@@ -196,8 +198,8 @@ func (s *Server) pushedParams(ctx context.Context, q map[string][]string) (map[s
 	id := strings.TrimPrefix(uris[0], requestURIPrefix)
 	p, err := s.fapi.st.TakePushed(ctx, store.Hash(id), clientID, s.cfg.Now())
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, oauthErr(codeInvalidRequestURI, "request_uri is unknown, has expired, was used already or was pushed by another client: "+
-			"push the request again and use the new request_uri once, within its expires_in (RFC 9126 section 4)")
+		return nil, false, oauthErr(codeInvalidRequestURI, "request_uri "+echo(uris[0])+" is unknown, has expired, was used already or was pushed by a client other than "+
+			echo(clientID)+": push the request again and use the new request_uri once, within its expires_in (RFC 9126 section 4)")
 	} else if err != nil {
 		return nil, false, err
 	}

@@ -2,9 +2,12 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -30,8 +33,12 @@ func basicAuth(r *http.Request) (id, secret string, ok bool) {
 }
 
 // checkSecret verifies a confidential client's secret in constant time.
-func (s *Server) checkSecret(ctx context.Context, id, secret string) (*store.Client, error) {
-	bad := &Error{Code: codeInvalidClient, Description: "client authentication failed", challenge: `Basic realm="oauth"`}
+// how names the method the secret came by (client_secret_basic or
+// client_secret_post). An unknown client and a wrong secret get the same
+// refusal, which names the client_id sent, never the secret.
+func (s *Server) checkSecret(ctx context.Context, id, secret, how string) (*store.Client, error) {
+	bad := &Error{Code: codeInvalidClient, Description: "client authentication failed: client_id " + echo(id) + " and the client_secret sent by " + how +
+		" are not those of a registered confidential client", challenge: `Basic realm="oauth"`}
 	c, err := s.clients.get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, bad
@@ -58,35 +65,49 @@ func (s *Server) authenticateClient(r *http.Request) (*store.Client, error) {
 	if _, typed := form["client_assertion_type"]; assertion || typed {
 		// private_key_jwt (clientauth.go).
 		if basic || hasHeader || postSecret != "" {
-			return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3)")
+			other := "client_secret in the body"
+			if basic || hasHeader {
+				other = "an Authorization header"
+			}
+			return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3): the request sent a client_assertion and "+other)
 		}
 		return s.assertionClient(r)
 	}
 	switch {
 	case hasHeader && !basic:
-		return nil, &Error{Code: codeInvalidClient, Description: "malformed HTTP Basic credentials", challenge: `Basic realm="oauth"`}
+		return nil, &Error{Code: codeInvalidClient, Description: "malformed HTTP Basic credentials: the Authorization header's scheme is " +
+			echo(authScheme(r)) + "; client_secret_basic sends Basic and the Base64 of the form-urlencoded client_id:client_secret (RFC 6749 §2.3.1)",
+			challenge: `Basic realm="oauth"`}
 	case basic && postSecret != "":
-		return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3)")
+		return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3): the request sent HTTP Basic credentials and client_secret in the body")
 	case basic:
 		if postID != "" && postID != id {
-			return nil, oauthErr(codeInvalidRequest, "client_id differs from the authenticated client")
+			return nil, oauthErr(codeInvalidRequest, "client_id "+echo(postID)+" in the body differs from the client "+echo(id)+" of the HTTP Basic credentials")
 		}
-		return s.checkSecret(r.Context(), id, secret)
+		return s.checkSecret(r.Context(), id, secret, "client_secret_basic")
 	case postSecret != "":
-		return s.checkSecret(r.Context(), postID, postSecret)
+		return s.checkSecret(r.Context(), postID, postSecret, "client_secret_post")
 	case postID == "":
 		return nil, &Error{Code: codeInvalidClient, Description: "client authentication is missing", challenge: `Basic realm="oauth"`}
 	}
 	c, err := s.clients.get(r.Context(), postID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, oauthErr(codeInvalidClient, "unknown client")
+		return nil, oauthErr(codeInvalidClient, "client_id "+echo(postID)+" is unknown: no client is registered with this id")
 	} else if err != nil {
 		return nil, err
 	}
 	if c.Type != store.Public {
-		return nil, &Error{Code: codeInvalidClient, Description: "a confidential client must authenticate", challenge: `Basic realm="oauth"`}
+		return nil, &Error{Code: codeInvalidClient, Description: "a confidential client must authenticate: client " + echo(c.ID) + " sent client_id alone, " +
+			"which is for public clients; send its secret (client_secret_basic or client_secret_post) or a client_assertion (private_key_jwt)", challenge: `Basic realm="oauth"`}
 	}
 	return c, nil
+}
+
+// authScheme is the scheme of the request's Authorization header, never
+// its credentials.
+func authScheme(r *http.Request) string {
+	scheme, _, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return scheme
 }
 
 // parsePostForm reads an application/x-www-form-urlencoded body.
@@ -149,7 +170,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	case "":
 		err = oauthErr(codeInvalidRequest, "grant_type is missing")
 	default:
-		err = oauthErr(codeUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+		err = oauthErr(codeUnsupportedGrantType, "grant_type "+echo(gt)+" is not supported: it must be authorization_code or refresh_token")
 	}
 	if err != nil {
 		s.writeJSONError(w, r, err)
@@ -193,9 +214,10 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 	case err != nil:
 		return nil, err
 	case rc.ClientID != c.ID:
-		return nil, oauthErr(codeInvalidGrant, "the code was issued to another client")
+		return nil, oauthErr(codeInvalidGrant, "the code was issued to another client: to "+echo(rc.ClientID)+", not to "+echo(c.ID)+", which sent it")
 	case secretJKT(code) != "" && secretJKT(code) != jkt:
-		return nil, oauthErr(codeInvalidGrant, "the code is bound to a DPoP key (dpop_jkt): redeem it with a DPoP proof made with that key (RFC 9449 section 10)")
+		return nil, oauthErr(codeInvalidGrant, "the code is bound to a DPoP key (dpop_jkt), "+echo(secretJKT(code))+"; "+proofKey(jkt)+
+			": redeem it with a DPoP proof made with that key (RFC 9449 section 10)")
 	case used:
 		if err := s.spend(ctx, hash, now); err != nil {
 			return nil, err
@@ -205,11 +227,15 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 	var refusal *Error
 	switch {
 	case now.After(rc.ExpiresAt):
-		refusal = oauthErr(codeInvalidGrant, "the code has expired")
+		refusal = oauthErr(codeInvalidGrant, fmt.Sprintf("the code has expired: at %s, %s ago; redeem a code at once, within its lifetime",
+			rc.ExpiresAt.UTC().Format(time.RFC3339), now.Sub(rc.ExpiresAt).Round(time.Second)))
+	case f.Get("redirect_uri") == "":
+		refusal = oauthErr(codeInvalidGrant, "redirect_uri is missing: send the authorization request's, "+echo(rc.RedirectURI)+" (RFC 6749 §4.1.3)")
 	case f.Get("redirect_uri") != rc.RedirectURI:
-		refusal = oauthErr(codeInvalidGrant, "redirect_uri differs from the authorization request's")
+		refusal = oauthErr(codeInvalidGrant, "redirect_uri "+echo(f.Get("redirect_uri"))+" differs from the authorization request's, "+
+			echo(rc.RedirectURI)+": they must be identical (RFC 6749 §4.1.3)")
 	case !verifyPKCE(rc.Challenge, f.Get("code_verifier")):
-		refusal = oauthErr(codeInvalidGrant, "code_verifier does not match the code_challenge")
+		refusal = oauthErr(codeInvalidGrant, pkceRefusal(rc.Challenge, f.Get("code_verifier")))
 	}
 	var g *store.Grant
 	if refusal == nil {
@@ -217,7 +243,7 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 			return nil, err
 		}
 		if g.Revoked() {
-			refusal = oauthErr(codeInvalidGrant, "the grant was revoked")
+			refusal = oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
 		}
 	}
 	if refusal != nil {
@@ -243,6 +269,40 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 		return nil, err
 	}
 	return m.resp, nil
+}
+
+// proofKey says which DPoP key a request's proof was made with, for a
+// refusal comparing it with a binding: its thumbprint, or that there was
+// no proof.
+func proofKey(jkt string) string {
+	if jkt == "" {
+		return "this request has no DPoP proof"
+	}
+	return "this request's DPoP proof is made with the key " + echo(jkt)
+}
+
+// pkceRefusal says why verifier does not verify the code's challenge
+// (RFC 7636 §4.6): missing, not of the verifier's form (its length, never
+// itself: it is a secret), or its S256 against the authorization
+// request's code_challenge, both of which the client sent in the clear.
+func pkceRefusal(challenge, verifier string) string {
+	switch {
+	case challenge == "":
+		return "the code has no code_challenge, so no code_verifier verifies it (RFC 9700 §4.8.2)"
+	case verifier == "":
+		return "code_verifier is missing: send the verifier of the authorization request's code_challenge " + echo(challenge) + " (RFC 7636 §4.5)"
+	case !validVerifier(verifier):
+		return fmt.Sprintf("code_verifier is %d bytes long or has a character outside A-Z a-z 0-9 - . _ ~; "+
+			"it must be 43 to 128 of them (RFC 7636 §4.1)", len(verifier))
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	return "the S256 of the code_verifier sent is " + echo(base64.RawURLEncoding.EncodeToString(sum[:])) +
+		", not the authorization request's code_challenge " + echo(challenge) + " (RFC 7636 §4.6)"
+}
+
+// refreshExpired is the refusal of a refresh token past its expiry.
+func refreshExpired(at, now time.Time) string {
+	return fmt.Sprintf("the refresh token has expired: at %s, %s ago; authorize again", at.UTC().Format(time.RFC3339), now.Sub(at).Round(time.Second))
 }
 
 // spend marks a code used after a refused redemption. A code already
@@ -282,20 +342,22 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 	}
 	switch {
 	case g.ClientID != c.ID:
-		return nil, oauthErr(codeInvalidGrant, "the refresh token was issued to another client")
+		return nil, oauthErr(codeInvalidGrant, "the refresh token was issued to another client: to "+echo(g.ClientID)+", not to "+echo(c.ID)+", which sent it")
 	case !rt.Used && g.Revoked():
-		return nil, oauthErr(codeInvalidGrant, "the grant was revoked")
+		return nil, oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
 	case !rt.Used && now.After(rt.ExpiresAt):
-		return nil, oauthErr(codeInvalidGrant, "the refresh token has expired")
+		return nil, oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
 	case secretJKT(tok) != "" && secretJKT(tok) != jkt:
-		return nil, oauthErr(codeInvalidGrant, "the refresh token is bound to a DPoP key: present a DPoP proof made with that key (RFC 9449 section 5)")
+		return nil, oauthErr(codeInvalidGrant, "the refresh token is bound to a DPoP key, "+echo(secretJKT(tok))+"; "+proofKey(jkt)+
+			": present a DPoP proof made with that key (RFC 9449 section 5)")
 	}
 	scopes := g.Scopes
 	if sc := f.Get("scope"); sc != "" {
 		scopes = strings.Fields(sc)
 		for _, x := range scopes {
 			if !slices.Contains(g.Scopes, x) {
-				return nil, oauthErr(codeInvalidScope, "scope "+x+" was not granted (RFC 6749 §6)")
+				return nil, oauthErr(codeInvalidScope, "scope "+echo(x)+" was not granted: the grant's scopes are "+echoList(g.Scopes)+
+					"; a refresh may narrow them, never widen (RFC 6749 §6)")
 			}
 		}
 	}
@@ -335,9 +397,9 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 	}
 	switch {
 	case g.Revoked():
-		return nil, oauthErr(codeInvalidGrant, "the grant was revoked")
+		return nil, oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
 	case now.After(rt.ExpiresAt):
-		return nil, oauthErr(codeInvalidGrant, "the refresh token has expired")
+		return nil, oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
 	}
 	m, err := s.mint(c, g, scopes, "", true, jkt, secretJKT(tok))
 	if err != nil {

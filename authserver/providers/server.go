@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/catalog"
@@ -272,11 +273,30 @@ func (s *Server) dpopGrant(r *http.Request, tok string) (*Grant, error) {
 	}
 	switch {
 	case c.Htm != r.Method:
-		return nil, &dpopError{"invalid_dpop_proof", fmt.Sprintf("the DPoP proof's htm is %q; this request is %s", c.Htm, r.Method)}
+		return nil, &dpopError{"invalid_dpop_proof", fmt.Sprintf("the DPoP proof's htm is %s; this request is %s", quoted(c.Htm), r.Method)}
 	case htu != want:
-		return nil, &dpopError{"invalid_dpop_proof", fmt.Sprintf("the DPoP proof's htu %q is not the URL of this request, %s", c.Htu, want)}
+		return nil, &dpopError{"invalid_dpop_proof", fmt.Sprintf("the DPoP proof's htu %s is not the URL at which this Resource Server received the request, %s "+
+			"(the proof is made for the request it comes with: the Resource Server's URL, RFC 9449 section 4.3)", quoted(c.Htu), quoted(want))}
 	}
 	return ds.GrantDPoP(r.Context(), tok, proofs[0])
+}
+
+// quoted quotes a value of the request in a refusal: without control
+// characters, at most 200 bytes, between apostrophes (the description
+// goes in a WWW-Authenticate quoted-string too).
+func quoted(v string) string {
+	var b strings.Builder
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || r == utf8.RuneError {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > 200 {
+			b.WriteString("...")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return "'" + b.String() + "'"
 }
 
 // dpopRefusal answers 401 with a DPoP challenge (RFC 9449 §7.1) and, when

@@ -77,6 +77,10 @@ async function host() {
   const [a, b] = await RealPromise.all([settle(m.authorize({ scope: 'openid profile' })), settle(m.getContext())]);
   report('parallel', { authorize: a, getContext: b.ok && b.ok.id });
   report('authorize invalid', await settle(m.authorize({ scope: 'openid', resource: 'x' })));
+  // The authorization server refused the request: its OAuth error is on
+  // the error the page gets.
+  report('authorize refused by the server', await m.authorize({ scope: 'server-refuses' }).then(() => ({ ok: true }),
+    (e) => ({ code: e.code, server_error: e.server_error, server_error_description: e.server_error_description })));
   // Over the dispatcher's 64 KiB, in UTF-8 bytes (3 per character here):
   // the script refuses it itself, since the host answers nothing it cannot
   // attribute.

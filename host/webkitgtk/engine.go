@@ -361,6 +361,18 @@ func (e *engine) Eval(v host.View, js string, done func(string, error)) {
 	withString(js, func(s *C.char) { C.mh_eval_result(view, s, C.uintptr_t(req)) })
 }
 
+// EvalAwait implements host.AwaitEvaluator: js is evaluated as a script
+// of the page's global scope, and a Promise it completes with is awaited.
+func (e *engine) EvalAwait(v host.View, js string, done func(string, error)) {
+	view := e.view(v)
+	if view == nil {
+		done("", fmt.Errorf("no %s view", v))
+		return
+	}
+	req := cgo.NewHandle(func(value, msg string) { done(value, errOf(msg)) })
+	withString(js, func(s *C.char) { C.mh_eval_await(view, s, C.uintptr_t(req)) })
+}
+
 func errOf(msg string) error {
 	if msg == "" {
 		return nil

@@ -1312,6 +1312,47 @@ void mh_eval_result(WebKitWebView *view, const char *js, uintptr_t req) {
 	webkit_web_view_evaluate_javascript(view, js, -1, NULL, NULL, NULL, on_eval_done, (gpointer)req);
 }
 
+// The body of the function mh_eval_await calls: the script, an argument,
+// evaluated as a script of the page's global scope (an indirect eval); a
+// Promise it completes with is awaited (WebKit awaits the function's
+// result), and its rejection becomes an Error naming the reason, which
+// the engine reports as the evaluation's error.
+static const char *MH_AWAIT_BODY =
+	"const v = (0, eval)(script);\n"
+	"if (v === null || (typeof v !== 'object' && typeof v !== 'function') || typeof v.then !== 'function') return v;\n"
+	"return Promise.resolve(v).then(undefined, (e) => {\n"
+	"  let why;\n"
+	"  try { why = e instanceof Error ? String(e) : JSON.stringify(e); } catch (x) { why = undefined; }\n"
+	"  if (why === undefined) { try { why = String(e); } catch (x) { why = typeof e; } }\n"
+	"  throw new Error('the Promise was rejected: ' + why);\n"
+	"});";
+
+static void on_await_done(GObject *src, GAsyncResult *res, gpointer data) {
+	GError *err = NULL;
+	JSCValue *v = webkit_web_view_call_async_javascript_function_finish(WEBKIT_WEB_VIEW(src), res, &err);
+	if (!v) {
+		MH_TO_GO(goDone2((uintptr_t)data, "", err ? err->message : "unknown error"));
+		if (err) g_error_free(err);
+		return;
+	}
+	char *json = jsc_value_to_json(v, 0);
+	MH_TO_GO(goDone2((uintptr_t)data, json ? json : "null", ""));
+	g_free(json);
+	g_object_unref(v);
+}
+
+// mh_eval_await evaluates js in the top frame, as a script of the page's
+// global scope, and answers with its value as JSON (null for undefined),
+// a Promise's settled value once it has settled
+// (webkit_web_view_call_async_javascript_function, WebKitGTK 2.40).
+void mh_eval_await(WebKitWebView *view, const char *js, uintptr_t req) {
+	GVariantBuilder b;
+	g_variant_builder_init(&b, G_VARIANT_TYPE("a{sv}"));
+	g_variant_builder_add(&b, "{sv}", "script", g_variant_new_string(js));
+	webkit_web_view_call_async_javascript_function(view, MH_AWAIT_BODY, -1, g_variant_builder_end(&b), NULL, NULL, NULL,
+		on_await_done, (gpointer)req);
+}
+
 static gboolean on_idle_dispatch(gpointer data) {
 	MH_TO_GO(goDispatch((uintptr_t)data));
 	return G_SOURCE_REMOVE;

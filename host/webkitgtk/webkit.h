@@ -56,6 +56,7 @@ void mh_load_uri(WebKitWebView *view, const char *uri);
 void mh_load_html(WebKitWebView *view, const char *html);
 void mh_eval(WebKitWebView *view, const char *js);
 void mh_eval_result(WebKitWebView *view, const char *js, uintptr_t req);
+void mh_eval_await(WebKitWebView *view, const char *js, uintptr_t req);
 void mh_install_filter(WebKitWebView *view, const char *store_path, const char *json, uintptr_t req);
 void mh_register_script(WebKitWebView *view, const char *script);
 void mh_set_console_script(WebKitWebView *view, const char *script);
