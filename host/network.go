@@ -13,17 +13,15 @@ import (
 // network is the window's network conditions for the Miniapp's view
 // (docs/playground.md, "Network conditions and mocks"): one proxy
 // (package netshape) started the first time a launch has conditions, on
-// 127.0.0.1 behind a random credential. While conditions are set every
-// Miniapp view of the window goes through it; without any, the views
-// connect directly again, as they did before, and the proxy waits for the
-// next ones. The host's own requests (native consent, the confidential
-// callback, the token request, discovery) are made by this process with
-// Options.HTTPClient and never reach it: the conditions are the Miniapp's
-// network only.
+// 127.0.0.1 behind a random credential. From then on every Miniapp view
+// of the window goes through it, passing requests through unchanged while
+// no conditions are set. The host's own requests (native consent, the
+// confidential callback, the token request, discovery) are made by this
+// process with Options.HTTPClient and never reach it: the conditions are
+// the Miniapp's network only.
 type network struct {
-	mu        sync.Mutex // held while the proxy starts and the engine takes it
-	proxy     *netshape.Proxy
-	installed bool // the engine's Miniapp views go through proxy
+	mu    sync.Mutex // held while the proxy starts and the engine takes it
+	proxy *netshape.Proxy
 }
 
 // SetNetwork makes c the network conditions of the Miniapp's view from
@@ -36,44 +34,24 @@ func (w *Window) SetNetwork(ctx context.Context, c netshape.Conditions) error {
 	}
 	w.net.mu.Lock()
 	defer w.net.mu.Unlock()
-	if c.IsZero() {
-		if w.net.proxy == nil {
+	if w.net.proxy == nil {
+		if c.IsZero() {
 			return nil
 		}
-		if err := w.net.proxy.Set(c); err != nil {
-			return err
-		}
-		return w.installProxy(ctx, "")
-	}
-	if w.net.proxy == nil {
 		p, err := netshape.Start(netshape.Options{OnInjected: w.injected, LoopbackOnly: w.opts.NetworkLoopbackOnly})
 		if err != nil {
 			return err
 		}
+		if err := awaitErr(ctx, w, "network proxy", func(done func(error)) {
+			w.eng.SetMiniappProxy(p.URL())
+			done(nil)
+		}); err != nil {
+			p.Close()
+			return err
+		}
 		w.net.proxy = p
 	}
-	// The conditions first: the views' first request through the proxy
-	// meets them.
-	if err := w.net.proxy.Set(c); err != nil {
-		return err
-	}
-	return w.installProxy(ctx, w.net.proxy.URL())
-}
-
-// installProxy points the engine's Miniapp views at uri ("" for none),
-// unless they already are. w.net.mu is held.
-func (w *Window) installProxy(ctx context.Context, uri string) error {
-	if w.net.installed == (uri != "") {
-		return nil
-	}
-	if err := awaitErr(ctx, w, "network proxy", func(done func(error)) {
-		w.eng.SetMiniappProxy(uri)
-		done(nil)
-	}); err != nil {
-		return err
-	}
-	w.net.installed = uri != ""
-	return nil
+	return w.net.proxy.Set(c)
 }
 
 // Network is the network conditions of the Miniapp's view now.
