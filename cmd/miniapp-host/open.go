@@ -108,6 +108,7 @@ func openConfig(e env) (host.OpenConfig, int, bool) {
 func openUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: miniapp-host open --origin O --id ID [--dashboard URL] [--service URL] [--subject S] [--ephemeral] [--automation] [--automation-file F] [--devtools] [--webdriver] [--secret-fd N] [--automation-fd N] [-v]")
 	fmt.Fprintln(w, "       [--device NAME|WxH@DPR] [--landscape] [--theme light|dark] [--locale TAG] [--zoom Z] [--start PATH?QUERY]")
+	fmt.Fprintln(w, "       [--network slow-3g|fast-3g|offline|LATENCY/DOWN/UP] [--mock FILE]")
 	fmt.Fprintln(w, "   or: miniapp-host open --profile NAME [flags that change it]")
 	fmt.Fprintln(w, "the host's secret is read from MINIAPP_HOST_SECRET (serve --secret miniapp-host=SECRET fixes it), or from --secret-fd;")
 	fmt.Fprintln(w, "it and the other secret variables are removed from the environment before WebKit starts (docs/host.md, \"Secrets\")")

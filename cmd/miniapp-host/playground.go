@@ -40,6 +40,7 @@ func runPlayground(ctx context.Context, e env) int {
 	fs := newFlagSet("playground", func(w io.Writer) {
 		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--operator-key KEY] [--browser] [--no-window] [--devtools] [-v]")
 		fmt.Fprintln(w, "       [--layout side|tabs] [--device NAME|WxH@DPR] [--landscape] [--theme light|dark] [--locale TAG] [--zoom Z]")
+		fmt.Fprintln(w, "       [--network slow-3g|fast-3g|offline|LATENCY/DOWN/UP] [--mock FILE]")
 		fmt.Fprintln(w, "prints every address (the ports actually bound, also with port 0), then serves until the window is closed or Ctrl-C")
 	})
 	f := playgroundFlags(fs, e)
