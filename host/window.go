@@ -418,12 +418,35 @@ func (w *Window) EvalResult(ctx context.Context, js string) (string, error) {
 // EvalAwait is EvalResult, but a Promise the script completes with is
 // awaited: its settled value is returned, its rejection an error naming
 // the reason (AwaitEvaluator). The automation channel's eval uses it.
+//
+// The script runs first as a plain evaluation, whose answer WebKit always
+// gives, the page navigating or not. Only a thenable it completes with is
+// kept in the page (under a random token) and awaited in a second call:
+// WebKit's asynchronous call never answers when the document it waits in
+// is replaced, and a script that settles at once (every wait of a test
+// driver) must not depend on that.
 func (w *Window) EvalAwait(ctx context.Context, js string) (string, error) {
 	ae, ok := w.eng.(AwaitEvaluator)
 	if !ok {
 		return w.evalIn(ctx, ViewMiniapp, js)
 	}
-	out, err := await(ctx, w, func(done func(string, error)) { ae.EvalAwait(ViewMiniapp, js, done) })
+	var tok [16]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		return "", fmt.Errorf("host: eval: %w", err)
+	}
+	token := hex.EncodeToString(tok[:])
+	script, _ := json.Marshal(js)
+	marker, _ := json.Marshal(map[string]string{"miniapp-host-await": token})
+	first := fmt.Sprintf(`(() => { const v = (0, eval)(%s);
+  if (v === null || (typeof v !== "object" && typeof v !== "function") || typeof v.then !== "function") return v;
+  const k = Symbol.for("miniapp-host.await"); (window[k] = window[k] || {})[%q] = v;
+  return {"miniapp-host-await": %q}; })()`, script, token, token)
+	out, err := w.evalIn(ctx, ViewMiniapp, first)
+	if err != nil || out != string(marker) {
+		return out, err
+	}
+	second := fmt.Sprintf(`(() => { const k = Symbol.for("miniapp-host.await"); const p = window[k][%q]; delete window[k][%q]; return p; })()`, token, token)
+	out, err = await(ctx, w, func(done func(string, error)) { ae.EvalAwait(ViewMiniapp, second, done) })
 	if err != nil && ctx.Err() == nil {
 		return "", fmt.Errorf("host: eval: %w", err)
 	}
