@@ -35,7 +35,7 @@ func (w *Window) SetNetwork(ctx context.Context, c netshape.Conditions) error {
 	w.net.mu.Lock()
 	defer w.net.mu.Unlock()
 	if w.net.proxy == nil {
-		if c.IsZero() {
+		if c.IsZero() && !w.opts.NetworkProxy {
 			return nil
 		}
 		p, err := netshape.Start(netshape.Options{OnInjected: w.injected, LoopbackOnly: w.opts.NetworkLoopbackOnly})

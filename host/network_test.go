@@ -93,6 +93,32 @@ func TestNetworkIsPerLaunch(t *testing.T) {
 	}
 }
 
+// TestNetworkProxyFromTheFirstLaunch: a window with
+// Options.NetworkProxy (the playground's, open --automation's) puts its
+// Miniapp views behind the proxy at the first launch, conditions or not,
+// so that a later network.set changes no proxy setting of the views.
+func TestNetworkProxyFromTheFirstLaunch(t *testing.T) {
+	e := world(t)
+	c := newCore(t, host.Options{NetworkLoopbackOnly: true, NetworkProxy: true})
+	if p := c.eng.MiniappProxy(); p != "" {
+		t.Fatalf("before any launch: %q", p)
+	}
+	if err := c.w.Mount(t.Context(), publicApp(t, e)); err != nil {
+		t.Fatal(err)
+	}
+	first := c.eng.MiniappProxy()
+	if !strings.HasPrefix(first, "socks5://") {
+		t.Fatalf("after the first launch: %q; want the proxy", first)
+	}
+	th, _ := netshape.ParseThrottle("slow-3g")
+	if err := c.w.SetNetwork(t.Context(), netshape.Conditions{Throttle: th}); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.eng.MiniappProxy(); p != first {
+		t.Errorf("network.set changed the views' proxy to %q", p)
+	}
+}
+
 // TestOpenTakesItsNetwork: `open --network --mock` reaches the window:
 // host.Open mounts the accepted Miniapp with OpenConfig.Network, so the
 // Miniapp views go through the window's proxy.

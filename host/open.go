@@ -230,7 +230,7 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	width, height := windowFor(cfg.Device)
 	w, err := NewWindow(newEngine, Options{Title: "Miniapp Host", DataDir: dir, DataRoot: root, Ephemeral: cfg.Ephemeral,
 		FirstOrigin: cfg.Origin, FirstID: cfg.ID, Subject: cfg.Subject, Width: width, Height: height, Device: cfg.Device,
-		HTTPClient: cfg.HTTP, Events: bus, DevTools: cfg.DevTools, WebDriver: cfg.WebDriver})
+		HTTPClient: cfg.HTTP, Events: bus, DevTools: cfg.DevTools, WebDriver: cfg.WebDriver, NetworkProxy: cfg.Automation})
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,14 @@ type Options struct {
 	// (Window.SetNetwork) from forwarding anywhere but to loopback
 	// addresses, read without resolving a name: the tests' windows.
 	NetworkLoopbackOnly bool
+	// NetworkProxy puts the Miniapp views behind the network proxy at the
+	// first launch, before its page loads, with or without conditions, so
+	// that conditions set later (the automation channel's network.set)
+	// never change the views' proxy settings while pages run: WebKit can
+	// fail a request made just after they change. Without it the proxy
+	// is put in place by the first launch or SetNetwork that has
+	// conditions.
+	NetworkProxy bool
 }
 
 func (o *Options) setDefaults() error {

@@ -197,7 +197,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, c wi
 	}
 	cfg.Bus = bridge.NewBus(nil)
 	w, err := host.NewWindow(webkitgtk.New, host.Options{Title: "Miniapp Host playground", Width: size.Width, Height: size.Height,
-		DataDir: dir, Events: cfg.Bus, Launcher: true, DevTools: devtools, Layout: c.layout, Device: c.device})
+		DataDir: dir, Events: cfg.Bus, Launcher: true, DevTools: devtools, Layout: c.layout, Device: c.device, NetworkProxy: true})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
 		if errors.Is(err, host.ErrNoDisplay) {

@@ -264,6 +264,14 @@ func TestNetworkThroughTheAutomationClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// The playground's window is behind the proxy from its first launch
+	// (host.Options.NetworkProxy); this shared test window gets there
+	// with a launch whose rule answers nothing the test asks.
+	never, err := netshape.ParseRules([]byte(`[{"url": "http://127.0.0.1:1/never"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.Network = netshape.Conditions{Mocks: never}
 	mount(t, app)
 	res, err := c.SetNetwork(ctx, "100ms/0/0", []map[string]any{{"method": "GET", "url": a.srv.URL + "/api/*", "status": 418, "body": "teapot"}})
 	if err != nil || res.Throttle != "100ms/0/0" || res.Mocks != 1 {
