@@ -1292,9 +1292,9 @@ void mh_screen_origin(GtkWidget *widget, int *x, int *y) {
 
 void mh_terminate_web_process(WebKitWebView *view) { webkit_web_view_terminate_web_process(view); }
 
-static void on_eval_done(GObject *src, GAsyncResult *res, gpointer data) {
-	GError *err = NULL;
-	JSCValue *v = webkit_web_view_evaluate_javascript_finish(WEBKIT_WEB_VIEW(src), res, &err);
+// answer_json hands an evaluation's outcome to Go: its value as JSON
+// (null for undefined), or its error; it takes v and err.
+static void answer_json(JSCValue *v, GError *err, gpointer data) {
 	if (!v) {
 		MH_TO_GO(goDone2((uintptr_t)data, "", err ? err->message : "unknown error"));
 		if (err) g_error_free(err);
@@ -1304,6 +1304,12 @@ static void on_eval_done(GObject *src, GAsyncResult *res, gpointer data) {
 	MH_TO_GO(goDone2((uintptr_t)data, json ? json : "null", ""));
 	g_free(json);
 	g_object_unref(v);
+}
+
+static void on_eval_done(GObject *src, GAsyncResult *res, gpointer data) {
+	GError *err = NULL;
+	JSCValue *v = webkit_web_view_evaluate_javascript_finish(WEBKIT_WEB_VIEW(src), res, &err);
+	answer_json(v, err, data);
 }
 
 // mh_eval_result evaluates js in the top frame and answers with its value
@@ -1330,15 +1336,7 @@ static const char *MH_AWAIT_BODY =
 static void on_await_done(GObject *src, GAsyncResult *res, gpointer data) {
 	GError *err = NULL;
 	JSCValue *v = webkit_web_view_call_async_javascript_function_finish(WEBKIT_WEB_VIEW(src), res, &err);
-	if (!v) {
-		MH_TO_GO(goDone2((uintptr_t)data, "", err ? err->message : "unknown error"));
-		if (err) g_error_free(err);
-		return;
-	}
-	char *json = jsc_value_to_json(v, 0);
-	MH_TO_GO(goDone2((uintptr_t)data, json ? json : "null", ""));
-	g_free(json);
-	g_object_unref(v);
+	answer_json(v, err, data);
 }
 
 // mh_eval_await evaluates js in the top frame, as a script of the page's
