@@ -36,6 +36,13 @@ type session struct {
 	proxy    *httputil.ReverseProxy
 	auto     *client.Client
 	ended    sync.Once
+	// client reaches the driver, and dial the automation channel:
+	// directly on the shared loopback, through the session folder's
+	// in.sock in a private network (private.go).
+	client *http.Client
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	// private is the session's private network; nil on the shared one.
+	private *privateSession
 	// viewport is the device the session's Miniapp is shown as
 	// (miniapp-host:options); zero for the desktop.
 	viewport device.Viewport
@@ -250,15 +257,13 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 			f.stop(s)
 		}
 	}()
-	inspector, err := freePort()
-	if err != nil {
-		return nil, 0, nil, err
+	var info host.AutomationInfo
+	if f.cfg.Network == NetworkPrivate {
+		info, err = f.startPrivate(ctx, s, args)
+	} else {
+		info, err = f.startShared(ctx, s, args)
 	}
-	info, err := f.startHost(ctx, s, args, inspector)
 	if err != nil {
-		return nil, 0, nil, err
-	}
-	if err := f.startDriver(ctx, s, inspector); err != nil {
 		return nil, 0, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.drvURL.String()+"/session", bytes.NewReader(forward))
@@ -266,7 +271,7 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 		return nil, 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("webdriverfront: New Session to the session's driver: %w", err)
 	}
@@ -286,14 +291,15 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 	if err := json.Unmarshal(answer, &made); err != nil || made.Value.SessionID == "" {
 		return nil, 0, nil, fmt.Errorf("webdriverfront: the driver's New Session answer names no session: %.200s", answer)
 	}
-	auto, err := client.Dial(ctx, info.URL, info.Token)
+	auto, err := client.DialVia(ctx, info.URL, info.Token, s.dial)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("webdriverfront: the host's automation channel: %w", err)
 	}
 	s.auto = auto
 	s.id = made.Value.SessionID
 	s.proxy = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(s.drvURL); pr.Out.Host = s.drvURL.Host },
+		Transport: s.client.Transport,
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(s.drvURL); pr.Out.Host = s.drvURL.Host },
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeError(w, http.StatusInternalServerError, errUnknown, "the session's driver did not answer: "+err.Error())
 		},
@@ -301,11 +307,43 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 	return s, resp.StatusCode, answer, nil
 }
 
-// startHost starts `miniapp-host open --webdriver ...` with the secret on
-// one pipe and waits (bounded by ctx) for the automation channel's address
-// on another, which the host writes once its window exists (and with it
-// the inspector server the driver connects to).
-func (f *Front) startHost(ctx context.Context, s *session, args []string, inspector int) (host.AutomationInfo, error) {
+// startShared starts the session's host and driver on the machine's
+// loopback (NetworkShared).
+func (f *Front) startShared(ctx context.Context, s *session, args []string) (host.AutomationInfo, error) {
+	s.client = http.DefaultClient
+	inspector, err := freePort()
+	if err != nil {
+		return host.AutomationInfo{}, err
+	}
+	cmd := exec.Command(f.cfg.Host, f.hostArgv(args)...)
+	cmd.Env = append(append([]string(nil), f.cfg.Env...), "WEBKIT_INSPECTOR_SERVER=127.0.0.1:"+strconv.Itoa(inspector))
+	info, err := f.startHost(ctx, s, args, cmd, nil)
+	if err != nil {
+		return info, err
+	}
+	return info, f.startDriver(ctx, s, inspector)
+}
+
+// hostArgv is the host's command line after its binary: `open
+// --webdriver ...`. The front's descriptors come first, before any of the
+// session's flags; its dashboard and service last, so that they are the
+// ones the host reads (the last of a flag wins) whatever the session
+// spelled.
+func (f *Front) hostArgv(args []string) []string {
+	own := []string{"open", "--automation-fd", "4"}
+	if f.cfg.Secret != "" {
+		own = append(own, "--secret-fd", "3")
+	}
+	return append(append(own, args[1:]...), "--dashboard", f.cfg.Dashboard, "--service", f.cfg.Service)
+}
+
+// startHost starts cmd, the host (or, in a private network, the
+// supervisor that starts it), with the secret on its descriptor 3 and
+// waits (bounded by ctx) for the automation channel's address on its
+// descriptor 4, which the host writes once its window exists (and with it
+// the inspector server the driver connects to). started, if not nil, runs
+// once cmd has started.
+func (f *Front) startHost(ctx context.Context, s *session, args []string, cmd *exec.Cmd, started func()) (host.AutomationInfo, error) {
 	var info host.AutomationInfo
 	secretR, secretW, err := os.Pipe()
 	if err != nil {
@@ -318,19 +356,11 @@ func (f *Front) startHost(ctx context.Context, s *session, args []string, inspec
 		return info, fmt.Errorf("webdriverfront: %w", err)
 	}
 	defer autoR.Close()
-	// The front's descriptors come first, before any of the session's
-	// flags; its dashboard and service last, so that they are the ones the
-	// host reads (the last of a flag wins) whatever the session spelled.
-	own := []string{"open", "--automation-fd", "4"}
 	files := []*os.File{secretR, autoW}
-	if f.cfg.Secret != "" {
-		own = append(own, "--secret-fd", "3")
-	}
-	argv := append(append(own, args[1:]...), "--dashboard", f.cfg.Dashboard, "--service", f.cfg.Service)
-	cmd := exec.Command(f.cfg.Host, argv...)
-	cmd.Env = append(append([]string(nil), f.cfg.Env...), "WEBKIT_INSPECTOR_SERVER=127.0.0.1:"+strconv.Itoa(inspector))
 	reason := &tail{}
-	cmd.Stdout = f.log
+	if cmd.Stdout == nil {
+		cmd.Stdout = f.log
+	}
 	cmd.Stderr = io.MultiWriter(f.log, reason)
 	cmd.ExtraFiles = files
 	// WebKit's processes keep the host's output open a moment after it
@@ -348,6 +378,9 @@ func (f *Front) startHost(ctx context.Context, s *session, args []string, inspec
 		cmd.Wait()
 		close(s.hostDone)
 	}()
+	if started != nil {
+		started()
+	}
 	if f.cfg.Secret != "" {
 		secretW.Write([]byte(f.cfg.Secret))
 	}
@@ -402,7 +435,7 @@ func (f *Front) startDriver(ctx context.Context, s *session, inspector int) erro
 			close(done)
 		}()
 		u := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-		if err := waitReady(ctx, u, done); err == nil {
+		if err := waitReady(ctx, s.client, u, done); err == nil {
 			s.driver, s.drvDone, s.drvURL = cmd, done, u
 			return nil
 		} else {
@@ -418,12 +451,12 @@ func (f *Front) startDriver(ctx context.Context, s *session, inspector int) erro
 
 // waitReady asks the driver's /status until it answers, the driver exits
 // or ctx ends. The driver says nothing when it listens.
-func waitReady(ctx context.Context, u *url.URL, exited <-chan struct{}) error {
+func waitReady(ctx context.Context, c *http.Client, u *url.URL, exited <-chan struct{}) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"/status", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := c.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -481,7 +514,9 @@ func (f *Front) stop(s *session) {
 	if s.auto != nil {
 		s.auto.Close()
 	}
-	if s.host != nil {
+	if s.private != nil {
+		s.private.stop(s, f.cfg.StopTimeout)
+	} else if s.host != nil {
 		stopProcess(s.host, s.hostDone, f.cfg.StopTimeout)
 	}
 	if s.driver != nil {
