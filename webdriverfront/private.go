@@ -228,6 +228,12 @@ func (s *supervisor) freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// errNotMirrored refuses a session's connection to an address it was not
+// given.
+func errNotMirrored(addr string) error {
+	return fmt.Errorf("%s was not listening on the machine's loopback when the session started", addr)
+}
+
 // dialTCP dials addr over TCP, as a carried connection's far end.
 func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	return (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, "tcp", addr)
@@ -501,7 +507,7 @@ func (f *Front) startPrivate(ctx context.Context, s *session, args []string) (ho
 	}
 	go carry(p.out, readTarget(func(addr string) error {
 		if !slices.Contains(mirror, addr) {
-			return fmt.Errorf("%s was not listening on the machine's loopback when the session started", addr)
+			return errNotMirrored(addr)
 		}
 		return nil
 	}), dialTCP)
