@@ -1,16 +1,19 @@
 // Package authserver is the embedded reference authorization server: it
 // implements the service of docs/service.md on the developer's machine so
-// that a Miniapp can be developed end to end with nothing outside. Start
-// opens the database (loading the seed world on first start) and serves
-// each role on its own loopback origin, as in production: the service
-// (authorization server and {base_url}), the dashboard ({dashboard_url}),
-// and the example signing and invoicing providers.
+// that a Miniapp can be developed end to end with nothing outside, and it
+// can be deployed, several instances behind a reverse proxy on one
+// PostgreSQL database (docs/deploy.md). Start opens the database (loading
+// the seed world on first start) and serves each role on its own origin
+// (loopback ones by default), as in production: the service (authorization
+// server and {base_url}), the dashboard ({dashboard_url}), and the example
+// signing and invoicing providers.
 //
-// The roles live in sub-packages: store (SQLite), seed (the seed world),
-// oauth (the OAuth/OIDC endpoints, native-consent API, grant endpoint and
-// the three checks of docs/service.md §1), dashboard (the client configuration API,
-// onboarding and operator review) and providers (the example Resource
-// Servers). Approved Resource Servers extend the catalog in force, rebuilt
+// The roles live in sub-packages: store (SQLite or PostgreSQL), seed (the
+// seed world), oauth (the OAuth/OIDC endpoints, native-consent API, grant
+// endpoint and the three checks of docs/service.md §1), dashboard (the
+// client configuration API, onboarding and operator review), devctl (a
+// development server's controls), httplimit (the listeners' limits) and
+// providers (the example Resource Servers). Approved Resource Servers extend the catalog in force, rebuilt
 // from the database at every start.
 package authserver
 

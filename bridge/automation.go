@@ -94,12 +94,8 @@ func NewAutomation(cfg AutomationConfig) (*Automation, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("bridge: automation: addr: %w", err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("bridge: automation: addr %q is not a loopback address", addr)
+	if err := origin.CheckLoopbackAddr(addr); err != nil {
+		return nil, fmt.Errorf("bridge: automation: %w", err)
 	}
 	var allowed []origin.Origin
 	for _, s := range cfg.AllowedOrigins {
@@ -246,33 +242,18 @@ func (a *Automation) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 }
 
-// gate checks a connection request.
+// gate checks a connection request: the one loopback gate (origin.Gate:
+// a loopback connection and Host, since a DNS-rebound page reaches
+// 127.0.0.1 under a name of its own; no Origin or an allowed one, on the
+// handshake's GET too), then the subprotocol and the token.
 func (a *Automation) gate(r *http.Request) *Error {
-	// A DNS-rebound page reaches 127.0.0.1 under a name of its own: the
-	// Host header names it, so only loopback names are accepted.
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return Errorf(CodeBadHost, "Host %s is not a loopback name", quote(r.Host))
-	}
-	if raw := r.Header.Values("Origin"); len(raw) > 0 {
-		o, err := origin.Parse(raw[0])
-		ok := err == nil && len(raw) == 1
-		if ok {
-			ok = false
-			for _, a := range a.allowed {
-				if a.Equal(o) {
-					ok = true
-					break
-				}
-			}
+	g := origin.Gate{Pages: a.allowed, Reads: true}
+	if ref := g.Check(r); ref != nil {
+		code := CodeBadHost
+		if ref.Rule == origin.RuleOrigin {
+			code = CodeBadOrigin
 		}
-		if !ok {
-			return Errorf(CodeBadOrigin, "Origin %s may not connect", quote(raw[0]))
-		}
+		return Errorf(code, "%s", ref.Error())
 	}
 	var token string
 	offered := false

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path"
@@ -52,9 +51,9 @@ const maxConfig = 1 << 20
 // Files serves the folder root as a static web server does, and no more
 // (docs/your-miniapp.md, "What dev serves"; docs/security.md):
 //
-//   - only to a request whose Host is a loopback address
-//     (origin.CheckLoopbackAddr): a page on a DNS name rebound to 127.0.0.1
-//     sends its own name, and gets 403;
+//   - only to a request from this machine whose Host is a loopback name
+//     (the one loopback gate, origin.Gate): a page on a DNS name rebound
+//     to 127.0.0.1 sends its own name, and gets 403;
 //   - only regular files inside the folder, opened through an os.Root, so
 //     that nothing resolves outside it, and never through a symbolic link
 //     (in any segment of the path): a link to /etc/passwd, to a folder
@@ -78,8 +77,8 @@ type files struct {
 func (f *files) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if err := checkHost(r.Host); err != nil {
-		http.Error(w, "403 forbidden: the Host header "+Quote(r.Host)+" is not a loopback address: this folder is served to this machine's own pages only", http.StatusForbidden)
+	if ref := (&origin.Gate{}).Check(r); ref != nil {
+		http.Error(w, "403 forbidden: "+ref.Error()+"; this folder is served to this machine's own pages only", http.StatusForbidden)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -182,20 +181,6 @@ func (f *files) lstat(name string) (fs.FileInfo, string) {
 		}
 	}
 	return fi, ""
-}
-
-// checkHost refuses a Host header that is not a loopback address (with or
-// without its port), by the rule of the listen addresses
-// (origin.CheckLoopbackAddr).
-func checkHost(host string) error {
-	if host == "" {
-		return errors.New("no Host header")
-	}
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		// No port: the scheme's default.
-		host += ":80"
-	}
-	return origin.CheckLoopbackAddr(host)
 }
 
 // withIssuer is config.json with its "issuer" member replaced by issuer,

@@ -4,7 +4,11 @@
 // nothing else, whether two URLs share an origin or whether an origin is
 // allowed. It also holds the address policy ([AddrRule], [HostRule]): which
 // hosts and addresses a server may fetch a URL that someone else registered
-// from (docs/fapi.md, "Keys at a jwks_uri").
+// from (docs/fapi.md, "Keys at a jwks_uri"); and the loopback gate ([Gate])
+// that the local servers (the launcher, the automation channel, the
+// WebDriver front, dev's folder, a development dashboard) run before any
+// route, with its rules on the Host, Origin and Content-Type headers
+// (docs/security.md, "Other pages in the user's browser").
 //
 // The webview navigates what the WHATWG URL Standard makes of a string, and
 // Go's net/url disagrees with it on many inputs (backslashes, numeric and

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -44,11 +43,12 @@ func invalid(msg string) *apiError {
 	return &apiError{http.StatusBadRequest, "invalid_request", msg}
 }
 
-// ServeHTTP (routes: see routes) is the gate of the launcher: the Host must
-// be a loopback name (a DNS-rebound page names its own host), the API needs
-// the automation token, and a request that changes something must come from
-// the launcher's own page (Origin) with a JSON body, which a cross-site form
-// cannot send.
+// ServeHTTP (routes: see routes) is the gate of the launcher: the one
+// loopback gate (origin.Gate: a loopback connection and Host, since a
+// DNS-rebound page names its own host; a request that changes something
+// from the launcher's own page (Origin) or from a program; a POST or a
+// body in JSON, which a cross-site form cannot send), then the automation
+// token for the API.
 func (p *Playground) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -62,9 +62,11 @@ func (p *Playground) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Playground) gate(r *http.Request) *apiError {
-	o, err := origin.Parse("http://" + r.Host)
-	if err != nil || !o.IsLoopback() {
-		return errBadHost
+	g := origin.Gate{Pages: []origin.Origin{origin.MustParse(p.origin)}, JSON: true}
+	if ref := g.Check(r); ref != nil {
+		e := map[origin.GateRule]*apiError{origin.RuleRemote: errBadHost, origin.RuleHost: errBadHost,
+			origin.RuleOrigin: errBadOrigin, origin.RuleContentType: errBadType}[ref.Rule]
+		return &apiError{e.status, e.code, ref.Error()}
 	}
 	if !strings.HasPrefix(r.URL.Path, "/api/") {
 		return nil
@@ -72,18 +74,6 @@ func (p *Playground) gate(r *http.Request) *apiError {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(p.auto.Token())) != 1 {
 		return errBadToken
-	}
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return nil
-	}
-	if raw := r.Header.Values("Origin"); len(raw) > 0 {
-		o, err := origin.Parse(raw[0])
-		if err != nil || len(raw) != 1 || !o.Equal(origin.MustParse(p.origin)) {
-			return errBadOrigin
-		}
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return errBadType
 	}
 	return nil
 }

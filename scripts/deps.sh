@@ -33,7 +33,7 @@ esac
 # `make run` without a display prints how to take a screenshot of its virtual display with
 # ImageMagick's import (imagemagick; scripts/run.sh).
 # WebKitWebDriver (webkit2gtk-driver) drives a WebKitGTK browser over WebDriver.
-# The store's tests run a temporary PostgreSQL server from Debian's postgresql (authserver/store/pgtest).
+# The store's tests run a temporary PostgreSQL server from Debian's postgresql (authserver/store/pgserver).
 # WebKitGTK runs its web processes in a sandbox with bubblewrap (/usr/bin/bwrap) and
 # xdg-dbus-proxy (docs/webkitgtk.md, "The web process sandbox").
 pkgs=(pkg-config gcc libgtk-3-dev xvfb xauth chromium xdotool imagemagick webkit2gtk-driver postgresql bubblewrap xdg-dbus-proxy)

@@ -34,7 +34,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -42,6 +41,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/origin"
 )
 
 // VendorPrefix is the prefix of the front's extension commands (W3C
@@ -269,39 +270,16 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // refusal says why a request is refused before it is read, or "" when it
-// passes: what a web page can send and no WebDriver client does.
+// passes: what a web page can send and no WebDriver client does, by the
+// one loopback gate (origin.Gate): a connection or Host that is not
+// loopback, any Origin header (WebDriver clients send none), a POST or a
+// body that is not application/json.
 func refusal(r *http.Request) string {
-	if o := r.Header.Values("Origin"); len(o) > 0 {
-		return fmt.Sprintf("the request has an Origin header (%q): it comes from a web page, and WebDriver clients send none; a page may not drive this host", strings.Join(o, ", "))
-	}
-	if !loopbackHost(r.Host) {
-		return fmt.Sprintf("the Host header %q is not a loopback name (127.0.0.1, [::1], localhost): a page on a DNS name rebound to 127.0.0.1 sends its own", r.Host)
-	}
-	if r.Method == http.MethodPost || r.ContentLength > 0 || len(r.TransferEncoding) > 0 {
-		ct := r.Header.Values("Content-Type")
-		mt := ""
-		if len(ct) == 1 {
-			mt, _, _ = mime.ParseMediaType(ct[0])
-		}
-		if mt != "application/json" {
-			return fmt.Sprintf("the body's Content-Type is %q: a WebDriver command's body is JSON, sent as application/json (a page's simple request is text/plain, form data or none)", strings.Join(ct, ", "))
-		}
+	g := origin.Gate{Reads: true, JSON: true}
+	if ref := g.Check(r); ref != nil {
+		return ref.Error()
 	}
 	return ""
-}
-
-// loopbackHost reports whether a Host header names the loopback interface.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (f *Front) session(id string) *session {

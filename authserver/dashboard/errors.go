@@ -52,6 +52,7 @@ const (
 	// The gate against cross-site requests (gate.go).
 	codeOriginNotAllowed     = "origin_not_allowed"
 	codeUnsupportedMediaType = "unsupported_media_type"
+	codeHostNotAllowed       = "host_not_allowed"
 )
 
 // statusOf is the one table from error codes to HTTP statuses.
@@ -59,7 +60,7 @@ func statusOf(code string) int {
 	switch code {
 	case codeMissingKey, codeInvalidKey:
 		return http.StatusUnauthorized
-	case codeOperatorOnly, codeOriginNotAllowed, codeDevelopmentOnly:
+	case codeOperatorOnly, codeOriginNotAllowed, codeDevelopmentOnly, codeHostNotAllowed:
 		return http.StatusForbidden
 	case codeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType

@@ -109,3 +109,54 @@ func TestClientPassesTheGate(t *testing.T) {
 		t.Fatalf("DELETE: want the route's 404, got %v", err)
 	}
 }
+
+// TestRebindingRefused: a page on a DNS name rebound to 127.0.0.1 reaches
+// a dashboard on loopback under its own name, and is refused whatever it
+// sends, a read with a stolen key included; a dashboard deployed under a
+// name of its own serves every Host.
+func TestRebindingRefused(t *testing.T) {
+	srv := gateServer(t)
+	send := func(srv *httptest.Server, method, path, host, key string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(`{"name":"Rebound"}`))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
+	st, p := send(srv, "POST", "/api/projects", "localhost:"+port, "")
+	if st != 201 {
+		t.Fatalf("create under localhost: %d %v", st, p)
+	}
+	for _, host := range []string{"rebound.example:" + port, "127.0.0.1.nip.io:" + port, "localhost.:" + port} {
+		for _, c := range []struct{ method, path, key string }{
+			{"POST", "/api/projects", ""},
+			{"GET", "/api/projects/" + p["id"].(string), p["key"].(string)},
+		} {
+			if st, out := send(srv, c.method, c.path, host, c.key); st != 403 || out["code"] != "host_not_allowed" || out["field"] != "Host" {
+				t.Errorf("%s %s with Host %s: %d %v, want 403 host_not_allowed", c.method, c.path, host, st, out)
+			}
+		}
+	}
+
+	st0, err := store.Open(context.Background(), storetest.DB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st0.Close() })
+	deployed := httptest.NewServer(New(Config{Store: st0, Origin: "https://dashboard.example"}).Handler())
+	t.Cleanup(deployed.Close)
+	if st, out := send(deployed, "POST", "/api/projects", "dashboard.example", ""); st != 201 {
+		t.Errorf("a deployed dashboard under its own name: %d %v", st, out)
+	}
+}

@@ -1,8 +1,10 @@
 // Package store is the reference authorization server's storage: an
-// embedded SQLite database (pure-Go driver, WAL mode) holding the seed world
-// (projects, clients, subjects, companies, accounts), the signing keys, and
-// every grant, code and token. The same code path serves a file on disk and
-// the temporary files of tests.
+// embedded SQLite database (pure-Go driver, WAL mode), or a PostgreSQL one
+// that several instances share (docs/authserver.md, "Several instances on
+// one database"), holding the seed world (projects, clients, subjects,
+// companies, accounts), the signing keys, and every grant, code and token.
+// The same queries and migrations serve both, and the same code path a file
+// on disk and the temporary files of tests.
 //
 // Secrets never reach the database in clear: client secrets, authorization
 // codes, access tokens and refresh tokens are stored as SHA-256 hashes. They

@@ -34,7 +34,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/authserver/oauth"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
-	"github.com/miniapp-host/miniapp-host/authserver/store/pgtest"
+	"github.com/miniapp-host/miniapp-host/authserver/store/pgserver"
 )
 
 const (
@@ -95,7 +95,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.profile, "cpuprofile", "", "write a CPU profile of each timed phase to FILE-1, FILE-2...")
 	flag.IntVar(&f.instances, "instances", 1, "server instances on the database (above 1 needs PostgreSQL); requests go to each in turn")
 	flag.BoolVar(&f.affinity, "affinity", false, "with -instances: each client's requests go to one instance (client w to instance w mod n), as a balancer with session affinity sends them, instead of each request to the next instance in turn")
-	flag.StringVar(&f.dbURL, "db", "", "the database: a PostgreSQL URL (postgres://...) of an empty database, or \"postgres\" for a temporary PostgreSQL server with default durability (pgtest); default a new SQLite file")
+	flag.StringVar(&f.dbURL, "db", "", "the database: a PostgreSQL URL (postgres://...) of an empty database, or \"postgres\" for a temporary PostgreSQL server with default durability (pgserver); default a new SQLite file")
 	flag.Parse()
 	return f
 }
@@ -158,7 +158,7 @@ func openDB(ctx context.Context, dbURL, sqlite string) (db string, cpu func() ti
 	case "":
 		return sqlite, nil, func() {}, nil
 	case "postgres":
-		c, err := pgtest.StartWith(ctx, pgtest.Options{Durable: true})
+		c, err := pgserver.StartWith(ctx, pgserver.Options{Durable: true})
 		if err != nil {
 			return "", nil, nil, err
 		}

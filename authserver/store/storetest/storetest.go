@@ -1,7 +1,7 @@
 // Package storetest gives tests a database for the reference server's
 // store: a SQLite file in the test's temporary directory, or, when the
 // environment says MINIAPP_HOST_TEST_STORE=postgres, a new database on a
-// temporary PostgreSQL server that the package's tests share (pgtest).
+// temporary PostgreSQL server that the package's tests share (pgserver).
 // `make test` runs the store, OAuth and dashboard tests both ways.
 //
 // A package that uses it runs its tests through Main, which stops the
@@ -18,7 +18,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/miniapp-host/miniapp-host/authserver/store/pgtest"
+	"github.com/miniapp-host/miniapp-host/authserver/store/pgserver"
 )
 
 // Env names the environment variable that picks the store of DB.
@@ -26,10 +26,10 @@ const Env = "MINIAPP_HOST_TEST_STORE"
 
 var (
 	mu      sync.Mutex
-	cluster *pgtest.Cluster
+	cluster *pgserver.Cluster
 
-	crashTurn sync.Mutex      // held by the test that may crash crashing
-	crashing  *pgtest.Cluster // guarded by mu
+	crashTurn sync.Mutex        // held by the test that may crash crashing
+	crashing  *pgserver.Cluster // guarded by mu
 )
 
 // Main runs the tests, then stops the PostgreSQL server if one was started.
@@ -43,7 +43,7 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
-	for _, c := range []**pgtest.Cluster{&cluster, &crashing} {
+	for _, c := range []**pgserver.Cluster{&cluster, &crashing} {
 		if *c == nil {
 			continue
 		}
@@ -79,7 +79,7 @@ func Postgres(t testing.TB) string {
 	mu.Lock()
 	defer mu.Unlock()
 	if cluster == nil {
-		c, err := pgtest.Start(context.Background())
+		c, err := pgserver.Start(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,20 +93,20 @@ func Postgres(t testing.TB) string {
 }
 
 // Crashable returns a PostgreSQL server that the test may crash and
-// restart (pgtest.Cluster's Crash and Restart), and the URL of a new, empty
+// restart (pgserver.Cluster's Crash and Restart), and the URL of a new, empty
 // database on it, whatever the environment says. Its commits are
-// synchronous (pgtest.Options.SyncCommit), so a crash keeps what a crash
+// synchronous (pgserver.Options.SyncCommit), so a crash keeps what a crash
 // of a real server keeps. The server is not the one DB and Postgres share,
 // and the tests that use it take turns: Crashable waits until the previous
 // one has ended.
-func Crashable(t testing.TB) (*pgtest.Cluster, string) {
+func Crashable(t testing.TB) (*pgserver.Cluster, string) {
 	t.Helper()
 	crashTurn.Lock()
 	t.Cleanup(crashTurn.Unlock)
 	mu.Lock()
 	defer mu.Unlock()
 	if crashing == nil {
-		c, err := pgtest.StartWith(context.Background(), pgtest.Options{SyncCommit: true})
+		c, err := pgserver.StartWith(context.Background(), pgserver.Options{SyncCommit: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,17 @@
-// Package pgtest runs a throw-away PostgreSQL server for tests: a cluster
-// made by Debian's initdb in a temporary directory, served by a postgres
-// process that listens on a Unix socket in that directory only (no TCP
-// port, so nothing else on the machine can reach it and no port can be
-// taken). Each test gets a database of its own in it.
+// Package pgserver runs a throw-away PostgreSQL server: a cluster made by
+// Debian's initdb in a temporary directory, served by a postgres process
+// that listens on a Unix socket in that directory only (no TCP port, so
+// nothing else on the machine can reach it and no port can be taken).
+// Each caller gets a database of its own in it: the tests' PostgreSQL
+// store (authserver/store/storetest) and the load runs of `make bench`
+// (cmd/loadgen's -db postgres, with the default durability).
 //
-// The server is a child of the test process and dies with it (the parent
-// death signal), so a test binary that is killed leaves no server behind.
-// Run as root (CI), initdb and postgres refuse to run; they then run as
-// the "postgres" system user that Debian's postgresql package creates.
-package pgtest
+// The server is a child of the process that started it and dies with it
+// (the parent death signal), so a test binary or a load run that is killed
+// leaves no server behind. Run as root (CI), initdb and postgres refuse to
+// run; they then run as the "postgres" system user that Debian's
+// postgresql package creates.
+package pgserver
 
 import (
 	"bufio"
@@ -57,7 +60,7 @@ type Cluster struct {
 type NotInstalledError struct{ Looked []string }
 
 func (e *NotInstalledError) Error() string {
-	return "pgtest: PostgreSQL's initdb and postgres were not found (looked in " + strings.Join(e.Looked, ", ") +
+	return "pgserver: PostgreSQL's initdb and postgres were not found (looked in " + strings.Join(e.Looked, ", ") +
 		"); scripts/deps.sh installs Debian's postgresql package, or run: apt-get install postgresql"
 }
 
@@ -116,7 +119,7 @@ func StartWith(ctx context.Context, o Options) (_ *Cluster, err error) {
 	// A short path: a Unix socket's path is limited to 107 bytes.
 	dir, err := os.MkdirTemp("", "mh-pg-")
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return nil, fmt.Errorf("pgserver: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -132,7 +135,7 @@ func StartWith(ctx context.Context, o Options) (_ *Cluster, err error) {
 		"--encoding=UTF8", "--locale=C", "--no-sync")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
+		return nil, fmt.Errorf("pgserver: initdb: %w\n%s", err, out)
 	}
 	// The settings of a disposable server: no TCP, no durability (the
 	// process under test may be killed, the server is not), and enough
@@ -178,7 +181,7 @@ func (c *Cluster) Crash() error {
 	stop := exec.Command(filepath.Join(c.bin, "pg_ctl"), "stop", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-s")
 	stop.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	if out, err := stop.CombinedOutput(); err != nil {
-		return fmt.Errorf("pgtest: pg_ctl stop -m immediate: %w\n%s", err, out)
+		return fmt.Errorf("pgserver: pg_ctl stop -m immediate: %w\n%s", err, out)
 	}
 	c.mu.Lock()
 	done := c.done
@@ -227,7 +230,7 @@ func (c *Cluster) Running() bool {
 // connections.
 func (c *Cluster) Restart(ctx context.Context) error {
 	if c.Running() {
-		return errors.New("pgtest: Restart: the server is still running (Crash it first)")
+		return errors.New("pgserver: Restart: the server is still running (Crash it first)")
 	}
 	return c.serve(ctx)
 }
@@ -242,11 +245,11 @@ func (c *Cluster) run(prog string, args []string, cred *syscall.Credential, done
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		ready <- fmt.Errorf("pgtest: %w", err)
+		ready <- fmt.Errorf("pgserver: %w", err)
 		return
 	}
 	if err := cmd.Start(); err != nil {
-		ready <- fmt.Errorf("pgtest: start postgres: %w", err)
+		ready <- fmt.Errorf("pgserver: start postgres: %w", err)
 		return
 	}
 	c.mu.Lock()
@@ -270,7 +273,7 @@ func (c *Cluster) run(prog string, args []string, cred *syscall.Credential, done
 	io.Copy(io.Discard, stderr)
 	c.err = cmd.Wait()
 	if !signalled {
-		ready <- fmt.Errorf("pgtest: postgres exited before accepting connections (%v):\n%s", c.err, log.String())
+		ready <- fmt.Errorf("pgserver: postgres exited before accepting connections (%v):\n%s", c.err, log.String())
 	}
 }
 
@@ -283,13 +286,13 @@ func serverUser(dir string) (*syscall.Credential, error) {
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: running as root, and PostgreSQL refuses root: no postgres system user to run it as (%v); "+
+		return nil, fmt.Errorf("pgserver: running as root, and PostgreSQL refuses root: no postgres system user to run it as (%v); "+
 			"Debian's postgresql package creates it (scripts/deps.sh)", err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	if err := os.Chown(dir, uid, gid); err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return nil, fmt.Errorf("pgserver: %w", err)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
@@ -304,11 +307,11 @@ func (c *Cluster) NewDatabase(ctx context.Context) (string, error) {
 	name := fmt.Sprintf("t%d", c.n.Add(1))
 	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
-		return "", fmt.Errorf("pgtest: %w", err)
+		return "", fmt.Errorf("pgserver: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", fmt.Errorf("pgtest: create database: %w", err)
+		return "", fmt.Errorf("pgserver: create database: %w", err)
 	}
 	return c.DSN(name), nil
 }
