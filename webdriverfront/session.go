@@ -115,52 +115,11 @@ func (f *Front) sessionArgs(body []byte) (args []string, forward []byte, vp devi
 	if !ok {
 		return nil, nil, vp, `New Session takes W3C capabilities: {"capabilities": {"alwaysMatch": {"webkitgtk:browserOptions": {"args": ["open", "--webdriver", ...]}}}}`
 	}
-	always := map[string]any{}
-	if v, present := caps["alwaysMatch"]; present {
-		if always, ok = v.(map[string]any); !ok {
-			return nil, nil, vp, "capabilities.alwaysMatch is not an object"
-		}
+	always, msg := alwaysMatch(caps)
+	if msg != "" {
+		return nil, nil, vp, msg
 	}
-	if v, present := caps["firstMatch"]; present {
-		list, ok := v.([]any)
-		if !ok {
-			return nil, nil, vp, "capabilities.firstMatch is not an array"
-		}
-		for i, m := range list {
-			if o, ok := m.(map[string]any); ok {
-				if _, has := o[browserOptions]; has {
-					return nil, nil, vp, fmt.Sprintf("capabilities.firstMatch[%d] has %s: give it once, in alwaysMatch (the front starts one host per session)", i, browserOptions)
-				}
-			}
-		}
-	}
-	opts, ok := always[browserOptions].(map[string]any)
-	if !ok {
-		return nil, nil, vp, fmt.Sprintf(`capabilities.alwaysMatch.%s is required, an object: {"args": ["open", "--webdriver", "--origin", ORIGIN, "--id", ID, ...]} (the front fills in binary)`, browserOptions)
-	}
-	for k := range opts {
-		if k != "binary" && k != "args" {
-			return nil, nil, vp, fmt.Sprintf("%s.%s is not supported by miniapp-host webdriver: give binary (optional) and args only", browserOptions, k)
-		}
-	}
-	if b, present := opts["binary"]; present {
-		bin, ok := b.(string)
-		if !ok || !sameFile(bin, f.cfg.Host) {
-			return nil, nil, vp, fmt.Sprintf("%s.binary %v: this front starts %s only; leave binary out and the front fills it in", browserOptions, b, f.cfg.Host)
-		}
-	}
-	raw, _ := opts["args"].([]any)
-	for _, a := range raw {
-		s, ok := a.(string)
-		if !ok {
-			return nil, nil, vp, fmt.Sprintf("%s.args holds %v, not a string", browserOptions, a)
-		}
-		args = append(args, s)
-	}
-	if len(args) < 2 || args[0] != "open" || args[1] != "--webdriver" {
-		return nil, nil, vp, fmt.Sprintf(`%s.args %q: they must start with "open", "--webdriver" (the front starts miniapp-host open --webdriver only), then open's flags (docs/webdriver.md)`, browserOptions, args)
-	}
-	if msg := f.flagRefusal(args[2:]); msg != "" {
+	if args, msg = f.browserArgs(always); msg != "" {
 		return nil, nil, vp, msg
 	}
 	more, vp, msg := optionArgs(always)
@@ -177,6 +136,71 @@ func (f *Front) sessionArgs(body []byte) (args []string, forward []byte, vp devi
 		return nil, nil, vp, "the New Session body cannot be re-encoded: " + err.Error()
 	}
 	return args, forward, vp, ""
+}
+
+// alwaysMatch returns the capabilities' alwaysMatch (empty when absent),
+// refusing webkitgtk:browserOptions in any firstMatch: the front starts
+// one host per session.
+func alwaysMatch(caps map[string]any) (map[string]any, string) {
+	always := map[string]any{}
+	if v, present := caps["alwaysMatch"]; present {
+		var ok bool
+		if always, ok = v.(map[string]any); !ok {
+			return nil, "capabilities.alwaysMatch is not an object"
+		}
+	}
+	v, present := caps["firstMatch"]
+	if !present {
+		return always, ""
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, "capabilities.firstMatch is not an array"
+	}
+	for i, m := range list {
+		if o, ok := m.(map[string]any); ok {
+			if _, has := o[browserOptions]; has {
+				return nil, fmt.Sprintf("capabilities.firstMatch[%d] has %s: give it once, in alwaysMatch (the front starts one host per session)", i, browserOptions)
+			}
+		}
+	}
+	return always, ""
+}
+
+// browserArgs reads alwaysMatch's webkitgtk:browserOptions: this front's
+// host binary (or none) and args that are `open --webdriver` and open's
+// flags, none of them the front's own (flagRefusal).
+func (f *Front) browserArgs(always map[string]any) (args []string, refusal string) {
+	opts, ok := always[browserOptions].(map[string]any)
+	if !ok {
+		return nil, fmt.Sprintf(`capabilities.alwaysMatch.%s is required, an object: {"args": ["open", "--webdriver", "--origin", ORIGIN, "--id", ID, ...]} (the front fills in binary)`, browserOptions)
+	}
+	for k := range opts {
+		if k != "binary" && k != "args" {
+			return nil, fmt.Sprintf("%s.%s is not supported by miniapp-host webdriver: give binary (optional) and args only", browserOptions, k)
+		}
+	}
+	if b, present := opts["binary"]; present {
+		bin, ok := b.(string)
+		if !ok || !sameFile(bin, f.cfg.Host) {
+			return nil, fmt.Sprintf("%s.binary %v: this front starts %s only; leave binary out and the front fills it in", browserOptions, b, f.cfg.Host)
+		}
+	}
+	raw, _ := opts["args"].([]any)
+	for _, a := range raw {
+		s, ok := a.(string)
+		if !ok {
+			return nil, fmt.Sprintf("%s.args holds %v, not a string", browserOptions, a)
+		}
+		args = append(args, s)
+	}
+	if len(args) < 2 || args[0] != "open" || args[1] != "--webdriver" {
+		return nil, fmt.Sprintf(`%s.args %q: they must start with "open", "--webdriver" (the front starts miniapp-host open --webdriver only), then open's flags (docs/webdriver.md)`, browserOptions, args)
+	}
+	if msg := f.flagRefusal(args[2:]); msg != "" {
+		return nil, msg
+	}
+	return args, ""
 }
 
 // startError is why a session could not start: status and code of the
