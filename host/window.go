@@ -29,11 +29,16 @@ import (
 //
 // Every exported method is safe from any goroutine: engine work is posted
 // to the UI thread with Dispatch, and the UI thread never waits for a
-// goroutine. The methods of [EngineEvents] run on the UI thread.
+// goroutine.
 type Window struct {
 	eng  Engine
 	opts Options
 	key  string // proves a bridge message came from the top frame's host script
+
+	// sink receives the engine's reports (EngineEvents) and keeps the
+	// Miniapp view's page as the engine reported it. The engine is given
+	// it, never the Window.
+	sink *engineSink
 
 	// gestures holds the latest real key press, click or touch on the
 	// Miniapp's view (not on the host's view), for openExternal.
@@ -60,7 +65,6 @@ type Window struct {
 	stop     chan struct{} // closed by Terminate
 	stopOnce sync.Once
 	live     liveness
-	console  consoleGate
 
 	// net is the Miniapp view's network conditions (SetNetwork).
 	net network
@@ -71,14 +75,9 @@ type Window struct {
 	mu           sync.Mutex // guards below
 	app          *Miniapp
 	mountGen     int           // bumped by each Mount, so stale flows stop
-	topURI       string        // last committed top-level URL of the view, as the engine reports it
-	topURL       *url.URL      // topURI made canonical; nil when url.URL cannot carry it
-	seq          uint64        // committed main-frame documents, for the bridge
 	flow         *flow         // the consent flow running, if any
 	netFlow      *netlog.Flow  // the flow the view's requests are logged in, if any
 	netFlowUntil time.Time     // zero, or when the page netFlow led to had loaded: later requests are not its
-	loaded       bool          // the view's page has finished loading and is not loading another
-	unresponsive bool          // the web process stopped answering
 	hostVisible  bool          // the host's view is shown over the Miniapp
 	launcherAt   origin.Origin // the launcher's origin: the only one its view loads
 }
@@ -113,6 +112,7 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 		return nil, fmt.Errorf("host: bridge key: %w", err)
 	}
 	w.key = hex.EncodeToString(k[:])
+	w.sink = &engineSink{w: w}
 	var first MiniappData
 	if opts.FirstOrigin != "" {
 		if first, err = w.dataOf(opts.FirstOrigin, opts.FirstID); err != nil {
@@ -120,7 +120,7 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 		}
 	}
 	w.eng, err = newEngine(EngineConfig{Title: opts.Title, Width: opts.Width, Height: opts.Height, DataDir: opts.DataDir,
-		Miniapp: first, Launcher: opts.Launcher, Layout: opts.Layout, DevTools: opts.DevTools, WebDriver: opts.WebDriver}, w)
+		Miniapp: first, Launcher: opts.Launcher, Layout: opts.Layout, DevTools: opts.DevTools, WebDriver: opts.WebDriver}, w.sink)
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +153,7 @@ func (w *Window) watchdog() {
 		}
 		// Only a loaded page is probed: a load in progress (a web process
 		// starting, a slow server) is the engine's to watch.
-		w.mu.Lock()
-		idle := w.app != nil && w.loaded
-		w.mu.Unlock()
+		idle := w.mounted() != nil && w.sink.pageLoaded()
 		if !idle {
 			continue
 		}
@@ -258,9 +256,7 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 		err := w.eng.UseData(data)
 		if err == nil {
 			// A new view has no page yet: the watchdog has nothing to probe.
-			w.mu.Lock()
-			w.loaded = false
-			w.mu.Unlock()
+			w.sink.setLoaded(false)
 		}
 		done(err)
 	}); err != nil {
@@ -477,14 +473,13 @@ func (w *Window) evalIn(ctx context.Context, v View, js string) (string, error) 
 }
 
 // TopURL is the URL of the document committed in the view's top frame.
-func (w *Window) TopURL() *url.URL {
+func (w *Window) TopURL() *url.URL { return w.sink.top() }
+
+// mounted is the Miniapp mounted now; nil when none is.
+func (w *Window) mounted() *Miniapp {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.topURL == nil {
-		return nil
-	}
-	u := *w.topURL
-	return &u
+	return w.app
 }
 
 // CloseConsent hides the host's view without deciding; the Miniapp stays
@@ -654,23 +649,12 @@ func (w *Window) transportScript() string {
 `
 }
 
-// docLocked is the document in the view's main frame now.
-func (w *Window) docLocked() bridge.Document {
-	// The URL as the engine reports it: the bridge takes its origin with
-	// origin.OfString, which a page at a URL that url.URL cannot carry
-	// (https://app.example/#/sale/50%) still has.
-	return bridge.Document{Seq: w.seq, URL: w.topURI}
-}
-
 // Deliver implements bridge.View: deliver runs on the UI thread with the
 // main frame's document of that moment, and its script is evaluated in the
 // main frame in the same turn.
 func (w *Window) Deliver(deliver func(now bridge.Document) string) {
 	w.Dispatch(func() {
-		w.mu.Lock()
-		doc := w.docLocked()
-		w.mu.Unlock()
-		if js := deliver(doc); js != "" {
+		if js := deliver(w.sink.doc()); js != "" {
 			w.eng.Eval(ViewMiniapp, js, nil)
 		}
 	})
