@@ -34,14 +34,7 @@ func (c *controller) ConsentOnScreen() (bridge.ConsentShownEvent, bool) { return
 
 // ConsentOnScreen returns the consent.shown event of the consent screen on
 // screen, if one is: painted and not yet decided.
-func (w *Window) ConsentOnScreen() (bridge.ConsentShownEvent, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if f := w.flow; f != nil && f.onScreen && f.requestID != "" && f.shown != nil {
-		return *f.shown, true
-	}
-	return bridge.ConsentShownEvent{}, false
-}
+func (w *Window) ConsentOnScreen() (bridge.ConsentShownEvent, bool) { return w.flows.onScreen() }
 
 // ShowDevTools implements bridge.DevToolsController: the automation
 // channel's devtools.show.

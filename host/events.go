@@ -129,7 +129,7 @@ func (s *engineSink) decideMiniapp(n Navigation) bool {
 	if act == Consent {
 		// The flow starts first, so that the event names it (its network
 		// log's id); startConsent publishes nav.
-		w.startConsent(u, nav)
+		w.flows.start(u, nav)
 		return false
 	}
 	w.publish(nav)
@@ -211,14 +211,7 @@ func (s *engineSink) miniappLoadChanged(ev LoadEvent, uri string) {
 		}
 		w.emit(Event{Kind: EventLoadCommitted, URL: uri})
 	case LoadFinished:
-		w.mu.Lock()
-		if w.netFlow != nil && w.netFlowUntil.IsZero() && w.netFlow.Ended() {
-			// The page the flow led to has loaded: what the view starts
-			// asking for from now on is no longer the flow's. WebKit may
-			// report the page's own resources as finished after this.
-			w.netFlowUntil = time.Now()
-		}
-		w.mu.Unlock()
+		w.flows.viewLoaded()
 		w.emit(Event{Kind: EventLoadFinished, URL: uri})
 		// The host page loads after the Miniapp's first page: its web
 		// process would compete with the Miniapp's start on a small
@@ -308,22 +301,15 @@ func (s *engineSink) hostMessage(raw string) {
 		// consent.shown published before the event says so: whoever
 		// answers the event (consent.approve) finds the screen there.
 		if m.Screen == "consent" {
-			w.mu.Lock()
-			var shown *bridge.ConsentShownEvent
-			if w.flow != nil {
-				shown = w.flow.shown
-				w.flow.onScreen = shown != nil
-			}
-			w.mu.Unlock()
-			if shown != nil {
+			if shown := w.flows.painted(); shown != nil {
 				w.publish(*shown)
 			}
 		}
 		w.emit(Event{Kind: EventHostShown, Detail: m.Screen})
 	case "approve":
-		go w.decide(m.approval())
+		go w.flows.decide(m.approval())
 	case "deny":
-		go w.decide(consent.Decision{Action: consent.Deny})
+		go w.flows.decide(consent.Decision{Action: consent.Deny})
 	case "reload":
 		app := w.mounted()
 		w.showHostViewUI(false)
@@ -331,7 +317,7 @@ func (s *engineSink) hostMessage(raw string) {
 			w.eng.Load(ViewMiniapp, app.reloadURL().String())
 		}
 	case "close":
-		w.abandonFlow()
+		w.flows.abandon()
 		w.showHostViewUI(false)
 	case "dismiss":
 		// The notice of blocked navigations only: a consent or an error
@@ -385,9 +371,7 @@ func (s *engineSink) UserInput(at time.Time) { s.w.gestures.Input(at) }
 // those outside a flow, are not kept.
 func (s *engineSink) ResourceLoaded(r Resource) {
 	w := s.w
-	w.mu.Lock()
-	app, nf, until := w.app, w.netFlow, w.netFlowUntil
-	w.mu.Unlock()
+	app, nf, until := w.viewNet()
 	if app == nil || nf == nil || !until.IsZero() && r.Started.After(until) {
 		return
 	}

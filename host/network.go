@@ -77,9 +77,7 @@ func (w *Window) closeNetwork() {
 // consent flow the view's requests belong to now, else in the launch's
 // network flow (netlog.Launch.Injected).
 func (w *Window) injected(inj netshape.Injected) {
-	w.mu.Lock()
-	app, nf, until := w.app, w.netFlow, w.netFlowUntil
-	w.mu.Unlock()
+	app, nf, until := w.viewNet()
 	if app == nil || app.NetLog == nil {
 		return
 	}

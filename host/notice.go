@@ -35,9 +35,7 @@ type blockedNav struct {
 func (w *Window) noticeBlockedUI(app *Miniapp, rawURL, rule string) {
 	nav := blockedNav{URL: redact.URL(rawURL), Rule: rule}
 	w.Dispatch(func() {
-		w.mu.Lock()
-		busy := w.flow != nil || w.app != app
-		w.mu.Unlock()
+		busy := w.mounted() != app || w.flows.running()
 		if busy || w.hostScreen != "" && w.hostScreen != screenBlocked {
 			return
 		}

@@ -35,6 +35,9 @@ type Window struct {
 	opts Options
 	key  string // proves a bridge message came from the top frame's host script
 
+	// flows runs the consent flows.
+	flows *consentFlows
+
 	// sink receives the engine's reports (EngineEvents) and keeps the
 	// Miniapp view's page as the engine reported it. The engine is given
 	// it, never the Window.
@@ -72,14 +75,11 @@ type Window struct {
 	filterMu    sync.Mutex // guards filterRules; held while a filter compiles
 	filterRules string     // the content-blocker rules installed in the view
 
-	mu           sync.Mutex // guards below
-	app          *Miniapp
-	mountGen     int           // bumped by each Mount, so stale flows stop
-	flow         *flow         // the consent flow running, if any
-	netFlow      *netlog.Flow  // the flow the view's requests are logged in, if any
-	netFlowUntil time.Time     // zero, or when the page netFlow led to had loaded: later requests are not its
-	hostVisible  bool          // the host's view is shown over the Miniapp
-	launcherAt   origin.Origin // the launcher's origin: the only one its view loads
+	mu          sync.Mutex // guards below; held before consentFlows.mu where both are
+	app         *Miniapp
+	mountGen    int           // bumped by each Mount, so stale flows stop
+	hostVisible bool          // the host's view is shown over the Miniapp
+	launcherAt  origin.Origin // the launcher's origin: the only one its view loads
 }
 
 // NewWindow makes the window with the engine newEngine makes. It must run
@@ -113,6 +113,7 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 	}
 	w.key = hex.EncodeToString(k[:])
 	w.sink = &engineSink{w: w}
+	w.flows = &consentFlows{w: w}
 	var first MiniappData
 	if opts.FirstOrigin != "" {
 		if first, err = w.dataOf(opts.FirstOrigin, opts.FirstID); err != nil {
@@ -267,14 +268,14 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 	if err := w.SetNetwork(ctx, app.Network); err != nil {
 		return err
 	}
-	w.abandonFlow()
+	w.flows.abandon()
 	// Input given to the previous Miniapp opens nothing for this one.
 	w.gestures.Take(time.Now())
 	w.mu.Lock()
 	w.mountGen++
 	prev := w.app
 	w.app = &app
-	w.netFlow, w.netFlowUntil = nil, time.Time{}
+	w.flows.clearNet()
 	w.mu.Unlock()
 	if prev != nil && prev.Bridge != nil {
 		prev.Bridge.Close()
@@ -367,7 +368,7 @@ func awaitErr(ctx context.Context, w *Window, what string, start func(done func(
 // ShowRejection shows why a Miniapp was not opened, in the host's view; the
 // Miniapp's view loads nothing.
 func (w *Window) ShowRejection(title, text string) {
-	w.abandonFlow()
+	w.flows.abandon()
 	w.mu.Lock()
 	w.mountGen++
 	w.app = nil
@@ -477,20 +478,43 @@ func (w *Window) TopURL() *url.URL { return w.sink.top() }
 
 // mounted is the Miniapp mounted now; nil when none is.
 func (w *Window) mounted() *Miniapp {
+	app, _ := w.mount()
+	return app
+}
+
+// mount is the Miniapp mounted now (nil when none is) and the number of
+// its mount.
+func (w *Window) mount() (app *Miniapp, gen int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.app
+	return w.app, w.mountGen
+}
+
+// stale reports whether the mount numbered gen has been replaced.
+func (w *Window) stale(gen int) bool {
+	_, now := w.mount()
+	return gen != now
+}
+
+// viewNet is the mounted Miniapp and the network log's flow its view's
+// requests belong to now, with when the page that flow led to loaded
+// (zero before), read together.
+func (w *Window) viewNet() (app *Miniapp, nf *netlog.Flow, until time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	nf, until = w.flows.viewNet()
+	return w.app, nf, until
 }
 
 // CloseConsent hides the host's view without deciding; the Miniapp stays
 // where it was and the consent request is abandoned.
 func (w *Window) CloseConsent() {
-	w.abandonFlow()
+	w.flows.abandon()
 	w.Dispatch(func() { w.showHostViewUI(false) })
 }
 
 // Decide answers the consent on screen as the Approve or Deny button does.
-func (w *Window) Decide(d consent.Decision) { go w.decide(d) }
+func (w *Window) Decide(d consent.Decision) { go w.flows.decide(d) }
 
 // Cookies returns the Cookie header the view sends to u, HttpOnly cookies
 // included.
