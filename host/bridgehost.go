@@ -150,7 +150,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 		// the consent leaves the screen.
 		f.net.End(netlog.OutcomeAbandoned, "the page went away: "+ctx.Err().Error())
 		if w.flows.end(f) {
-			w.Dispatch(func() { w.showHostViewUI(false) })
+			w.hv.hide()
 		}
 		return bridge.AuthorizeResult{}, ctx.Err()
 	}

@@ -85,9 +85,7 @@ func (c *controller) consentOnScreen() bool {
 	if !c.w.flows.waiting() {
 		return false
 	}
-	c.w.mu.Lock()
-	defer c.w.mu.Unlock()
-	return c.w.hostVisible
+	return c.w.hv.isVisible()
 }
 
 // press decides the consent on screen through the host page's own
@@ -231,9 +229,7 @@ func (c *controller) Screenshot(ctx context.Context, cmd bridge.ScreenshotComman
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "shot.png")
-	c.w.mu.Lock()
-	host := c.w.hostVisible
-	c.w.mu.Unlock()
+	host := c.w.hv.isVisible()
 	switch {
 	case cmd.Area == bridge.ScreenshotWindow:
 		err = c.w.SnapshotWindow(ctx, path)

@@ -6,22 +6,6 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 )
 
-// ShowInspector turns the developer extras of the Miniapp's view on, now,
-// and shows its web inspector (docs/host.md, "Web Inspector"), whether or
-// not the window was made with Options.DevTools. The host's own views
-// (consent, launcher) never get one. It returns once the engine has done
-// it; the window then reports EventDevTools.
-func (w *Window) ShowInspector(ctx context.Context) error {
-	err := awaitErr(ctx, w, "show the web inspector", func(done func(error)) {
-		w.eng.ShowInspector()
-		done(nil)
-	})
-	if err == nil {
-		w.emit(Event{Kind: EventDevTools, Detail: "the web inspector of the Miniapp's view is shown"})
-	}
-	return err
-}
-
 var (
 	_ bridge.DevToolsController = (*controller)(nil)
 	_ bridge.ConsentReporter    = (*controller)(nil)

@@ -116,7 +116,7 @@ func (s *engineSink) decideMiniapp(n Navigation) bool {
 	act, rule, u := app.Policy.DecideRule(n)
 	w.emit(Event{Kind: EventNavigation, URL: n.URL, Action: act, Rule: rule, Navigation: &n})
 	if act == Block {
-		w.noticeBlockedUI(app, n.URL, rule)
+		w.hv.noticeBlockedUI(app, n.URL, rule, func() bool { return w.mounted() != app || w.flows.running() })
 	}
 	decision := bridge.NavigationBlocked
 	switch act {
@@ -183,7 +183,7 @@ func (s *engineSink) LoadChanged(v View, ev LoadEvent, uri string) {
 	switch v {
 	case ViewHost:
 		if ev == LoadFinished {
-			w.hostLoadedUI()
+			w.hv.loadedUI()
 		}
 	case ViewLauncher:
 		if ev == LoadFinished {
@@ -216,7 +216,7 @@ func (s *engineSink) miniappLoadChanged(ev LoadEvent, uri string) {
 		// The host page loads after the Miniapp's first page: its web
 		// process would compete with the Miniapp's start on a small
 		// machine.
-		w.ensureHostPageUI()
+		w.hv.ensurePageUI()
 	}
 }
 
@@ -292,7 +292,7 @@ func (s *engineSink) hostMessage(raw string) {
 	}
 	switch m.Action {
 	case "shown":
-		if m.Seq != w.renderSeq.Load() {
+		if !w.hv.latestUI(m.Seq) {
 			// A screen that a later render, or a hiding, replaced
 			// before it was painted: not the one on view.
 			return
@@ -312,18 +312,18 @@ func (s *engineSink) hostMessage(raw string) {
 		go w.flows.decide(consent.Decision{Action: consent.Deny})
 	case "reload":
 		app := w.mounted()
-		w.showHostViewUI(false)
+		w.hv.showUI(false)
 		if app != nil {
 			w.eng.Load(ViewMiniapp, app.reloadURL().String())
 		}
 	case "close":
 		w.flows.abandon()
-		w.showHostViewUI(false)
+		w.hv.showUI(false)
 	case "dismiss":
 		// The notice of blocked navigations only: a consent or an error
 		// that replaced it since stays.
-		if w.hostScreen == screenBlocked {
-			w.showHostViewUI(false)
+		if w.hv.showsNoticeUI() {
+			w.hv.showUI(false)
 		}
 	}
 }
@@ -359,7 +359,7 @@ func (s *engineSink) WebProcessTerminated(why Termination) {
 	s.unresponsive, s.loaded = false, false
 	s.mu.Unlock()
 	w.emit(Event{Kind: EventWebProcessTerminated, Detail: why.String()})
-	w.showHost(map[string]any{"screen": "crashed", "text": "The Miniapp's page " + why.String() + "."})
+	w.hv.show(map[string]any{"screen": "crashed", "text": "The Miniapp's page " + why.String() + "."})
 }
 
 // UserInput implements EngineEvents.

@@ -227,7 +227,7 @@ func (c *consentFlows) ask(f *flow, u *url.URL) {
 		c.decide(consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
 		return
 	}
-	w.showHost(map[string]any{"screen": "consent", "model": screen.Model, "arm_ms": w.opts.ConsentArm.Milliseconds(),
+	w.hv.show(map[string]any{"screen": "consent", "model": screen.Model, "arm_ms": w.opts.ConsentArm.Milliseconds(),
 		"miniapp_origin": origin.Of(f.app.LoadURL).String(), "redirect_uri": redirectURI})
 }
 
@@ -301,7 +301,7 @@ func (c *consentFlows) decide(d consent.Decision) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
 	defer cancel()
 	redirect, err := f.app.Consent.Decide(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindNativeConsent), id, d)
-	w.Dispatch(func() { w.showHostViewUI(false) })
+	w.hv.hide()
 	if err != nil {
 		f.fail(err)
 		return
@@ -386,7 +386,7 @@ func (c *consentFlows) showError(f *flow, err error) {
 	}
 	w.emit(Event{Kind: EventError, Detail: err.Error()})
 	if !w.stale(f.gen) && !errors.Is(err, errFlowAbandoned) {
-		w.showHost(map[string]any{"screen": "error", "title": "The sign-in could not finish", "text": err.Error()})
+		w.hv.show(map[string]any{"screen": "error", "title": "The sign-in could not finish", "text": err.Error()})
 	}
 }
 
