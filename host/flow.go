@@ -66,8 +66,9 @@ type flow struct {
 // shownEvent describes a consent screen for the automation channel: the
 // request as the service read it (for a pushed request, RFC 9126 §4, the
 // pushed parameters, which the caught URL does not hold), else as it was
-// caught; and the accounts the screen offers.
-func shownEvent(u *url.URL, read *consent.Request, model json.RawMessage) *bridge.ConsentShownEvent {
+// caught; and the accounts and entries the screen offers, from the model
+// (nil when the service's model could not be read).
+func shownEvent(u *url.URL, read *consent.Request, m *consent.Model) *bridge.ConsentShownEvent {
 	q := u.Query()
 	ev := &bridge.ConsentShownEvent{ClientID: q.Get("client_id"), Scopes: strings.Fields(q.Get("scope")), OrgID: q.Get("org_id"),
 		GrantManagementAction: q.Get("grant_management_action"), GrantID: q.Get("grant_id")}
@@ -81,12 +82,11 @@ func shownEvent(u *url.URL, read *consent.Request, model json.RawMessage) *bridg
 			ev.AuthorizationDetails = read.AuthorizationDetails
 		}
 	}
-	var m consent.Model
-	if json.Unmarshal(model, &m) == nil {
+	if m != nil {
 		for _, a := range m.Accounts {
 			ev.Accounts = append(ev.Accounts, a.ID)
 		}
-		ev.Entries = consentEntries(m)
+		ev.Entries = consentEntries(*m)
 	}
 	return ev
 }
@@ -213,13 +213,16 @@ func (c *consentFlows) ask(f *flow, u *url.URL) {
 			f.net.SetPushed(b)
 		}
 	}
-	shown := shownEvent(u, screen.Request, screen.Model)
+	// The model is decoded once, here: the screen's page renders
+	// screen.Model as the service sent it.
+	m := decodeModel(screen.Model)
+	shown := shownEvent(u, screen.Request, m)
 	shown.Flow = f.net.ID()
 	redirectURI, current := c.onView(f, screen, shown)
 	if !current {
 		return
 	}
-	if m, ok := rememberedModel(screen.Model); ok {
+	if m != nil && m.Remembered {
 		// docs/service.md §1: the subject's consent is remembered per subject and
 		// client, and the subject is not asked again for what they
 		// granted; the service approves with the account bound then.
@@ -247,14 +250,15 @@ func (c *consentFlows) onView(f *flow, screen *ConsentScreen, shown *bridge.Cons
 	return f.redirectURI, current
 }
 
-// rememberedModel reports whether the service says the subject already
-// consented to everything the screen would ask (consent.Model.Remembered).
-func rememberedModel(model json.RawMessage) (consent.Model, bool) {
+// decodeModel reads the service's consent model; nil when it cannot. Its
+// Remembered says the subject already consented to everything the screen
+// would ask.
+func decodeModel(model json.RawMessage) *consent.Model {
 	var m consent.Model
 	if json.Unmarshal(model, &m) != nil {
-		return m, false
+		return nil
 	}
-	return m, m.Remembered
+	return &m
 }
 
 // endFlow clears f if it is still the running flow and reports whether it
