@@ -317,10 +317,10 @@ type AwaitEvaluator interface {
 }
 
 // EngineEvents is what the engine reports, on the UI thread. The core
-// implements it with a type of its own that it gives the engine (in the
-// manner of wry, whose engines are crate-private): the engine never holds
-// the Window, and these callbacks are no part of the Window's API. None of
-// them may block.
+// implements it with an unexported type that it gives the engine
+// (docs/host.md, "Core and engine"): the engine never holds the Window,
+// and these callbacks are no part of the Window's API. None of them may
+// block.
 type EngineEvents interface {
 	// DecideNavigation decides a navigation or new-window action of v
 	// (Miniapp, host or launcher): true loads it, false refuses it.

@@ -20,8 +20,8 @@ import (
 // engineSink receives the engine's reports for a Window: NewWindow gives
 // the engine the sink, as an EngineEvents, and never the Window, so the
 // engine's callbacks are no part of the Window's API and an engine cannot
-// call the Window's (docs/host.md, "Engines"). Its methods run on the UI
-// thread.
+// call the Window's (docs/host.md, "Core and engine"). Its methods run on
+// the UI thread.
 type engineSink struct {
 	w *Window
 
