@@ -30,48 +30,60 @@ import (
 // to the UI thread with Dispatch, and the UI thread never waits for a
 // goroutine.
 type Window struct {
+	// The Window's jobs are types of their own, each with its own lock
+	// (or none where it keeps no state another goroutine writes): the
+	// engine's reports (engineSink), the consent flows (consentFlows),
+	// the host's own view (hostView), the calls that drive and read the
+	// views (webViews) and the network conditions (network). The only
+	// nesting of their locks is Window.mu before consentFlows.mu.
+
 	eng  Engine
 	opts Options
 	key  string // proves a bridge message came from the top frame's host script
 
-	// flows runs the consent flows.
-	flows *consentFlows
-
-	// webViews drives and reads the views for other goroutines (eval,
-	// cookies, snapshots); its exported methods are the Window's.
-	*webViews
-
 	// sink receives the engine's reports (EngineEvents) and keeps the
-	// Miniapp view's page as the engine reported it. The engine is given
-	// it, never the Window.
+	// Miniapp view's page as the engine reported it, under its own lock.
+	// The engine is given it, never the Window.
 	sink *engineSink
+	// flows runs the consent flows; its lock guards the running flow and
+	// the network log's flow of the view.
+	flows *consentFlows
+	// hv is the host's own view: its page and the screens it shows
+	// (UI-thread state), and whether it is shown (its lock).
+	hv *hostView
+	// webViews drives and reads the views for other goroutines (eval,
+	// cookies, snapshots); it has no state to lock. Its exported methods
+	// are the Window's.
+	*webViews
+	// network is the Miniapp view's network conditions (SetNetwork); its
+	// lock guards the proxy. Its exported methods are the Window's.
+	*network
 
 	// gestures holds the latest real key press, click or touch on the
-	// Miniapp's view (not on the host's view), for openExternal.
+	// Miniapp's view (not on the host's view), for openExternal; it has a
+	// lock of its own.
 	gestures bridge.Gestures
 
-	// dev is the device the Miniapp is shown as (SetDevice).
+	// dev is the device the Miniapp is shown as (SetDevice), under its
+	// own lock.
 	dev *devices
-
-	listenMu  sync.Mutex // guards below
-	listeners map[int]func(Event)
-	nextID    int
-
-	// hv is the host's own view: its page and the screens it shows.
-	hv *hostView
 
 	stop     chan struct{} // closed by Terminate
 	stopOnce sync.Once
-	live     liveness
+	live     liveness // the UI loop's liveness, under its own lock
 
-	// network is the Miniapp view's network conditions (SetNetwork); its
-	// exported methods are the Window's.
-	*network
+	listenMu  sync.Mutex // guards listeners and nextID
+	listeners map[int]func(Event)
+	nextID    int
 
 	filterMu    sync.Mutex // guards filterRules; held while a filter compiles
 	filterRules string     // the content-blocker rules installed in the view
 
-	mu         sync.Mutex // guards below; held before consentFlows.mu where both are
+	// mu guards the mount: the Miniapp mounted, the number of its mount
+	// and the launcher's origin. It is held before consentFlows.mu where
+	// both are (a flow begins for its mount; Mount and the view's
+	// requests read the network log's flow with the Miniapp).
+	mu         sync.Mutex
 	app        *Miniapp
 	mountGen   int           // bumped by each Mount, so stale flows stop
 	launcherAt origin.Origin // the launcher's origin: the only one its view loads
