@@ -128,7 +128,7 @@ func (s *engineSink) decideMiniapp(n Navigation) bool {
 	nav := bridge.NavigationEvent{URL: n.URL, Decision: decision, Rule: rule}
 	if act == Consent {
 		// The flow starts first, so that the event names it (its network
-		// log's id); startConsent publishes nav.
+		// log's id); consentFlows.start publishes nav.
 		w.flows.start(u, nav)
 		return false
 	}

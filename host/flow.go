@@ -107,7 +107,7 @@ var errFlowBusy = errors.New("host: another authorization is in progress")
 // Miniapp was replaced.
 var errFlowAbandoned = errors.New("host: the authorization was abandoned")
 
-// startConsent runs on the main thread when the policy caught a navigation
+// start runs on the main thread when the policy caught a navigation
 // towards the authorization endpoint, and publishes nav, the navigation's
 // event, with the id of the flow it started. The navigation is already
 // refused; the response will be delivered as docs/architecture.md's ways 1 and 3
@@ -140,7 +140,7 @@ func (c *consentFlows) start(u *url.URL, nav bridge.NavigationEvent) {
 	}
 }
 
-// beginFlow makes f the running flow and asks the service for the consent
+// begin makes f the running flow and asks the service for the consent
 // screen of the authorization request u, on a goroutine. Before that, when
 // it is not nil, announce receives the id of the flow in the network log
 // ("" without one): the event that starts a flow names it before any other
@@ -261,7 +261,7 @@ func decodeModel(model json.RawMessage) *consent.Model {
 	return &m
 }
 
-// endFlow clears f if it is still the running flow and reports whether it
+// end clears f if it is still the running flow and reports whether it
 // was.
 func (c *consentFlows) end(f *flow) bool {
 	c.mu.Lock()
@@ -379,7 +379,7 @@ func responseOutcome(redirect *url.URL) (outcome, detail string) {
 	}
 }
 
-// showFlowError says in the host's view why a caught authorization could
+// showError says in the host's view why a caught authorization could
 // not finish.
 func (c *consentFlows) showError(f *flow, err error) {
 	w := c.w
