@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 
 	"github.com/miniapp-host/miniapp-host/consent"
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
@@ -99,24 +99,19 @@ func (n *NativeConsent) post(ctx context.Context, endpoint string, in, out any) 
 	req.Header.Set("Content-Type", "application/json")
 	req.SetBasicAuth(url.QueryEscape(n.ClientID), url.QueryEscape(n.ClientSecret))
 	// A flow's calls are recorded in its network log (netlog.Into).
-	resp, err := netlog.Client(n.HTTP).Do(req)
+	a, err := jsonhttp.Do(netlog.Client(n.HTTP), req, 4<<20)
 	if err != nil {
 		return fmt.Errorf("host: native consent: %w", err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return fmt.Errorf("host: native consent: %w", err)
-	}
-	if resp.StatusCode/100 != 2 {
-		ne := &NativeError{Status: resp.StatusCode}
-		if json.Unmarshal(raw, ne) != nil || ne.Code == "" {
-			ne.Code, ne.Description = codeHTTPError, string(bytes.TrimSpace(raw))
+	if !a.OK() {
+		ne := &NativeError{Status: a.Status}
+		if json.Unmarshal(a.Body, ne) != nil || ne.Code == "" {
+			ne.Code, ne.Description = codeHTTPError, string(bytes.TrimSpace(a.Body))
 		}
 		return ne
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("host: native consent: answer: %w", err)
+	if err := a.Decode(out); err != nil {
+		return fmt.Errorf("host: native consent: %w", err)
 	}
 	return nil
 }

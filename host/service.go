@@ -2,12 +2,13 @@ package host
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // Service is the authorization service as its discovery document
@@ -67,19 +68,22 @@ func readMetadata(ctx context.Context, client *http.Client, at string) (*Service
 	if err != nil {
 		return nil, 0, fmt.Errorf("host: discovery: %w", err)
 	}
-	resp, err := client.Do(req)
+	a, err := jsonhttp.Do(client, req, 1<<20)
 	if err != nil {
-		return nil, 0, fmt.Errorf("host: discovery: %w", err)
+		status := 0 // no answer
+		if je := (*jsonhttp.Error)(nil); errors.As(err, &je) {
+			status = je.Status
+		}
+		return nil, status, fmt.Errorf("host: discovery: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, resp.StatusCode, fmt.Errorf("host: discovery: %s answered %s", at, resp.Status)
+	if a.Status != http.StatusOK {
+		return nil, a.Status, fmt.Errorf("host: discovery: %s answered %s", at, a.StatusText)
 	}
 	var s Service
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&s); err != nil {
-		return nil, resp.StatusCode, fmt.Errorf("host: discovery: %s: %w", at, err)
+	if err := a.Decode(&s); err != nil {
+		return nil, a.Status, fmt.Errorf("host: discovery: %w", err)
 	}
-	return &s, resp.StatusCode, nil
+	return &s, a.Status, nil
 }
 
 // ServiceIssuer asks the dashboard at dashboard ({dashboard_url}) which
@@ -96,28 +100,27 @@ func ServiceIssuer(ctx context.Context, client *http.Client, dashboard string) (
 	if client == nil {
 		client = http.DefaultClient
 	}
-	resp, err := client.Do(req)
+	a, err := jsonhttp.Do(client, req, 64<<10)
 	if err != nil {
 		return "", fmt.Errorf("host: asking the dashboard which authorization server it serves (GET %s): %w; "+
 			"check --dashboard, or give the service's issuer with --service", at, err)
 	}
-	defer resp.Body.Close()
 	var body struct {
 		Issuer  string `json:"issuer"`
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	}
-	dec := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body)
+	dec := a.Decode(&body)
 	switch {
-	case resp.StatusCode == http.StatusNotFound:
+	case a.Status == http.StatusNotFound:
 		why := "it has no such route"
 		if body.Code != "" {
 			why = body.Code
 		}
 		return "", fmt.Errorf("host: the dashboard at %s does not name its authorization server (GET %s answered %s: %s); "+
-			"give the service's issuer with --service", dashboard, at, resp.Status, why)
-	case resp.StatusCode != http.StatusOK:
-		return "", fmt.Errorf("host: asking the dashboard which authorization server it serves: GET %s answered %s", at, resp.Status)
+			"give the service's issuer with --service", dashboard, at, a.StatusText, why)
+	case a.Status != http.StatusOK:
+		return "", fmt.Errorf("host: asking the dashboard which authorization server it serves: GET %s answered %s", at, a.StatusText)
 	case dec != nil:
 		return "", fmt.Errorf("host: GET %s: the answer is not the JSON object {\"issuer\": ...}: %w", at, dec)
 	}
