@@ -288,46 +288,17 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			st.Close()
 		}
 	}()
-	var roles []*role
+	roles, err := listenRoles(cfg)
+	if err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
-			for _, r := range roles {
-				r.ln.Close()
-			}
+			closeRoles(roles)
 		}
 	}()
-	for _, a := range []struct{ name, addr string }{{"service", cfg.ServiceAddr}, {"dashboard", cfg.DashboardAddr},
-		{"signing", cfg.SigningAddr}, {"invoicing", cfg.InvoicingAddr}} {
-		if a.addr == "" {
-			a.addr = "127.0.0.1:0"
-		}
-		ln, err := cfg.Listen("tcp", a.addr)
-		if err != nil {
-			return nil, fmt.Errorf("authserver: listen for %s on %s: %w", a.name, a.addr, err)
-		}
-		roles = append(roles, &role{name: a.name, ln: ln})
-	}
 	s := &Server{rand: cfg.Rand, st: st}
-	s.listen = ListenAddrs{Service: roles[0].ln.Addr().String(), Dashboard: roles[1].ln.Addr().String(),
-		Signing: roles[2].ln.Addr().String(), Invoicing: roles[3].ln.Addr().String()}
-	// Every advertised address derives from these four: the public ones
-	// when configured, else the listeners' (a developer's machine).
-	public := func(configured, listen string) string {
-		if configured == "" {
-			return "http://" + listen
-		}
-		o, _ := canonicalOrigin(configured) // Validate accepted it
-		return o
-	}
-	issuer := cfg.Issuer
-	if issuer == "" {
-		issuer = "http://" + s.listen.Service
-	}
-	s.urls = URLs{
-		Issuer: issuer, BaseURL: issuer + BankPath, Dashboard: public(cfg.DashboardURL, s.listen.Dashboard),
-		SigningBaseURL:   public(cfg.SigningURL, s.listen.Signing) + ProviderPath,
-		InvoicingBaseURL: public(cfg.InvoicingURL, s.listen.Invoicing) + ProviderPath,
-	}
+	s.setAddresses(cfg, roles)
 	s.cat, err = catalog.New(catalog.Endpoints{BaseURL: s.urls.BaseURL, SigningBaseURL: s.urls.SigningBaseURL,
 		InvoicingBaseURL: s.urls.InvoicingBaseURL})
 	if err != nil {
@@ -363,22 +334,99 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.extendCatalog(ctx, cfg.Logger); err != nil {
 		return nil, err
 	}
-	// On a shared database another instance may approve a Resource Server:
-	// the catalog in force follows (store.OnChange).
-	s.st.OnChange(func(c store.Change) {
-		if c.Kind == store.ChangedReview || c.Kind == store.ChangedAll {
-			go func() {
-				if err := s.refreshCatalog(context.Background(), cfg.Logger); err != nil && cfg.Logger != nil {
-					cfg.Logger.Error("authserver: rebuilding the catalog after a review decision", "err", err)
-				}
-			}()
-		}
-	})
+	s.followReviews(cfg.Logger)
 	s.urls.Discovery = s.oauth.DiscoveryEndpoint()
 	s.urls.Authorization, s.urls.Token = s.oauth.AuthorizationEndpoint(), s.oauth.TokenEndpoint()
 	s.urls.Grant, s.urls.Native, s.urls.PAR = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint(), s.oauth.PAREndpoint()
 
 	roles[0].h = s.oauth.Handler()
+	if roles[1].h, err = s.dashboardHandler(cfg, oc.FAPI.LocalJWKSURI, faults); err != nil {
+		return nil, err
+	}
+	if roles[2].h, roles[3].h, err = s.providerHandlers(cfg, faults); err != nil {
+		return nil, err
+	}
+	// The lock note names the listeners: a developer who meets the lock
+	// looks for a process on this machine.
+	if err := s.st.Announce(map[string]string{"service": "http://" + s.listen.Service, "dashboard": "http://" + s.listen.Dashboard,
+		"signing": "http://" + s.listen.Signing, "invoicing": "http://" + s.listen.Invoicing}); err != nil {
+		return nil, err
+	}
+	s.serve(cfg, roles)
+	return s, nil
+}
+
+// listenRoles listens on the four roles' addresses (a free loopback port
+// where none is configured), in the order service, dashboard, signing,
+// invoicing. On failure it closes the listeners it opened.
+func listenRoles(cfg Config) ([]*role, error) {
+	var roles []*role
+	for _, a := range []struct{ name, addr string }{{"service", cfg.ServiceAddr}, {"dashboard", cfg.DashboardAddr},
+		{"signing", cfg.SigningAddr}, {"invoicing", cfg.InvoicingAddr}} {
+		if a.addr == "" {
+			a.addr = "127.0.0.1:0"
+		}
+		ln, err := cfg.Listen("tcp", a.addr)
+		if err != nil {
+			closeRoles(roles)
+			return nil, fmt.Errorf("authserver: listen for %s on %s: %w", a.name, a.addr, err)
+		}
+		roles = append(roles, &role{name: a.name, ln: ln})
+	}
+	return roles, nil
+}
+
+// closeRoles closes the roles' listeners.
+func closeRoles(roles []*role) {
+	for _, r := range roles {
+		r.ln.Close()
+	}
+}
+
+// setAddresses records the listeners' addresses and derives every
+// advertised address from them: the public ones when configured, else the
+// listeners' (a developer's machine).
+func (s *Server) setAddresses(cfg Config, roles []*role) {
+	s.listen = ListenAddrs{Service: roles[0].ln.Addr().String(), Dashboard: roles[1].ln.Addr().String(),
+		Signing: roles[2].ln.Addr().String(), Invoicing: roles[3].ln.Addr().String()}
+	issuer := cfg.Issuer
+	if issuer == "" {
+		issuer = "http://" + s.listen.Service
+	}
+	s.urls = URLs{
+		Issuer: issuer, BaseURL: issuer + BankPath, Dashboard: publicOrigin(cfg.DashboardURL, s.listen.Dashboard),
+		SigningBaseURL:   publicOrigin(cfg.SigningURL, s.listen.Signing) + ProviderPath,
+		InvoicingBaseURL: publicOrigin(cfg.InvoicingURL, s.listen.Invoicing) + ProviderPath,
+	}
+}
+
+// publicOrigin is the configured public origin of a role, else its
+// listener's.
+func publicOrigin(configured, listen string) string {
+	if configured == "" {
+		return "http://" + listen
+	}
+	o, _ := canonicalOrigin(configured) // Validate accepted it
+	return o
+}
+
+// followReviews keeps the catalog in force in step with the review
+// decisions of other instances on a shared database (store.OnChange).
+func (s *Server) followReviews(logger *slog.Logger) {
+	s.st.OnChange(func(c store.Change) {
+		if c.Kind == store.ChangedReview || c.Kind == store.ChangedAll {
+			go func() {
+				if err := s.refreshCatalog(context.Background(), logger); err != nil && logger != nil {
+					logger.Error("authserver: rebuilding the catalog after a review decision", "err", err)
+				}
+			}()
+		}
+	})
+}
+
+// dashboardHandler builds the dashboard role's handler, with the
+// development controls when faults is not nil (a loopback issuer).
+func (s *Server) dashboardHandler(cfg Config, localJWKSURI bool, faults *devctl.Faults) (http.Handler, error) {
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -386,12 +434,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	dc := dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
 		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger,
 		Origin: s.urls.Dashboard, AllowedOrigins: cfg.DashboardOrigins, Issuer: s.urls.Issuer,
-		LocalJWKSURI: oc.FAPI.LocalJWKSURI}
-	if st.Shared() {
+		LocalJWKSURI: localJWKSURI}
+	if s.st.Shared() {
 		// An approval extends the catalog every instance approved.
 		dc.RefreshCatalog = func(ctx context.Context) error { return s.refreshCatalog(ctx, cfg.Logger) }
 	}
-	if local {
+	if faults != nil {
 		ctl, err := devctl.New(devctl.Config{Clock: s.clock, Logger: cfg.Logger, Faults: faults,
 			Fixtures: s.st, Authority: s.oauth, Explain: explainFor(s.oauth)})
 		if err != nil {
@@ -402,44 +450,42 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := dc.Validate(); err != nil {
 		return nil, fmt.Errorf("authserver: %w", err)
 	}
-	roles[1].h = dashboard.New(dc).Handler()
-	// The example providers read grants over HTTP with their own
-	// credential, exactly as a third-party Resource Server would, but from
-	// this process's own service listener: behind a reverse proxy the
-	// public grant endpoint may not be reachable from the instance (a TLS
-	// certificate it does not trust, a network it is not on), and every
-	// instance answers for the same database.
+	return dashboard.New(dc).Handler(), nil
+}
+
+// providerHandlers builds the example Resource Servers' handlers. They
+// read grants over HTTP with their own credential, exactly as a
+// third-party Resource Server would, but from this process's own service
+// listener: behind a reverse proxy the public grant endpoint may not be
+// reachable from the instance (a TLS certificate it does not trust, a
+// network it is not on), and every instance answers for the same database.
+func (s *Server) providerHandlers(cfg Config, faults *devctl.Faults) (signing, invoicing http.Handler, err error) {
 	iu, err := url.Parse(s.urls.Issuer)
 	if err != nil {
-		return nil, fmt.Errorf("authserver: issuer: %w", err)
+		return nil, nil, fmt.Errorf("authserver: issuer: %w", err)
 	}
 	localGrant := "http://" + s.listen.Service + iu.Path + strings.TrimPrefix(s.urls.Grant, s.urls.Issuer)
-	grants := func(clientID string) providers.GrantSource {
-		cred, _ := s.Credential(clientID)
-		return &providers.GrantClient{Endpoint: localGrant, ClientID: cred.ClientID, ClientSecret: cred.ClientSecret}
-	}
 	pc := func(clientID, endpoint string) providers.Config {
-		c := providers.Config{Catalog: s.cat, Grants: grants(clientID), Now: cfg.Now, Log: cfg.Logger}
+		cred, _ := s.Credential(clientID)
+		c := providers.Config{Catalog: s.cat, Now: cfg.Now, Log: cfg.Logger,
+			Grants: &providers.GrantClient{Endpoint: localGrant, ClientID: cred.ClientID, ClientSecret: cred.ClientSecret}}
 		if faults != nil {
 			c.Faults = faults.Provider(endpoint, s.oauth.DPoPNonce)
 		}
 		return c
 	}
-	signing, err := providers.NewSigning(pc("signing-provider", devctl.FaultSigning))
-	if err != nil {
-		return nil, err
+	if signing, err = providers.NewSigning(pc("signing-provider", devctl.FaultSigning)); err != nil {
+		return nil, nil, err
 	}
-	invoicing, err := providers.NewInvoicing(pc("invoicing-provider", devctl.FaultInvoicing))
-	if err != nil {
-		return nil, err
+	if invoicing, err = providers.NewInvoicing(pc("invoicing-provider", devctl.FaultInvoicing)); err != nil {
+		return nil, nil, err
 	}
-	roles[2].h, roles[3].h = signing, invoicing
-	// The lock note names the listeners: a developer who meets the lock
-	// looks for a process on this machine.
-	if err := s.st.Announce(map[string]string{"service": "http://" + s.listen.Service, "dashboard": "http://" + s.listen.Dashboard,
-		"signing": "http://" + s.listen.Signing, "invoicing": "http://" + s.listen.Invoicing}); err != nil {
-		return nil, err
-	}
+	return signing, invoicing, nil
+}
+
+// serve serves every role behind the health gate and the connection
+// limits of cfg.HTTP, and starts the purge loop.
+func (s *Server) serve(cfg Config, roles []*role) {
 	s.health = &health{ping: s.st.Ping, timeout: cfg.ReadyTimeout, log: cfg.Logger}
 	if s.health.timeout <= 0 {
 		s.health.timeout = DefaultReadyTimeout
@@ -456,7 +502,6 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.stopPurge, s.purgeDone = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(cfg)
-	return s, nil
 }
 
 // purgeLoop deletes long-expired codes and tokens at start and then every
@@ -544,6 +589,7 @@ func (s *Server) seed(ctx context.Context, cfg Config) error {
 	return s.st.Exclusive(ctx, func() error { return s.seedLocked(ctx, cfg, w) })
 }
 
+// seedLocked seeds under store.Exclusive (seed).
 func (s *Server) seedLocked(ctx context.Context, cfg Config, w *seed.World) error {
 	empty, err := s.st.Empty(ctx)
 	if err != nil {
@@ -561,8 +607,17 @@ func (s *Server) seedLocked(ctx context.Context, cfg Config, w *seed.World) erro
 	if err := w.LoadPolicies(ctx, s.st, now()); err != nil {
 		return err
 	}
-	// Like the seeded clients' secrets, the operator credential is new at
-	// each start unless fixed, because only its hash is kept.
+	if err := s.seedOperatorKey(ctx, cfg); err != nil {
+		return err
+	}
+	return s.seedSecrets(ctx, cfg, w)
+}
+
+// seedOperatorKey sets the operator credential. Like the seeded clients'
+// secrets, it is new at each start unless fixed, because only its hash is
+// kept; on a shared database one another instance set is kept (unknown
+// here).
+func (s *Server) seedOperatorKey(ctx context.Context, cfg Config) error {
 	keep := false
 	if s.opKey = cfg.OperatorKey; s.opKey == "" && s.st.Shared() {
 		_, err := s.st.Setting(ctx, dashboard.OperatorKeySetting)
@@ -572,16 +627,21 @@ func (s *Server) seedLocked(ctx context.Context, cfg Config, w *seed.World) erro
 		keep = err == nil
 	}
 	if s.opKey == "" && !keep {
+		var err error
 		if s.opKey, err = s.newSecret(); err != nil {
 			return err
 		}
 	}
-	if s.opKey != "" {
-		if err := s.st.PutSetting(ctx, dashboard.OperatorKeySetting, store.Hash(s.opKey)); err != nil {
-			return err
-		}
+	if s.opKey == "" {
+		return nil
 	}
-	given := 0
+	return s.st.PutSetting(ctx, dashboard.OperatorKeySetting, store.Hash(s.opKey))
+}
+
+// seedSecrets sets the secrets of the seeded confidential clients still
+// in the database and records every seeded client's credential; every
+// secret Config gives must have found its client.
+func (s *Server) seedSecrets(ctx context.Context, cfg Config, w *seed.World) error {
 	for _, wc := range w.Clients {
 		c, err := s.st.Client(ctx, wc.ID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -591,35 +651,42 @@ func (s *Server) seedLocked(ctx context.Context, cfg Config, w *seed.World) erro
 		}
 		cred := credentialOf(c)
 		if c.Type == store.Confidential {
-			secret, ok := cfg.Secrets[c.ID]
-			switch {
-			case ok:
-				given++
-				cred.SecretGiven = true
-			case s.st.Shared() && len(c.SecretHash) > 0:
-				s.creds = append(s.creds, cred) // set by another instance; unknown here
-				continue
-			default:
-				if secret, err = s.newSecret(); err != nil {
-					return err
-				}
-			}
-			if err := s.st.SetClientSecret(ctx, c.ID, store.Hash(secret)); err != nil {
+			if err := s.seedSecret(ctx, cfg, c, &cred); err != nil {
 				return err
 			}
-			cred.ClientSecret = secret
 		}
 		s.creds = append(s.creds, cred)
 	}
-	if given < len(cfg.Secrets) {
-		// Validate checked the ids against the seed world; the
-		// database no longer has one of them as a confidential client.
-		for id := range cfg.Secrets {
-			if !slices.ContainsFunc(s.creds, func(c Credential) bool { return c.ClientID == id && c.SecretGiven }) {
-				return &SettingError{Field: "Secrets", Key: id, Rule: "the database has no confidential client of this id (removed, or made public, since it was seeded)"}
-			}
+	// Validate checked the ids against the seed world; the database may
+	// no longer have one of them as a confidential client.
+	for id := range cfg.Secrets {
+		if !slices.ContainsFunc(s.creds, func(c Credential) bool { return c.ClientID == id && c.SecretGiven }) {
+			return &SettingError{Field: "Secrets", Key: id, Rule: "the database has no confidential client of this id (removed, or made public, since it was seeded)"}
 		}
 	}
+	return nil
+}
+
+// seedSecret sets the secret of one seeded confidential client: the one
+// Config gives, else a new one, except on a shared database where another
+// instance set one (then unknown here, and cred keeps no secret).
+func (s *Server) seedSecret(ctx context.Context, cfg Config, c *store.Client, cred *Credential) error {
+	secret, ok := cfg.Secrets[c.ID]
+	switch {
+	case ok:
+		cred.SecretGiven = true
+	case s.st.Shared() && len(c.SecretHash) > 0:
+		return nil // set by another instance; unknown here
+	default:
+		var err error
+		if secret, err = s.newSecret(); err != nil {
+			return err
+		}
+	}
+	if err := s.st.SetClientSecret(ctx, c.ID, store.Hash(secret)); err != nil {
+		return err
+	}
+	cred.ClientSecret = secret
 	return nil
 }
 
@@ -763,35 +830,17 @@ func (s *Server) RegisterDevClient(ctx context.Context, spec ClientSpec) (Creden
 }
 
 func (s *Server) registerClient(ctx context.Context, spec ClientSpec, projectID string, keepSecret bool) (Credential, error) {
-	if spec.ID == "" || strings.ContainsAny(spec.ID, "/?#") {
-		return Credential{}, fmt.Errorf("authserver: client id %q is empty or not URL-safe", spec.ID)
+	if err := checkClientSpec(spec); err != nil {
+		return Credential{}, err
 	}
-	if spec.IDTokenAlg != "" && !slices.Contains(store.IDTokenAlgs, spec.IDTokenAlg) {
-		return Credential{}, fmt.Errorf("authserver: client %q: ID token algorithm %q is not one of %s", spec.ID, spec.IDTokenAlg,
-			strings.Join(store.IDTokenAlgs, ", "))
-	}
-	for _, raw := range spec.RedirectURIs {
-		if err := dashboard.CheckRedirectURI(raw); err != nil {
-			return Credential{}, fmt.Errorf("authserver: client %q: redirect URI %q: %w", spec.ID, raw, err)
-		}
+	set, err := clientSettings(spec)
+	if err != nil {
+		return Credential{}, err
 	}
 	c := &store.Client{ID: spec.ID, ProjectID: projectID, Name: spec.Name, Type: store.Public,
 		RedirectURIs: spec.RedirectURIs, AllowedOrigins: spec.AllowedOrigins, IDTokenAlg: spec.IDTokenAlg}
 	if c.Name == "" {
 		c.Name = spec.ID
-	}
-	var set store.ClientSettings
-	if spec.JWKS != nil || spec.Profile != "" {
-		if !spec.Confidential || spec.JWKS == nil {
-			return Credential{}, fmt.Errorf("authserver: client %q: keys (JWKS) need a confidential client, and the %q profile needs keys", spec.ID, spec.Profile)
-		}
-		if spec.Profile != "" && spec.Profile != store.ProfileFAPI2 {
-			return Credential{}, fmt.Errorf("authserver: client %q: profile %q is not %q or empty", spec.ID, spec.Profile, store.ProfileFAPI2)
-		}
-		if err := dashboard.CheckJWKS(spec.JWKS); err != nil {
-			return Credential{}, fmt.Errorf("authserver: client %q: jwks: %w", spec.ID, err)
-		}
-		set = store.ClientSettings{JWKS: spec.JWKS, Profile: spec.Profile}
 	}
 	var secret string
 	switch {
@@ -800,7 +849,6 @@ func (s *Server) registerClient(ctx context.Context, spec ClientSpec, projectID 
 	case spec.Confidential && keepSecret:
 		c.Type, c.SecretHash = store.Confidential, spec.secretHash
 	case spec.Confidential:
-		var err error
 		if secret, err = s.newSecret(); err != nil {
 			return Credential{}, err
 		}
@@ -818,6 +866,42 @@ func (s *Server) registerClient(ctx context.Context, spec ClientSpec, projectID 
 	cred := credentialOf(c)
 	cred.ClientSecret = secret
 	return cred, nil
+}
+
+// checkClientSpec checks a client's id, ID token algorithm and redirect
+// URIs.
+func checkClientSpec(spec ClientSpec) error {
+	if spec.ID == "" || strings.ContainsAny(spec.ID, "/?#") {
+		return fmt.Errorf("authserver: client id %q is empty or not URL-safe", spec.ID)
+	}
+	if spec.IDTokenAlg != "" && !slices.Contains(store.IDTokenAlgs, spec.IDTokenAlg) {
+		return fmt.Errorf("authserver: client %q: ID token algorithm %q is not one of %s", spec.ID, spec.IDTokenAlg,
+			strings.Join(store.IDTokenAlgs, ", "))
+	}
+	for _, raw := range spec.RedirectURIs {
+		if err := dashboard.CheckRedirectURI(raw); err != nil {
+			return fmt.Errorf("authserver: client %q: redirect URI %q: %w", spec.ID, raw, err)
+		}
+	}
+	return nil
+}
+
+// clientSettings reads a client's keys and profile: keys need a
+// confidential client, and the FAPI 2.0 profile needs keys.
+func clientSettings(spec ClientSpec) (store.ClientSettings, error) {
+	if spec.JWKS == nil && spec.Profile == "" {
+		return store.ClientSettings{}, nil
+	}
+	if !spec.Confidential || spec.JWKS == nil {
+		return store.ClientSettings{}, fmt.Errorf("authserver: client %q: keys (JWKS) need a confidential client, and the %q profile needs keys", spec.ID, spec.Profile)
+	}
+	if spec.Profile != "" && spec.Profile != store.ProfileFAPI2 {
+		return store.ClientSettings{}, fmt.Errorf("authserver: client %q: profile %q is not %q or empty", spec.ID, spec.Profile, store.ProfileFAPI2)
+	}
+	if err := dashboard.CheckJWKS(spec.JWKS); err != nil {
+		return store.ClientSettings{}, fmt.Errorf("authserver: client %q: jwks: %w", spec.ID, err)
+	}
+	return store.ClientSettings{JWKS: spec.JWKS, Profile: spec.Profile}, nil
 }
 
 // Drain turns readiness (GET /readyz) to 503 "shutting down" while every

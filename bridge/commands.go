@@ -314,189 +314,245 @@ func decodeCommand(raw []byte) (command, *Error) {
 	return c, nil
 }
 
+// commandHandler runs one command's params against ctl. Errors in params
+// are the driver's (CodeInvalidParams); errors from ctl are the host's.
+type commandHandler func(ctx context.Context, ctl Controller, name string, p fields) (any, error)
+
+// commandHandlers maps each built-in command's name to its handler; the
+// service's development controls (devclient.Known) are forwarded whole.
+var commandHandlers = map[string]commandHandler{
+	CommandOpen:           runOpen,
+	CommandConsentApprove: runConsentApprove,
+	CommandScreenshot:     runScreenshot,
+	CommandConsentDeny:    runViewCommand,
+	CommandClose:          runViewCommand,
+	CommandDevToolsShow:   runDevToolsShow,
+	CommandDeviceSet:      runDeviceSet,
+	CommandNetworkSet:     runNetwork,
+	CommandNetworkClear:   runNetwork,
+	CommandNavigate:       runNavigate,
+	CommandEval:           runEval,
+}
+
 // run executes a decoded command against ctl.
 func (c command) run(ctx context.Context, ctl Controller) (any, error) {
 	p := c.params
 	if p == nil {
 		p = fields{}
 	}
-	view := func() (string, error) {
-		v, _, err := p.str("view")
-		return v, err
-	}
-	// Errors in params are the driver's; errors from ctl are the host's.
-	invalid := func(err error) error { return Errorf(CodeInvalidParams, "%v", err) }
-	switch c.name {
-	case CommandOpen:
-		if err := p.only("origin", "id", "dashboard", "profile"); err != nil {
-			return nil, invalid(err)
-		}
-		var cmd OpenCommand
-		var err error
-		if cmd.Profile, _, err = p.str("profile"); err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.Profile != "" {
-			if _, given := p["origin"]; given {
-				return nil, Errorf(CodeInvalidParams, "give a profile or an origin and an id, not both")
-			}
-		} else if cmd.Origin, err = p.required("origin"); err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.ID, _, err = p.str("id"); err != nil || (cmd.Profile == "" && cmd.ID == "") {
-			if err == nil {
-				_, err = p.required("id")
-			}
-			return nil, invalid(err)
-		}
-		if cmd.Dashboard, _, err = p.str("dashboard"); err != nil {
-			return nil, invalid(err)
-		}
-		return ctl.Open(ctx, cmd)
-	case CommandConsentApprove:
-		if err := p.only("view", "account", "declined_scopes", "declined_details", "lowered_maximums"); err != nil {
-			return nil, invalid(err)
-		}
-		var cmd ApproveCommand
-		var err error
-		if cmd.View, err = view(); err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.Account, _, err = p.str("account"); err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.Choices, err = p.choices(); err != nil {
-			return nil, invalid(err)
-		}
-		return nil, ctl.ApproveConsent(ctx, cmd)
-	case CommandScreenshot:
-		if err := p.only("view", "area"); err != nil {
-			return nil, invalid(err)
-		}
-		var cmd ScreenshotCommand
-		var err error
-		if cmd.View, err = view(); err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.Area, _, err = p.str("area"); err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.Area != "" && cmd.Area != ScreenshotView && cmd.Area != ScreenshotWindow && cmd.Area != ScreenshotDevice {
-			return nil, Errorf(CodeInvalidParams, "area: %s is not one of %q (the Miniapp's view, the default), %q (the device in its frame) and %q (the whole window)",
-				quote(cmd.Area), ScreenshotView, ScreenshotDevice, ScreenshotWindow)
-		}
-		return ctl.Screenshot(ctx, cmd)
-	case CommandConsentDeny, CommandClose:
-		if err := p.only("view"); err != nil {
-			return nil, invalid(err)
-		}
-		v, err := view()
-		if err != nil {
-			return nil, invalid(err)
-		}
-		cmd := ViewCommand{View: v}
-		if c.name == CommandConsentDeny {
-			return nil, ctl.DenyConsent(ctx, cmd)
-		}
-		return nil, ctl.Close(ctx, cmd)
-	case CommandDevToolsShow:
-		dt, ok := ctl.(DevToolsController)
-		if !ok {
-			return nil, Errorf(CodeUnknownCommand, "this host has no web inspector (command %s)", quote(c.name))
-		}
-		if err := p.only("view"); err != nil {
-			return nil, invalid(err)
-		}
-		v, err := view()
-		if err != nil {
-			return nil, invalid(err)
-		}
-		return nil, dt.ShowDevTools(ctx, ViewCommand{View: v})
-	case CommandDeviceSet:
-		dc, ok := ctl.(DeviceController)
-		if !ok {
-			return nil, Errorf(CodeUnknownCommand, "this host shows no devices (command %s)", quote(c.name))
-		}
-		cmd, err := deviceCommand(p)
-		if err != nil {
-			return nil, invalid(err)
-		}
-		return dc.SetDevice(ctx, cmd)
-	case CommandNetworkSet, CommandNetworkClear:
-		nc, ok := ctl.(NetworkController)
-		if !ok {
-			return nil, Errorf(CodeUnknownCommand, "this host sets no network conditions (command %s)", quote(c.name))
-		}
-		var cmd NetworkCommand
-		var err error
-		if c.name == CommandNetworkClear {
-			err = p.only("view")
-		} else {
-			err = p.only("view", "throttle", "mocks")
-		}
-		if err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.View, err = view(); err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.Throttle, _, err = p.str("throttle"); err != nil {
-			return nil, invalid(err)
-		}
-		if raw, ok := p["mocks"]; ok {
-			if len(raw) == 0 || raw[0] != '[' {
-				return nil, Errorf(CodeInvalidParams, "mocks must be an array of mock rules")
-			}
-			cmd.Mocks = raw
-		}
-		return nc.SetNetwork(ctx, cmd)
-	case CommandNavigate:
-		if err := p.only("view", "url"); err != nil {
-			return nil, invalid(err)
-		}
-		var cmd NavigateCommand
-		var err error
-		if cmd.View, err = view(); err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.URL, err = p.required("url"); err != nil {
-			return nil, invalid(err)
-		}
-		return nil, ctl.Navigate(ctx, cmd)
-	case CommandEval:
-		if err := p.only("view", "script"); err != nil {
-			return nil, invalid(err)
-		}
-		var cmd EvalCommand
-		var err error
-		if cmd.View, err = view(); err != nil {
-			return nil, invalid(err)
-		}
-		if cmd.Script, err = p.required("script"); err != nil {
-			return nil, invalid(err)
-		}
-		v, err := ctl.Eval(ctx, cmd)
-		if err != nil {
-			return nil, err
-		}
-		if v == nil || !json.Valid(v) {
-			// The completion value of a script may be undefined.
-			return json.RawMessage("null"), nil
-		}
-		return v, nil
+	if h, ok := commandHandlers[c.name]; ok {
+		return h(ctx, ctl, c.name, p)
 	}
 	if devclient.Known(c.name) {
-		sc, ok := ctl.(ServiceController)
-		if !ok {
-			return nil, Errorf(CodeUnknownCommand, "this host runs no development controls (command %s): it needs the service's operator key (docs/automation.md, \"The service's development controls\")", quote(c.name))
-		}
-		params, err := json.Marshal(p)
-		if err != nil {
-			return nil, invalid(err)
-		}
-		return sc.ServiceControl(ctx, c.name, params)
+		return runServiceControl(ctx, ctl, c.name, p)
 	}
 	return nil, Errorf(CodeUnknownCommand, "no command %s", quote(c.name))
+}
+
+// invalidParams wraps an error in the driver's params.
+func invalidParams(err error) error { return Errorf(CodeInvalidParams, "%v", err) }
+
+// view reads the optional "view" field.
+func (f fields) view() (string, error) {
+	v, _, err := f.str("view")
+	return v, err
+}
+
+// runOpen runs open: a profile, or an origin and an id.
+func runOpen(ctx context.Context, ctl Controller, _ string, p fields) (any, error) {
+	if err := p.only("origin", "id", "dashboard", "profile"); err != nil {
+		return nil, invalidParams(err)
+	}
+	var cmd OpenCommand
+	var err error
+	if cmd.Profile, _, err = p.str("profile"); err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.Profile != "" {
+		if _, given := p["origin"]; given {
+			return nil, Errorf(CodeInvalidParams, "give a profile or an origin and an id, not both")
+		}
+	} else if cmd.Origin, err = p.required("origin"); err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.ID, _, err = p.str("id"); err != nil || (cmd.Profile == "" && cmd.ID == "") {
+		if err == nil {
+			_, err = p.required("id")
+		}
+		return nil, invalidParams(err)
+	}
+	if cmd.Dashboard, _, err = p.str("dashboard"); err != nil {
+		return nil, invalidParams(err)
+	}
+	return ctl.Open(ctx, cmd)
+}
+
+// runConsentApprove runs consent.approve with the user's choices.
+func runConsentApprove(ctx context.Context, ctl Controller, _ string, p fields) (any, error) {
+	if err := p.only("view", "account", "declined_scopes", "declined_details", "lowered_maximums"); err != nil {
+		return nil, invalidParams(err)
+	}
+	var cmd ApproveCommand
+	var err error
+	if cmd.View, err = p.view(); err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.Account, _, err = p.str("account"); err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.Choices, err = p.choices(); err != nil {
+		return nil, invalidParams(err)
+	}
+	return nil, ctl.ApproveConsent(ctx, cmd)
+}
+
+// runScreenshot runs screenshot of one of the three areas.
+func runScreenshot(ctx context.Context, ctl Controller, _ string, p fields) (any, error) {
+	if err := p.only("view", "area"); err != nil {
+		return nil, invalidParams(err)
+	}
+	var cmd ScreenshotCommand
+	var err error
+	if cmd.View, err = p.view(); err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.Area, _, err = p.str("area"); err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.Area != "" && cmd.Area != ScreenshotView && cmd.Area != ScreenshotWindow && cmd.Area != ScreenshotDevice {
+		return nil, Errorf(CodeInvalidParams, "area: %s is not one of %q (the Miniapp's view, the default), %q (the device in its frame) and %q (the whole window)",
+			quote(cmd.Area), ScreenshotView, ScreenshotDevice, ScreenshotWindow)
+	}
+	return ctl.Screenshot(ctx, cmd)
+}
+
+// runViewCommand runs consent.deny and close, whose only param is the view.
+func runViewCommand(ctx context.Context, ctl Controller, name string, p fields) (any, error) {
+	if err := p.only("view"); err != nil {
+		return nil, invalidParams(err)
+	}
+	v, err := p.view()
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	cmd := ViewCommand{View: v}
+	if name == CommandConsentDeny {
+		return nil, ctl.DenyConsent(ctx, cmd)
+	}
+	return nil, ctl.Close(ctx, cmd)
+}
+
+// runDevToolsShow runs devtools.show on a host with a web inspector.
+func runDevToolsShow(ctx context.Context, ctl Controller, name string, p fields) (any, error) {
+	dt, ok := ctl.(DevToolsController)
+	if !ok {
+		return nil, Errorf(CodeUnknownCommand, "this host has no web inspector (command %s)", quote(name))
+	}
+	if err := p.only("view"); err != nil {
+		return nil, invalidParams(err)
+	}
+	v, err := p.view()
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	return nil, dt.ShowDevTools(ctx, ViewCommand{View: v})
+}
+
+// runDeviceSet runs device.set on a host that shows devices.
+func runDeviceSet(ctx context.Context, ctl Controller, name string, p fields) (any, error) {
+	dc, ok := ctl.(DeviceController)
+	if !ok {
+		return nil, Errorf(CodeUnknownCommand, "this host shows no devices (command %s)", quote(name))
+	}
+	cmd, err := deviceCommand(p)
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	return dc.SetDevice(ctx, cmd)
+}
+
+// runNetwork runs network.set and network.clear (which takes only the view).
+func runNetwork(ctx context.Context, ctl Controller, name string, p fields) (any, error) {
+	nc, ok := ctl.(NetworkController)
+	if !ok {
+		return nil, Errorf(CodeUnknownCommand, "this host sets no network conditions (command %s)", quote(name))
+	}
+	var cmd NetworkCommand
+	var err error
+	if name == CommandNetworkClear {
+		err = p.only("view")
+	} else {
+		err = p.only("view", "throttle", "mocks")
+	}
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.View, err = p.view(); err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.Throttle, _, err = p.str("throttle"); err != nil {
+		return nil, invalidParams(err)
+	}
+	if raw, ok := p["mocks"]; ok {
+		if len(raw) == 0 || raw[0] != '[' {
+			return nil, Errorf(CodeInvalidParams, "mocks must be an array of mock rules")
+		}
+		cmd.Mocks = raw
+	}
+	return nc.SetNetwork(ctx, cmd)
+}
+
+// runNavigate runs navigate.
+func runNavigate(ctx context.Context, ctl Controller, _ string, p fields) (any, error) {
+	if err := p.only("view", "url"); err != nil {
+		return nil, invalidParams(err)
+	}
+	var cmd NavigateCommand
+	var err error
+	if cmd.View, err = p.view(); err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.URL, err = p.required("url"); err != nil {
+		return nil, invalidParams(err)
+	}
+	return nil, ctl.Navigate(ctx, cmd)
+}
+
+// runEval runs eval; a completion value that is not JSON (undefined) is null.
+func runEval(ctx context.Context, ctl Controller, _ string, p fields) (any, error) {
+	if err := p.only("view", "script"); err != nil {
+		return nil, invalidParams(err)
+	}
+	var cmd EvalCommand
+	var err error
+	if cmd.View, err = p.view(); err != nil {
+		return nil, invalidParams(err)
+	}
+	if cmd.Script, err = p.required("script"); err != nil {
+		return nil, invalidParams(err)
+	}
+	v, err := ctl.Eval(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil || !json.Valid(v) {
+		// The completion value of a script may be undefined.
+		return json.RawMessage("null"), nil
+	}
+	return v, nil
+}
+
+// runServiceControl forwards one of the service's development controls.
+func runServiceControl(ctx context.Context, ctl Controller, name string, p fields) (any, error) {
+	sc, ok := ctl.(ServiceController)
+	if !ok {
+		return nil, Errorf(CodeUnknownCommand, "this host runs no development controls (command %s): it needs the service's operator key (docs/automation.md, \"The service's development controls\")", quote(name))
+	}
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	return sc.ServiceControl(ctx, name, params)
 }
 
 // required reads a string field that must be present and non-empty.

@@ -57,59 +57,79 @@ func (d Declaration) Provider() Provider { return Provider("rs:" + d.ID) }
 // problem, each with a pointer into the declaration document. A declaration
 // with no problems can be added with Extend.
 func (c *Catalog) CheckDeclaration(d Declaration) []Violation {
-	var vs []Violation
-	bad := func(ptr, code, msg string) { vs = append(vs, Violation{Pointer: ptr, Code: code, Message: msg}) }
+	dc := &declCheck{seen: map[string]bool{}}
 	if strings.TrimSpace(d.ID) == "" {
-		bad("/id", "missing_field", "the Resource Server has no id; the operator assigns one on approval")
+		dc.bad("/id", "missing_field", "the Resource Server has no id; the operator assigns one on approval")
 	}
 	if _, err := originOf(d.Resource); err != nil {
-		bad("/resource", "bad_resource", "resource must be an absolute http(s) URL without userinfo, query or fragment: "+err.Error())
+		dc.bad("/resource", "bad_resource", "resource must be an absolute http(s) URL without userinfo, query or fragment: "+err.Error())
 	} else if d.Resource == c.ep.resource(Banking) || d.Resource == c.ep.SigningBaseURL || d.Resource == c.ep.InvoicingBaseURL {
-		bad("/resource", "resource_taken", fmt.Sprintf("%s is the resource address of a catalog provider; declare the Resource Server's own address", d.Resource))
+		dc.bad("/resource", "resource_taken", fmt.Sprintf("%s is the resource address of a catalog provider; declare the Resource Server's own address", d.Resource))
 	}
 	if len(d.Scopes) == 0 && len(d.Types) == 0 {
-		bad("", "empty", "a Resource Server declares at least one scope or authorization_details type")
+		dc.bad("", "empty", "a Resource Server declares at least one scope or authorization_details type")
 	}
-	seen := map[string]bool{}
 	for i, s := range d.Scopes {
-		p := "/scopes/" + strconv.Itoa(i)
-		switch {
-		case !isScopeToken(s.Name):
-			bad(p+"/name", "bad_scope_name", fmt.Sprintf("scope %q is not a scope token (RFC 6749 §3.3: printable ASCII without space, double quote or backslash)", s.Name))
-		case c.byScope[s.Name].Name != "" || seen[s.Name]:
-			bad(p+"/name", "name_taken", fmt.Sprintf("scope %q is already in the catalog or declared twice", s.Name))
-		}
-		seen[s.Name] = true
-		if strings.TrimSpace(s.Meaning) == "" {
-			bad(p+"/meaning", "missing_field", "every scope needs a meaning for the consent screen")
-		}
+		c.checkDeclaredScope(dc, "/scopes/"+strconv.Itoa(i), s)
 	}
 	for i, t := range d.Types {
-		p := "/types/" + strconv.Itoa(i)
-		switch {
-		case strings.TrimSpace(t.Name) == "":
-			bad(p+"/name", "missing_field", "every type needs a name, the value of its details' `type`")
-		case c.byName[t.Name] != nil || seen["type "+t.Name]:
-			bad(p+"/name", "name_taken", fmt.Sprintf("type %q is already in the catalog or declared twice", t.Name))
-		}
-		seen["type "+t.Name] = true
-		if strings.TrimSpace(t.Meaning) == "" {
-			bad(p+"/meaning", "missing_field", "every type needs a meaning for the consent screen")
-		}
-		if len(t.Actions) == 0 {
-			bad(p+"/actions", "missing_field", "every type declares at least one action")
-		}
-		for j, a := range t.Actions {
-			if a.Name == "" || strings.TrimSpace(a.Meaning) == "" {
-				bad(fmt.Sprintf("%s/actions/%d", p, j), "missing_field", "every action needs a name and a meaning")
-			}
-		}
-		for _, v := range checkTypeSchema(d, t) {
-			v.Pointer = p + "/schema" + v.Pointer
-			vs = append(vs, v)
+		c.checkDeclaredType(dc, "/types/"+strconv.Itoa(i), d, t)
+	}
+	return dc.vs
+}
+
+// declCheck gathers a declaration's violations and the names it has
+// declared so far.
+type declCheck struct {
+	vs   []Violation
+	seen map[string]bool // scope names, and "type " + each type name
+}
+
+func (dc *declCheck) bad(ptr, code, msg string) {
+	dc.vs = append(dc.vs, Violation{Pointer: ptr, Code: code, Message: msg})
+}
+
+// checkDeclaredScope checks the declared scope at p: a scope token, new
+// to the catalog and the declaration, with a meaning.
+func (c *Catalog) checkDeclaredScope(dc *declCheck, p string, s DeclaredScope) {
+	switch {
+	case !isScopeToken(s.Name):
+		dc.bad(p+"/name", "bad_scope_name", fmt.Sprintf("scope %q is not a scope token (RFC 6749 §3.3: printable ASCII without space, double quote or backslash)", s.Name))
+	case c.byScope[s.Name].Name != "" || dc.seen[s.Name]:
+		dc.bad(p+"/name", "name_taken", fmt.Sprintf("scope %q is already in the catalog or declared twice", s.Name))
+	}
+	dc.seen[s.Name] = true
+	if strings.TrimSpace(s.Meaning) == "" {
+		dc.bad(p+"/meaning", "missing_field", "every scope needs a meaning for the consent screen")
+	}
+}
+
+// checkDeclaredType checks the declared type at p: a name new to the
+// catalog and the declaration, a meaning, actions with meanings, and its
+// schema (checkTypeSchema).
+func (c *Catalog) checkDeclaredType(dc *declCheck, p string, d Declaration, t DeclaredType) {
+	switch {
+	case strings.TrimSpace(t.Name) == "":
+		dc.bad(p+"/name", "missing_field", "every type needs a name, the value of its details' `type`")
+	case c.byName[t.Name] != nil || dc.seen["type "+t.Name]:
+		dc.bad(p+"/name", "name_taken", fmt.Sprintf("type %q is already in the catalog or declared twice", t.Name))
+	}
+	dc.seen["type "+t.Name] = true
+	if strings.TrimSpace(t.Meaning) == "" {
+		dc.bad(p+"/meaning", "missing_field", "every type needs a meaning for the consent screen")
+	}
+	if len(t.Actions) == 0 {
+		dc.bad(p+"/actions", "missing_field", "every type declares at least one action")
+	}
+	for j, a := range t.Actions {
+		if a.Name == "" || strings.TrimSpace(a.Meaning) == "" {
+			dc.bad(fmt.Sprintf("%s/actions/%d", p, j), "missing_field", "every action needs a name and a meaning")
 		}
 	}
-	return vs
+	for _, v := range checkTypeSchema(d, t) {
+		v.Pointer = p + "/schema" + v.Pointer
+		dc.vs = append(dc.vs, v)
+	}
 }
 
 // checkTypeSchema checks a declared schema: it is JSON, compiles as draft-07

@@ -391,28 +391,45 @@ func jsonEqual(a, b any) bool {
 		return ok && x == y
 	case map[string]any:
 		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !jsonEqual(xv, yv) {
-				return false
-			}
-		}
-		return true
+		return ok && objectsEqual(x, y)
 	case []any:
 		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
+		return ok && arraysEqual(x, y)
+	}
+	return numbersEqual(a, b)
+}
+
+// objectsEqual reports whether two objects have the same members, each
+// of equal value, in any order.
+func objectsEqual(x, y map[string]any) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for k, xv := range x {
+		yv, ok := y[k]
+		if !ok || !jsonEqual(xv, yv) {
 			return false
 		}
-		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
 	}
+	return true
+}
+
+// arraysEqual reports whether two arrays have equal items in order.
+func arraysEqual(x, y []any) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if !jsonEqual(x[i], y[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// numbersEqual reports whether a and b are numbers of the same value
+// (5, 5.0 and 5e0 are equal).
+func numbersEqual(a, b any) bool {
 	if typeOf(a) != tNumber || typeOf(b) != tNumber {
 		return false
 	}

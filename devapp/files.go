@@ -86,45 +86,8 @@ func (f *files) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "405 method not allowed: this folder is served read-only", http.StatusMethodNotAllowed)
 		return
 	}
-	p := r.URL.Path
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	clean := path.Clean(p)
-	for seg := range strings.SplitSeq(clean, "/") {
-		if strings.HasPrefix(seg, ".") {
-			http.Error(w, "404 page not found: dot files are not served", http.StatusNotFound)
-			return
-		}
-	}
-	name := strings.TrimPrefix(clean, "/")
-	if name == "" {
-		name = "."
-	}
-	fi, msg := f.lstat(name)
-	if msg != "" {
-		http.Error(w, "404 page not found: "+msg, http.StatusNotFound)
-		return
-	}
-	if fi.IsDir() {
-		if !strings.HasSuffix(p, "/") {
-			// As a static server does: the folder's own URL ends in "/",
-			// so that its page's relative links resolve inside it.
-			target := path.Base(clean) + "/"
-			if r.URL.RawQuery != "" {
-				target += "?" + r.URL.RawQuery
-			}
-			http.Redirect(w, r, target, http.StatusMovedPermanently)
-			return
-		}
-		name = path.Join(name, "index.html")
-		if fi, msg = f.lstat(name); msg != "" {
-			http.Error(w, "404 page not found: no index.html in this folder, and folders are not listed", http.StatusNotFound)
-			return
-		}
-	}
-	if !fi.Mode().IsRegular() {
-		http.Error(w, "404 page not found: only regular files are served", http.StatusNotFound)
+	name, fi, ok := f.find(w, r)
+	if !ok {
 		return
 	}
 	file, err := f.root.Open(name)
@@ -156,6 +119,55 @@ func (f *files) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.ServeContent(w, r, name, fi.ModTime(), file)
+}
+
+// find returns the regular file a request names under the root (a
+// folder's index.html), or answers: 404 for a dot file, a link, a folder
+// without index.html or anything but a regular file, and a redirect to a
+// folder's own URL, which ends in "/".
+func (f *files) find(w http.ResponseWriter, r *http.Request) (string, fs.FileInfo, bool) {
+	p := r.URL.Path
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	clean := path.Clean(p)
+	for seg := range strings.SplitSeq(clean, "/") {
+		if strings.HasPrefix(seg, ".") {
+			http.Error(w, "404 page not found: dot files are not served", http.StatusNotFound)
+			return "", nil, false
+		}
+	}
+	name := strings.TrimPrefix(clean, "/")
+	if name == "" {
+		name = "."
+	}
+	fi, msg := f.lstat(name)
+	if msg != "" {
+		http.Error(w, "404 page not found: "+msg, http.StatusNotFound)
+		return "", nil, false
+	}
+	if fi.IsDir() {
+		if !strings.HasSuffix(p, "/") {
+			// As a static server does: the folder's own URL ends in "/",
+			// so that its page's relative links resolve inside it.
+			target := path.Base(clean) + "/"
+			if r.URL.RawQuery != "" {
+				target += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, target, http.StatusMovedPermanently)
+			return "", nil, false
+		}
+		name = path.Join(name, "index.html")
+		if fi, msg = f.lstat(name); msg != "" {
+			http.Error(w, "404 page not found: no index.html in this folder, and folders are not listed", http.StatusNotFound)
+			return "", nil, false
+		}
+	}
+	if !fi.Mode().IsRegular() {
+		http.Error(w, "404 page not found: only regular files are served", http.StatusNotFound)
+		return "", nil, false
+	}
+	return name, fi, true
 }
 
 // lstat checks every segment of name, relative to the root: each must

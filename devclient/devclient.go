@@ -100,98 +100,129 @@ type request struct {
 // route maps control and its params (a JSON object, or empty for none) to
 // its dashboard route.
 func route(control string, params json.RawMessage) (request, error) {
-	p := map[string]json.RawMessage{}
+	p := controlParams{control: control, raw: params, fields: map[string]json.RawMessage{}}
 	if len(bytes.TrimSpace(params)) > 0 && string(bytes.TrimSpace(params)) != "null" {
-		if err := json.Unmarshal(params, &p); err != nil {
+		if err := json.Unmarshal(params, &p.fields); err != nil {
 			return request{}, &ParamsError{Control: control, Message: "params must be a JSON object"}
 		}
 	}
-	only := func(names ...string) error {
-		for k := range p {
-			if !slices.Contains(names, k) {
-				if len(names) == 0 {
-					return &ParamsError{Control: control, Field: k, Message: "this control takes no params"}
-				}
-				return &ParamsError{Control: control, Field: k, Message: "not a param of this control; it takes " + strings.Join(names, ", ")}
+	r, ok := routes[control]
+	if !ok {
+		return request{}, &ParamsError{Control: control, Message: "no such control; the controls are " + strings.Join(Controls, ", ")}
+	}
+	return r(p)
+}
+
+// routes maps each control to the reading of its params into a route.
+var routes = map[string]func(controlParams) (request, error){
+	FaultAdd:     func(p controlParams) (request, error) { return request{"POST", "/api/dev/faults", p.raw}, nil },
+	FaultList:    func(p controlParams) (request, error) { return request{"GET", "/api/dev/faults", nil}, p.only() },
+	FaultClear:   faultClearRoute,
+	ClockShow:    func(p controlParams) (request, error) { return request{"GET", "/api/dev/clock", nil}, p.only() },
+	ClockAdvance: clockAdvanceRoute,
+	ClockSet:     clockSetRoute,
+	ClockReset: func(p controlParams) (request, error) {
+		return request{"POST", "/api/dev/clock", map[string]bool{"reset": true}}, p.only()
+	},
+	FixtureApply: fixtureApplyRoute,
+	FixtureReset: func(p controlParams) (request, error) { return request{"POST", "/api/dev/fixtures/reset", p.raw}, nil },
+	Explain:      func(p controlParams) (request, error) { return request{"POST", "/api/dev/explain", p.raw}, nil },
+}
+
+// controlParams is a control's params: as given, and by member.
+type controlParams struct {
+	control string
+	raw     json.RawMessage
+	fields  map[string]json.RawMessage
+}
+
+// only refuses a member not among names.
+func (p controlParams) only(names ...string) error {
+	for k := range p.fields {
+		if !slices.Contains(names, k) {
+			if len(names) == 0 {
+				return &ParamsError{Control: p.control, Field: k, Message: "this control takes no params"}
 			}
+			return &ParamsError{Control: p.control, Field: k, Message: "not a param of this control; it takes " + strings.Join(names, ", ")}
 		}
-		return nil
 	}
-	str := func(name string) (string, bool, error) {
-		raw, ok := p[name]
-		if !ok {
-			return "", false, nil
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", true, &ParamsError{Control: control, Field: name, Message: "must be a string"}
-		}
-		return s, true, nil
+	return nil
+}
+
+// str reads an optional string member.
+func (p controlParams) str(name string) (string, bool, error) {
+	raw, ok := p.fields[name]
+	if !ok {
+		return "", false, nil
 	}
-	required := func(name, example string) (string, error) {
-		s, ok, err := str(name)
-		if err == nil && (!ok || s == "") {
-			err = &ParamsError{Control: control, Field: name, Message: "is required, such as " + example}
-		}
-		return s, err
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", true, &ParamsError{Control: p.control, Field: name, Message: "must be a string"}
 	}
-	switch control {
-	case FaultAdd:
-		return request{"POST", "/api/dev/faults", params}, nil
-	case FaultList:
-		return request{"GET", "/api/dev/faults", nil}, only()
-	case FaultClear:
-		if err := only("id", "client_id"); err != nil {
-			return request{}, err
-		}
-		id, hasID, err := str("id")
-		if err != nil {
-			return request{}, err
-		}
-		client, hasClient, err := str("client_id")
-		if err != nil {
-			return request{}, err
-		}
-		switch {
-		case hasID && hasClient:
-			return request{}, &ParamsError{Control: control, Message: "give id (one fault) or client_id (a client's faults), not both"}
-		case hasID:
-			return request{"DELETE", "/api/dev/faults/" + url.PathEscape(id), nil}, nil
-		case hasClient:
-			return request{"DELETE", "/api/dev/faults?" + url.Values{"client_id": {client}}.Encode(), nil}, nil
-		}
-		return request{"DELETE", "/api/dev/faults", nil}, nil
-	case ClockShow:
-		return request{"GET", "/api/dev/clock", nil}, only()
-	case ClockAdvance:
-		if err := only("duration"); err != nil {
-			return request{}, err
-		}
-		d, err := required("duration", `"61s"`)
-		return request{"POST", "/api/dev/clock", map[string]string{"advance": d}}, err
-	case ClockSet:
-		if err := only("time"); err != nil {
-			return request{}, err
-		}
-		t, err := required("time", `"2027-01-01T00:00:00Z"`)
-		return request{"POST", "/api/dev/clock", map[string]string{"set": t}}, err
-	case ClockReset:
-		return request{"POST", "/api/dev/clock", map[string]bool{"reset": true}}, only()
-	case FixtureApply:
-		if err := only("fixture"); err != nil {
-			return request{}, err
-		}
-		f, ok := p["fixture"]
-		if !ok {
-			return request{}, &ParamsError{Control: control, Field: "fixture", Message: "is required: the fixture file's object (docs/dashboard.md, \"Fixtures\")"}
-		}
-		return request{"POST", "/api/dev/fixtures", f}, nil
-	case FixtureReset:
-		return request{"POST", "/api/dev/fixtures/reset", params}, nil
-	case Explain:
-		return request{"POST", "/api/dev/explain", params}, nil
+	return s, true, nil
+}
+
+// required reads a string member that must be present and non-empty.
+func (p controlParams) required(name, example string) (string, error) {
+	s, ok, err := p.str(name)
+	if err == nil && (!ok || s == "") {
+		err = &ParamsError{Control: p.control, Field: name, Message: "is required, such as " + example}
 	}
-	return request{}, &ParamsError{Control: control, Message: "no such control; the controls are " + strings.Join(Controls, ", ")}
+	return s, err
+}
+
+// faultClearRoute removes one fault (id), a client's (client_id) or all.
+func faultClearRoute(p controlParams) (request, error) {
+	if err := p.only("id", "client_id"); err != nil {
+		return request{}, err
+	}
+	id, hasID, err := p.str("id")
+	if err != nil {
+		return request{}, err
+	}
+	client, hasClient, err := p.str("client_id")
+	if err != nil {
+		return request{}, err
+	}
+	switch {
+	case hasID && hasClient:
+		return request{}, &ParamsError{Control: p.control, Message: "give id (one fault) or client_id (a client's faults), not both"}
+	case hasID:
+		return request{"DELETE", "/api/dev/faults/" + url.PathEscape(id), nil}, nil
+	case hasClient:
+		return request{"DELETE", "/api/dev/faults?" + url.Values{"client_id": {client}}.Encode(), nil}, nil
+	}
+	return request{"DELETE", "/api/dev/faults", nil}, nil
+}
+
+// clockAdvanceRoute moves the clock on by a duration.
+func clockAdvanceRoute(p controlParams) (request, error) {
+	if err := p.only("duration"); err != nil {
+		return request{}, err
+	}
+	d, err := p.required("duration", `"61s"`)
+	return request{"POST", "/api/dev/clock", map[string]string{"advance": d}}, err
+}
+
+// clockSetRoute sets the clock to a time.
+func clockSetRoute(p controlParams) (request, error) {
+	if err := p.only("time"); err != nil {
+		return request{}, err
+	}
+	t, err := p.required("time", `"2027-01-01T00:00:00Z"`)
+	return request{"POST", "/api/dev/clock", map[string]string{"set": t}}, err
+}
+
+// fixtureApplyRoute applies the fixture file's object.
+func fixtureApplyRoute(p controlParams) (request, error) {
+	if err := p.only("fixture"); err != nil {
+		return request{}, err
+	}
+	f, ok := p.fields["fixture"]
+	if !ok {
+		return request{}, &ParamsError{Control: p.control, Field: "fixture", Message: "is required: the fixture file's object (docs/dashboard.md, \"Fixtures\")"}
+	}
+	return request{"POST", "/api/dev/fixtures", f}, nil
 }
 
 // maxAnswer caps an answer read.

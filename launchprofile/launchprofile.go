@@ -102,32 +102,49 @@ func (p Profile) Emulation() (device.Emulation, error) {
 
 // Validate checks p; the error is a *FieldError.
 func (p Profile) Validate() error {
-	bad := func(field, rule string) error {
-		name := p.Name
-		if !nameRE.MatchString(name) {
-			name = fmt.Sprintf("%q", name)
-		}
-		return &FieldError{Profile: name, Field: field, Rule: rule}
+	if err := p.checkTarget(); err != nil {
+		return err
 	}
+	if p.Start != "" {
+		if err := checkStart(p.Start); err != nil {
+			return p.bad("start", err.Error())
+		}
+	}
+	return p.checkConditions()
+}
+
+// bad is a *FieldError of p, naming it as written when it is no name.
+func (p Profile) bad(field, rule string) error {
+	name := p.Name
+	if !nameRE.MatchString(name) {
+		name = fmt.Sprintf("%q", name)
+	}
+	return &FieldError{Profile: name, Field: field, Rule: rule}
+}
+
+// checkTarget checks p's name and what it launches: a folder, or a
+// published Miniapp's origin and id.
+func (p Profile) checkTarget() error {
 	switch {
 	case !nameRE.MatchString(p.Name):
-		return bad("name", "use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		return p.bad("name", "use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	case p.Dir != "" && (p.Origin != "" || p.ID != ""):
-		return bad("dir", "a profile launches either a folder (dir) or a published Miniapp (origin and id), not both")
+		return p.bad("dir", "a profile launches either a folder (dir) or a published Miniapp (origin and id), not both")
 	case p.Dir == "" && (p.Origin == "" || p.ID == ""):
-		return bad("origin", "give the Miniapp's origin and id (or dir, a folder for miniapp-host dev)")
+		return p.bad("origin", "give the Miniapp's origin and id (or dir, a folder for miniapp-host dev)")
 	}
 	if p.Origin != "" {
 		o, err := origin.OfString(p.Origin)
 		if err != nil || o.IsOpaque() || o.String() != strings.TrimSuffix(p.Origin, "/") {
-			return bad("origin", fmt.Sprintf("%q is not an origin: write scheme://host[:port], e.g. http://127.0.0.1:8701", p.Origin))
+			return p.bad("origin", fmt.Sprintf("%q is not an origin: write scheme://host[:port], e.g. http://127.0.0.1:8701", p.Origin))
 		}
 	}
-	if p.Start != "" {
-		if err := checkStart(p.Start); err != nil {
-			return bad("start", err.Error())
-		}
-	}
+	return nil
+}
+
+// checkConditions checks the conditions p launches in: the device
+// emulation, the network throttle and the mock rules.
+func (p Profile) checkConditions() error {
 	if _, err := p.Emulation(); err != nil {
 		field := "device"
 		switch {
@@ -136,17 +153,17 @@ func (p Profile) Validate() error {
 		case strings.Contains(err.Error(), "locale"):
 			field = "locale"
 		}
-		return bad(field, strings.TrimPrefix(err.Error(), "device: "))
+		return p.bad(field, strings.TrimPrefix(err.Error(), "device: "))
 	}
 	if _, err := netshape.ParseThrottle(p.Network); err != nil {
-		return bad("network", err.Error())
+		return p.bad("network", err.Error())
 	}
 	if err := netshape.Compile(append([]netshape.Rule(nil), p.Mocks...)); err != nil {
 		var re *netshape.RuleError
 		if errors.As(err, &re) {
-			return bad(strings.TrimPrefix(re.Pointer, "/"), re.Msg)
+			return p.bad(strings.TrimPrefix(re.Pointer, "/"), re.Msg)
 		}
-		return bad("mocks", err.Error())
+		return p.bad("mocks", err.Error())
 	}
 	return nil
 }

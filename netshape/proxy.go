@@ -260,80 +260,15 @@ func (p *Proxy) handle(c *shapedConn) {
 // handshake reads the client's greeting, its credential and its
 // request, and answers each; it returns the host:port to connect to.
 func (p *Proxy) handshake(c net.Conn) (string, bool) {
-	var hdr [2]byte
-	if _, err := io.ReadFull(c, hdr[:]); err != nil || hdr[0] != socksVersion {
-		// Not SOCKS5 (a web page's HTTP request to this port): nothing
-		// is answered.
+	if !p.greet(c) || !p.authenticate(c) {
 		return "", false
 	}
-	methods := make([]byte, hdr[1])
-	if _, err := io.ReadFull(c, methods); err != nil {
+	cmd, dst, ok := p.request(c)
+	if !ok {
 		return "", false
 	}
-	if !slices.Contains(methods, methodUserPass) {
-		_, _ = c.Write([]byte{socksVersion, methodNone})
-		return "", false
-	}
-	if _, err := c.Write([]byte{socksVersion, methodUserPass}); err != nil {
-		return "", false
-	}
-	// RFC 1929: VER=1, ULEN, UNAME, PLEN, PASSWD.
-	var v [2]byte
-	if _, err := io.ReadFull(c, v[:]); err != nil || v[0] != 1 {
-		return "", false
-	}
-	user := make([]byte, v[1])
-	if _, err := io.ReadFull(c, user); err != nil {
-		return "", false
-	}
-	if _, err := io.ReadFull(c, v[:1]); err != nil {
-		return "", false
-	}
-	pass := make([]byte, v[0])
-	if _, err := io.ReadFull(c, pass); err != nil {
-		return "", false
-	}
-	okUser := subtle.ConstantTimeCompare(user, []byte(p.user))
-	okPass := subtle.ConstantTimeCompare(pass, []byte(p.pass))
-	if okUser&okPass != 1 {
-		_, _ = c.Write([]byte{1, 1})
-		return "", false
-	}
-	if _, err := c.Write([]byte{1, 0}); err != nil {
-		return "", false
-	}
-	var req [4]byte
-	if _, err := io.ReadFull(c, req[:]); err != nil || req[0] != socksVersion {
-		return "", false
-	}
-	var host string
-	switch req[3] {
-	case 1, 4: // IPv4, IPv6
-		ip := make([]byte, map[byte]int{1: 4, 4: 16}[req[3]])
-		if _, err := io.ReadFull(c, ip); err != nil {
-			return "", false
-		}
-		host = net.IP(ip).String()
-	case 3: // a domain name
-		if _, err := io.ReadFull(c, v[:1]); err != nil {
-			return "", false
-		}
-		name := make([]byte, v[0])
-		if _, err := io.ReadFull(c, name); err != nil {
-			return "", false
-		}
-		host = string(name)
-	default:
-		p.reply(c, repAddrUnsupp)
-		return "", false
-	}
-	var port [2]byte
-	if _, err := io.ReadFull(c, port[:]); err != nil {
-		return "", false
-	}
-	dst := net.JoinHostPort(host, strconv.Itoa(int(port[0])<<8|int(port[1])))
 	switch {
-	case req[1] != cmdConnect:
+	case cmd != cmdConnect:
 		p.reply(c, repCmdUnsupp)
 		return "", false
 	case p.allowed(dst) != nil:
@@ -344,6 +279,95 @@ func (p *Proxy) handshake(c net.Conn) (string, bool) {
 		return "", false
 	}
 	return dst, p.reply(c, repSucceeded)
+}
+
+// greet reads the client's greeting (RFC 1928 section 3) and chooses
+// user name and password, refusing a client that does not offer it.
+func (p *Proxy) greet(c net.Conn) bool {
+	var hdr [2]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil || hdr[0] != socksVersion {
+		// Not SOCKS5 (a web page's HTTP request to this port): nothing
+		// is answered.
+		return false
+	}
+	methods := make([]byte, hdr[1])
+	if _, err := io.ReadFull(c, methods); err != nil {
+		return false
+	}
+	if !slices.Contains(methods, methodUserPass) {
+		_, _ = c.Write([]byte{socksVersion, methodNone})
+		return false
+	}
+	_, err := c.Write([]byte{socksVersion, methodUserPass})
+	return err == nil
+}
+
+// authenticate reads the client's credential (RFC 1929: VER=1, ULEN,
+// UNAME, PLEN, PASSWD) and answers whether it is the proxy's.
+func (p *Proxy) authenticate(c net.Conn) bool {
+	var ver [1]byte
+	if _, err := io.ReadFull(c, ver[:]); err != nil || ver[0] != 1 {
+		return false
+	}
+	user, err := readShort(c)
+	if err != nil {
+		return false
+	}
+	pass, err := readShort(c)
+	if err != nil {
+		return false
+	}
+	okUser := subtle.ConstantTimeCompare(user, []byte(p.user))
+	okPass := subtle.ConstantTimeCompare(pass, []byte(p.pass))
+	if okUser&okPass != 1 {
+		_, _ = c.Write([]byte{1, 1})
+		return false
+	}
+	_, err = c.Write([]byte{1, 0})
+	return err == nil
+}
+
+// request reads the client's request (RFC 1928 section 4): its command
+// and the host:port it names. An address type it cannot read is answered.
+func (p *Proxy) request(c net.Conn) (cmd byte, dst string, ok bool) {
+	var req [4]byte
+	if _, err := io.ReadFull(c, req[:]); err != nil || req[0] != socksVersion {
+		return 0, "", false
+	}
+	var host string
+	switch req[3] {
+	case 1, 4: // IPv4, IPv6
+		ip := make([]byte, map[byte]int{1: 4, 4: 16}[req[3]])
+		if _, err := io.ReadFull(c, ip); err != nil {
+			return 0, "", false
+		}
+		host = net.IP(ip).String()
+	case 3: // a domain name
+		name, err := readShort(c)
+		if err != nil {
+			return 0, "", false
+		}
+		host = string(name)
+	default:
+		p.reply(c, repAddrUnsupp)
+		return 0, "", false
+	}
+	var port [2]byte
+	if _, err := io.ReadFull(c, port[:]); err != nil {
+		return 0, "", false
+	}
+	return req[1], net.JoinHostPort(host, strconv.Itoa(int(port[0])<<8|int(port[1]))), true
+}
+
+// readShort reads a length byte and that many bytes.
+func readShort(c net.Conn) ([]byte, error) {
+	var n [1]byte
+	if _, err := io.ReadFull(c, n[:]); err != nil {
+		return nil, err
+	}
+	b := make([]byte, n[0])
+	_, err := io.ReadFull(c, b)
+	return b, err
 }
 
 // reply answers a SOCKS5 request with rep, bound to no address.

@@ -231,38 +231,10 @@ func (p *parsed) parseAuthority(raw, auth string) error {
 			return errorf(CodeHost, raw, "credentials without a host")
 		}
 	}
-	host, port := auth, ""
-	inBrackets := false
-	for i := 0; i < len(auth); i++ {
-		switch auth[i] {
-		case '[':
-			inBrackets = true
-		case ']':
-			inBrackets = false
-		case ':':
-			if !inBrackets {
-				host, port = auth[:i], auth[i+1:]
-				i = len(auth)
-			}
-		}
-	}
+	host, port := splitHostPort(auth)
 	if port != "" {
-		n := 0
-		for i := 0; i < len(port); i++ {
-			c := port[i]
-			if c < '0' || c > '9' {
-				return errorf(CodePort, raw, "port %q is not a number", port)
-			}
-			n = n*10 + int(c-'0')
-			if n > 65535 {
-				return errorf(CodePort, raw, "port %q is above 65535", port)
-			}
-		}
-		if p.scheme == "file" {
-			return errorf(CodePort, raw, "a file: URL has no port")
-		}
-		if n != defaultPorts[p.scheme] {
-			p.port = n
+		if err := p.parsePort(raw, port); err != nil {
+			return err
 		}
 	}
 	if host == "" {
@@ -279,6 +251,48 @@ func (p *parsed) parseAuthority(raw, auth string) error {
 		h = ""
 	}
 	p.host = h
+	return nil
+}
+
+// splitHostPort splits an authority without userinfo at its first colon
+// outside brackets (an IPv6 host is bracketed).
+func splitHostPort(auth string) (host, port string) {
+	inBrackets := false
+	for i := 0; i < len(auth); i++ {
+		switch auth[i] {
+		case '[':
+			inBrackets = true
+		case ']':
+			inBrackets = false
+		case ':':
+			if !inBrackets {
+				return auth[:i], auth[i+1:]
+			}
+		}
+	}
+	return auth, ""
+}
+
+// parsePort reads a non-empty port: digits up to 65535, none for file:,
+// and the scheme's default port as none.
+func (p *parsed) parsePort(raw, port string) error {
+	n := 0
+	for i := 0; i < len(port); i++ {
+		c := port[i]
+		if c < '0' || c > '9' {
+			return errorf(CodePort, raw, "port %q is not a number", port)
+		}
+		n = n*10 + int(c-'0')
+		if n > 65535 {
+			return errorf(CodePort, raw, "port %q is above 65535", port)
+		}
+	}
+	if p.scheme == "file" {
+		return errorf(CodePort, raw, "a file: URL has no port")
+	}
+	if n != defaultPorts[p.scheme] {
+		p.port = n
+	}
 	return nil
 }
 

@@ -61,37 +61,60 @@ func printf(w io.Writer, format string, args ...any) {
 func (r *Report) WriteText(w io.Writer) {
 	switch r.Outcome {
 	case OutcomeAccepted:
-		s := r.Miniapp
-		printf(w, "accepted: %s (%s)\n", s.Name, r.ID)
-		row := func(k, v string) { printf(w, "  %-16s %s\n", k, v) }
-		row("origin", s.Origin)
-		row("manifest", s.ManifestURL)
-		row("start URL", s.StartURL)
-		if s.AuthURL != "" {
-			row("auth URL", s.AuthURL)
-		}
-		row("loads", s.LoadURL)
-		row("client", fmt.Sprintf("%s (%s)", s.ClientID, s.ClientType))
-		row("allowed origins", strings.Join(s.AllowedOrigins, " "))
+		r.writeAccepted(w)
 	case OutcomePassed:
 		printf(w, "passed: the manifest of %s passes every check that ran; the client was not checked (add --client FILE)\n", r.ID)
 	case OutcomeRejected:
-		var failed []string
-		for _, st := range r.Stages {
-			if st.Outcome == OutcomeFailed {
-				failed = append(failed, string(st.Stage))
-			}
-		}
-		printf(w, "rejected: %d reason(s), in stage(s) %s\n", len(r.Reasons), strings.Join(failed, ", "))
-		for _, reason := range r.Reasons {
-			reason.WriteText(w)
-		}
+		r.writeRejected(w)
 	case OutcomeUndecided:
 		first := r.Reasons[0]
 		printf(w, "could not decide at stage %s (%s): %s\n", first.Stage, first.Code, first.Message)
 		printf(w, "  nothing was rejected; try again when the server answers\n")
 	}
-	// Stages not run, grouped by why: "not checked: parse, schema: ...".
+	r.writeNotChecked(w)
+	for _, st := range r.Stages {
+		for _, n := range st.Notes {
+			if st.Outcome != OutcomeSkipped && (strings.Contains(n, "matches nothing") || strings.Contains(n, "not checked")) {
+				printf(w, "  note (%s): %s\n", st.Stage, n)
+			}
+		}
+	}
+}
+
+// writeAccepted writes the accepted Miniapp, one row per fact.
+func (r *Report) writeAccepted(w io.Writer) {
+	s := r.Miniapp
+	printf(w, "accepted: %s (%s)\n", s.Name, r.ID)
+	row := func(k, v string) { printf(w, "  %-16s %s\n", k, v) }
+	row("origin", s.Origin)
+	row("manifest", s.ManifestURL)
+	row("start URL", s.StartURL)
+	if s.AuthURL != "" {
+		row("auth URL", s.AuthURL)
+	}
+	row("loads", s.LoadURL)
+	row("client", fmt.Sprintf("%s (%s)", s.ClientID, s.ClientType))
+	row("allowed origins", strings.Join(s.AllowedOrigins, " "))
+}
+
+// writeRejected writes the stages that failed and every reason.
+func (r *Report) writeRejected(w io.Writer) {
+	var failed []string
+	for _, st := range r.Stages {
+		if st.Outcome == OutcomeFailed {
+			failed = append(failed, string(st.Stage))
+		}
+	}
+	printf(w, "rejected: %d reason(s), in stage(s) %s\n", len(r.Reasons), strings.Join(failed, ", "))
+	for _, reason := range r.Reasons {
+		reason.WriteText(w)
+	}
+}
+
+// writeNotChecked writes the checks that could not decide (when the
+// report as a whole did) and the stages not run, grouped by why: "not
+// checked: parse, schema: ...".
+func (r *Report) writeNotChecked(w io.Writer) {
 	var whys []string
 	notRun := map[string][]string{}
 	for _, st := range r.Stages {
@@ -113,13 +136,6 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	for _, why := range whys {
 		printf(w, "  not checked: %s: %s\n", strings.Join(notRun[why], ", "), why)
-	}
-	for _, st := range r.Stages {
-		for _, n := range st.Notes {
-			if st.Outcome != OutcomeSkipped && (strings.Contains(n, "matches nothing") || strings.Contains(n, "not checked")) {
-				printf(w, "  note (%s): %s\n", st.Stage, n)
-			}
-		}
 	}
 }
 

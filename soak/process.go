@@ -171,31 +171,42 @@ func (p *playground) readStdout(r io.Reader, up chan<- started, noWindow bool) {
 		} else {
 			p.writeLog("stdout", line)
 		}
-		f := strings.Fields(line)
-		switch {
-		case strings.HasPrefix(line, "launcher ") && len(f) == 2:
-			s.launcher = strings.SplitN(f[1], "#", 2)[0]
-		case strings.HasPrefix(line, "automation channel") && len(f) == 3:
-			s.automationURL = f[2]
-		case strings.HasPrefix(line, "automation token") && len(f) == 3:
-			s.token = f[2]
-		case strings.HasPrefix(line, "demo Miniapp") && len(f) >= 5 && f[3] == "--id":
-			s.demos[f[4]] = f[2]
-		case strings.HasPrefix(line, "subjects") && len(f) >= 2:
-			rest := strings.TrimSpace(strings.TrimPrefix(line, "subjects"))
-			rest = strings.SplitN(rest, "(", 2)[0]
-			for _, sub := range strings.Split(rest, ",") {
-				if sub = strings.TrimSpace(sub); sub != "" {
-					s.subjects = append(s.subjects, sub)
-				}
-			}
-		}
+		s.read(line)
 		loaded := noWindow || strings.HasPrefix(line, "window") && strings.Contains(line, "the launcher is loaded")
-		if !sent && loaded && s.automationURL != "" && s.token != "" && len(s.demos) >= 2 && len(s.subjects) > 0 {
+		if !sent && loaded && s.whole() {
 			up <- s
 			sent = true
 		}
 	}
+}
+
+// read notes what one line of the printed block says.
+func (s *started) read(line string) {
+	f := strings.Fields(line)
+	switch {
+	case strings.HasPrefix(line, "launcher ") && len(f) == 2:
+		s.launcher = strings.SplitN(f[1], "#", 2)[0]
+	case strings.HasPrefix(line, "automation channel") && len(f) == 3:
+		s.automationURL = f[2]
+	case strings.HasPrefix(line, "automation token") && len(f) == 3:
+		s.token = f[2]
+	case strings.HasPrefix(line, "demo Miniapp") && len(f) >= 5 && f[3] == "--id":
+		s.demos[f[4]] = f[2]
+	case strings.HasPrefix(line, "subjects") && len(f) >= 2:
+		rest := strings.TrimSpace(strings.TrimPrefix(line, "subjects"))
+		rest = strings.SplitN(rest, "(", 2)[0]
+		for _, sub := range strings.Split(rest, ",") {
+			if sub = strings.TrimSpace(sub); sub != "" {
+				s.subjects = append(s.subjects, sub)
+			}
+		}
+	}
+}
+
+// whole reports whether the block has said all a soak needs: the channel,
+// its token, two demo Miniapps and the subjects.
+func (s *started) whole() bool {
+	return s.automationURL != "" && s.token != "" && len(s.demos) >= 2 && len(s.subjects) > 0
 }
 
 func (p *playground) readStderr(r io.Reader) {

@@ -432,50 +432,9 @@ func (d *decoder) string() (string, error) {
 		case c < 0x20:
 			return "", d.errorf("control character in a string")
 		case c == '\\':
-			if d.i+1 >= len(d.data) {
-				return "", d.errorf("unexpected end of JSON in a string")
-			}
-			e := d.data[d.i+1]
-			d.i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := d.hex4()
-				if !ok {
-					return "", d.errorf("invalid \\u escape in a string")
-				}
-				if utf16.IsSurrogate(r) {
-					// A pair decodes to one rune; anything else is U+FFFD.
-					r2 := utf8.RuneError
-					if d.i+1 < len(d.data) && d.data[d.i] == '\\' && d.data[d.i+1] == 'u' {
-						save := d.i
-						d.i += 2
-						if x, ok := d.hex4(); ok {
-							if dec := utf16.DecodeRune(r, x); dec != utf8.RuneError {
-								r2 = dec
-							} else {
-								d.i = save // not a pair: read the second escape on its own
-							}
-						} else {
-							return "", d.errorf("invalid \\u escape in a string")
-						}
-					}
-					r = r2
-				}
-				buf = utf8.AppendRune(buf, r)
-			default:
-				return "", d.errorf("invalid escape \\%c in a string", e)
+			var err error
+			if buf, err = d.escape(buf); err != nil {
+				return "", err
 			}
 		case c < utf8.RuneSelf:
 			buf = append(buf, c)
@@ -487,6 +446,58 @@ func (d *decoder) string() (string, error) {
 		}
 	}
 	return "", d.errorf("unexpected end of JSON in a string")
+}
+
+// simpleEscapes maps the letter of each two-character escape of a JSON
+// string (RFC 8259 section 7) to the byte it stands for (0: none).
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// escape reads the escape at d.i (a backslash) and appends what it
+// stands for to buf.
+func (d *decoder) escape(buf []byte) ([]byte, error) {
+	if d.i+1 >= len(d.data) {
+		return buf, d.errorf("unexpected end of JSON in a string")
+	}
+	e := d.data[d.i+1]
+	d.i += 2
+	if b := simpleEscapes[e]; b != 0 {
+		return append(buf, b), nil
+	}
+	if e != 'u' {
+		return buf, d.errorf("invalid escape \\%c in a string", e)
+	}
+	r, err := d.unicodeEscape()
+	if err != nil {
+		return buf, err
+	}
+	return utf8.AppendRune(buf, r), nil
+}
+
+// unicodeEscape reads the four hex digits of a \u escape (d.i after the
+// "\u") and, for a surrogate, the \u escape that may follow: a pair
+// decodes to one rune; anything else is U+FFFD, as encoding/json reads it.
+func (d *decoder) unicodeEscape() (rune, error) {
+	r, ok := d.hex4()
+	if !ok {
+		return 0, d.errorf("invalid \\u escape in a string")
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, nil
+	}
+	if d.i+1 >= len(d.data) || d.data[d.i] != '\\' || d.data[d.i+1] != 'u' {
+		return utf8.RuneError, nil
+	}
+	save := d.i
+	d.i += 2
+	x, ok := d.hex4()
+	if !ok {
+		return 0, d.errorf("invalid \\u escape in a string")
+	}
+	if dec := utf16.DecodeRune(r, x); dec != utf8.RuneError {
+		return dec, nil
+	}
+	d.i = save // not a pair: read the second escape on its own
+	return utf8.RuneError, nil
 }
 
 func (d *decoder) hex4() (rune, bool) {

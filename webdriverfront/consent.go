@@ -2,6 +2,7 @@ package webdriverfront
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,53 +70,15 @@ func (f *Front) decide(w http.ResponseWriter, r *http.Request, s *session, appro
 		writeError(w, http.StatusBadRequest, errInvalidArgument, "reading the body: "+err.Error())
 		return
 	}
-	var params struct {
-		Account         string                  `json:"account"`
-		DeclinedScopes  []string                `json:"declined_scopes"`
-		DeclinedDetails []int                   `json:"declined_details"`
-		LoweredMaximums []bridge.LoweredMaximum `json:"lowered_maximums"`
-	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		d := json.NewDecoder(bytes.NewReader(body))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&params); err != nil || d.More() {
-			what := `{} or {"account": "...", "declined_scopes": [...], "declined_details": [...], "lowered_maximums": [{"index": N, "maximum": "..."}]} (each member optional)`
-			if !approve {
-				what = "{}"
-			}
-			writeError(w, http.StatusBadRequest, errInvalidArgument, fmt.Sprintf("the body must be %s: %v", what, err))
-			return
-		}
-		if !approve && (params.Account != "" || params.DeclinedScopes != nil || params.DeclinedDetails != nil || params.LoweredMaximums != nil) {
-			writeError(w, http.StatusBadRequest, errInvalidArgument, "deny takes no account and no per-entry decisions: the body must be {}")
-			return
-		}
+	params, msg := readDecision(body, approve)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, errInvalidArgument, msg)
+		return
 	}
 	after := s.auto.Last()
 	ctx := r.Context()
-	switch {
-	case approve && (params.DeclinedScopes != nil || params.DeclinedDetails != nil || params.LoweredMaximums != nil):
-		// Per-entry decisions (docs/webdriver.md, "The consent screen").
-		err = s.auto.ApproveWith(ctx, "", params.Account, bridge.ConsentChoices{DeclinedScopes: params.DeclinedScopes,
-			DeclinedDetails: params.DeclinedDetails, LoweredMaximums: params.LoweredMaximums})
-	case approve:
-		err = s.auto.Approve(ctx, "", params.Account)
-	default:
-		err = s.auto.Deny(ctx, "")
-	}
-	var ce *client.Error
-	switch {
-	case errors.As(err, &ce) && ce.Code == host.CodeNoConsent:
-		writeError(w, http.StatusNotFound, errNoSuchAlert, ce.Message)
-		return
-	case errors.As(err, &ce) && ce.Code == host.CodeConsentRefused:
-		writeError(w, http.StatusBadRequest, errElementState, ce.Message+" (deny is taken)")
-		return
-	case errors.As(err, &ce) && ce.Code == bridge.CodeInvalidParams:
-		writeError(w, http.StatusBadRequest, errInvalidArgument, ce.Message)
-		return
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, errUnknown, "the host's automation channel: "+err.Error())
+	if err := s.sendDecision(ctx, approve, params); err != nil {
+		writeDecisionError(w, err)
 		return
 	}
 	ev, err := s.auto.WaitAfter(ctx, after, client.Kind("consent.decided"))
@@ -124,4 +87,70 @@ func (f *Front) decide(w http.ResponseWriter, r *http.Request, s *session, appro
 		return
 	}
 	writeValue(w, ev.Data)
+}
+
+// decision is the body of consent/approve (each member optional); deny's
+// is {} or empty.
+type decision struct {
+	Account         string                  `json:"account"`
+	DeclinedScopes  []string                `json:"declined_scopes"`
+	DeclinedDetails []int                   `json:"declined_details"`
+	LoweredMaximums []bridge.LoweredMaximum `json:"lowered_maximums"`
+}
+
+// perEntry reports whether the decision has per-entry choices.
+func (p decision) perEntry() bool {
+	return p.DeclinedScopes != nil || p.DeclinedDetails != nil || p.LoweredMaximums != nil
+}
+
+// readDecision reads a decision's body; a refusal is a message for
+// `invalid argument`.
+func readDecision(body []byte, approve bool) (params decision, refusal string) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return params, ""
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&params); err != nil || d.More() {
+		what := `{} or {"account": "...", "declined_scopes": [...], "declined_details": [...], "lowered_maximums": [{"index": N, "maximum": "..."}]} (each member optional)`
+		if !approve {
+			what = "{}"
+		}
+		return params, fmt.Sprintf("the body must be %s: %v", what, err)
+	}
+	if !approve && (params.Account != "" || params.perEntry()) {
+		return params, "deny takes no account and no per-entry decisions: the body must be {}"
+	}
+	return params, ""
+}
+
+// sendDecision approves (with per-entry decisions, docs/webdriver.md,
+// "The consent screen", when there are any) or denies through the host's
+// automation channel.
+func (s *session) sendDecision(ctx context.Context, approve bool, params decision) error {
+	switch {
+	case approve && params.perEntry():
+		return s.auto.ApproveWith(ctx, "", params.Account, bridge.ConsentChoices{DeclinedScopes: params.DeclinedScopes,
+			DeclinedDetails: params.DeclinedDetails, LoweredMaximums: params.LoweredMaximums})
+	case approve:
+		return s.auto.Approve(ctx, "", params.Account)
+	}
+	return s.auto.Deny(ctx, "")
+}
+
+// writeDecisionError answers the channel's refusal of a decision as the
+// W3C error a client expects: no such alert when no screen is shown,
+// invalid element state when its checks refuse the approval.
+func writeDecisionError(w http.ResponseWriter, err error) {
+	var ce *client.Error
+	switch {
+	case errors.As(err, &ce) && ce.Code == host.CodeNoConsent:
+		writeError(w, http.StatusNotFound, errNoSuchAlert, ce.Message)
+	case errors.As(err, &ce) && ce.Code == host.CodeConsentRefused:
+		writeError(w, http.StatusBadRequest, errElementState, ce.Message+" (deny is taken)")
+	case errors.As(err, &ce) && ce.Code == bridge.CodeInvalidParams:
+		writeError(w, http.StatusBadRequest, errInvalidArgument, ce.Message)
+	default:
+		writeError(w, http.StatusInternalServerError, errUnknown, "the host's automation channel: "+err.Error())
+	}
 }

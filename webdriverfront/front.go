@@ -97,6 +97,17 @@ type Config struct {
 	// asked to (SIGTERM, at Delete Session or the front's Close) before it
 	// is killed. 10 s when zero.
 	StopTimeout time.Duration
+	// Network is where a session's host and driver run: NetworkPrivate,
+	// a network namespace of their own, so that no other local process
+	// reaches the host's inspector (private.go); NetworkShared ("" too),
+	// the machine's loopback.
+	Network string
+	// Bwrap is bubblewrap's path, for NetworkPrivate ("bwrap" on PATH when
+	// empty).
+	Bwrap string
+	// Supervisor is the command line that runs RunSession, for
+	// NetworkPrivate: `miniapp-host webdriver-session`.
+	Supervisor []string
 }
 
 // Front is a running front. Close stops it and every session.
@@ -141,6 +152,19 @@ func New(cfg Config) (*Front, error) {
 			return nil, fmt.Errorf("webdriverfront: Config.%s %q: the %s the hosts' secret goes to must be an absolute http(s) URL without query or fragment (RFC 8414 section 2)",
 				c.field, c.value, strings.ToLower(c.field))
 		}
+	}
+	switch cfg.Network {
+	case "", NetworkShared:
+		cfg.Network = NetworkShared
+	case NetworkPrivate:
+		if cfg.Bwrap == "" {
+			cfg.Bwrap = "bwrap"
+		}
+		if len(cfg.Supervisor) == 0 {
+			return nil, errors.New("webdriverfront: Config.Network private needs Config.Supervisor, the command that runs RunSession")
+		}
+	default:
+		return nil, fmt.Errorf("webdriverfront: Config.Network %q: %q or %q", cfg.Network, NetworkPrivate, NetworkShared)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Front{cfg: cfg, log: &syncWriter{w: cfg.Log}, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}

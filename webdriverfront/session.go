@@ -37,6 +37,13 @@ type session struct {
 	proxy    *httputil.ReverseProxy
 	auto     *client.Client
 	ended    sync.Once
+	// client reaches the driver, and dial the automation channel:
+	// directly on the shared loopback, through the session folder's
+	// in.sock in a private network (private.go).
+	client *http.Client
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	// private is the session's private network; nil on the shared one.
+	private *privateSession
 	// viewport is the device the session's Miniapp is shown as
 	// (miniapp-host:options); zero for the desktop.
 	viewport device.Viewport
@@ -109,52 +116,11 @@ func (f *Front) sessionArgs(body []byte) (args []string, forward []byte, vp devi
 	if !ok {
 		return nil, nil, vp, `New Session takes W3C capabilities: {"capabilities": {"alwaysMatch": {"webkitgtk:browserOptions": {"args": ["open", "--webdriver", ...]}}}}`
 	}
-	always := map[string]any{}
-	if v, present := caps["alwaysMatch"]; present {
-		if always, ok = v.(map[string]any); !ok {
-			return nil, nil, vp, "capabilities.alwaysMatch is not an object"
-		}
+	always, msg := alwaysMatch(caps)
+	if msg != "" {
+		return nil, nil, vp, msg
 	}
-	if v, present := caps["firstMatch"]; present {
-		list, ok := v.([]any)
-		if !ok {
-			return nil, nil, vp, "capabilities.firstMatch is not an array"
-		}
-		for i, m := range list {
-			if o, ok := m.(map[string]any); ok {
-				if _, has := o[browserOptions]; has {
-					return nil, nil, vp, fmt.Sprintf("capabilities.firstMatch[%d] has %s: give it once, in alwaysMatch (the front starts one host per session)", i, browserOptions)
-				}
-			}
-		}
-	}
-	opts, ok := always[browserOptions].(map[string]any)
-	if !ok {
-		return nil, nil, vp, fmt.Sprintf(`capabilities.alwaysMatch.%s is required, an object: {"args": ["open", "--webdriver", "--origin", ORIGIN, "--id", ID, ...]} (the front fills in binary)`, browserOptions)
-	}
-	for k := range opts {
-		if k != "binary" && k != "args" {
-			return nil, nil, vp, fmt.Sprintf("%s.%s is not supported by miniapp-host webdriver: give binary (optional) and args only", browserOptions, k)
-		}
-	}
-	if b, present := opts["binary"]; present {
-		bin, ok := b.(string)
-		if !ok || !sameFile(bin, f.cfg.Host) {
-			return nil, nil, vp, fmt.Sprintf("%s.binary %v: this front starts %s only; leave binary out and the front fills it in", browserOptions, b, f.cfg.Host)
-		}
-	}
-	raw, _ := opts["args"].([]any)
-	for _, a := range raw {
-		s, ok := a.(string)
-		if !ok {
-			return nil, nil, vp, fmt.Sprintf("%s.args holds %v, not a string", browserOptions, a)
-		}
-		args = append(args, s)
-	}
-	if len(args) < 2 || args[0] != "open" || args[1] != "--webdriver" {
-		return nil, nil, vp, fmt.Sprintf(`%s.args %q: they must start with "open", "--webdriver" (the front starts miniapp-host open --webdriver only), then open's flags (docs/webdriver.md)`, browserOptions, args)
-	}
-	if msg := f.flagRefusal(args[2:]); msg != "" {
+	if args, msg = f.browserArgs(always); msg != "" {
 		return nil, nil, vp, msg
 	}
 	more, vp, msg := optionArgs(always)
@@ -171,6 +137,71 @@ func (f *Front) sessionArgs(body []byte) (args []string, forward []byte, vp devi
 		return nil, nil, vp, "the New Session body cannot be re-encoded: " + err.Error()
 	}
 	return args, forward, vp, ""
+}
+
+// alwaysMatch returns the capabilities' alwaysMatch (empty when absent),
+// refusing webkitgtk:browserOptions in any firstMatch: the front starts
+// one host per session.
+func alwaysMatch(caps map[string]any) (map[string]any, string) {
+	always := map[string]any{}
+	if v, present := caps["alwaysMatch"]; present {
+		var ok bool
+		if always, ok = v.(map[string]any); !ok {
+			return nil, "capabilities.alwaysMatch is not an object"
+		}
+	}
+	v, present := caps["firstMatch"]
+	if !present {
+		return always, ""
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, "capabilities.firstMatch is not an array"
+	}
+	for i, m := range list {
+		if o, ok := m.(map[string]any); ok {
+			if _, has := o[browserOptions]; has {
+				return nil, fmt.Sprintf("capabilities.firstMatch[%d] has %s: give it once, in alwaysMatch (the front starts one host per session)", i, browserOptions)
+			}
+		}
+	}
+	return always, ""
+}
+
+// browserArgs reads alwaysMatch's webkitgtk:browserOptions: this front's
+// host binary (or none) and args that are `open --webdriver` and open's
+// flags, none of them the front's own (flagRefusal).
+func (f *Front) browserArgs(always map[string]any) (args []string, refusal string) {
+	opts, ok := always[browserOptions].(map[string]any)
+	if !ok {
+		return nil, fmt.Sprintf(`capabilities.alwaysMatch.%s is required, an object: {"args": ["open", "--webdriver", "--origin", ORIGIN, "--id", ID, ...]} (the front fills in binary)`, browserOptions)
+	}
+	for k := range opts {
+		if k != "binary" && k != "args" {
+			return nil, fmt.Sprintf("%s.%s is not supported by miniapp-host webdriver: give binary (optional) and args only", browserOptions, k)
+		}
+	}
+	if b, present := opts["binary"]; present {
+		bin, ok := b.(string)
+		if !ok || !sameFile(bin, f.cfg.Host) {
+			return nil, fmt.Sprintf("%s.binary %v: this front starts %s only; leave binary out and the front fills it in", browserOptions, b, f.cfg.Host)
+		}
+	}
+	raw, _ := opts["args"].([]any)
+	for _, a := range raw {
+		s, ok := a.(string)
+		if !ok {
+			return nil, fmt.Sprintf("%s.args holds %v, not a string", browserOptions, a)
+		}
+		args = append(args, s)
+	}
+	if len(args) < 2 || args[0] != "open" || args[1] != "--webdriver" {
+		return nil, fmt.Sprintf(`%s.args %q: they must start with "open", "--webdriver" (the front starts miniapp-host open --webdriver only), then open's flags (docs/webdriver.md)`, browserOptions, args)
+	}
+	if msg := f.flagRefusal(args[2:]); msg != "" {
+		return nil, msg
+	}
+	return args, ""
 }
 
 // startError is why a session could not start: status and code of the
@@ -251,15 +282,13 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 			f.stop(s)
 		}
 	}()
-	inspector, err := freePort()
-	if err != nil {
-		return nil, 0, nil, err
+	var info host.AutomationInfo
+	if f.cfg.Network == NetworkPrivate {
+		info, err = f.startPrivate(ctx, s, args)
+	} else {
+		info, err = f.startShared(ctx, s, args)
 	}
-	info, err := f.startHost(ctx, s, args, inspector)
 	if err != nil {
-		return nil, 0, nil, err
-	}
-	if err := f.startDriver(ctx, s, inspector); err != nil {
 		return nil, 0, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.drvURL.String()+"/session", bytes.NewReader(forward))
@@ -267,7 +296,7 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 		return nil, 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	ans, err := jsonhttp.Do(http.DefaultClient, req, maxBody)
+	ans, err := jsonhttp.Do(s.client, req, maxBody)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("webdriverfront: New Session to the session's driver: %w", err)
 	}
@@ -283,14 +312,15 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 	if err := json.Unmarshal(answer, &made); err != nil || made.Value.SessionID == "" {
 		return nil, 0, nil, fmt.Errorf("webdriverfront: the driver's New Session answer names no session: %.200s", answer)
 	}
-	auto, err := client.Dial(ctx, info.URL, info.Token)
+	auto, err := client.DialVia(ctx, info.URL, info.Token, s.dial)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("webdriverfront: the host's automation channel: %w", err)
 	}
 	s.auto = auto
 	s.id = made.Value.SessionID
 	s.proxy = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(s.drvURL); pr.Out.Host = s.drvURL.Host },
+		Transport: s.client.Transport,
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(s.drvURL); pr.Out.Host = s.drvURL.Host },
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeError(w, http.StatusInternalServerError, errUnknown, "the session's driver did not answer: "+err.Error())
 		},
@@ -298,11 +328,43 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 	return s, ans.Status, answer, nil
 }
 
-// startHost starts `miniapp-host open --webdriver ...` with the secret on
-// one pipe and waits (bounded by ctx) for the automation channel's address
-// on another, which the host writes once its window exists (and with it
-// the inspector server the driver connects to).
-func (f *Front) startHost(ctx context.Context, s *session, args []string, inspector int) (host.AutomationInfo, error) {
+// startShared starts the session's host and driver on the machine's
+// loopback (NetworkShared).
+func (f *Front) startShared(ctx context.Context, s *session, args []string) (host.AutomationInfo, error) {
+	s.client = http.DefaultClient
+	inspector, err := freePort()
+	if err != nil {
+		return host.AutomationInfo{}, err
+	}
+	cmd := exec.Command(f.cfg.Host, f.hostArgv(args)...)
+	cmd.Env = append(append([]string(nil), f.cfg.Env...), "WEBKIT_INSPECTOR_SERVER=127.0.0.1:"+strconv.Itoa(inspector))
+	info, err := f.startHost(ctx, s, args, cmd, nil)
+	if err != nil {
+		return info, err
+	}
+	return info, f.startDriver(ctx, s, inspector)
+}
+
+// hostArgv is the host's command line after its binary: `open
+// --webdriver ...`. The front's descriptors come first, before any of the
+// session's flags; its dashboard and service last, so that they are the
+// ones the host reads (the last of a flag wins) whatever the session
+// spelled.
+func (f *Front) hostArgv(args []string) []string {
+	own := []string{"open", "--automation-fd", "4"}
+	if f.cfg.Secret != "" {
+		own = append(own, "--secret-fd", "3")
+	}
+	return append(append(own, args[1:]...), "--dashboard", f.cfg.Dashboard, "--service", f.cfg.Service)
+}
+
+// startHost starts cmd, the host (or, in a private network, the
+// supervisor that starts it), with the secret on its descriptor 3 and
+// waits (bounded by ctx) for the automation channel's address on its
+// descriptor 4, which the host writes once its window exists (and with it
+// the inspector server the driver connects to). started, if not nil, runs
+// once cmd has started.
+func (f *Front) startHost(ctx context.Context, s *session, args []string, cmd *exec.Cmd, started func()) (host.AutomationInfo, error) {
 	var info host.AutomationInfo
 	secretR, secretW, err := os.Pipe()
 	if err != nil {
@@ -315,19 +377,11 @@ func (f *Front) startHost(ctx context.Context, s *session, args []string, inspec
 		return info, fmt.Errorf("webdriverfront: %w", err)
 	}
 	defer autoR.Close()
-	// The front's descriptors come first, before any of the session's
-	// flags; its dashboard and service last, so that they are the ones the
-	// host reads (the last of a flag wins) whatever the session spelled.
-	own := []string{"open", "--automation-fd", "4"}
 	files := []*os.File{secretR, autoW}
-	if f.cfg.Secret != "" {
-		own = append(own, "--secret-fd", "3")
-	}
-	argv := append(append(own, args[1:]...), "--dashboard", f.cfg.Dashboard, "--service", f.cfg.Service)
-	cmd := exec.Command(f.cfg.Host, argv...)
-	cmd.Env = append(append([]string(nil), f.cfg.Env...), "WEBKIT_INSPECTOR_SERVER=127.0.0.1:"+strconv.Itoa(inspector))
 	reason := &tail{}
-	cmd.Stdout = f.log
+	if cmd.Stdout == nil {
+		cmd.Stdout = f.log
+	}
 	cmd.Stderr = io.MultiWriter(f.log, reason)
 	cmd.ExtraFiles = files
 	// WebKit's processes keep the host's output open a moment after it
@@ -345,6 +399,9 @@ func (f *Front) startHost(ctx context.Context, s *session, args []string, inspec
 		cmd.Wait()
 		close(s.hostDone)
 	}()
+	if started != nil {
+		started()
+	}
 	if f.cfg.Secret != "" {
 		secretW.Write([]byte(f.cfg.Secret))
 	}
@@ -399,7 +456,7 @@ func (f *Front) startDriver(ctx context.Context, s *session, inspector int) erro
 			close(done)
 		}()
 		u := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-		if err := waitReady(ctx, u, done); err == nil {
+		if err := waitReady(ctx, s.client, u, done); err == nil {
 			s.driver, s.drvDone, s.drvURL = cmd, done, u
 			return nil
 		} else {
@@ -415,12 +472,12 @@ func (f *Front) startDriver(ctx context.Context, s *session, inspector int) erro
 
 // waitReady asks the driver's /status until it answers, the driver exits
 // or ctx ends. The driver says nothing when it listens.
-func waitReady(ctx context.Context, u *url.URL, exited <-chan struct{}) error {
+func waitReady(ctx context.Context, c *http.Client, u *url.URL, exited <-chan struct{}) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"/status", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := c.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -478,7 +535,9 @@ func (f *Front) stop(s *session) {
 	if s.auto != nil {
 		s.auto.Close()
 	}
-	if s.host != nil {
+	if s.private != nil {
+		s.private.stop(s, f.cfg.StopTimeout)
+	} else if s.host != nil {
 		stopProcess(s.host, s.hostDone, f.cfg.StopTimeout)
 	}
 	if s.driver != nil {

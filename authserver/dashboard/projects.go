@@ -325,14 +325,8 @@ func RedirectURIWarnings(clients []*store.Client) []string {
 // registration believes. So what is accepted is canonical, and what is
 // stored is what was accepted; a refusal says how to write it.
 func checkRedirectURI(raw string) error {
-	if strings.Contains(raw, "#") {
-		return errors.New("a redirect URI has no fragment (RFC 6749 §3.1.2)")
-	}
-	if strings.Contains(raw, "\\") {
-		return errors.New(`a redirect URI has no backslash: a browser reads "\" as "/" where Go's URL parser keeps it, so the two would disagree on the host or the path`)
-	}
-	if i := strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
-		return fmt.Errorf("a redirect URI has no spaces or control characters (one at byte %d): a browser removes or trims them, Go's URL parser does not", i)
+	if err := redirectURICharacters(raw); err != nil {
+		return err
 	}
 	u, err := origin.ParseURL(raw)
 	if err != nil {
@@ -345,6 +339,31 @@ func checkRedirectURI(raw string) error {
 	if u.User != nil || g.User != nil {
 		return errors.New("a redirect URI has no user name or password (userinfo): write the host alone")
 	}
+	if err := redirectURIScheme(u); err != nil {
+		return err
+	}
+	return redirectURICanonical(raw, u, g)
+}
+
+// redirectURICharacters refuses what a browser and Go's URL parser read
+// differently before either parses: a fragment, a backslash, spaces and
+// control characters.
+func redirectURICharacters(raw string) error {
+	if strings.Contains(raw, "#") {
+		return errors.New("a redirect URI has no fragment (RFC 6749 §3.1.2)")
+	}
+	if strings.Contains(raw, "\\") {
+		return errors.New(`a redirect URI has no backslash: a browser reads "\" as "/" where Go's URL parser keeps it, so the two would disagree on the host or the path`)
+	}
+	if i := strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("a redirect URI has no spaces or control characters (one at byte %d): a browser removes or trims them, Go's URL parser does not", i)
+	}
+	return nil
+}
+
+// redirectURIScheme allows https, and http on a loopback host only
+// (RFC 8252 §7.3).
+func redirectURIScheme(u *url.URL) error {
 	o := origin.Of(u)
 	switch {
 	case o.Scheme == "https":
@@ -354,6 +373,13 @@ func checkRedirectURI(raw string) error {
 	default:
 		return fmt.Errorf("the scheme must be https (or http on loopback), not %q", u.Scheme)
 	}
+	return nil
+}
+
+// redirectURICanonical checks that raw is written as a browser serializes
+// it (u, the WHATWG reading) and that Go's reading (g) agrees, saying
+// how to write it otherwise.
+func redirectURICanonical(raw string, u, g *url.URL) error {
 	canonical := u.String()
 	browserHost, goHost := u.Hostname(), g.Hostname()
 	switch {

@@ -98,28 +98,60 @@ func (s *Server) withSecurity(r *http.Request, c *store.Client, out *credential)
 // other. local accepts a jwks_uri on a loopback or private host
 // (Config.LocalJWKSURI).
 func applySecurity(typ store.ClientType, set store.ClientSettings, in credentialSecurity, local bool) (store.ClientSettings, error) {
-	keyed := set.Keyed()
-	switch in.TokenEndpointAuthMethod {
+	keyed, err := authMethod(typ, set.Keyed(), in.TokenEndpointAuthMethod)
+	if err != nil {
+		return set, err
+	}
+	if set, err = applyKeys(set, in, keyed, local); err != nil {
+		return set, err
+	}
+	if in.RequirePAR != nil {
+		set.RequirePAR = *in.RequirePAR
+	}
+	if in.DPoPBound != nil {
+		set.DPoPBound = *in.DPoPBound
+	}
+	if in.DPoPNonce != nil {
+		set.DPoPNonce = *in.DPoPNonce
+	}
+	if in.GrantManagementActionRequired != nil {
+		set.GrantManagementActionRequired = *in.GrantManagementActionRequired
+	}
+	return applyProfile(set, in.Profile)
+}
+
+// authMethod checks a token_endpoint_auth_method (empty: unchanged)
+// against the credential's type and whether it has keys so far, and
+// reports whether the credential authenticates with private_key_jwt.
+func authMethod(typ store.ClientType, keyed bool, method string) (bool, error) {
+	switch method {
 	case "":
 	case authPrivateKeyJWT:
 		if typ != store.Confidential {
-			return set, invalid("/token_endpoint_auth_method", "private_key_jwt is for a confidential credential; a public one authenticates with none")
+			return keyed, invalid("/token_endpoint_auth_method", "private_key_jwt is for a confidential credential; a public one authenticates with none")
 		}
 		keyed = true
 	case authSecretBasic, "client_secret_post":
 		if typ != store.Confidential {
-			return set, invalid("/token_endpoint_auth_method", in.TokenEndpointAuthMethod+" is for a confidential credential; a public one authenticates with none")
+			return keyed, invalid("/token_endpoint_auth_method", method+" is for a confidential credential; a public one authenticates with none")
 		}
 		if keyed {
-			return set, invalid("/token_endpoint_auth_method", "the credential authenticates with private_key_jwt; create a new credential for a secret")
+			return keyed, invalid("/token_endpoint_auth_method", "the credential authenticates with private_key_jwt; create a new credential for a secret")
 		}
 	case authNone:
 		if typ != store.Public {
-			return set, invalid("/token_endpoint_auth_method", "none is for a public credential")
+			return keyed, invalid("/token_endpoint_auth_method", "none is for a public credential")
 		}
 	default:
-		return set, invalid("/token_endpoint_auth_method", fmt.Sprintf("token_endpoint_auth_method %q is not one of client_secret_basic, client_secret_post, private_key_jwt, none", in.TokenEndpointAuthMethod))
+		return keyed, invalid("/token_endpoint_auth_method", fmt.Sprintf("token_endpoint_auth_method %q is not one of client_secret_basic, client_secret_post, private_key_jwt, none", method))
 	}
+	return keyed, nil
+}
+
+// applyKeys applies jwks or jwks_uri, which go with private_key_jwt
+// (keyed) only, one replacing the other; a credential that turns to
+// private_key_jwt must give one of them.
+func applyKeys(set store.ClientSettings, in credentialSecurity, keyed, local bool) (store.ClientSettings, error) {
 	switch {
 	case in.JWKS != nil && in.JWKSURI != nil:
 		return set, invalid("/jwks_uri", "give jwks (the keys themselves) or jwks_uri (where they are published), not both (RFC 7591 section 2)")
@@ -142,30 +174,25 @@ func applySecurity(typ store.ClientType, set store.ClientSettings, in credential
 	case keyed && !set.Keyed():
 		return set, missing("/jwks", "private_key_jwt needs the credential's public keys: jwks, a JWK Set (RFC 7517 section 5) of EC P-256, RSA (2048 bits or more) or Ed25519 keys, or jwks_uri, the https URL where the client publishes that set")
 	}
-	if in.RequirePAR != nil {
-		set.RequirePAR = *in.RequirePAR
+	return set, nil
+}
+
+// applyProfile applies a profile (nil: unchanged; "": none); fapi2 needs
+// keys.
+func applyProfile(set store.ClientSettings, profile *string) (store.ClientSettings, error) {
+	if profile == nil {
+		return set, nil
 	}
-	if in.DPoPBound != nil {
-		set.DPoPBound = *in.DPoPBound
-	}
-	if in.DPoPNonce != nil {
-		set.DPoPNonce = *in.DPoPNonce
-	}
-	if in.GrantManagementActionRequired != nil {
-		set.GrantManagementActionRequired = *in.GrantManagementActionRequired
-	}
-	if in.Profile != nil {
-		switch *in.Profile {
-		case "":
-		case store.ProfileFAPI2:
-			if !set.Keyed() {
-				return set, invalid("/profile", `the fapi2 profile authenticates with private_key_jwt only: give "token_endpoint_auth_method": "private_key_jwt" and jwks or jwks_uri`)
-			}
-		default:
-			return set, invalid("/profile", fmt.Sprintf("profile %q is not fapi2; omit it, or give \"\" to leave the profile", *in.Profile))
+	switch *profile {
+	case "":
+	case store.ProfileFAPI2:
+		if !set.Keyed() {
+			return set, invalid("/profile", `the fapi2 profile authenticates with private_key_jwt only: give "token_endpoint_auth_method": "private_key_jwt" and jwks or jwks_uri`)
 		}
-		set.Profile = *in.Profile
+	default:
+		return set, invalid("/profile", fmt.Sprintf("profile %q is not fapi2; omit it, or give \"\" to leave the profile", *profile))
 	}
+	set.Profile = *profile
 	return set, nil
 }
 

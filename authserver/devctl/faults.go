@@ -187,18 +187,46 @@ func endpointName(e string) string {
 	return "the " + e + " endpoint"
 }
 
+// badField is a refusal of one member of a fault's specification.
+func badField(field, format string, a ...any) error {
+	return &Error{Code: CodeInvalidField, Field: field, Message: fmt.Sprintf(format, a...)}
+}
+
 // parse checks a fault's specification, naming the member and the
 // rule of each refusal.
 func (s *faultSpec) parse() (*fault, error) {
-	bad := func(field, format string, a ...any) error {
-		return &Error{Code: CodeInvalidField, Field: field, Message: fmt.Sprintf(format, a...)}
+	f, err := s.target()
+	if err != nil {
+		return nil, err
 	}
+	if err := s.oneEffect(); err != nil {
+		return nil, err
+	}
+	switch {
+	case s.Error != nil:
+		err = s.errorEffect(f)
+	case s.Status != nil:
+		err = s.statusEffect(f)
+	case s.Delay != nil:
+		err = s.delayEffect(f)
+	default:
+		err = s.dropEffect(f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// target reads which requests get the fault: the endpoint, the client,
+// the subject and how many times.
+func (s *faultSpec) target() (*fault, error) {
 	if s.Endpoint == nil || *s.Endpoint == "" {
 		return nil, &Error{Code: CodeMissingField, Field: "/endpoint", Message: "name the endpoint: one of " + strings.Join(FaultEndpoints, ", ")}
 	}
 	ep := *s.Endpoint
 	if !slices.Contains(FaultEndpoints, ep) {
-		return nil, bad("/endpoint", "%q is no endpoint a fault can be injected at: use one of %s", ep, strings.Join(FaultEndpoints, ", "))
+		return nil, badField("/endpoint", "%q is no endpoint a fault can be injected at: use one of %s", ep, strings.Join(FaultEndpoints, ", "))
 	}
 	if s.ClientID == nil || *s.ClientID == "" {
 		return nil, &Error{Code: CodeMissingField, Field: "/client_id", Message: "name the client_id whose requests get the fault"}
@@ -206,16 +234,22 @@ func (s *faultSpec) parse() (*fault, error) {
 	f := &fault{view: FaultView{Endpoint: ep, ClientID: *s.ClientID}, remaining: -1}
 	if s.Subject != nil {
 		if *s.Subject == "" {
-			return nil, bad("/subject", "subject is empty: name a subject id such as sub_ana, or leave the member out for every subject")
+			return nil, badField("/subject", "subject is empty: name a subject id such as sub_ana, or leave the member out for every subject")
 		}
 		f.view.Subject = *s.Subject
 	}
 	if s.Times != nil {
 		if *s.Times < 1 || *s.Times > maxTimes {
-			return nil, bad("/times", "times must be 1 to %d (the next N matching requests); leave it out for until cleared", maxTimes)
+			return nil, badField("/times", "times must be 1 to %d (the next N matching requests); leave it out for until cleared", maxTimes)
 		}
 		f.view.Times, f.remaining = *s.Times, *s.Times
 	}
+	return f, nil
+}
+
+// oneEffect checks that exactly one effect is given, and the members
+// that qualify an effect only beside it.
+func (s *faultSpec) oneEffect() error {
 	n := 0
 	for _, set := range []bool{s.Error != nil, s.Status != nil, s.Delay != nil, s.Drop != nil} {
 		if set {
@@ -223,60 +257,78 @@ func (s *faultSpec) parse() (*fault, error) {
 		}
 	}
 	if n != 1 {
-		return nil, &Error{Code: CodeInvalidBody, Message: `give exactly one effect: "error" (an OAuth error code), "status" (400-599), "delay" (a Go duration) or "drop": true`}
+		return &Error{Code: CodeInvalidBody, Message: `give exactly one effect: "error" (an OAuth error code), "status" (400-599), "delay" (a Go duration) or "drop": true`}
 	}
 	if s.ErrorDescription != nil && s.Error == nil {
-		return nil, bad("/error_description", "error_description goes with error only")
+		return badField("/error_description", "error_description goes with error only")
 	}
 	if s.RetryAfter != nil && s.Status == nil {
-		return nil, bad("/retry_after", "retry_after goes with status only")
+		return badField("/retry_after", "retry_after goes with status only")
 	}
-	switch {
-	case s.Error != nil:
-		kinds := FaultKinds(ep)
-		if !slices.Contains(kinds, *s.Error) {
-			return nil, bad("/error", "%q is not an error %s gives: use one of %s", *s.Error, endpointName(ep), strings.Join(kinds, ", "))
-		}
-		f.view.Error, f.effect.Error = *s.Error, *s.Error
-		if s.ErrorDescription != nil {
-			d := *s.ErrorDescription
-			if len(d) > maxDescLen {
-				return nil, bad("/error_description", "error_description is %d bytes; at most %d", len(d), maxDescLen)
-			}
-			for i := 0; i < len(d); i++ {
-				if c := d[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-					return nil, bad("/error_description", "error_description may hold printable ASCII only, without %s and %s (RFC 6749 section 5.2): found %q at byte %d", `"`, `\`, c, i)
-				}
-			}
-			f.view.ErrorDescription, f.effect.Description = d, d
-		}
-	case s.Status != nil:
-		if *s.Status < 400 || *s.Status > 599 {
-			return nil, bad("/status", "status %d is not an error status: use 400 to 599", *s.Status)
-		}
-		f.view.Status, f.effect.Status = *s.Status, *s.Status
-		if s.RetryAfter != nil {
-			if *s.RetryAfter < 1 || *s.RetryAfter > maxRetryAfter {
-				return nil, bad("/retry_after", "retry_after is seconds, 1 to %d", maxRetryAfter)
-			}
-			f.view.RetryAfter, f.effect.RetryAfter = *s.RetryAfter, *s.RetryAfter
-		}
-	case s.Delay != nil:
-		d, err := time.ParseDuration(*s.Delay)
-		if err != nil {
-			return nil, bad("/delay", "%q is not a duration: write a Go duration such as 500ms, 3s or 1m", *s.Delay)
-		}
-		if d <= 0 || d > maxDelay {
-			return nil, bad("/delay", "delay must be more than 0 and at most %s, not %s", maxDelay, d)
-		}
-		f.view.Delay, f.effect.Delay = d.String(), d
-	default:
-		if !*s.Drop {
-			return nil, bad("/drop", `send "drop": true to close the connection without an answer`)
-		}
-		f.view.Drop, f.effect.Drop = true, true
+	return nil
+}
+
+// errorEffect reads an OAuth error the endpoint gives, with its
+// optional error_description (RFC 6749 section 5.2).
+func (s *faultSpec) errorEffect(f *fault) error {
+	ep := f.view.Endpoint
+	kinds := FaultKinds(ep)
+	if !slices.Contains(kinds, *s.Error) {
+		return badField("/error", "%q is not an error %s gives: use one of %s", *s.Error, endpointName(ep), strings.Join(kinds, ", "))
 	}
-	return f, nil
+	f.view.Error, f.effect.Error = *s.Error, *s.Error
+	if s.ErrorDescription == nil {
+		return nil
+	}
+	d := *s.ErrorDescription
+	if len(d) > maxDescLen {
+		return badField("/error_description", "error_description is %d bytes; at most %d", len(d), maxDescLen)
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return badField("/error_description", "error_description may hold printable ASCII only, without %s and %s (RFC 6749 section 5.2): found %q at byte %d", `"`, `\`, c, i)
+		}
+	}
+	f.view.ErrorDescription, f.effect.Description = d, d
+	return nil
+}
+
+// statusEffect reads an HTTP error status with its optional Retry-After.
+func (s *faultSpec) statusEffect(f *fault) error {
+	if *s.Status < 400 || *s.Status > 599 {
+		return badField("/status", "status %d is not an error status: use 400 to 599", *s.Status)
+	}
+	f.view.Status, f.effect.Status = *s.Status, *s.Status
+	if s.RetryAfter == nil {
+		return nil
+	}
+	if *s.RetryAfter < 1 || *s.RetryAfter > maxRetryAfter {
+		return badField("/retry_after", "retry_after is seconds, 1 to %d", maxRetryAfter)
+	}
+	f.view.RetryAfter, f.effect.RetryAfter = *s.RetryAfter, *s.RetryAfter
+	return nil
+}
+
+// delayEffect reads a delay before the answer.
+func (s *faultSpec) delayEffect(f *fault) error {
+	d, err := time.ParseDuration(*s.Delay)
+	if err != nil {
+		return badField("/delay", "%q is not a duration: write a Go duration such as 500ms, 3s or 1m", *s.Delay)
+	}
+	if d <= 0 || d > maxDelay {
+		return badField("/delay", "delay must be more than 0 and at most %s, not %s", maxDelay, d)
+	}
+	f.view.Delay, f.effect.Delay = d.String(), d
+	return nil
+}
+
+// dropEffect reads "drop": true, closing the connection unanswered.
+func (s *faultSpec) dropEffect(f *fault) error {
+	if !*s.Drop {
+		return badField("/drop", `send "drop": true to close the connection without an answer`)
+	}
+	f.view.Drop, f.effect.Drop = true, true
+	return nil
 }
 
 func newFaultID() (string, error) {

@@ -654,94 +654,131 @@ func (c *Controls) checkFixture(ctx context.Context, f *fixtureFile, now time.Ti
 		w.orgs[f.Companies[i].ID] = &f.Companies[i]
 	}
 	out := &store.Fixture{}
-	for _, s := range f.Subjects {
+	if err := w.people(out); err != nil {
+		return nil, err
+	}
+	cat := c.cfg.Authority.Catalog()
+	for _, fc := range f.Consents {
+		co, err := w.consent(fc.fxDecision, cat, now)
+		if err != nil {
+			return nil, err
+		}
+		out.Consents = append(out.Consents, co)
+	}
+	for _, fg := range f.Grants {
+		g, err := w.grant(fg, cat, now)
+		if err != nil {
+			return nil, err
+		}
+		out.Grants = append(out.Grants, g)
+	}
+	return out, nil
+}
+
+// people adds the file's subjects, companies, their accounts and the
+// subjects' memberships to out; every company a subject is a member of
+// must be in the file or stored.
+func (w *fxWorld) people(out *store.Fixture) error {
+	for _, s := range w.f.Subjects {
 		out.Subjects = append(out.Subjects, store.Subject{ID: s.ID, Profile: s.Profile})
 		for _, a := range s.Accounts {
 			out.Accounts = append(out.Accounts, store.Account{ID: a.ID, SubjectID: s.ID, Name: a.Name, Number: a.Number, Currency: a.Curr})
 		}
 		for _, m := range s.Companies {
 			if ok, err := w.companyKnown(m.ID); err != nil {
-				return nil, err
+				return err
 			} else if !ok {
-				return nil, fieldErr(CodeUnknownReference, m.ptr+"/id", "company %s is neither in this file's companies nor stored: add it under /companies, or name a stored one (the seed's org_andes)", m.ID)
+				return fieldErr(CodeUnknownReference, m.ptr+"/id", "company %s is neither in this file's companies nor stored: add it under /companies, or name a stored one (the seed's org_andes)", m.ID)
 			}
 			out.Memberships = append(out.Memberships, store.Membership{SubjectID: s.ID, CompanyID: m.ID, Role: m.Role})
 		}
 	}
-	for _, co := range f.Companies {
+	for _, co := range w.f.Companies {
 		out.Companies = append(out.Companies, store.Company{ID: co.ID, Name: co.Name, LegalID: co.LegalID, Country: co.Country, Addresses: co.Addresses})
 		for _, a := range co.Accounts {
 			out.Accounts = append(out.Accounts, store.Account{ID: a.ID, CompanyID: co.ID, Name: a.Name, Number: a.Number, Currency: a.Curr})
 		}
 	}
-	cat := c.cfg.Authority.Catalog()
-	for _, fc := range f.Consents {
-		d := fc.fxDecision
-		res, err := w.checkDecision(&d, cat)
-		if err != nil {
-			return nil, err
-		}
-		if err := w.accountsNamed(&d, res); err != nil {
-			return nil, err
-		}
-		if d.AccountID != "" {
-			ok, err := w.owns(d.Subject, "", d.AccountID)
-			if err == nil && !ok && d.OrgID != "" {
-				ok, err = w.owns(d.Subject, d.OrgID, d.AccountID)
-			}
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				owner := "subject " + d.Subject
-				if d.OrgID != "" {
-					owner += " or of company " + d.OrgID
-				}
-				return nil, fieldErr(CodeInvalidField, d.ptr+"/account_id", "account %s is no account of %s: name one of its accounts (in this file or stored)", d.AccountID, owner)
-			}
-		} else {
-			for _, det := range res.Details {
-				if _, sel := det.Object["selection"]; sel {
-					return nil, fieldErr(CodeMissingField, d.ptr+"/account_id",
-						"authorization_details/%d asks the subject to choose an account (selection): add account_id, the account chosen at the consent, one of the subject's accounts", det.Index)
-				}
-			}
-		}
-		out.Consents = append(out.Consents, &store.Consent{SubjectID: d.Subject, ClientID: d.ClientID, OrgID: d.OrgID,
-			Permissions: sortedKeys(consent.Keys(res)), AccountID: d.AccountID, UpdatedAt: now})
+	return nil
+}
+
+// consent checks a remembered consent and returns it to store.
+func (w *fxWorld) consent(d fxDecision, cat *catalog.Catalog, now time.Time) (*store.Consent, error) {
+	res, err := w.checkDecision(&d, cat)
+	if err != nil {
+		return nil, err
 	}
-	for _, fg := range f.Grants {
-		d := fg.fxDecision
-		res, err := w.checkDecision(&d, cat)
-		if err != nil {
-			return nil, err
-		}
+	if err := w.accountsNamed(&d, res); err != nil {
+		return nil, err
+	}
+	if err := w.consentAccount(&d, res); err != nil {
+		return nil, err
+	}
+	return &store.Consent{SubjectID: d.Subject, ClientID: d.ClientID, OrgID: d.OrgID,
+		Permissions: sortedKeys(consent.Keys(res)), AccountID: d.AccountID, UpdatedAt: now}, nil
+}
+
+// consentAccount checks a consent's account_id: the subject's or its
+// company's, and required when a detail asks to choose one (selection).
+func (w *fxWorld) consentAccount(d *fxDecision, res *catalog.Result) error {
+	if d.AccountID == "" {
 		for _, det := range res.Details {
 			if _, sel := det.Object["selection"]; sel {
-				return nil, fieldErr(CodeInvalidField, fmt.Sprintf("%s/authorization_details/%d/selection", d.ptr, det.Index),
-					"a grant holds what was granted: name the chosen account in identifiers (bank_account) or sources (automatic-charge) instead of selection")
+				return fieldErr(CodeMissingField, d.ptr+"/account_id",
+					"authorization_details/%d asks the subject to choose an account (selection): add account_id, the account chosen at the consent, one of the subject's accounts", det.Index)
 			}
 		}
-		if err := w.accountsNamed(&d, res); err != nil {
-			return nil, err
-		}
-		objs := make([]map[string]any, len(res.Details))
-		for j, det := range res.Details {
-			objs[j] = det.Object
-		}
-		details, err := json.Marshal(objs)
-		if err != nil {
-			return nil, fieldErr(CodeInvalidField, d.ptr+"/authorization_details", "the entries cannot be stored: %v", err)
-		}
-		g := &store.Grant{ID: fg.ID, ClientID: d.ClientID, SubjectID: d.Subject, OrgID: d.OrgID, Scopes: res.Scopes,
-			Details: details, AuthTime: now, CreatedAt: now}
-		if fg.Revoked {
-			g.RevokedAt = now
-		}
-		c.cfg.Authority.CompleteGrant(g, res)
-		out.Grants = append(out.Grants, g)
+		return nil
 	}
-	return out, nil
+	ok, err := w.owns(d.Subject, "", d.AccountID)
+	if err == nil && !ok && d.OrgID != "" {
+		ok, err = w.owns(d.Subject, d.OrgID, d.AccountID)
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
+		owner := "subject " + d.Subject
+		if d.OrgID != "" {
+			owner += " or of company " + d.OrgID
+		}
+		return fieldErr(CodeInvalidField, d.ptr+"/account_id", "account %s is no account of %s: name one of its accounts (in this file or stored)", d.AccountID, owner)
+	}
+	return nil
+}
+
+// grant checks a grant, which holds what was granted (no selection), and
+// returns it to store, completed by the authority.
+func (w *fxWorld) grant(fg fxGrant, cat *catalog.Catalog, now time.Time) (*store.Grant, error) {
+	d := fg.fxDecision
+	res, err := w.checkDecision(&d, cat)
+	if err != nil {
+		return nil, err
+	}
+	for _, det := range res.Details {
+		if _, sel := det.Object["selection"]; sel {
+			return nil, fieldErr(CodeInvalidField, fmt.Sprintf("%s/authorization_details/%d/selection", d.ptr, det.Index),
+				"a grant holds what was granted: name the chosen account in identifiers (bank_account) or sources (automatic-charge) instead of selection")
+		}
+	}
+	if err := w.accountsNamed(&d, res); err != nil {
+		return nil, err
+	}
+	objs := make([]map[string]any, len(res.Details))
+	for j, det := range res.Details {
+		objs[j] = det.Object
+	}
+	details, err := json.Marshal(objs)
+	if err != nil {
+		return nil, fieldErr(CodeInvalidField, d.ptr+"/authorization_details", "the entries cannot be stored: %v", err)
+	}
+	g := &store.Grant{ID: fg.ID, ClientID: d.ClientID, SubjectID: d.Subject, OrgID: d.OrgID, Scopes: res.Scopes,
+		Details: details, AuthTime: now, CreatedAt: now}
+	if fg.Revoked {
+		g.RevokedAt = now
+	}
+	w.c.cfg.Authority.CompleteGrant(g, res)
+	return g, nil
 }
 
 func sortedKeys(keys []string) []string {

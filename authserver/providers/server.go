@@ -120,28 +120,8 @@ func newServer(cfg Config, resource string) (*Server, error) {
 
 // ServeHTTP routes a request and applies docs/service.md §5.7 before any endpoint runs.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	path, ok := strings.CutPrefix(r.URL.Path, s.prefix)
+	rt, ok := s.routeOf(w, r)
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
-		return
-	}
-	var rt *route
-	allowed := []string{}
-	for i := range s.routes {
-		if s.routes[i].path == path {
-			allowed = append(allowed, s.routes[i].method)
-			if s.routes[i].method == r.Method {
-				rt = &s.routes[i]
-			}
-		}
-	}
-	switch {
-	case len(allowed) == 0:
-		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
-		return
-	case rt == nil:
-		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+strings.Join(allowed, " or "))
 		return
 	}
 	scheme, tok, ok := presented(r)
@@ -158,34 +138,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g, err = s.cfg.Grants.Grant(r.Context(), tok)
 	}
 	if err != nil {
-		var de *dpopError
-		if errors.As(err, &de) {
-			dpopRefusal(w, de.code, de.desc, "")
-			return
-		}
-		// A refusal about the caller's token (unknown, expired, revoked,
-		// or meant for another resource) is the caller's 401 invalid_token
-		// (RFC 6750 §3.1); only the provider's own failure to read the
-		// grant (its credential refused, the service down or failing) is
-		// 502.
-		var ge *GrantError
-		if errors.As(err, &ge) && ge.dpop() {
-			desc := ge.Message
-			if desc == "" {
-				desc = "the access token or its DPoP proof was refused (RFC 9449)"
-			}
-			dpopRefusal(w, ge.Code, desc, ge.Nonce)
-			return
-		}
-		if errors.As(err, &ge) {
-			if desc := ge.tokenProblem(); desc != "" {
-				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+desc+`"`)
-				writeError(w, http.StatusUnauthorized, "invalid_token", desc)
-				return
-			}
-		}
-		s.cfg.Log.Error("reading the grant", "err", err)
-		writeError(w, http.StatusBadGateway, "grant_unavailable", "the provider could not read the grant from the service")
+		s.writeGrantRefusal(w, err)
 		return
 	}
 	if s.cfg.Faults != nil {
@@ -210,6 +163,67 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt.serve(w, r, *g.OrgID)
+}
+
+// routeOf returns the request's route, or answers 404 for a path no
+// route has and 405, with Allow, for a method its routes do not take.
+func (s *Server) routeOf(w http.ResponseWriter, r *http.Request) (*route, bool) {
+	path, ok := strings.CutPrefix(r.URL.Path, s.prefix)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+		return nil, false
+	}
+	var rt *route
+	allowed := []string{}
+	for i := range s.routes {
+		if s.routes[i].path == path {
+			allowed = append(allowed, s.routes[i].method)
+			if s.routes[i].method == r.Method {
+				rt = &s.routes[i]
+			}
+		}
+	}
+	switch {
+	case len(allowed) == 0:
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+		return nil, false
+	case rt == nil:
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+strings.Join(allowed, " or "))
+		return nil, false
+	}
+	return rt, true
+}
+
+// writeGrantRefusal answers a grant that could not be read. A refusal
+// about the caller's token (unknown, expired, revoked, or meant for
+// another resource) is the caller's 401 invalid_token (RFC 6750 §3.1), or
+// its DPoP refusal (RFC 9449); only the provider's own failure to read the
+// grant (its credential refused, the service down or failing) is 502.
+func (s *Server) writeGrantRefusal(w http.ResponseWriter, err error) {
+	var de *dpopError
+	if errors.As(err, &de) {
+		dpopRefusal(w, de.code, de.desc, "")
+		return
+	}
+	var ge *GrantError
+	if errors.As(err, &ge) && ge.dpop() {
+		desc := ge.Message
+		if desc == "" {
+			desc = "the access token or its DPoP proof was refused (RFC 9449)"
+		}
+		dpopRefusal(w, ge.Code, desc, ge.Nonce)
+		return
+	}
+	if errors.As(err, &ge) {
+		if desc := ge.tokenProblem(); desc != "" {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="`+desc+`"`)
+			writeError(w, http.StatusUnauthorized, "invalid_token", desc)
+			return
+		}
+	}
+	s.cfg.Log.Error("reading the grant", "err", err)
+	writeError(w, http.StatusBadGateway, "grant_unavailable", "the provider could not read the grant from the service")
 }
 
 // presented returns the scheme (Bearer or DPoP) and the access token of

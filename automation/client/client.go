@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -118,8 +119,16 @@ type reply struct {
 // Dial connects to url (ws://127.0.0.1:<port>/automation) with token, both
 // as the host printed them.
 func Dial(ctx context.Context, url, token string) (*Client, error) {
+	return DialVia(ctx, url, token, nil)
+}
+
+// DialVia is Dial with the connection to url's host made by dial (nil:
+// the network's own), e.g. into a WebDriver session's private network.
+func DialVia(ctx context.Context, url, token string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*Client, error) {
 	h := http.Header{"Sec-WebSocket-Protocol": {bridge.AutomationProtocol + ", " + bridge.TokenProtocolPrefix + token}}
-	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, url, h)
+	d := *websocket.DefaultDialer
+	d.NetDialContext = dial
+	conn, resp, err := d.DialContext(ctx, url, h)
 	if err != nil {
 		if resp != nil {
 			// The handshake's refusal names its code (docs/automation.md).

@@ -28,6 +28,7 @@ func runWebDriver(ctx context.Context, e env) int {
 	port := fs.Int("port", 4444, "the loopback port to listen on (0: a free one, printed)")
 	driver := fs.String("driver", "WebKitWebDriver", "WebKitWebDriver's path, or its name on PATH (Debian package webkit2gtk-driver)")
 	dashboard := fs.String("dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url}) every host resolves with")
+	network := fs.String("session-network", "auto", "where each session's host and driver run: private (a network namespace of their own, through bubblewrap, so that no other local process reaches the host's inspector), shared (the machine's loopback), auto (private where bubblewrap can make one)")
 	service := fs.String("service", "", "the authorization server's issuer URL every host signs in with, the only one the hosts' secret goes to (default: the one the dashboard names, GET {dashboard_url}/api/service, asked once at start)")
 	secrets, err := host.TakeSecretEnv()
 	if err != nil {
@@ -73,8 +74,13 @@ func runWebDriver(ctx context.Context, e env) int {
 			return exitUndecided
 		}
 	}
+	mode, ok := sessionNetwork(e, *network)
+	if !ok {
+		return exitUsage
+	}
 	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:" + strconv.Itoa(*port), Driver: drv, Host: self,
-		Secret: secret, OperatorKey: secrets[operatorKeyEnv], Dashboard: *dashboard, Service: *service, Env: os.Environ(), Log: e.stderr})
+		Secret: secret, OperatorKey: secrets[operatorKeyEnv], Dashboard: *dashboard, Service: *service, Env: os.Environ(), Log: e.stderr,
+		Network: mode, Supervisor: []string{self, "webdriver-session"}})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host:", err)
 		return exitUsage
@@ -99,4 +105,37 @@ func runWebDriver(ctx context.Context, e env) int {
 	}
 	<-done
 	return exitOK
+}
+
+// sessionNetwork resolves --session-network: private needs bubblewrap able
+// to make a network namespace (a usage error says what is missing when
+// asked for explicitly); auto falls back to shared and says so.
+func sessionNetwork(e env, flag string) (string, bool) {
+	switch flag {
+	case "shared":
+		fmt.Fprintln(e.stderr, "miniapp-host webdriver: --session-network shared: any local process can attach to a session's inspector port (docs/webdriver.md)")
+		return webdriverfront.NetworkShared, true
+	case "private", "auto":
+		err := webdriverfront.PrivateNetworkCheck("bwrap")
+		if err == nil {
+			return webdriverfront.NetworkPrivate, true
+		}
+		if flag == "private" {
+			usageError(e, "webdriver", "--session-network private: "+err.Error())
+			return "", false
+		}
+		fmt.Fprintf(e.stderr, "miniapp-host webdriver: sessions share the machine's loopback (any local process can attach to a session's inspector port): %v\n", err)
+		return webdriverfront.NetworkShared, true
+	}
+	usageError(e, "webdriver", fmt.Sprintf("--session-network %q: private, shared or auto", flag))
+	return "", false
+}
+
+// runWebDriverSession is `miniapp-host webdriver-session`, which the front
+// starts inside bubblewrap for one session (webdriverfront.RunSession).
+func runWebDriverSession(ctx context.Context, e env) int {
+	if len(e.args) > 0 {
+		return usageError(e, "webdriver-session", "no arguments: the front gives the session's spec on standard input")
+	}
+	return webdriverfront.RunSession(ctx, e.stdin, e.stdout, e.stderr)
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -425,7 +426,8 @@ func TestWebDriverFront(t *testing.T) {
 	}
 	log := &syncWriter{}
 	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret, OperatorKey: p.OperatorKey(),
-		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
+		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log,
+		Network: webdriverfront.NetworkPrivate, Supervisor: []string{os.Args[0], "webdriver-session"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -745,4 +747,200 @@ func TestWebDriverCommandNamesItsService(t *testing.T) {
 			t.Errorf("webdriver %q: exit %d, stdout %q, stderr %q; want exit %d naming %q and no URL", c.args, code, out.String(), errs.String(), c.code, c.want)
 		}
 	}
+}
+
+// TestInspectorOutOfReach is the attack on WebKit's remote inspector as
+// another local process makes it: it finds the session host's
+// WEBKIT_INSPECTOR_SERVER as `ps e` shows it, attaches a WebKitWebDriver
+// of its own to that address and asks it for a session. In a private
+// network (webdriverfront.NetworkPrivate, what `webdriver` chooses where
+// bubblewrap can) the address is the session's own loopback: the
+// attacker's driver cannot reach it, and the session still answers
+// Execute Script and Delete Session.
+func TestInspectorOutOfReach(t *testing.T) {
+	if !webkitgtk.Available {
+		t.Fatal("this build has no WebKitGTK engine: build with cgo and WebKitGTK (make test)")
+	}
+	if err := webdriverfront.PrivateNetworkCheck("bwrap"); err != nil {
+		t.Fatalf("a private network for the sessions: %v (scripts/deps.sh installs bubblewrap)", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	secret := randomSecret(t, "front-secret")
+	p := startPlayground(t, ctx, secret)
+	origin := demo(t, ctx, p, "demo-public")
+	driver, err := exec.LookPath("WebKitWebDriver")
+	if err != nil {
+		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
+	}
+	marker := "XDG_DATA_HOME=" + t.TempDir()
+	log := &syncWriter{}
+	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
+		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv(marker), Log: log,
+		Network: webdriverfront.NetworkPrivate, Supervisor: []string{os.Args[0], "webdriver-session"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- f.Serve() }()
+	t.Cleanup(func() {
+		f.Close()
+		<-served
+		if t.Failed() {
+			t.Logf("the front's log:\n%s", log.String())
+		}
+	})
+	wd := wdClient{t: t, ctx: ctx, url: f.URL()}
+	status, v := wd.do("POST", "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
+		"webkitgtk:browserOptions": map[string]any{"args": []string{"open", "--webdriver", "--origin", origin, "--id", "demo-public",
+			"--host-client", playground.HostClientID, "--ephemeral"}},
+	}}})
+	var made struct {
+		SessionID string `json:"sessionId"`
+	}
+	if json.Unmarshal(v, &made); status != 200 || made.SessionID == "" {
+		t.Fatalf("New Session: %d %s", status, v)
+	}
+	sid := made.SessionID
+
+	// What `ps e` shows the attacker: the host and its inspector address.
+	pid, inspector := inspectedProcess(t, marker)
+	if inspector == "" {
+		t.Fatalf("no process of the session shows WEBKIT_INSPECTOR_SERVER")
+	}
+	own, _ := os.Readlink("/proc/self/ns/net")
+	if theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err != nil || theirs == own {
+		t.Errorf("the session's host (pid %d) is in network namespace %q, this test's is %q: want one of its own (%v)", pid, theirs, own, err)
+	}
+
+	// Nothing of the host's is on this network's loopback: no socket of
+	// the host's is in its table (in a shared network, the inspector's and
+	// the automation channel's are).
+	if shown := hostSocketsHere(t, pid); len(shown) > 0 {
+		t.Errorf("the host's sockets %v are on this network's loopback", shown)
+	}
+
+	// The attacker's driver, attached to that address, asks for a session
+	// (it keeps trying to reach it) while the test drives its own.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	attacker := exec.CommandContext(ctx, driver, "--host=127.0.0.1", "--port="+strconv.Itoa(port), "--target="+inspector)
+	attacker.Stdout, attacker.Stderr = log, log
+	if err := attacker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { attacker.Wait(); close(exited) }()
+	t.Cleanup(func() { attacker.Process.Kill(); <-exited })
+	evil := "http://127.0.0.1:" + strconv.Itoa(port)
+	for tick := time.NewTicker(10 * time.Millisecond); ; {
+		if resp, err := http.Get(evil + "/status"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the attacker's WebKitWebDriver exited before it listened")
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-tick.C:
+		}
+	}
+	evilCtx, evilCancel := context.WithCancel(ctx)
+	defer evilCancel()
+	evilAnswer := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(evilCtx, "POST", evil+"/session", strings.NewReader(`{"capabilities":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			evilAnswer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		evilAnswer <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}()
+
+	// The session is the test's still.
+	if status, v := wd.script(sid, `return "still mine"`); status != 200 || v != "still mine" {
+		t.Errorf("Execute Script after the attack: %d %q", status, v)
+	}
+	if status, v := wd.do("DELETE", "/session/"+sid, nil); status != 200 || string(v) != "null" {
+		t.Errorf("Delete Session after the attack: %d %s", status, v)
+	}
+	evilCancel()
+	if a := <-evilAnswer; strings.HasPrefix(a, "200 ") {
+		t.Errorf("the attacker's driver made a session on %s: %s", inspector, a)
+	}
+}
+
+// hostSocketsHere lists the sockets of process pid that this network
+// namespace's /proc/net/tcp and tcp6 show (as "inode"): none when the
+// process has a network of its own.
+func hostSocketsHere(t *testing.T, pid int) []string {
+	t.Helper()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil {
+			if inode, ok := strings.CutPrefix(l, "socket:["); ok {
+				inodes[strings.TrimSuffix(inode, "]")] = true
+			}
+		}
+	}
+	var shown []string
+	for _, table := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+		raw, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(raw), "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 9 && inodes[f[9]] {
+				shown = append(shown, f[1]+" inode "+f[9])
+			}
+		}
+	}
+	return shown
+}
+
+// inspectedProcess finds, as `ps e` would, a process whose environment
+// holds marker and WEBKIT_INSPECTOR_SERVER, and returns its pid and that
+// address.
+func inspectedProcess(t *testing.T, marker string) (int, string) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		vars := strings.Split(string(raw), "\x00")
+		if !slices.Contains(vars, marker) {
+			continue
+		}
+		for _, kv := range vars {
+			if addr, ok := strings.CutPrefix(kv, "WEBKIT_INSPECTOR_SERVER="); ok {
+				return pid, addr
+			}
+		}
+	}
+	return 0, ""
 }
