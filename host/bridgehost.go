@@ -135,12 +135,11 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	}
 	ch := make(chan outcome, 1)
 	w := h.w
-	w.mu.Lock()
-	f := &flow{gen: w.mountGen, app: w.app}
-	w.mu.Unlock()
+	app, gen := w.mount()
+	f := &flow{gen: gen, app: app}
 	f.deliver = func(_ context.Context, r *url.URL) { ch <- outcome{redirect: r} }
 	f.fail = func(err error) { ch <- outcome{err: err} }
-	if err := w.beginFlow(f, u, nil); err != nil {
+	if err := w.flows.begin(f, u, nil); err != nil {
 		return bridge.AuthorizeResult{}, bridge.Errorf(bridge.CodeBusy, "%v", err)
 	}
 	var out outcome
@@ -150,8 +149,8 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 		// The page went away: the flow ends in the network log first, then
 		// the consent leaves the screen.
 		f.net.End(netlog.OutcomeAbandoned, "the page went away: "+ctx.Err().Error())
-		if w.endFlow(f) {
-			w.Dispatch(func() { w.showHostViewUI(false) })
+		if w.flows.end(f) {
+			w.hv.hide()
 		}
 		return bridge.AuthorizeResult{}, ctx.Err()
 	}

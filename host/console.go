@@ -18,7 +18,7 @@ import (
 // assets/host/console.js into every frame of the Miniapp's view; it posts
 // each console call, uncaught error and unhandled rejection to the
 // ConsoleHandler message handler, and the engine hands the string to
-// Window.ConsoleMessage. The host's own views get neither the script nor
+// EngineEvents.ConsoleMessage. The host's own views get neither the script nor
 // the handler.
 
 // ConsoleHandler is the name of the Miniapp view's message handler for the
@@ -268,39 +268,40 @@ func (g *consoleGate) take() (ConsoleMessage, bool) {
 
 // ConsoleMessage implements EngineEvents: a message of the capture script
 // from any frame of the Miniapp's view.
-func (w *Window) ConsoleMessage(raw string) {
+func (s *engineSink) ConsoleMessage(raw string) {
 	m, err := ParseConsoleMessage(raw)
 	switch {
 	case len(raw) > ConsoleMaxRaw:
-		w.console.drop(dropLarge, 1, w.reportDropped)
+		s.console.drop(dropLarge, 1, s.reportDropped)
 		return
 	case err != nil:
-		w.console.drop(dropInvalid, 1, w.reportDropped)
+		s.console.drop(dropInvalid, 1, s.reportDropped)
 		return
 	case m.Type == ConsoleDropped:
 		// The frame's own count of what it dropped over the rate.
-		w.console.drop(dropRate, m.Dropped, w.reportDropped)
+		s.console.drop(dropRate, m.Dropped, s.reportDropped)
 		return
 	}
-	if !w.console.admit(w.opts.Now(), w.reportDropped) {
+	if !s.console.admit(s.w.opts.Now(), s.reportDropped) {
 		return
 	}
-	w.sendConsole(m)
+	s.sendConsole(m)
 }
 
 // reportDropped sends the summary of the dropped messages, on the UI
 // thread.
-func (w *Window) reportDropped() {
-	w.Dispatch(func() {
-		if m, ok := w.console.take(); ok {
-			w.sendConsole(m)
+func (s *engineSink) reportDropped() {
+	s.w.Dispatch(func() {
+		if m, ok := s.console.take(); ok {
+			s.sendConsole(m)
 		}
 	})
 }
 
 // sendConsole emits m as an EventConsole and publishes it on the
 // automation channel.
-func (w *Window) sendConsole(m ConsoleMessage) {
+func (s *engineSink) sendConsole(m ConsoleMessage) {
+	w := s.w
 	w.emit(Event{Kind: EventConsole, URL: m.Frame, Detail: m.Message, Console: &m})
 	w.publish(bridge.ConsoleEvent{Type: string(m.Type), Level: string(m.Level), Message: m.Message, Source: m.Source,
 		Frame: m.Frame, MainFrame: m.MainFrame, Dropped: m.Dropped})

@@ -82,9 +82,10 @@ func (c *controller) Open(ctx context.Context, cmd bridge.OpenCommand) (bridge.O
 
 // consentOnScreen reports whether a consent screen waits for a decision.
 func (c *controller) consentOnScreen() bool {
-	c.w.mu.Lock()
-	defer c.w.mu.Unlock()
-	return c.w.flow != nil && c.w.flow.requestID != "" && c.w.hostVisible
+	if !c.w.flows.waiting() {
+		return false
+	}
+	return c.w.hv.isVisible()
 }
 
 // press decides the consent on screen through the host page's own
@@ -173,11 +174,7 @@ func (c *controller) refused(ev bridge.ConsentRefusedEvent, err error) {
 		return
 	}
 	ev.Code, ev.Message = be.Code, be.Message
-	c.w.mu.Lock()
-	if f := c.w.flow; f != nil {
-		ev.Flow = f.net.ID()
-	}
-	c.w.mu.Unlock()
+	ev.Flow = c.w.flows.runningID()
 	c.w.emit(Event{Kind: EventConsentRefused, Detail: ev.Action + ": " + string(ev.Code) + ": " + ev.Message})
 	c.w.publish(ev)
 }
@@ -232,9 +229,7 @@ func (c *controller) Screenshot(ctx context.Context, cmd bridge.ScreenshotComman
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "shot.png")
-	c.w.mu.Lock()
-	host := c.w.hostVisible
-	c.w.mu.Unlock()
+	host := c.w.hv.isVisible()
 	switch {
 	case cmd.Area == bridge.ScreenshotWindow:
 		err = c.w.SnapshotWindow(ctx, path)

@@ -43,12 +43,12 @@ func MiniappDir(root, rawOrigin, id string) string {
 // dataOf is the data of the Miniapp at rawOrigin with manifest id id: in
 // memory for an ephemeral window, else its folder under Options.DataRoot,
 // made when missing.
-func (w *Window) dataOf(rawOrigin, id string) (MiniappData, error) {
+func (o *Options) dataOf(rawOrigin, id string) (MiniappData, error) {
 	d := MiniappData{Key: DataKey(rawOrigin, id)}
-	if w.opts.Ephemeral {
+	if o.Ephemeral {
 		return d, nil
 	}
-	d.Dir = MiniappDir(w.opts.DataRoot, rawOrigin, id)
+	d.Dir = MiniappDir(o.DataRoot, rawOrigin, id)
 	if err := os.MkdirAll(d.Dir, 0o700); err != nil {
 		return MiniappData{}, fmt.Errorf("host: data folder: %w", err)
 	}
@@ -57,13 +57,13 @@ func (w *Window) dataOf(rawOrigin, id string) (MiniappData, error) {
 
 // appData is the data of a Miniapp the window mounts (Miniapp.Origin and
 // ID; without an Origin, that of its start URL, else its load URL).
-func (w *Window) appData(app *Miniapp) (MiniappData, error) {
-	o := app.Origin
-	if o == "" {
+func (o *Options) appData(app *Miniapp) (MiniappData, error) {
+	at := app.Origin
+	if at == "" {
 		u := app.reloadURL()
-		o = u.Scheme + "://" + u.Host
+		at = u.Scheme + "://" + u.Host
 	}
-	return w.dataOf(o, app.ID)
+	return o.dataOf(at, app.ID)
 }
 
 // ForgetMiniapp removes what the engine keeps for the Miniapp at rawOrigin
@@ -78,9 +78,9 @@ func (w *Window) ForgetMiniapp(ctx context.Context, rawOrigin, id string) error 
 	if o.IsOpaque() {
 		return errors.New("host: reset storage needs an http(s) origin")
 	}
-	d, err := w.dataOf(rawOrigin, id)
+	d, err := w.opts.dataOf(rawOrigin, id)
 	if err != nil {
 		return err
 	}
-	return awaitErr(ctx, w, "reset storage", func(done func(error)) { w.eng.ForgetData(d, done) })
+	return awaitErr(ctx, w.eng, "reset storage", func(done func(error)) { w.eng.ForgetData(d, done) })
 }

@@ -158,7 +158,7 @@ func (w *Window) SetDevice(ctx context.Context, s DeviceSettings) (reloaded bool
 		app.Bridge.SetPage(pageFacts(s))
 	}
 	var zoom float64
-	err = awaitErr(ctx, w, "device", func(done func(error)) {
+	err = awaitErr(ctx, w.eng, "device", func(done func(error)) {
 		w.eng.SetDevice(engineDevice(s))
 		if app != nil {
 			w.eng.SetMiniappScript(w.miniappScript(script, app))
@@ -250,10 +250,4 @@ func (w *Window) SetDeviceCommand(ctx context.Context, cmd bridge.DeviceCommand)
 	}
 	v, _ := json.Marshal(em.Viewport())
 	return bridge.DeviceResult{Viewport: v, Reloaded: reloaded}, nil
-}
-
-// SnapshotDevice writes a PNG of the device as the window shows it, its
-// frame around the page, to path.
-func (w *Window) SnapshotDevice(ctx context.Context, path string) error {
-	return awaitErr(ctx, w, "screenshot", func(done func(error)) { w.eng.SnapshotDevice(path, done) })
 }

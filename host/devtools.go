@@ -6,22 +6,6 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 )
 
-// ShowInspector turns the developer extras of the Miniapp's view on, now,
-// and shows its web inspector (docs/host.md, "Web Inspector"), whether or
-// not the window was made with Options.DevTools. The host's own views
-// (consent, launcher) never get one. It returns once the engine has done
-// it; the window then reports EventDevTools.
-func (w *Window) ShowInspector(ctx context.Context) error {
-	err := awaitErr(ctx, w, "show the web inspector", func(done func(error)) {
-		w.eng.ShowInspector()
-		done(nil)
-	})
-	if err == nil {
-		w.emit(Event{Kind: EventDevTools, Detail: "the web inspector of the Miniapp's view is shown"})
-	}
-	return err
-}
-
 var (
 	_ bridge.DevToolsController = (*controller)(nil)
 	_ bridge.ConsentReporter    = (*controller)(nil)
@@ -34,14 +18,7 @@ func (c *controller) ConsentOnScreen() (bridge.ConsentShownEvent, bool) { return
 
 // ConsentOnScreen returns the consent.shown event of the consent screen on
 // screen, if one is: painted and not yet decided.
-func (w *Window) ConsentOnScreen() (bridge.ConsentShownEvent, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if f := w.flow; f != nil && f.onScreen && f.requestID != "" && f.shown != nil {
-		return *f.shown, true
-	}
-	return bridge.ConsentShownEvent{}, false
-}
+func (w *Window) ConsentOnScreen() (bridge.ConsentShownEvent, bool) { return w.flows.onScreen() }
 
 // ShowDevTools implements bridge.DevToolsController: the automation
 // channel's devtools.show.

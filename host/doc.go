@@ -1,15 +1,15 @@
-// Package host is Miniapp Host's desktop shell: one GTK window with the
-// Miniapp's WebKitGTK view and, layered over it, the host's own view for
-// consent, rejections and crashes.
+// Package host is Miniapp Host's desktop shell: one window with the
+// Miniapp's web view and, layered over it, the host's own view for
+// consent, rejections and crashes, driven through an [Engine].
 //
 // It owns what a Miniapp cannot be trusted with:
 //   - the navigation policy ([Policy]), decided natively in Go through the
 //     one origin policy for every navigation and new-window action of the
-//     view, subframes included, plus window.open (the view's create
-//     signal) and a content filter for fetch/XHR to the authorization
+//     view, subframes included, plus window.open (the engine's new-window
+//     action) and a content filter for fetch/XHR to the authorization
 //     endpoint;
-//   - the consent view, a second WebKitWebView with its own content
-//     manager, loaded from assets/host with load_html (no network origin),
+//   - the consent view, a second web view with its own content manager,
+//     loaded from assets/host as a document without a network origin,
 //     which the Miniapp's pages have no reference to;
 //   - completion of an authorization (docs/architecture.md, "The three ways an
 //     authorization completes"): the confidential callback request with the
@@ -20,12 +20,19 @@
 //     delivery of replies (package bridge gates and dispatches), and the
 //     native input that openExternal requires.
 //
-// The playground's window ([NewPlaygroundWindow]) adds the launcher in a
-// page of its own and implements playground.Opener.
+// [NewWindow] makes the [Window] with the engine a [NewEngine] makes, and
+// [Open] runs `miniapp-host open` in one. The engine reports what its views
+// do through [EngineEvents], which the core implements with a type of its
+// own: the engine never holds the Window (docs/host.md, "Core and engine").
+// The playground's window (playground.NewWindow, in package playground)
+// wraps a Window made with Options.Launcher, which adds the launcher's
+// page.
 //
-// All cgo is in files built with linux && cgo; see webkit_linux.c for the
-// C side. Other builds compile a stub whose NewWindow returns
-// ErrNoWebview. Threading: WebKitGTK runs on the main thread, which
-// package webkitgtk locks in its init; every call from another goroutine goes
-// through Dispatch and the main thread never waits for a goroutine.
+// This package has no cgo and imports no engine. The WebKitGTK engine is
+// package host/webkitgtk (its C side in webkit.c); a build without cgo, or
+// not for Linux, compiles a webkitgtk.New that returns [ErrNoWebview].
+// Package host/hosttest is a fake engine for the core's tests. Threading:
+// the engine's UI loop runs on the main goroutine (package webkitgtk locks
+// it in its init); every call from another goroutine goes through
+// Dispatch, and the UI thread never waits for a goroutine.
 package host

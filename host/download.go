@@ -66,11 +66,11 @@ func downloadName(suggested string) string {
 // or the Miniapp goes to Options.DownloadDir under its suggested name,
 // made unique ("flow-f2 (2).har") rather than replacing a file; the
 // host's own view never downloads ("").
-func (w *Window) DownloadDestination(v View, suggested string) string {
+func (s *engineSink) DownloadDestination(v View, suggested string) string {
 	if v != ViewLauncher && v != ViewMiniapp {
 		return ""
 	}
-	dir := w.opts.DownloadDir
+	dir := s.w.opts.DownloadDir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return ""
 	}
@@ -91,7 +91,8 @@ func (w *Window) DownloadDestination(v View, suggested string) string {
 
 // DownloadFinished implements EngineEvents: the window says where the
 // file went, or why it did not.
-func (w *Window) DownloadFinished(v View, suggested, path, errMsg string) {
+func (s *engineSink) DownloadFinished(v View, suggested, path, errMsg string) {
+	w := s.w
 	ev := DownloadEvent{View: v.String(), Filename: downloadName(suggested), Path: path, Error: errMsg}
 	if errMsg != "" {
 		ev.Path = ""

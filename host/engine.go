@@ -316,8 +316,11 @@ type AwaitEvaluator interface {
 	EvalAwait(v View, js string, done func(result string, err error))
 }
 
-// EngineEvents is what the engine reports, on the UI thread; the core
-// (*Window) implements it. None of them may block.
+// EngineEvents is what the engine reports, on the UI thread. The core
+// implements it with an unexported type that it gives the engine
+// (docs/host.md, "Core and engine"): the engine never holds the Window,
+// and these callbacks are no part of the Window's API. None of them may
+// block.
 type EngineEvents interface {
 	// DecideNavigation decides a navigation or new-window action of v
 	// (Miniapp, host or launcher): true loads it, false refuses it.

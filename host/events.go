@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
@@ -16,15 +17,76 @@ import (
 // The engine's reports (EngineEvents). Each runs on the UI thread and must
 // not block.
 
-var _ EngineEvents = (*Window)(nil)
+// engineSink receives the engine's reports for a Window: NewWindow gives
+// the engine the sink, as an EngineEvents, and never the Window, so the
+// engine's callbacks are no part of the Window's API and an engine cannot
+// call the Window's (docs/host.md, "Core and engine"). Its methods run on
+// the UI thread.
+type engineSink struct {
+	w *Window
+
+	// console is the console capture's rate gate and drop counts, with a
+	// lock of its own.
+	console consoleGate
+
+	mu           sync.Mutex // guards the Miniapp view's page as the engine reported it, below
+	topURI       string     // last committed top-level URL of the view, as the engine reports it
+	topURL       *url.URL   // topURI made canonical; nil when url.URL cannot carry it
+	seq          uint64     // committed main-frame documents, for the bridge
+	loaded       bool       // the view's page has finished loading and is not loading another
+	unresponsive bool       // the web process stopped answering
+}
+
+var _ EngineEvents = (*engineSink)(nil)
+
+// doc is the document in the view's main frame now.
+func (s *engineSink) doc() bridge.Document {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.docLocked()
+}
+
+// docLocked is doc with s.mu held.
+func (s *engineSink) docLocked() bridge.Document {
+	// The URL as the engine reports it: the bridge takes its origin with
+	// origin.OfString, which a page at a URL that url.URL cannot carry
+	// (https://app.example/#/sale/50%) still has.
+	return bridge.Document{Seq: s.seq, URL: s.topURI}
+}
+
+// pageLoaded reports whether the view's page has finished loading.
+func (s *engineSink) pageLoaded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loaded
+}
+
+// setLoaded records whether the view's page has finished loading.
+func (s *engineSink) setLoaded(loaded bool) {
+	s.mu.Lock()
+	s.loaded = loaded
+	s.mu.Unlock()
+}
+
+// top is a copy of the URL of the document committed in the view's top
+// frame; nil before the first or when url.URL cannot carry it.
+func (s *engineSink) top() *url.URL {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.topURL == nil {
+		return nil
+	}
+	u := *s.topURL
+	return &u
+}
 
 // DecideNavigation implements EngineEvents.
-func (w *Window) DecideNavigation(v View, n Navigation) bool {
+func (s *engineSink) DecideNavigation(v View, n Navigation) bool {
 	switch v {
 	case ViewMiniapp:
-		return w.decideMiniapp(n)
+		return s.decideMiniapp(n)
 	case ViewLauncher:
-		return w.decideLauncher(n)
+		return s.decideLauncher(n)
 	default:
 		return decideHostView(n)
 	}
@@ -38,10 +100,9 @@ func decideHostView(n Navigation) bool {
 	return n.URL == "about:blank" && n.Trigger == TriggerOther && !n.UserGesture && !n.NewWindow
 }
 
-func (w *Window) decideMiniapp(n Navigation) bool {
-	w.mu.Lock()
-	app := w.app
-	w.mu.Unlock()
+func (s *engineSink) decideMiniapp(n Navigation) bool {
+	w := s.w
+	app := w.mounted()
 	if app == nil {
 		// With WebDriver, a rejection is also loaded into this view
 		// (ShowRejection): the host's own document, as in its view.
@@ -55,7 +116,7 @@ func (w *Window) decideMiniapp(n Navigation) bool {
 	act, rule, u := app.Policy.DecideRule(n)
 	w.emit(Event{Kind: EventNavigation, URL: n.URL, Action: act, Rule: rule, Navigation: &n})
 	if act == Block {
-		w.noticeBlockedUI(app, n.URL, rule)
+		w.hv.noticeBlockedUI(app, n.URL, rule, func() bool { return w.mounted() != app || w.flows.running() })
 	}
 	decision := bridge.NavigationBlocked
 	switch act {
@@ -67,8 +128,8 @@ func (w *Window) decideMiniapp(n Navigation) bool {
 	nav := bridge.NavigationEvent{URL: n.URL, Decision: decision, Rule: rule}
 	if act == Consent {
 		// The flow starts first, so that the event names it (its network
-		// log's id); startConsent publishes nav.
-		w.startConsent(u, nav)
+		// log's id); consentFlows.start publishes nav.
+		w.flows.start(u, nav)
 		return false
 	}
 	w.publish(nav)
@@ -96,7 +157,8 @@ func (w *Window) decideMiniapp(n Navigation) bool {
 // decideLauncher keeps the launcher's view on the launcher's own origin,
 // never in a new window; an http(s) link elsewhere followed by the user
 // goes to the system browser.
-func (w *Window) decideLauncher(n Navigation) bool {
+func (s *engineSink) decideLauncher(n Navigation) bool {
+	w := s.w
 	w.mu.Lock()
 	home := w.launcherAt
 	w.mu.Unlock()
@@ -116,57 +178,52 @@ func (w *Window) decideLauncher(n Navigation) bool {
 }
 
 // LoadChanged implements EngineEvents.
-func (w *Window) LoadChanged(v View, ev LoadEvent, uri string) {
+func (s *engineSink) LoadChanged(v View, ev LoadEvent, uri string) {
+	w := s.w
 	switch v {
 	case ViewHost:
 		if ev == LoadFinished {
-			w.hostLoadedUI()
+			w.hv.loadedUI()
 		}
 	case ViewLauncher:
 		if ev == LoadFinished {
-			w.launcherLoaded(uri)
+			s.launcherLoaded(uri)
 		}
 	case ViewMiniapp:
-		w.miniappLoadChanged(ev, uri)
+		s.miniappLoadChanged(ev, uri)
 	}
 }
 
-func (w *Window) miniappLoadChanged(ev LoadEvent, uri string) {
-	w.mu.Lock()
-	w.loaded = ev == LoadFinished
-	w.mu.Unlock()
+func (s *engineSink) miniappLoadChanged(ev LoadEvent, uri string) {
+	w := s.w
+	s.setLoaded(ev == LoadFinished)
 	switch ev {
 	case LoadCommitted:
 		u := parseOrNil(uri)
-		w.mu.Lock()
-		w.topURI, w.topURL = uri, u
-		w.seq++
-		app, doc := w.app, w.docLocked()
-		w.mu.Unlock()
+		s.mu.Lock()
+		s.topURI, s.topURL = uri, u
+		s.seq++
+		doc := s.docLocked()
+		s.mu.Unlock()
+		app := w.mounted()
 		if app != nil && app.Bridge != nil {
 			app.Bridge.Navigated(doc)
 		}
 		w.emit(Event{Kind: EventLoadCommitted, URL: uri})
 	case LoadFinished:
-		w.mu.Lock()
-		if w.netFlow != nil && w.netFlowUntil.IsZero() && w.netFlow.Ended() {
-			// The page the flow led to has loaded: what the view starts
-			// asking for from now on is no longer the flow's. WebKit may
-			// report the page's own resources as finished after this.
-			w.netFlowUntil = time.Now()
-		}
-		w.mu.Unlock()
+		w.flows.viewLoaded()
 		w.emit(Event{Kind: EventLoadFinished, URL: uri})
 		// The host page loads after the Miniapp's first page: its web
 		// process would compete with the Miniapp's start on a small
 		// machine.
-		w.ensureHostPageUI()
+		w.hv.ensurePageUI()
 	}
 }
 
 // launcherLoaded reports the launcher's page. Its fragment carries the
 // automation token: it is dropped.
-func (w *Window) launcherLoaded(raw string) {
+func (s *engineSink) launcherLoaded(raw string) {
+	w := s.w
 	if u, err := url.Parse(raw); err == nil {
 		u.Fragment, u.RawFragment = "", ""
 		raw = u.String()
@@ -177,7 +234,8 @@ func (w *Window) launcherLoaded(raw string) {
 }
 
 // LoadFailed implements EngineEvents.
-func (w *Window) LoadFailed(v View, uri string, code int, message string) {
+func (s *engineSink) LoadFailed(v View, uri string, code int, message string) {
+	w := s.w
 	if v != ViewMiniapp {
 		return
 	}
@@ -185,26 +243,25 @@ func (w *Window) LoadFailed(v View, uri string, code int, message string) {
 }
 
 // ScriptMessage implements EngineEvents.
-func (w *Window) ScriptMessage(v View, raw string) {
+func (s *engineSink) ScriptMessage(v View, raw string) {
 	switch v {
 	case ViewMiniapp:
-		w.bridgeMessage(raw)
+		s.bridgeMessage(raw)
 	case ViewHost:
-		w.hostMessage(raw)
+		s.hostMessage(raw)
 	}
 }
 
 // bridgeMessage runs for every message posted to the bridge's handler,
 // from any frame of the Miniapp's view.
-func (w *Window) bridgeMessage(raw string) {
+func (s *engineSink) bridgeMessage(raw string) {
+	w := s.w
 	main := len(raw) >= len(w.key) && subtle.ConstantTimeCompare([]byte(raw[:len(w.key)]), []byte(w.key)) == 1
 	msg := raw
 	if main {
 		msg = raw[len(w.key):]
 	}
-	w.mu.Lock()
-	app, doc := w.app, w.docLocked()
-	w.mu.Unlock()
+	app, doc := w.mounted(), s.doc()
 	if !main {
 		w.emit(Event{Kind: EventBridgeRefused, URL: doc.URL, Detail: "not from the Miniapp's top frame"})
 	}
@@ -222,7 +279,8 @@ func (w *Window) bridgeMessage(raw string) {
 }
 
 // hostMessage runs for messages of the host's view.
-func (w *Window) hostMessage(raw string) {
+func (s *engineSink) hostMessage(raw string) {
+	w := s.w
 	var m struct {
 		Action string `json:"action"`
 		Screen string `json:"screen"`
@@ -234,7 +292,7 @@ func (w *Window) hostMessage(raw string) {
 	}
 	switch m.Action {
 	case "shown":
-		if m.Seq != w.renderSeq.Load() {
+		if !w.hv.latestUI(m.Seq) {
 			// A screen that a later render, or a hiding, replaced
 			// before it was painted: not the one on view.
 			return
@@ -243,57 +301,49 @@ func (w *Window) hostMessage(raw string) {
 		// consent.shown published before the event says so: whoever
 		// answers the event (consent.approve) finds the screen there.
 		if m.Screen == "consent" {
-			w.mu.Lock()
-			var shown *bridge.ConsentShownEvent
-			if w.flow != nil {
-				shown = w.flow.shown
-				w.flow.onScreen = shown != nil
-			}
-			w.mu.Unlock()
-			if shown != nil {
+			if shown := w.flows.painted(); shown != nil {
 				w.publish(*shown)
 			}
 		}
 		w.emit(Event{Kind: EventHostShown, Detail: m.Screen})
 	case "approve":
-		go w.decide(m.approval())
+		go w.flows.decide(m.approval())
 	case "deny":
-		go w.decide(consent.Decision{Action: consent.Deny})
+		go w.flows.decide(consent.Decision{Action: consent.Deny})
 	case "reload":
-		w.mu.Lock()
-		app := w.app
-		w.mu.Unlock()
-		w.showHostViewUI(false)
+		app := w.mounted()
+		w.hv.showUI(false)
 		if app != nil {
 			w.eng.Load(ViewMiniapp, app.reloadURL().String())
 		}
 	case "close":
-		w.abandonFlow()
-		w.showHostViewUI(false)
+		w.flows.abandon()
+		w.hv.showUI(false)
 	case "dismiss":
 		// The notice of blocked navigations only: a consent or an error
 		// that replaced it since stays.
-		if w.hostScreen == screenBlocked {
-			w.showHostViewUI(false)
+		if w.hv.showsNoticeUI() {
+			w.hv.showUI(false)
 		}
 	}
 }
 
 // WebProcessResponsive implements EngineEvents: a web process that stays
 // unresponsive for HangTimeout is stopped.
-func (w *Window) WebProcessResponsive(ok bool) {
-	w.mu.Lock()
-	w.unresponsive = !ok
-	w.mu.Unlock()
+func (s *engineSink) WebProcessResponsive(ok bool) {
+	w := s.w
+	s.mu.Lock()
+	s.unresponsive = !ok
+	s.mu.Unlock()
 	if ok {
 		return
 	}
 	w.emit(Event{Kind: EventUnresponsive})
 	time.AfterFunc(w.opts.HangTimeout, func() {
 		w.Dispatch(func() {
-			w.mu.Lock()
-			hung := w.unresponsive
-			w.mu.Unlock()
+			s.mu.Lock()
+			hung := s.unresponsive
+			s.mu.Unlock()
 			if hung {
 				w.eng.TerminateWebProcess()
 			}
@@ -303,25 +353,25 @@ func (w *Window) WebProcessResponsive(ok bool) {
 
 // WebProcessTerminated implements EngineEvents: the host's view says so
 // and offers a reload.
-func (w *Window) WebProcessTerminated(why Termination) {
-	w.mu.Lock()
-	w.unresponsive, w.loaded = false, false
-	w.mu.Unlock()
+func (s *engineSink) WebProcessTerminated(why Termination) {
+	w := s.w
+	s.mu.Lock()
+	s.unresponsive, s.loaded = false, false
+	s.mu.Unlock()
 	w.emit(Event{Kind: EventWebProcessTerminated, Detail: why.String()})
-	w.showHost(map[string]any{"screen": "crashed", "text": "The Miniapp's page " + why.String() + "."})
+	w.hv.show(map[string]any{"screen": "crashed", "text": "The Miniapp's page " + why.String() + "."})
 }
 
 // UserInput implements EngineEvents.
-func (w *Window) UserInput(at time.Time) { w.gestures.Input(at) }
+func (s *engineSink) UserInput(at time.Time) { s.w.gestures.Input(at) }
 
 // ResourceLoaded implements EngineEvents: a request of the Miniapp's view
 // to one of its allowed origins joins the flow it belongs to in the
 // network log (docs/host.md, "Network log"). Requests elsewhere, and
 // those outside a flow, are not kept.
-func (w *Window) ResourceLoaded(r Resource) {
-	w.mu.Lock()
-	app, nf, until := w.app, w.netFlow, w.netFlowUntil
-	w.mu.Unlock()
+func (s *engineSink) ResourceLoaded(r Resource) {
+	w := s.w
+	app, nf, until := w.viewNet()
 	if app == nil || nf == nil || !until.IsZero() && r.Started.After(until) {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
@@ -15,6 +16,26 @@ import (
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/redact"
 )
+
+// consentFlows runs the window's consent flows: the native consent of a
+// caught navigation (docs/architecture.md, "The three ways an
+// authorization completes", ways 1 and 3) and of the bridge's authorize
+// (way 2). One runs at a time; the host's view shows its screen.
+//
+// Lock order: Window.mu (the mount) before consentFlows.mu, where both are
+// held (a flow begins for the mount it belongs to; Mount clears the
+// network log's flow with the Miniapp it replaces).
+type consentFlows struct {
+	w *Window
+
+	// mu guards the running flow (flow, and its requestID, shown,
+	// onScreen and redirectURI once it runs) and the network log's flow
+	// the view's requests belong to (net, netUntil).
+	mu       sync.Mutex
+	flow     *flow        // the consent flow running, if any
+	net      *netlog.Flow // the flow the view's requests are logged in, if any
+	netUntil time.Time    // zero, or when the page net led to had loaded: later requests are not its
+}
 
 // flow is one consent flow: a caught navigation or a bridge authorize.
 // Only one runs at a time.
@@ -27,13 +48,15 @@ type flow struct {
 	deliver func(ctx context.Context, redirect *url.URL)
 	fail    func(err error)
 	// requestID is the native-consent request on screen, and shown its
-	// automation event; both guarded by Window.mu.
+	// automation event; both guarded by consentFlows.mu.
 	requestID string
 	shown     *bridge.ConsentShownEvent
-	// onScreen is set once the screen is painted and shown published.
+	// onScreen is set once the screen is painted and shown published
+	// (consentFlows.mu).
 	onScreen bool
 	// clientID and redirectURI are read off the authorization request,
-	// for the code.issued event.
+	// for the code.issued event; redirectURI changes under
+	// consentFlows.mu once the flow runs.
 	clientID, redirectURI string
 	// net records the flow's exchanges; nil when the Miniapp has no
 	// network log.
@@ -43,8 +66,9 @@ type flow struct {
 // shownEvent describes a consent screen for the automation channel: the
 // request as the service read it (for a pushed request, RFC 9126 §4, the
 // pushed parameters, which the caught URL does not hold), else as it was
-// caught; and the accounts the screen offers.
-func shownEvent(u *url.URL, read *consent.Request, model json.RawMessage) *bridge.ConsentShownEvent {
+// caught; and the accounts and entries the screen offers, from the model
+// (nil when the service's model could not be read).
+func shownEvent(u *url.URL, read *consent.Request, m *consent.Model) *bridge.ConsentShownEvent {
 	q := u.Query()
 	ev := &bridge.ConsentShownEvent{ClientID: q.Get("client_id"), Scopes: strings.Fields(q.Get("scope")), OrgID: q.Get("org_id"),
 		GrantManagementAction: q.Get("grant_management_action"), GrantID: q.Get("grant_id")}
@@ -58,21 +82,20 @@ func shownEvent(u *url.URL, read *consent.Request, model json.RawMessage) *bridg
 			ev.AuthorizationDetails = read.AuthorizationDetails
 		}
 	}
-	var m consent.Model
-	if json.Unmarshal(model, &m) == nil {
+	if m != nil {
 		for _, a := range m.Accounts {
 			ev.Accounts = append(ev.Accounts, a.ID)
 		}
-		ev.Entries = consentEntries(m)
+		ev.Entries = consentEntries(*m)
 	}
 	return ev
 }
 
 // publishCode reports the code of an authorization response by
 // fingerprint.
-func (w *Window) publishCode(f *flow, redirect *url.URL) {
+func (c *consentFlows) publishCode(f *flow, redirect *url.URL) {
 	if code := redirect.Query().Get("code"); code != "" {
-		w.publish(bridge.CodeIssuedEvent{ClientID: f.clientID, RedirectURI: f.redirectURI, Fingerprint: redact.Fingerprint(code), Flow: f.net.ID()})
+		c.w.publish(bridge.CodeIssuedEvent{ClientID: f.clientID, RedirectURI: f.redirectURI, Fingerprint: redact.Fingerprint(code), Flow: f.net.ID()})
 	}
 }
 
@@ -84,18 +107,17 @@ var errFlowBusy = errors.New("host: another authorization is in progress")
 // Miniapp was replaced.
 var errFlowAbandoned = errors.New("host: the authorization was abandoned")
 
-// startConsent runs on the main thread when the policy caught a navigation
+// start runs on the main thread when the policy caught a navigation
 // towards the authorization endpoint, and publishes nav, the navigation's
 // event, with the id of the flow it started. The navigation is already
 // refused; the response will be delivered as docs/architecture.md's ways 1 and 3
 // say.
-func (w *Window) startConsent(u *url.URL, nav bridge.NavigationEvent) {
-	w.mu.Lock()
-	app, gen := w.app, w.mountGen
-	w.mu.Unlock()
+func (c *consentFlows) start(u *url.URL, nav bridge.NavigationEvent) {
+	w := c.w
+	app, gen := w.mount()
 	f := &flow{gen: gen, app: app}
-	f.deliver = func(ctx context.Context, redirect *url.URL) { w.complete(ctx, f, redirect) }
-	f.fail = func(err error) { w.showFlowError(f, err) }
+	f.deliver = func(ctx context.Context, redirect *url.URL) { c.complete(ctx, f, redirect) }
+	f.fail = func(err error) { c.showError(f, err) }
 	if app != nil && app.ClientID != "" && u.Query().Get("client_id") != app.ClientID {
 		w.publish(nav)
 		go f.fail(fmt.Errorf("host: the Miniapp asked to sign in as client %q; it is %q", u.Query().Get("client_id"), app.ClientID))
@@ -111,143 +133,170 @@ func (w *Window) startConsent(u *url.URL, nav bridge.NavigationEvent) {
 		nav.Flow = id
 		w.publish(nav)
 	}
-	if err := w.beginFlow(f, u, announce); err != nil {
+	if err := c.begin(f, u, announce); err != nil {
 		w.publish(nav)
 		// A redirect chain or a double click: one consent at a time.
 		w.emit(Event{Kind: EventConsentIgnored, URL: u.String(), Detail: err.Error()})
 	}
 }
 
-// beginFlow makes f the running flow and asks the service for the consent
+// begin makes f the running flow and asks the service for the consent
 // screen of the authorization request u, on a goroutine. Before that, when
 // it is not nil, announce receives the id of the flow in the network log
 // ("" without one): the event that starts a flow names it before any other
 // of the flow's events can be published.
-func (w *Window) beginFlow(f *flow, u *url.URL, announce func(flowID string)) error {
+func (c *consentFlows) begin(f *flow, u *url.URL, announce func(flowID string)) error {
+	if err := c.claim(f, u); err != nil {
+		return err
+	}
+	if announce != nil {
+		announce(f.net.ID())
+	}
+	c.w.emit(Event{Kind: EventConsentRequested, URL: u.String()})
+	go c.ask(f, u)
+	return nil
+}
+
+// claim makes f the running flow, unless one runs or f's mount has been
+// replaced.
+func (c *consentFlows) claim(f *flow, u *url.URL) error {
+	w := c.w
 	w.mu.Lock()
-	if w.flow != nil {
-		w.mu.Unlock()
+	defer w.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flow != nil {
 		return errFlowBusy
 	}
 	if f.app == nil || f.gen != w.mountGen {
-		w.mu.Unlock()
 		return errFlowAbandoned
 	}
-	w.flow = f
+	c.flow = f
 	f.clientID, f.redirectURI = u.Query().Get("client_id"), u.Query().Get("redirect_uri")
 	f.net = f.app.NetLog.BeginFlow(u)
 	if f.net != nil {
 		// The view's requests belong to this flow until it has ended and
-		// the page it led to has loaded (viewLoadFinished).
-		w.netFlow, w.netFlowUntil = f.net, time.Time{}
+		// the page it led to has loaded (viewLoaded).
+		c.net, c.netUntil = f.net, time.Time{}
 	}
-	w.mu.Unlock()
-	if announce != nil {
-		announce(f.net.ID())
-	}
-	w.emit(Event{Kind: EventConsentRequested, URL: u.String()})
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
-		defer cancel()
-		subject := w.opts.Subject
-		if f.app.Subject != "" {
-			subject = f.app.Subject
-		}
-		screen, err := f.app.Consent.Begin(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindNativeConsent), u, subject)
-		if err != nil {
-			f.net.SetConsent(nil, err)
-			w.endFlow(f)
-			f.fail(err)
-			return
-		}
-		if screen.Redirect != nil {
-			w.endFlow(f)
-			f.deliver(ctx, screen.Redirect)
-			return
-		}
-		f.net.SetConsent(screen.Model, nil)
-		if r := screen.Request; r != nil && r.Pushed {
-			// The request_uri's resolution: the pushed request the
-			// service took (RFC 9126 §4), on the caught request's entry.
-			if b, err := json.Marshal(r); err == nil {
-				f.net.SetPushed(b)
-			}
-		}
-		shown := shownEvent(u, screen.Request, screen.Model)
-		shown.Flow = f.net.ID()
-		w.mu.Lock()
-		current := w.flow == f
-		if current {
-			f.requestID, f.shown = screen.RequestID, shown
-			if r := screen.Request; r != nil && r.Pushed {
-				// The caught URL held only client_id and request_uri.
-				f.redirectURI = r.RedirectURI
-			}
-		}
-		redirectURI := f.redirectURI
-		w.mu.Unlock()
-		if !current {
-			return
-		}
-		if m, ok := rememberedModel(screen.Model); ok {
-			// docs/service.md §1: the subject's consent is remembered per subject and
-			// client, and the subject is not asked again for what they
-			// granted; the service approves with the account bound then.
-			w.emit(Event{Kind: EventConsentRemembered, URL: u.String()})
-			w.decide(consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
-			return
-		}
-		w.showHost(map[string]any{"screen": "consent", "model": screen.Model, "arm_ms": w.opts.ConsentArm.Milliseconds(),
-			"miniapp_origin": origin.Of(f.app.LoadURL).String(), "redirect_uri": redirectURI})
-	}()
 	return nil
 }
 
-// rememberedModel reports whether the service says the subject already
-// consented to everything the screen would ask (consent.Model.Remembered).
-func rememberedModel(model json.RawMessage) (consent.Model, bool) {
-	var m consent.Model
-	if json.Unmarshal(model, &m) != nil {
-		return m, false
+// ask asks the service for the consent screen of f's authorization
+// request u and shows it, or answers at once what needs no screen (a
+// final redirect, a remembered consent); on f's goroutine.
+func (c *consentFlows) ask(f *flow, u *url.URL) {
+	w := c.w
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
+	defer cancel()
+	subject := w.opts.Subject
+	if f.app.Subject != "" {
+		subject = f.app.Subject
 	}
-	return m, m.Remembered
+	screen, err := f.app.Consent.Begin(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindNativeConsent), u, subject)
+	if err != nil {
+		f.net.SetConsent(nil, err)
+		c.end(f)
+		f.fail(err)
+		return
+	}
+	if screen.Redirect != nil {
+		c.end(f)
+		f.deliver(ctx, screen.Redirect)
+		return
+	}
+	f.net.SetConsent(screen.Model, nil)
+	if r := screen.Request; r != nil && r.Pushed {
+		// The request_uri's resolution: the pushed request the
+		// service took (RFC 9126 §4), on the caught request's entry.
+		if b, err := json.Marshal(r); err == nil {
+			f.net.SetPushed(b)
+		}
+	}
+	// The model is decoded once, here: the screen's page renders
+	// screen.Model as the service sent it.
+	m := decodeModel(screen.Model)
+	shown := shownEvent(u, screen.Request, m)
+	shown.Flow = f.net.ID()
+	redirectURI, current := c.onView(f, screen, shown)
+	if !current {
+		return
+	}
+	if m != nil && m.Remembered {
+		// docs/service.md §1: the subject's consent is remembered per subject and
+		// client, and the subject is not asked again for what they
+		// granted; the service approves with the account bound then.
+		w.emit(Event{Kind: EventConsentRemembered, URL: u.String()})
+		c.decide(consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
+		return
+	}
+	w.hv.show(map[string]any{"screen": "consent", "model": screen.Model, "arm_ms": w.opts.ConsentArm.Milliseconds(),
+		"miniapp_origin": origin.Of(f.app.LoadURL).String(), "redirect_uri": redirectURI})
 }
 
-// endFlow clears f if it is still the running flow and reports whether it
+// onView records screen as f's, when f still runs, and returns the
+// redirect_uri its screen names.
+func (c *consentFlows) onView(f *flow, screen *ConsentScreen, shown *bridge.ConsentShownEvent) (redirectURI string, current bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	current = c.flow == f
+	if current {
+		f.requestID, f.shown = screen.RequestID, shown
+		if r := screen.Request; r != nil && r.Pushed {
+			// The caught URL held only client_id and request_uri.
+			f.redirectURI = r.RedirectURI
+		}
+	}
+	return f.redirectURI, current
+}
+
+// decodeModel reads the service's consent model; nil when it cannot. Its
+// Remembered says the subject already consented to everything the screen
+// would ask.
+func decodeModel(model json.RawMessage) *consent.Model {
+	var m consent.Model
+	if json.Unmarshal(model, &m) != nil {
+		return nil
+	}
+	return &m
+}
+
+// end clears f if it is still the running flow and reports whether it
 // was.
-func (w *Window) endFlow(f *flow) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.flow != f {
+func (c *consentFlows) end(f *flow) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flow != f {
 		return false
 	}
-	w.flow = nil
+	c.flow = nil
 	return true
 }
 
-// abandonFlow ends the running flow without a decision.
-func (w *Window) abandonFlow() {
-	w.mu.Lock()
-	f := w.flow
-	w.flow = nil
-	w.mu.Unlock()
+// abandon ends the running flow without a decision.
+func (c *consentFlows) abandon() {
+	c.mu.Lock()
+	f := c.flow
+	c.flow = nil
+	c.mu.Unlock()
 	if f != nil {
 		go f.fail(errFlowAbandoned)
 	}
 }
 
 // decide sends the subject's decision and delivers the response.
-func (w *Window) decide(d consent.Decision) {
-	w.mu.Lock()
-	f := w.flow
+func (c *consentFlows) decide(d consent.Decision) {
+	w := c.w
+	c.mu.Lock()
+	f := c.flow
 	id := ""
 	if f != nil {
 		id = f.requestID
 	}
 	if id != "" {
-		w.flow = nil
+		c.flow = nil
 	}
-	w.mu.Unlock()
+	c.mu.Unlock()
 	if id == "" {
 		return // no consent on screen, or its screen is not shown yet
 	}
@@ -256,23 +305,24 @@ func (w *Window) decide(d consent.Decision) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
 	defer cancel()
 	redirect, err := f.app.Consent.Decide(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindNativeConsent), id, d)
-	w.Dispatch(func() { w.showHostViewUI(false) })
+	w.hv.hide()
 	if err != nil {
 		f.fail(err)
 		return
 	}
 	f.net.SetCode(redirect.Query().Get("code"))
-	w.publishCode(f, redirect)
+	c.publishCode(f, redirect)
 	f.deliver(ctx, redirect)
 }
 
 // complete delivers the authorization response of a caught navigation
 // (docs/architecture.md, "The three ways an authorization completes", ways 1
 // and 3).
-func (w *Window) complete(ctx context.Context, f *flow, redirect *url.URL) {
+func (c *consentFlows) complete(ctx context.Context, f *flow, redirect *url.URL) {
+	w := c.w
 	app := f.app
 	if !origin.InList(origin.Of(redirect), app.Policy.Allowed) {
-		w.showFlowError(f, fmt.Errorf("host: the authorization response goes to %s, outside the Miniapp's allowed origins", origin.Of(redirect)))
+		c.showError(f, fmt.Errorf("host: the authorization response goes to %s, outside the Miniapp's allowed origins", origin.Of(redirect)))
 		return
 	}
 	next := redirect
@@ -283,17 +333,17 @@ func (w *Window) complete(ctx context.Context, f *flow, redirect *url.URL) {
 		// callback set: the code never enters the view.
 		header, err := w.Cookies(ctx, redirect.String())
 		if err != nil {
-			w.showFlowError(f, err)
+			c.showError(f, err)
 			return
 		}
 		res, err := callback(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindCallback), netlog.Client(w.opts.HTTPClient),
 			redirect, header, app.StartURL, time.Now())
 		if err != nil {
-			w.showFlowError(f, err)
+			c.showError(f, err)
 			return
 		}
 		if err := w.addCookies(ctx, res.Cookies); err != nil {
-			w.showFlowError(f, err)
+			c.showError(f, err)
 			return
 		}
 		w.emit(Event{Kind: EventCallback, URL: redirect.String(), Detail: fmt.Sprintf("%d, %d cookies", res.Status, len(res.Cookies))})
@@ -304,10 +354,7 @@ func (w *Window) complete(ctx context.Context, f *flow, redirect *url.URL) {
 		w.publish(bridge.CookiesSyncedEvent{Origin: origin.Of(redirect).String(), Names: names, Flow: f.net.ID()})
 		next = res.Next
 	}
-	w.mu.Lock()
-	stale := f.gen != w.mountGen
-	w.mu.Unlock()
-	if stale {
+	if w.stale(f.gen) {
 		f.net.End(netlog.OutcomeAbandoned, "another Miniapp was mounted before the flow completed")
 		return
 	}
@@ -332,19 +379,93 @@ func responseOutcome(redirect *url.URL) (outcome, detail string) {
 	}
 }
 
-// showFlowError says in the host's view why a caught authorization could
+// showError says in the host's view why a caught authorization could
 // not finish.
-func (w *Window) showFlowError(f *flow, err error) {
+func (c *consentFlows) showError(f *flow, err error) {
+	w := c.w
 	if errors.Is(err, errFlowAbandoned) {
 		f.net.End(netlog.OutcomeAbandoned, err.Error())
 	} else {
 		f.net.End(netlog.OutcomeError, err.Error())
 	}
 	w.emit(Event{Kind: EventError, Detail: err.Error()})
-	w.mu.Lock()
-	stale := f.gen != w.mountGen
-	w.mu.Unlock()
-	if !stale && !errors.Is(err, errFlowAbandoned) {
-		w.showHost(map[string]any{"screen": "error", "title": "The sign-in could not finish", "text": err.Error()})
+	if !w.stale(f.gen) && !errors.Is(err, errFlowAbandoned) {
+		w.hv.show(map[string]any{"screen": "error", "title": "The sign-in could not finish", "text": err.Error()})
+	}
+}
+
+// onScreen returns the consent.shown event of the consent screen on
+// screen, if one is: painted and not yet decided.
+func (c *consentFlows) onScreen() (bridge.ConsentShownEvent, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.flow; f != nil && f.onScreen && f.requestID != "" && f.shown != nil {
+		return *f.shown, true
+	}
+	return bridge.ConsentShownEvent{}, false
+}
+
+// painted records that the running flow's consent screen is painted and
+// returns its consent.shown event, nil without one.
+func (c *consentFlows) painted() *bridge.ConsentShownEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var shown *bridge.ConsentShownEvent
+	if c.flow != nil {
+		shown = c.flow.shown
+		c.flow.onScreen = shown != nil
+	}
+	return shown
+}
+
+// waiting reports whether a consent screen of the running flow waits for
+// a decision (shown or on its way to the screen).
+func (c *consentFlows) waiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flow != nil && c.flow.requestID != ""
+}
+
+// running reports whether a flow runs.
+func (c *consentFlows) running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flow != nil
+}
+
+// runningID is the network log's id of the running flow; "" without one.
+func (c *consentFlows) runningID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.flow; f != nil {
+		return f.net.ID()
+	}
+	return ""
+}
+
+// viewNet is the network log's flow the view's requests belong to, and
+// when the page it led to loaded (zero before).
+func (c *consentFlows) viewNet() (*netlog.Flow, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.net, c.netUntil
+}
+
+// clearNet ends the view's requests' belonging to a flow (Mount).
+func (c *consentFlows) clearNet() {
+	c.mu.Lock()
+	c.net, c.netUntil = nil, time.Time{}
+	c.mu.Unlock()
+}
+
+// viewLoaded notes that the view finished loading a page: once the flow
+// has ended, the page it led to has loaded, and what the view starts
+// asking for from now on is no longer the flow's. WebKit may report the
+// page's own resources as finished after this.
+func (c *consentFlows) viewLoaded() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.net != nil && c.netUntil.IsZero() && c.net.Ended() {
+		c.netUntil = time.Now()
 	}
 }

@@ -27,7 +27,3 @@ func (w *Window) ShowLauncher(u string) error {
 	})
 	return nil
 }
-
-// ShowPage shows the launcher or the Miniapp; a window without a launcher
-// has only the Miniapp's page.
-func (w *Window) ShowPage(p Page) { w.Dispatch(func() { w.eng.ShowPage(p) }) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
@@ -18,9 +19,17 @@ import (
 // no conditions are set. The host's own requests (native consent, the
 // confidential callback, the token request, discovery) are made by this
 // process with Options.HTTPClient and never reach it: the conditions are
-// the Miniapp's network only.
+// the Miniapp's network only. Window embeds it: its exported methods are
+// the Window's.
 type network struct {
-	mu    sync.Mutex // held while the proxy starts and the engine takes it
+	eng          Engine
+	always       bool // start the proxy with the first launch, conditions or not (Options.NetworkProxy)
+	loopbackOnly bool // Options.NetworkLoopbackOnly
+	// viewNet is the mounted Miniapp and the network log's flow its
+	// view's requests belong to now (Window.viewNet).
+	viewNet func() (*Miniapp, *netlog.Flow, time.Time)
+
+	mu    sync.Mutex // guards proxy; held while the proxy starts and the engine takes it
 	proxy *netshape.Proxy
 }
 
@@ -28,58 +37,56 @@ type network struct {
 // its next request on, until the next launch (Mount takes the launch's
 // own, Miniapp.Network) or the next SetNetwork. Mocked answers are recorded
 // in the launch's network log, marked injected.
-func (w *Window) SetNetwork(ctx context.Context, c netshape.Conditions) error {
+func (n *network) SetNetwork(ctx context.Context, c netshape.Conditions) error {
 	if err := netshape.Compile(c.Mocks); err != nil {
 		return err
 	}
-	w.net.mu.Lock()
-	defer w.net.mu.Unlock()
-	if w.net.proxy == nil {
-		if c.IsZero() && !w.opts.NetworkProxy {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proxy == nil {
+		if c.IsZero() && !n.always {
 			return nil
 		}
-		p, err := netshape.Start(netshape.Options{OnInjected: w.injected, LoopbackOnly: w.opts.NetworkLoopbackOnly})
+		p, err := netshape.Start(netshape.Options{OnInjected: n.injected, LoopbackOnly: n.loopbackOnly})
 		if err != nil {
 			return err
 		}
-		if err := awaitErr(ctx, w, "network proxy", func(done func(error)) {
-			w.eng.SetMiniappProxy(p.URL())
+		if err := awaitErr(ctx, n.eng, "network proxy", func(done func(error)) {
+			n.eng.SetMiniappProxy(p.URL())
 			done(nil)
 		}); err != nil {
 			p.Close()
 			return err
 		}
-		w.net.proxy = p
+		n.proxy = p
 	}
-	return w.net.proxy.Set(c)
+	return n.proxy.Set(c)
 }
 
 // Network is the network conditions of the Miniapp's view now.
-func (w *Window) Network() netshape.Conditions {
-	w.net.mu.Lock()
-	defer w.net.mu.Unlock()
-	if w.net.proxy == nil {
+func (n *network) Network() netshape.Conditions {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proxy == nil {
 		return netshape.Conditions{}
 	}
-	return w.net.proxy.Conditions()
+	return n.proxy.Conditions()
 }
 
 // closeNetwork stops the proxy (Terminate).
-func (w *Window) closeNetwork() {
-	w.net.mu.Lock()
-	defer w.net.mu.Unlock()
-	if w.net.proxy != nil {
-		w.net.proxy.Close()
+func (n *network) closeNetwork() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proxy != nil {
+		n.proxy.Close()
 	}
 }
 
 // injected records a mocked answer in the launch's network log: in the
 // consent flow the view's requests belong to now, else in the launch's
 // network flow (netlog.Launch.Injected).
-func (w *Window) injected(inj netshape.Injected) {
-	w.mu.Lock()
-	app, nf, until := w.app, w.netFlow, w.netFlowUntil
-	w.mu.Unlock()
+func (n *network) injected(inj netshape.Injected) {
+	app, nf, until := n.viewNet()
 	if app == nil || app.NetLog == nil {
 		return
 	}
@@ -109,12 +116,12 @@ func (c *controller) SetNetwork(ctx context.Context, cmd bridge.NetworkCommand) 
 // cmd's conditions replace the view's. A throttle or a mock rule that
 // cannot be read is refused as invalid_params, naming the field (a mock
 // rule's by its JSON pointer, /mocks/0/status).
-func (w *Window) SetNetworkCommand(ctx context.Context, cmd bridge.NetworkCommand) (bridge.NetworkResult, error) {
+func (n *network) SetNetworkCommand(ctx context.Context, cmd bridge.NetworkCommand) (bridge.NetworkResult, error) {
 	c, err := NetworkOf(cmd.Throttle, cmd.Mocks)
 	if err != nil {
 		return bridge.NetworkResult{}, bridge.Errorf(bridge.CodeInvalidParams, "%v", err)
 	}
-	if err := w.SetNetwork(ctx, c); err != nil {
+	if err := n.SetNetwork(ctx, c); err != nil {
 		return bridge.NetworkResult{}, err
 	}
 	return bridge.NetworkResult{Throttle: c.Throttle.String(), Mocks: len(c.Mocks)}, nil

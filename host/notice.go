@@ -28,27 +28,25 @@ type blockedNav struct {
 	URL, Rule string
 }
 
-// noticeBlockedUI shows, or adds to, the notice of blocked navigations;
-// UI thread. Whether the host's view is free is decided in a function
-// dispatched after every render asked for before it, so that a consent or
-// an error on its way to the screen is never covered.
-func (w *Window) noticeBlockedUI(app *Miniapp, rawURL, rule string) {
+// noticeBlockedUI shows, or adds to, the notice of blocked navigations of
+// app; UI thread. Whether the host's view is free is decided in a
+// function dispatched after every render asked for before it, so that a
+// consent or an error on its way to the screen is never covered: busy
+// then says whether app is no longer mounted or a consent flow runs.
+func (h *hostView) noticeBlockedUI(app *Miniapp, rawURL, rule string, busy func() bool) {
 	nav := blockedNav{URL: redact.URL(rawURL), Rule: rule}
-	w.Dispatch(func() {
-		w.mu.Lock()
-		busy := w.flow != nil || w.app != app
-		w.mu.Unlock()
-		if busy || w.hostScreen != "" && w.hostScreen != screenBlocked {
+	h.eng.Dispatch(func() {
+		if busy() || h.screen != "" && h.screen != screenBlocked {
 			return
 		}
-		w.blocked = append(w.blocked, nav)
-		if len(w.blocked) > noticeMax {
-			w.blockedMore += len(w.blocked) - noticeMax
-			w.blocked = append([]blockedNav(nil), w.blocked[len(w.blocked)-noticeMax:]...)
+		h.blocked = append(h.blocked, nav)
+		if len(h.blocked) > noticeMax {
+			h.blockedMore += len(h.blocked) - noticeMax
+			h.blocked = append([]blockedNav(nil), h.blocked[len(h.blocked)-noticeMax:]...)
 		}
-		title, text := noticeText(app, w.blocked, w.blockedMore)
-		if name, js, ok := w.hostRender(map[string]any{"screen": screenBlocked, "title": title, "text": text}); ok {
-			w.renderHostUI(name, js)
+		title, text := noticeText(app, h.blocked, h.blockedMore)
+		if name, js, ok := h.render(map[string]any{"screen": screenBlocked, "title": title, "text": text}); ok {
+			h.renderUI(name, js)
 		}
 	})
 }

@@ -200,12 +200,7 @@ func rejectionText(err error) (title, text string) {
 // returned. When ctx ends and the UI loop does not stop within
 // cfg.StopGrace, cfg.Stuck is called (see RunUntil).
 func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
-	if cfg.HTTP == nil {
-		cfg.HTTP = http.DefaultClient
-	}
+	cfg.setDefaults()
 	if cfg.AutomationOut != nil {
 		// Before WebKit starts a process: none may hold the pipe open.
 		keepFromChildren(cfg.AutomationOut)
@@ -235,45 +230,11 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 		return err
 	}
 	if cfg.Automation {
-		a, err := bridge.NewAutomation(bridge.AutomationConfig{Addr: cfg.AutomationAddr, Bus: bus,
-			Controller: w.controllerFor(cfg.serviceControls(), func(ctx context.Context, cmd bridge.OpenCommand) error {
-				if cfg.WebDriver && DataKey(cmd.Origin, cmd.ID) != DataKey(cfg.Origin, cfg.ID) {
-					// The session holds the Miniapp's view, which keeps its
-					// Miniapp's data (docs/host.md, "WebDriver").
-					return bridge.Errorf(bridge.CodeCommandFailed, "this window's WebDriver session drives %s (%s); "+
-						"another Miniapp has data of its own and needs a view of its own: start a new session for it", cfg.ID, cfg.Origin)
-				}
-				c := cfg
-				c.Origin, c.ID = cmd.Origin, cmd.ID
-				if cmd.Dashboard != "" {
-					c.Dashboard = cmd.Dashboard
-				}
-				return w.openOrShow(ctx, c)
-			})})
+		a, err := cfg.startAutomation(w, bus)
 		if err != nil {
 			return err
 		}
-		if err := a.Listen(); err != nil {
-			return err
-		}
 		defer a.Close()
-		if cfg.AutomationOut != nil {
-			// Whoever started the host reads the token there; the log
-			// (a WebDriver front's, a CI run's artifacts) never holds it.
-			fmt.Fprintf(cfg.Log, "open: automation channel %s (its token written to the automation descriptor only)\n", a.URL())
-		} else {
-			fmt.Fprintf(cfg.Log, "open: automation channel %s token %s\n", a.URL(), a.Token())
-		}
-		if cfg.AutomationFile != "" {
-			if err := writeAutomationFile(cfg.AutomationFile, a.URL(), a.Token()); err != nil {
-				return err
-			}
-		}
-		if cfg.AutomationOut != nil {
-			if err := writeAutomationOut(cfg.AutomationOut, a.URL(), a.Token()); err != nil {
-				return err
-			}
-		}
 	}
 	if cfg.OnEvent != nil {
 		w.OnEvent(cfg.OnEvent)
@@ -283,20 +244,13 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	} else {
 		fmt.Fprintf(cfg.Log, "open: WebKit data in %s\n", MiniappDir(root, cfg.Origin, cfg.ID))
 	}
-	grace, stuck := cfg.StopGrace, cfg.Stuck
-	if grace == 0 {
-		grace = 3 * time.Second
-	}
-	if stuck == nil {
-		stuck = func() {}
-	}
 	// The orchestration ends with the window: its answer (a rejection is
 	// exit 1) is waited for, never dropped.
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
 	result := make(chan error, 1)
-	go func() { result <- w.openOrShow(octx, cfg) }()
-	w.RunUntil(ctx, grace, func() { cleanup(); stuck() })
+	go func() { result <- cfg.openOrShow(octx, w) }()
+	w.RunUntil(ctx, cfg.StopGrace, func() { cleanup(); cfg.Stuck() })
 	ocancel()
 	if err := <-result; err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -304,9 +258,80 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	return ctx.Err()
 }
 
-// openOrShow opens a Miniapp, or shows in the window why it could not.
-func (w *Window) openOrShow(ctx context.Context, cfg OpenConfig) error {
-	err := w.openMiniapp(ctx, cfg)
+// setDefaults fills in what Open takes when it is not given.
+func (cfg *OpenConfig) setDefaults() {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = http.DefaultClient
+	}
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = 3 * time.Second
+	}
+	if cfg.Stuck == nil {
+		cfg.Stuck = func() {}
+	}
+}
+
+// startAutomation starts the automation channel of w on bus
+// (docs/automation.md) and says where it listens: in the log, and with its
+// token in AutomationFile and AutomationOut when they are given.
+func (cfg OpenConfig) startAutomation(w *Window, bus *bridge.Bus) (*bridge.Automation, error) {
+	a, err := bridge.NewAutomation(bridge.AutomationConfig{Addr: cfg.AutomationAddr, Bus: bus,
+		Controller: w.controllerFor(cfg.serviceControls(), func(ctx context.Context, cmd bridge.OpenCommand) error {
+			if cfg.WebDriver && DataKey(cmd.Origin, cmd.ID) != DataKey(cfg.Origin, cfg.ID) {
+				// The session holds the Miniapp's view, which keeps its
+				// Miniapp's data (docs/host.md, "WebDriver").
+				return bridge.Errorf(bridge.CodeCommandFailed, "this window's WebDriver session drives %s (%s); "+
+					"another Miniapp has data of its own and needs a view of its own: start a new session for it", cfg.ID, cfg.Origin)
+			}
+			c := cfg
+			c.Origin, c.ID = cmd.Origin, cmd.ID
+			if cmd.Dashboard != "" {
+				c.Dashboard = cmd.Dashboard
+			}
+			return c.openOrShow(ctx, w)
+		})})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Listen(); err != nil {
+		return nil, err
+	}
+	if err := cfg.announceAutomation(a.URL(), a.Token()); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// announceAutomation says where the automation channel listens.
+func (cfg OpenConfig) announceAutomation(url, token string) error {
+	if cfg.AutomationOut != nil {
+		// Whoever started the host reads the token there; the log
+		// (a WebDriver front's, a CI run's artifacts) never holds it.
+		fmt.Fprintf(cfg.Log, "open: automation channel %s (its token written to the automation descriptor only)\n", url)
+	} else {
+		fmt.Fprintf(cfg.Log, "open: automation channel %s token %s\n", url, token)
+	}
+	if cfg.AutomationFile != "" {
+		if err := writeAutomationFile(cfg.AutomationFile, url, token); err != nil {
+			return err
+		}
+	}
+	if cfg.AutomationOut != nil {
+		if err := writeAutomationOut(cfg.AutomationOut, url, token); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openOrShow opens a Miniapp in w, or shows in the window why it could
+// not.
+func (cfg OpenConfig) openOrShow(ctx context.Context, w *Window) error {
+	err := cfg.openMiniapp(ctx, w)
 	if err != nil {
 		title, text := rejectionText(err)
 		w.ShowRejection(title, text)
@@ -317,7 +342,7 @@ func (w *Window) openOrShow(ctx context.Context, cfg OpenConfig) error {
 // openMiniapp resolves the Miniapp and mounts it. Discovery (then the
 // content filter) and resolution run at the same time: each is a few
 // round trips, and the window is waiting for both.
-func (w *Window) openMiniapp(ctx context.Context, cfg OpenConfig) error {
+func (cfg OpenConfig) openMiniapp(ctx context.Context, w *Window) error {
 	type discovered struct {
 		svc *Service
 		err error

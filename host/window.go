@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
@@ -29,58 +28,65 @@ import (
 //
 // Every exported method is safe from any goroutine: engine work is posted
 // to the UI thread with Dispatch, and the UI thread never waits for a
-// goroutine. The methods of [EngineEvents] run on the UI thread.
+// goroutine.
 type Window struct {
+	// The Window's jobs are types of their own, each with its own lock
+	// (or none where it keeps no state another goroutine writes): the
+	// engine's reports (engineSink), the consent flows (consentFlows),
+	// the host's own view (hostView), the calls that drive and read the
+	// views (webViews) and the network conditions (network). The only
+	// nesting of their locks is Window.mu before consentFlows.mu.
+
 	eng  Engine
 	opts Options
 	key  string // proves a bridge message came from the top frame's host script
 
+	// sink receives the engine's reports (EngineEvents) and keeps the
+	// Miniapp view's page as the engine reported it, under its own lock.
+	// The engine is given it, never the Window.
+	sink *engineSink
+	// flows runs the consent flows; its lock guards the running flow and
+	// the network log's flow of the view.
+	flows *consentFlows
+	// hv is the host's own view: its page and the screens it shows
+	// (UI-thread state), and whether it is shown (its lock).
+	hv *hostView
+	// webViews drives and reads the views for other goroutines (eval,
+	// cookies, snapshots); it has no state to lock. Its exported methods
+	// are the Window's.
+	*webViews
+	// network is the Miniapp view's network conditions (SetNetwork); its
+	// lock guards the proxy. Its exported methods are the Window's.
+	*network
+
 	// gestures holds the latest real key press, click or touch on the
-	// Miniapp's view (not on the host's view), for openExternal.
+	// Miniapp's view (not on the host's view), for openExternal; it has a
+	// lock of its own.
 	gestures bridge.Gestures
 
-	// dev is the device the Miniapp is shown as (SetDevice).
+	// dev is the device the Miniapp is shown as (SetDevice), under its
+	// own lock.
 	dev *devices
-
-	listenMu  sync.Mutex // guards below
-	listeners map[int]func(Event)
-	nextID    int
-
-	// UI-thread state of the host's view: its page is loaded once, and
-	// renders asked for before it finished wait in hostPending.
-	hostPage    string
-	hostLoading bool
-	hostLoaded  bool
-	hostPending []string
-	renderSeq   atomic.Uint64 // the number of the latest render or hiding of the host's view (renderHostUI)
-	hostScreen  string        // the screen rendered in the host's view, "" while it is hidden
-	blocked     []blockedNav  // the blocked navigations its notice lists, newest last
-	blockedMore int           // those blocked before them, counted
 
 	stop     chan struct{} // closed by Terminate
 	stopOnce sync.Once
-	live     liveness
-	console  consoleGate
+	live     liveness // the UI loop's liveness, under its own lock
 
-	// net is the Miniapp view's network conditions (SetNetwork).
-	net network
+	listenMu  sync.Mutex // guards listeners and nextID
+	listeners map[int]func(Event)
+	nextID    int
 
 	filterMu    sync.Mutex // guards filterRules; held while a filter compiles
 	filterRules string     // the content-blocker rules installed in the view
 
-	mu           sync.Mutex // guards below
-	app          *Miniapp
-	mountGen     int           // bumped by each Mount, so stale flows stop
-	topURI       string        // last committed top-level URL of the view, as the engine reports it
-	topURL       *url.URL      // topURI made canonical; nil when url.URL cannot carry it
-	seq          uint64        // committed main-frame documents, for the bridge
-	flow         *flow         // the consent flow running, if any
-	netFlow      *netlog.Flow  // the flow the view's requests are logged in, if any
-	netFlowUntil time.Time     // zero, or when the page netFlow led to had loaded: later requests are not its
-	loaded       bool          // the view's page has finished loading and is not loading another
-	unresponsive bool          // the web process stopped answering
-	hostVisible  bool          // the host's view is shown over the Miniapp
-	launcherAt   origin.Origin // the launcher's origin: the only one its view loads
+	// mu guards the mount: the Miniapp mounted, the number of its mount
+	// and the launcher's origin. It is held before consentFlows.mu where
+	// both are (a flow begins for its mount; Mount and the view's
+	// requests read the network log's flow with the Miniapp).
+	mu         sync.Mutex
+	app        *Miniapp
+	mountGen   int           // bumped by each Mount, so stale flows stop
+	launcherAt origin.Origin // the launcher's origin: the only one its view loads
 }
 
 // NewWindow makes the window with the engine newEngine makes. It must run
@@ -107,23 +113,29 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 		return nil, err
 	}
 	dev.set(opts.Device)
-	w := &Window{opts: opts, listeners: map[int]func(Event){}, stop: make(chan struct{}), hostPage: page, dev: dev}
+	w := &Window{opts: opts, listeners: map[int]func(Event){}, stop: make(chan struct{}), dev: dev}
+	w.hv = &hostView{page: page, emit: w.emit}
 	var k [16]byte
 	if _, err := rand.Read(k[:]); err != nil {
 		return nil, fmt.Errorf("host: bridge key: %w", err)
 	}
 	w.key = hex.EncodeToString(k[:])
+	w.sink = &engineSink{w: w}
+	w.flows = &consentFlows{w: w}
 	var first MiniappData
 	if opts.FirstOrigin != "" {
-		if first, err = w.dataOf(opts.FirstOrigin, opts.FirstID); err != nil {
+		if first, err = w.opts.dataOf(opts.FirstOrigin, opts.FirstID); err != nil {
 			return nil, err
 		}
 	}
 	w.eng, err = newEngine(EngineConfig{Title: opts.Title, Width: opts.Width, Height: opts.Height, DataDir: opts.DataDir,
-		Miniapp: first, Launcher: opts.Launcher, Layout: opts.Layout, DevTools: opts.DevTools, WebDriver: opts.WebDriver}, w)
+		Miniapp: first, Launcher: opts.Launcher, Layout: opts.Layout, DevTools: opts.DevTools, WebDriver: opts.WebDriver}, w.sink)
 	if err != nil {
 		return nil, err
 	}
+	w.hv.eng = w.eng
+	w.webViews = &webViews{eng: w.eng, emit: w.emit, launcher: opts.Launcher}
+	w.network = &network{eng: w.eng, always: opts.NetworkProxy, loopbackOnly: opts.NetworkLoopbackOnly, viewNet: w.viewNet}
 	w.Dispatch(func() {
 		w.eng.SetConsoleScript(capture)
 		w.eng.SetDevice(engineDevice(opts.Device))
@@ -153,14 +165,12 @@ func (w *Window) watchdog() {
 		}
 		// Only a loaded page is probed: a load in progress (a web process
 		// starting, a slow server) is the engine's to watch.
-		w.mu.Lock()
-		idle := w.app != nil && w.loaded
-		w.mu.Unlock()
+		idle := w.mounted() != nil && w.sink.pageLoaded()
 		if !idle {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.HangTimeout)
-		err := awaitErr(ctx, w, "probe", w.eng.Probe)
+		err := awaitErr(ctx, w.eng, "probe", w.eng.Probe)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && w.live.ok() {
 			// A stalled UI loop answers nothing either: that is the
@@ -250,17 +260,15 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 	// The Miniapp's own data (cookies, storage), before anything of it
 	// loads: never the previous Miniapp's (docs/host.md, "Each Miniapp's
 	// data").
-	data, err := w.appData(&app)
+	data, err := w.opts.appData(&app)
 	if err != nil {
 		return err
 	}
-	if err := awaitErr(ctx, w, "data", func(done func(error)) {
+	if err := awaitErr(ctx, w.eng, "data", func(done func(error)) {
 		err := w.eng.UseData(data)
 		if err == nil {
 			// A new view has no page yet: the watchdog has nothing to probe.
-			w.mu.Lock()
-			w.loaded = false
-			w.mu.Unlock()
+			w.sink.setLoaded(false)
 		}
 		done(err)
 	}); err != nil {
@@ -271,14 +279,14 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 	if err := w.SetNetwork(ctx, app.Network); err != nil {
 		return err
 	}
-	w.abandonFlow()
+	w.flows.abandon()
 	// Input given to the previous Miniapp opens nothing for this one.
 	w.gestures.Take(time.Now())
 	w.mu.Lock()
 	w.mountGen++
 	prev := w.app
 	w.app = &app
-	w.netFlow, w.netFlowUntil = nil, time.Time{}
+	w.flows.clearNet()
 	w.mu.Unlock()
 	if prev != nil && prev.Bridge != nil {
 		prev.Bridge.Close()
@@ -296,14 +304,14 @@ func (w *Window) Mount(ctx context.Context, app Miniapp) error {
 	js := w.miniappScript(devJS, &app)
 	load := app.LoadURL.String()
 	w.Dispatch(func() {
-		w.showHostViewUI(false)
+		w.hv.showUI(false)
 		w.eng.SetMiniappScript(js)
 		if app.Confidential {
 			// A confidential Miniapp's first page is the consent: its
 			// auth_url redirects to the service at once. The host page
 			// must be ready by then, so it loads now rather than after a
 			// first Miniapp page that never comes.
-			w.ensureHostPageUI()
+			w.hv.ensurePageUI()
 		}
 		w.eng.Load(ViewMiniapp, load)
 	})
@@ -329,7 +337,7 @@ func (w *Window) installFilter(ctx context.Context, rules string) error {
 	if w.filterRules == rules {
 		return nil
 	}
-	_, err := await(ctx, w, func(done func(struct{}, error)) {
+	_, err := await(ctx, w.eng, func(done func(struct{}, error)) {
 		w.eng.SetContentFilter(rules, func(err error) { done(struct{}{}, err) })
 	})
 	if err != nil {
@@ -341,13 +349,13 @@ func (w *Window) installFilter(ctx context.Context, rules string) error {
 
 // await starts an engine call on the UI thread and waits for its done
 // callback or ctx.
-func await[T any](ctx context.Context, w *Window, start func(done func(T, error))) (T, error) {
+func await[T any](ctx context.Context, eng Engine, start func(done func(T, error))) (T, error) {
 	type answer struct {
 		v   T
 		err error
 	}
 	ch := make(chan answer, 1)
-	w.Dispatch(func() { start(func(v T, err error) { ch <- answer{v, err} }) })
+	eng.Dispatch(func() { start(func(v T, err error) { ch <- answer{v, err} }) })
 	select {
 	case a := <-ch:
 		return a.v, a.err
@@ -358,8 +366,8 @@ func await[T any](ctx context.Context, w *Window, start func(done func(T, error)
 }
 
 // awaitErr is await for calls that only succeed or fail.
-func awaitErr(ctx context.Context, w *Window, what string, start func(done func(error))) error {
-	_, err := await(ctx, w, func(done func(struct{}, error)) {
+func awaitErr(ctx context.Context, eng Engine, what string, start func(done func(error))) error {
+	_, err := await(ctx, eng, func(done func(struct{}, error)) {
 		start(func(err error) { done(struct{}{}, err) })
 	})
 	if err != nil && ctx.Err() == nil {
@@ -371,12 +379,12 @@ func awaitErr(ctx context.Context, w *Window, what string, start func(done func(
 // ShowRejection shows why a Miniapp was not opened, in the host's view; the
 // Miniapp's view loads nothing.
 func (w *Window) ShowRejection(title, text string) {
-	w.abandonFlow()
+	w.flows.abandon()
 	w.mu.Lock()
 	w.mountGen++
 	w.app = nil
 	w.mu.Unlock()
-	w.showHost(map[string]any{"screen": "rejection", "title": title, "text": text})
+	w.hv.show(map[string]any{"screen": "rejection", "title": title, "text": text})
 	if w.opts.WebDriver {
 		page, err := webdriverRejectionPage(title, text)
 		if err != nil {
@@ -400,237 +408,48 @@ func (w *Window) Reload(ctx context.Context) error {
 	return err
 }
 
-// Navigate loads u in the Miniapp's view. The policy decides it like any
-// other navigation.
-func (w *Window) Navigate(u string) { w.Dispatch(func() { w.eng.Load(ViewMiniapp, u) }) }
-
-// Eval runs js in the Miniapp's top frame. js must be built with
-// json.Marshal for every value it carries.
-func (w *Window) Eval(js string) { w.Dispatch(func() { w.eng.Eval(ViewMiniapp, js, nil) }) }
-
-// EvalResult evaluates js in the Miniapp's top frame and returns its value
-// as JSON. Tests and the automation channel use it; js must be built with
-// json.Marshal for every value it carries.
-func (w *Window) EvalResult(ctx context.Context, js string) (string, error) {
-	return w.evalIn(ctx, ViewMiniapp, js)
-}
-
-// EvalAwait is EvalResult, but a Promise the script completes with is
-// awaited: its settled value is returned, its rejection an error naming
-// the reason (AwaitEvaluator). The automation channel's eval uses it.
-//
-// The script runs first as a plain evaluation, whose answer WebKit always
-// gives, the page navigating or not. Only a thenable it completes with is
-// kept in the page (under a random token) and awaited in a second call:
-// WebKit's asynchronous call never answers when the document it waits in
-// is replaced, and a script that settles at once (every wait of a test
-// driver) must not depend on that.
-func (w *Window) EvalAwait(ctx context.Context, js string) (string, error) {
-	ae, ok := w.eng.(AwaitEvaluator)
-	if !ok {
-		return w.evalIn(ctx, ViewMiniapp, js)
-	}
-	var tok [16]byte
-	if _, err := rand.Read(tok[:]); err != nil {
-		return "", fmt.Errorf("host: eval: %w", err)
-	}
-	token := hex.EncodeToString(tok[:])
-	script, _ := json.Marshal(js)
-	marker, _ := json.Marshal(map[string]string{"miniapp-host-await": token})
-	first := fmt.Sprintf(`(() => { const v = (0, eval)(%s);
-  if (v === null || (typeof v !== "object" && typeof v !== "function") || typeof v.then !== "function") return v;
-  const k = Symbol.for("miniapp-host.await"); (window[k] = window[k] || {})[%q] = v;
-  return {"miniapp-host-await": %q}; })()`, script, token, token)
-	out, err := w.evalIn(ctx, ViewMiniapp, first)
-	if err != nil || out != string(marker) {
-		return out, err
-	}
-	second := fmt.Sprintf(`(() => { const k = Symbol.for("miniapp-host.await"); const p = window[k][%q]; delete window[k][%q]; return p; })()`, token, token)
-	out, err = await(ctx, w, func(done func(string, error)) { ae.EvalAwait(ViewMiniapp, second, done) })
-	if err != nil && ctx.Err() == nil {
-		return "", fmt.Errorf("host: eval: %w", err)
-	}
-	return out, err
-}
-
-// EvalHost is EvalResult in the host's own view (tests press its buttons
-// with it).
-func (w *Window) EvalHost(ctx context.Context, js string) (string, error) {
-	return w.evalIn(ctx, ViewHost, js)
-}
-
-// EvalLauncher is EvalResult in the launcher's view; tests and the
-// automation of the playground drive the launcher with it.
-func (w *Window) EvalLauncher(ctx context.Context, js string) (string, error) {
-	if !w.opts.Launcher {
-		return "", errors.New("host: this window has no launcher")
-	}
-	return w.evalIn(ctx, ViewLauncher, js)
-}
-
-func (w *Window) evalIn(ctx context.Context, v View, js string) (string, error) {
-	out, err := await(ctx, w, func(done func(string, error)) { w.eng.Eval(v, js, done) })
-	if err != nil && ctx.Err() == nil {
-		return "", fmt.Errorf("host: eval: %w", err)
-	}
-	return out, err
-}
-
 // TopURL is the URL of the document committed in the view's top frame.
-func (w *Window) TopURL() *url.URL {
+func (w *Window) TopURL() *url.URL { return w.sink.top() }
+
+// mounted is the Miniapp mounted now; nil when none is.
+func (w *Window) mounted() *Miniapp {
+	app, _ := w.mount()
+	return app
+}
+
+// mount is the Miniapp mounted now (nil when none is) and the number of
+// its mount.
+func (w *Window) mount() (app *Miniapp, gen int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.topURL == nil {
-		return nil
-	}
-	u := *w.topURL
-	return &u
+	return w.app, w.mountGen
+}
+
+// stale reports whether the mount numbered gen has been replaced.
+func (w *Window) stale(gen int) bool {
+	_, now := w.mount()
+	return gen != now
+}
+
+// viewNet is the mounted Miniapp and the network log's flow its view's
+// requests belong to now, with when the page that flow led to loaded
+// (zero before), read together.
+func (w *Window) viewNet() (app *Miniapp, nf *netlog.Flow, until time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	nf, until = w.flows.viewNet()
+	return w.app, nf, until
 }
 
 // CloseConsent hides the host's view without deciding; the Miniapp stays
 // where it was and the consent request is abandoned.
 func (w *Window) CloseConsent() {
-	w.abandonFlow()
-	w.Dispatch(func() { w.showHostViewUI(false) })
+	w.flows.abandon()
+	w.hv.hide()
 }
 
 // Decide answers the consent on screen as the Approve or Deny button does.
-func (w *Window) Decide(d consent.Decision) { go w.decide(d) }
-
-// Cookies returns the Cookie header the view sends to u, HttpOnly cookies
-// included.
-func (w *Window) Cookies(ctx context.Context, u string) (string, error) {
-	h, err := await(ctx, w, func(done func(string, error)) { w.eng.CookieHeader(u, done) })
-	if err != nil && ctx.Err() == nil {
-		return "", fmt.Errorf("host: read cookies: %w", err)
-	}
-	return h, err
-}
-
-// ClearCookies removes every cookie of the view's data store.
-func (w *Window) ClearCookies(ctx context.Context) error {
-	return awaitErr(ctx, w, "clear cookies", w.eng.ClearCookies)
-}
-
-// addCookies writes cookies into the view's store and returns once the
-// engine has confirmed every one: a navigation issued earlier could go out
-// without them.
-func (w *Window) addCookies(ctx context.Context, cookies []Cookie) error {
-	if len(cookies) == 0 {
-		return nil
-	}
-	return awaitErr(ctx, w, "add cookie", func(done func(error)) { w.eng.AddCookies(cookies, done) })
-}
-
-// Snapshot writes a PNG of what the host's view shows (the consent screen)
-// to path.
-func (w *Window) Snapshot(ctx context.Context, path string) error {
-	return w.snapshot(ctx, ViewHost, path)
-}
-
-// SnapshotMiniapp writes a PNG of the Miniapp's view to path.
-func (w *Window) SnapshotMiniapp(ctx context.Context, path string) error {
-	return w.snapshot(ctx, ViewMiniapp, path)
-}
-
-// SnapshotLauncher writes a PNG of the launcher's view to path. The
-// launcher's page must be the one shown.
-func (w *Window) SnapshotLauncher(ctx context.Context, path string) error {
-	if !w.opts.Launcher {
-		return errors.New("host: this window has no launcher")
-	}
-	return w.snapshot(ctx, ViewLauncher, path)
-}
-
-func (w *Window) snapshot(ctx context.Context, v View, path string) error {
-	return awaitErr(ctx, w, "snapshot", func(done func(error)) { w.eng.Snapshot(v, path, done) })
-}
-
-// SnapshotWindow writes a PNG of the whole window as the screen shows it:
-// the tabs, the page shown and any screen of the host over it.
-func (w *Window) SnapshotWindow(ctx context.Context, path string) error {
-	return awaitErr(ctx, w, "window snapshot", func(done func(error)) { w.eng.SnapshotWindow(path, done) })
-}
-
-// TerminateWebProcess stops the Miniapp's web process, as the host does
-// with a page that hangs.
-func (w *Window) TerminateWebProcess() { w.Dispatch(w.eng.TerminateWebProcess) }
-
-// ensureHostPageUI loads the host's page into its view, once; UI thread.
-func (w *Window) ensureHostPageUI() {
-	if w.hostLoading || w.hostLoaded {
-		return
-	}
-	w.hostLoading = true
-	w.eng.LoadHTML(ViewHost, w.hostPage)
-}
-
-// showHost renders a screen of the host's view and shows it over the
-// Miniapp. The screen is JSON-encoded, so nothing in it is ever code.
-func (w *Window) showHost(screen map[string]any) {
-	name, js, ok := w.hostRender(screen)
-	if ok {
-		w.Dispatch(func() { w.renderHostUI(name, js) })
-	}
-}
-
-// hostRender is the script that renders screen, and its name.
-func (w *Window) hostRender(screen map[string]any) (name, js string, ok bool) {
-	b, err := json.Marshal(screen)
-	if err != nil {
-		w.emit(Event{Kind: EventError, Detail: "host: render: " + err.Error()})
-		return "", "", false
-	}
-	name, _ = screen["screen"].(string)
-	return name, string(b), true
-}
-
-// renderHostUI runs a render of the host's view (hostRender) and shows
-// the view; UI thread. Each render, and each hiding of the view, has a
-// number of its own (renderSeq), which the page's "shown" message
-// repeats: a message of a screen that a later render or a hiding
-// replaced is not taken for the screen on view.
-func (w *Window) renderHostUI(name, screen string) {
-	js := fmt.Sprintf("window.hostRender(%s, %d)", screen, w.renderSeq.Add(1))
-	w.hostScreen = name
-	if name != screenBlocked {
-		w.blocked, w.blockedMore = nil, 0
-	}
-	if !w.hostLoaded {
-		// The host page is loaded once; the render waits for it.
-		w.hostPending = append(w.hostPending, js)
-		w.ensureHostPageUI()
-		return
-	}
-	w.eng.Eval(ViewHost, js, nil)
-	w.showHostViewUI(true)
-}
-
-// hostLoadedUI runs the renders that waited for the host page; UI thread.
-func (w *Window) hostLoadedUI() {
-	w.hostLoaded, w.hostLoading = true, false
-	pending := w.hostPending
-	w.hostPending = nil
-	for _, js := range pending {
-		w.eng.Eval(ViewHost, js, nil)
-	}
-	if len(pending) > 0 {
-		w.showHostViewUI(true)
-	}
-}
-
-// showHostViewUI shows or hides the host's view; UI thread.
-func (w *Window) showHostViewUI(show bool) {
-	if !show {
-		w.hostScreen = ""
-		w.blocked, w.blockedMore = nil, 0
-		w.renderSeq.Add(1)
-	}
-	w.mu.Lock()
-	w.hostVisible = show
-	w.mu.Unlock()
-	w.eng.ShowHostView(show)
-}
+func (w *Window) Decide(d consent.Decision) { go w.flows.decide(d) }
 
 // transportScript is injected at document start into the top frame only,
 // before the bridge script. It defines the bound function the bridge script
@@ -654,23 +473,12 @@ func (w *Window) transportScript() string {
 `
 }
 
-// docLocked is the document in the view's main frame now.
-func (w *Window) docLocked() bridge.Document {
-	// The URL as the engine reports it: the bridge takes its origin with
-	// origin.OfString, which a page at a URL that url.URL cannot carry
-	// (https://app.example/#/sale/50%) still has.
-	return bridge.Document{Seq: w.seq, URL: w.topURI}
-}
-
 // Deliver implements bridge.View: deliver runs on the UI thread with the
 // main frame's document of that moment, and its script is evaluated in the
 // main frame in the same turn.
 func (w *Window) Deliver(deliver func(now bridge.Document) string) {
 	w.Dispatch(func() {
-		w.mu.Lock()
-		doc := w.docLocked()
-		w.mu.Unlock()
-		if js := deliver(doc); js != "" {
+		if js := deliver(w.sink.doc()); js != "" {
 			w.eng.Eval(ViewMiniapp, js, nil)
 		}
 	})

@@ -134,22 +134,7 @@ type Playground struct {
 // automation channel and the launcher, and returns once all of them accept
 // connections. ctx bounds the start only; Close stops everything.
 func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
-	p := &Playground{cfg: cfg}
-	if p.cfg.Now == nil {
-		p.cfg.Now = time.Now
-	}
-	if p.cfg.Logger == nil {
-		p.cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if p.cfg.History <= 0 {
-		p.cfg.History = 500
-	}
-	if p.cfg.HTTP == nil {
-		p.cfg.HTTP = &http.Client{Timeout: 30 * time.Second}
-	}
-	if p.cfg.Profiles == "" {
-		p.cfg.Profiles = launchprofile.DefaultPath()
-	}
+	p := &Playground{cfg: cfg.withDefaults()}
 	if err := p.cfg.Addrs.validate(); err != nil {
 		return nil, err
 	}
@@ -162,14 +147,9 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 			p.Close()
 		}
 	}()
-	dir := cfg.DataDir
-	if dir == "" {
-		if p.tempDir, err = os.MkdirTemp("", "miniapp-host-playground-"); err != nil {
-			return nil, fmt.Errorf("playground: data dir: %w", err)
-		}
-		dir = p.tempDir
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("playground: data dir: %w", err)
+	dir, err := p.dataDir()
+	if err != nil {
+		return nil, err
 	}
 
 	// The launcher listens first: its origin is the one page origin the
@@ -224,6 +204,45 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 		ErrorLog: slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelWarn)}
 	go p.launcher.Serve(p.ln)
 	return p, nil
+}
+
+// withDefaults fills in what Config leaves out: the clock, a silent
+// logger, 500 events of history, an HTTP client with a 30 s timeout and
+// the default launch profiles file.
+func (c Config) withDefaults() Config {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.History <= 0 {
+		c.History = 500
+	}
+	if c.HTTP == nil {
+		c.HTTP = &http.Client{Timeout: 30 * time.Second}
+	}
+	if c.Profiles == "" {
+		c.Profiles = launchprofile.DefaultPath()
+	}
+	return c
+}
+
+// dataDir makes the data folder: Config.DataDir, else a temporary one
+// that Close removes.
+func (p *Playground) dataDir() (string, error) {
+	dir := p.cfg.DataDir
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("playground: data dir: %w", err)
+		}
+		return dir, nil
+	}
+	var err error
+	if p.tempDir, err = os.MkdirTemp("", "miniapp-host-playground-"); err != nil {
+		return "", fmt.Errorf("playground: data dir: %w", err)
+	}
+	return p.tempDir, nil
 }
 
 // validate refuses an address that is not on loopback, and two parts on

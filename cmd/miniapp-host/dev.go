@@ -44,38 +44,63 @@ func runDev(ctx context.Context, e env) int {
 	if len(args) != 1 {
 		return usageError(e, "dev", "give one folder (made by `miniapp-host new DIR`, or your own) or the URL of your dev server")
 	}
-	cfg := devapp.Config{}
-	if strings.HasPrefix(args[0], "http://") || strings.HasPrefix(args[0], "https://") {
-		cfg.URL = args[0]
-	} else {
-		cfg.Dir, cfg.Addr = args[0], *appAddr
-		if cfg.Addr == "" {
-			cfg.Addr = f.addrs().Dev
-		}
-		// Checked before anything listens: the folder's port must be
-		// none of the playground's.
-		f.devAddr = cfg.Addr
-		if err := f.addrs().Check(); err != nil {
-			fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
-			fmt.Fprintln(e.stderr, "miniapp-host: dev: give --app-addr another port, or --app-addr 127.0.0.1:0 for a free one")
-			return exitUsage
-		}
+	cfg, ok := devAppConfig(e, f, args[0], *appAddr)
+	if !ok {
+		return exitUsage
 	}
 	app, err := devapp.Start(cfg)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
-		if errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintln(e.stderr, "miniapp-host: dev: `miniapp-host new DIR` writes a Miniapp to start from")
-		}
-		if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "listen" {
-			fmt.Fprintln(e.stderr, "miniapp-host: dev:", startHint(err, f.addrs()))
-		}
+		devStartFailed(e, f, err)
 		return exitUsage
 	}
 	defer app.Close()
 	fmt.Fprintf(e.stdout, "%-22s%s\n", "your Miniapp", app.Origin())
+	return f.run(ctx, e, "dev", devStarted(ctx, e, app, *ready))
+}
+
+// devAppConfig is what dev serves: the origin of a dev server's URL, or
+// the folder arg on appAddr (default the playground's Dev address), a
+// port none of the playground's parts has; false once that is reported.
+func devAppConfig(e env, f *pgFlags, arg, appAddr string) (devapp.Config, bool) {
+	cfg := devapp.Config{}
+	if strings.HasPrefix(arg, "http://") || strings.HasPrefix(arg, "https://") {
+		cfg.URL = arg
+		return cfg, true
+	}
+	cfg.Dir, cfg.Addr = arg, appAddr
+	if cfg.Addr == "" {
+		cfg.Addr = f.addrs().Dev
+	}
+	// Checked before anything listens: the folder's port must be
+	// none of the playground's.
+	f.devAddr = cfg.Addr
+	if err := f.addrs().Check(); err != nil {
+		fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
+		fmt.Fprintln(e.stderr, "miniapp-host: dev: give --app-addr another port, or --app-addr 127.0.0.1:0 for a free one")
+		return cfg, false
+	}
+	return cfg, true
+}
+
+// devStartFailed reports a Miniapp that could not be served, with a hint
+// for a folder that is missing and a port that is taken.
+func devStartFailed(e env, f *pgFlags, err error) {
+	fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(e.stderr, "miniapp-host: dev: `miniapp-host new DIR` writes a Miniapp to start from")
+	}
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "listen" {
+		fmt.Fprintln(e.stderr, "miniapp-host: dev:", startHint(err, f.addrs()))
+	}
+}
+
+// devStarted runs the developer's Miniapp in a started playground: it
+// says when config.json names another issuer than the one served, and
+// prints each dev event, writing the ready file (if any) at the first
+// launch.
+func devStarted(ctx context.Context, e env, app *devapp.App, ready string) func(p *playground.Playground) {
 	var once sync.Once
-	return f.run(ctx, e, "dev", func(p *playground.Playground) {
+	return func(p *playground.Playground) {
 		// The folder's config.json is served with this playground's
 		// issuer (Playground.Dev): say so when the file names another.
 		if iss, err := app.ConfigIssuer(); err == nil && iss != "" && iss != p.Services().Issuer {
@@ -84,16 +109,16 @@ func runDev(ctx context.Context, e env) int {
 		}
 		p.Dev(ctx, app, func(ev playground.DevEvent) {
 			// The ready file first: whoever reads the launch line finds it.
-			if ev.Kind == playground.DevLaunched && *ready != "" {
+			if ev.Kind == playground.DevLaunched && ready != "" {
 				once.Do(func() {
-					if err := devapp.WriteReady(*ready, readyOf(p, app, ev)); err != nil {
+					if err := devapp.WriteReady(ready, readyOf(p, app, ev)); err != nil {
 						fmt.Fprintln(e.stderr, "miniapp-host: dev:", err)
 					}
 				})
 			}
 			ev.WriteText(e.stdout)
 		})
-	})
+	}
 }
 
 func readyOf(p *playground.Playground, app *devapp.App, ev playground.DevEvent) devapp.Ready {

@@ -42,162 +42,208 @@ func devGroups() map[string]map[string]devAction {
 	return map[string]map[string]devAction{
 		"fault": {
 			"add": {"--endpoint E --client ID [--subject S] (--error CODE [--description D] | --status N [--retry-after SECONDS] | --delay D | --drop) [--times N]",
-				faultAddFlags, func(w io.Writer, ans json.RawMessage) error {
-					var f devctl.FaultView
-					if err := json.Unmarshal(ans, &f); err != nil {
-						return err
-					}
-					fmt.Fprintln(w, "added "+faultLine(f))
-					return nil
-				}},
-			"list": {"", func(fs *flag.FlagSet) func([]string) (request, error) {
-				return func(a []string) (request, error) {
-					if len(a) != 0 {
-						return request{}, fmt.Errorf("list takes no arguments, got %q", a)
-					}
-					return request{"GET", "/api/dev/faults", nil}, nil
-				}
-			}, func(w io.Writer, ans json.RawMessage) error {
-				var l struct{ Faults []devctl.FaultView }
-				if err := json.Unmarshal(ans, &l); err != nil {
-					return err
-				}
-				if len(l.Faults) == 0 {
-					fmt.Fprintln(w, "no faults")
-				}
-				for _, f := range l.Faults {
-					fmt.Fprintln(w, faultLine(f))
-				}
-				return nil
-			}},
-			"clear": {"[ID] [--client ID]", func(fs *flag.FlagSet) func([]string) (request, error) {
-				client := fs.String("client", "", "clear only the faults of this client_id")
-				return func(a []string) (request, error) {
-					switch {
-					case len(a) > 1:
-						return request{}, fmt.Errorf("clear takes at most one fault id, got %q", a)
-					case len(a) == 1 && *client != "":
-						return request{}, errors.New("give a fault id or --client, not both")
-					case len(a) == 1:
-						if !strings.HasPrefix(a[0], "flt_") {
-							return request{}, fmt.Errorf("%q is no fault id: ids start with flt_ ('miniapp-host fault list' shows them)", a[0])
-						}
-						return request{"DELETE", "/api/dev/faults/" + url.PathEscape(a[0]), nil}, nil
-					case *client != "":
-						return request{"DELETE", "/api/dev/faults?client_id=" + url.QueryEscape(*client), nil}, nil
-					}
-					return request{"DELETE", "/api/dev/faults", nil}, nil
-				}
-			}, func(w io.Writer, ans json.RawMessage) error {
-				var m struct {
-					ID      string `json:"id"`
-					Removed *int   `json:"removed"`
-				}
-				if err := json.Unmarshal(ans, &m); err != nil {
-					return err
-				}
-				if m.Removed != nil {
-					fmt.Fprintf(w, "removed %d fault(s)\n", *m.Removed)
-				} else {
-					fmt.Fprintf(w, "removed fault %s\n", m.ID)
-				}
-				return nil
-			}},
+				faultAddFlags, faultAddText},
+			"list":  {"", faultListFlags, faultListText},
+			"clear": {"[ID] [--client ID]", faultClearFlags, faultClearText},
 		},
 		"clock": {
-			"advance": {"DURATION", clockFlags(func(a string) (map[string]any, error) {
-				d, err := time.ParseDuration(a)
-				if err != nil || d <= 0 {
-					return nil, fmt.Errorf("DURATION %q is not a positive Go duration: write one such as 61s, 10m or 1h30m", a)
-				}
-				return map[string]any{"advance": a}, nil
-			}), clockText},
-			"set": {"TIME", clockFlags(func(a string) (map[string]any, error) {
-				if _, err := time.Parse(time.RFC3339Nano, a); err != nil {
-					return nil, fmt.Errorf("TIME %q is not an RFC 3339 time: write one such as 2027-01-01T00:00:00Z", a)
-				}
-				return map[string]any{"set": a}, nil
-			}), clockText},
-			"reset": {"", clockFlags(nil), clockText},
-			"show":  {"", clockFlags(nil), clockText},
+			"advance": {"DURATION", clockFlags(clockAdvanceBody), clockText},
+			"set":     {"TIME", clockFlags(clockSetBody), clockText},
+			"reset":   {"", clockFlags(nil), clockText},
+			"show":    {"", clockFlags(nil), clockText},
 		},
 	}
+}
+
+// faultAddText prints the fault added.
+func faultAddText(w io.Writer, ans json.RawMessage) error {
+	var f devctl.FaultView
+	if err := json.Unmarshal(ans, &f); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "added "+faultLine(f))
+	return nil
+}
+
+// faultListFlags reads fault list, which takes nothing.
+func faultListFlags(fs *flag.FlagSet) func([]string) (request, error) {
+	return func(a []string) (request, error) {
+		if len(a) != 0 {
+			return request{}, fmt.Errorf("list takes no arguments, got %q", a)
+		}
+		return request{"GET", "/api/dev/faults", nil}, nil
+	}
+}
+
+// faultListText prints the faults, one a line.
+func faultListText(w io.Writer, ans json.RawMessage) error {
+	var l struct{ Faults []devctl.FaultView }
+	if err := json.Unmarshal(ans, &l); err != nil {
+		return err
+	}
+	if len(l.Faults) == 0 {
+		fmt.Fprintln(w, "no faults")
+	}
+	for _, f := range l.Faults {
+		fmt.Fprintln(w, faultLine(f))
+	}
+	return nil
+}
+
+// faultClearFlags reads fault clear: one fault id, --client, or neither
+// for every fault.
+func faultClearFlags(fs *flag.FlagSet) func([]string) (request, error) {
+	client := fs.String("client", "", "clear only the faults of this client_id")
+	return func(a []string) (request, error) {
+		switch {
+		case len(a) > 1:
+			return request{}, fmt.Errorf("clear takes at most one fault id, got %q", a)
+		case len(a) == 1 && *client != "":
+			return request{}, errors.New("give a fault id or --client, not both")
+		case len(a) == 1:
+			if !strings.HasPrefix(a[0], "flt_") {
+				return request{}, fmt.Errorf("%q is no fault id: ids start with flt_ ('miniapp-host fault list' shows them)", a[0])
+			}
+			return request{"DELETE", "/api/dev/faults/" + url.PathEscape(a[0]), nil}, nil
+		case *client != "":
+			return request{"DELETE", "/api/dev/faults?client_id=" + url.QueryEscape(*client), nil}, nil
+		}
+		return request{"DELETE", "/api/dev/faults", nil}, nil
+	}
+}
+
+// faultClearText prints what was removed.
+func faultClearText(w io.Writer, ans json.RawMessage) error {
+	var m struct {
+		ID      string `json:"id"`
+		Removed *int   `json:"removed"`
+	}
+	if err := json.Unmarshal(ans, &m); err != nil {
+		return err
+	}
+	if m.Removed != nil {
+		fmt.Fprintf(w, "removed %d fault(s)\n", *m.Removed)
+	} else {
+		fmt.Fprintf(w, "removed fault %s\n", m.ID)
+	}
+	return nil
+}
+
+// clockAdvanceBody is the body of clock advance DURATION.
+func clockAdvanceBody(a string) (map[string]any, error) {
+	d, err := time.ParseDuration(a)
+	if err != nil || d <= 0 {
+		return nil, fmt.Errorf("DURATION %q is not a positive Go duration: write one such as 61s, 10m or 1h30m", a)
+	}
+	return map[string]any{"advance": a}, nil
+}
+
+// clockSetBody is the body of clock set TIME.
+func clockSetBody(a string) (map[string]any, error) {
+	if _, err := time.Parse(time.RFC3339Nano, a); err != nil {
+		return nil, fmt.Errorf("TIME %q is not an RFC 3339 time: write one such as 2027-01-01T00:00:00Z", a)
+	}
+	return map[string]any{"set": a}, nil
+}
+
+// faultAddArgs are the flags of fault add.
+type faultAddArgs struct {
+	endpoint, client, subject, code, desc, delay *string
+	status, retry, times                         *int
+	drop                                         *bool
 }
 
 // faultAddFlags reads the flags of fault add into the body of POST
 // /api/dev/faults.
 func faultAddFlags(fs *flag.FlagSet) func([]string) (request, error) {
-	endpoint := fs.String("endpoint", "", "the endpoint: "+strings.Join(devctl.FaultEndpoints, ", ")+" (required)")
-	client := fs.String("client", "", "the client_id whose requests get the fault (required)")
-	subject := fs.String("subject", "", "only the requests of this subject")
-	code := fs.String("error", "", "effect: answer this OAuth error code of the endpoint")
-	desc := fs.String("description", "", "the error_description of --error")
-	status := fs.Int("status", 0, "effect: answer this HTTP status (400-599) with the endpoint's error body")
-	retry := fs.Int("retry-after", 0, "with --status: Retry-After, in seconds")
-	delay := fs.String("delay", "", "effect: hold each request this long (a Go duration such as 2s), then answer for real")
-	drop := fs.Bool("drop", false, "effect: close the connection without an answer")
-	times := fs.Int("times", 0, "only the next N matching requests (default: until cleared)")
+	f := faultAddArgs{
+		endpoint: fs.String("endpoint", "", "the endpoint: "+strings.Join(devctl.FaultEndpoints, ", ")+" (required)"),
+		client:   fs.String("client", "", "the client_id whose requests get the fault (required)"),
+		subject:  fs.String("subject", "", "only the requests of this subject"),
+		code:     fs.String("error", "", "effect: answer this OAuth error code of the endpoint"),
+		desc:     fs.String("description", "", "the error_description of --error"),
+		status:   fs.Int("status", 0, "effect: answer this HTTP status (400-599) with the endpoint's error body"),
+		retry:    fs.Int("retry-after", 0, "with --status: Retry-After, in seconds"),
+		delay:    fs.String("delay", "", "effect: hold each request this long (a Go duration such as 2s), then answer for real"),
+		drop:     fs.Bool("drop", false, "effect: close the connection without an answer"),
+		times:    fs.Int("times", 0, "only the next N matching requests (default: until cleared)"),
+	}
 	return func(a []string) (request, error) {
 		if len(a) != 0 {
 			return request{}, fmt.Errorf("add takes flags only, got the arguments %q", a)
 		}
 		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		switch {
-		case *endpoint == "":
-			return request{}, errors.New("--endpoint is required: one of " + strings.Join(devctl.FaultEndpoints, ", "))
-		case !slices.Contains(devctl.FaultEndpoints, *endpoint):
-			return request{}, fmt.Errorf("--endpoint %q is no endpoint a fault can be injected at: use one of %s", *endpoint, strings.Join(devctl.FaultEndpoints, ", "))
-		case *client == "":
-			return request{}, errors.New("--client is required: the client_id whose requests get the fault")
-		}
-		n := 0
-		for _, f := range []string{"error", "status", "delay", "drop"} {
-			if set[f] {
-				n++
-			}
-		}
-		if n != 1 {
-			return request{}, errors.New("give exactly one effect: --error CODE, --status N, --delay D or --drop")
-		}
-		body := map[string]any{"endpoint": *endpoint, "client_id": *client}
-		if *subject != "" {
-			body["subject"] = *subject
-		}
-		if set["times"] {
-			body["times"] = *times
-		}
-		switch {
-		case set["description"] && !set["error"]:
-			return request{}, errors.New("--description goes with --error only")
-		case set["retry-after"] && !set["status"]:
-			return request{}, errors.New("--retry-after goes with --status only")
-		case set["error"]:
-			if kinds := devctl.FaultKinds(*endpoint); !slices.Contains(kinds, *code) {
-				return request{}, fmt.Errorf("--error %q is not an error the %s endpoint gives: use one of %s", *code, *endpoint, strings.Join(kinds, ", "))
-			}
-			body["error"] = *code
-			if set["description"] {
-				body["error_description"] = *desc
-			}
-		case set["status"]:
-			body["status"] = *status
-			if set["retry-after"] {
-				body["retry_after"] = *retry
-			}
-		case set["delay"]:
-			if _, err := time.ParseDuration(*delay); err != nil {
-				return request{}, fmt.Errorf("--delay %q is not a duration: write a Go duration such as 500ms, 3s or 1m", *delay)
-			}
-			body["delay"] = *delay
-		default:
-			if !*drop {
-				return request{}, errors.New("--drop=false is no effect: give --drop")
-			}
-			body["drop"] = true
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		body, err := f.body(set)
+		if err != nil {
+			return request{}, err
 		}
 		return request{"POST", "/api/dev/faults", body}, nil
 	}
+}
+
+// body checks the flags (set: those given) and makes the body: the
+// target, then exactly one effect.
+func (f faultAddArgs) body(set map[string]bool) (map[string]any, error) {
+	switch {
+	case *f.endpoint == "":
+		return nil, errors.New("--endpoint is required: one of " + strings.Join(devctl.FaultEndpoints, ", "))
+	case !slices.Contains(devctl.FaultEndpoints, *f.endpoint):
+		return nil, fmt.Errorf("--endpoint %q is no endpoint a fault can be injected at: use one of %s", *f.endpoint, strings.Join(devctl.FaultEndpoints, ", "))
+	case *f.client == "":
+		return nil, errors.New("--client is required: the client_id whose requests get the fault")
+	}
+	n := 0
+	for _, fl := range []string{"error", "status", "delay", "drop"} {
+		if set[fl] {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, errors.New("give exactly one effect: --error CODE, --status N, --delay D or --drop")
+	}
+	body := map[string]any{"endpoint": *f.endpoint, "client_id": *f.client}
+	if *f.subject != "" {
+		body["subject"] = *f.subject
+	}
+	if set["times"] {
+		body["times"] = *f.times
+	}
+	return body, f.effect(set, body)
+}
+
+// effect checks the one effect given and adds it to body.
+func (f faultAddArgs) effect(set map[string]bool, body map[string]any) error {
+	switch {
+	case set["description"] && !set["error"]:
+		return errors.New("--description goes with --error only")
+	case set["retry-after"] && !set["status"]:
+		return errors.New("--retry-after goes with --status only")
+	case set["error"]:
+		if kinds := devctl.FaultKinds(*f.endpoint); !slices.Contains(kinds, *f.code) {
+			return fmt.Errorf("--error %q is not an error the %s endpoint gives: use one of %s", *f.code, *f.endpoint, strings.Join(kinds, ", "))
+		}
+		body["error"] = *f.code
+		if set["description"] {
+			body["error_description"] = *f.desc
+		}
+	case set["status"]:
+		body["status"] = *f.status
+		if set["retry-after"] {
+			body["retry_after"] = *f.retry
+		}
+	case set["delay"]:
+		if _, err := time.ParseDuration(*f.delay); err != nil {
+			return fmt.Errorf("--delay %q is not a duration: write a Go duration such as 500ms, 3s or 1m", *f.delay)
+		}
+		body["delay"] = *f.delay
+	default:
+		if !*f.drop {
+			return errors.New("--drop=false is no effect: give --drop")
+		}
+		body["drop"] = true
+	}
+	return nil
 }
 
 // faultLine is one fault on one line.
@@ -265,40 +311,26 @@ func clockText(w io.Writer, ans json.RawMessage) error {
 
 // runDevControl runs an action of fault or clock.
 func runDevControl(ctx context.Context, e env, group string) int {
-	acts := devGroups()[group]
-	names := make([]string, 0, len(acts))
-	for n := range acts {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	usageLine := func(n string) string {
-		return strings.Join(strings.Fields("usage: miniapp-host "+group+" "+n+" "+acts[n].usage+" [--dashboard URL] [--key KEY] [--json]"), " ")
-	}
-	groupUsage := func(w io.Writer) {
-		for _, n := range names {
-			fmt.Fprintln(w, usageLine(n))
-		}
-		fmt.Fprintf(w, "\nWith the operator key of a development server (docs/dashboard.md, \"Development controls\").\nRun 'miniapp-host %s ACTION -h' for an action's flags.\n", group)
-	}
+	g := devGroup{name: group, acts: devGroups()[group]}
 	if len(e.args) == 0 {
 		fmt.Fprintf(e.stderr, "miniapp-host: %s: an action is required\n", group)
-		groupUsage(e.stderr)
+		g.usage(e.stderr)
 		return exitUsage
 	}
 	name := e.args[0]
 	switch name {
 	case "-h", "-help", "--help", "help":
-		groupUsage(e.stdout)
+		g.usage(e.stdout)
 		return exitOK
 	}
-	act, ok := acts[name]
+	act, ok := g.acts[name]
 	if !ok {
 		fmt.Fprintf(e.stderr, "miniapp-host: %s: unknown action %q\n", group, name)
-		groupUsage(e.stderr)
+		g.usage(e.stderr)
 		return exitUsage
 	}
 	cmd := group + " " + name
-	fs := newFlagSet(cmd, func(w io.Writer) { fmt.Fprintln(w, usageLine(name)) })
+	fs := newFlagSet(cmd, func(w io.Writer) { fmt.Fprintln(w, g.usageLine(name)) })
 	dash := fs.String("dashboard", defaultDashboardURL, "the dashboard URL ({dashboard_url})")
 	key := fs.String("key", "", "the operator key (default $"+operatorKeyEnv+", else $"+keyEnv+")")
 	asJSON := fs.Bool("json", false, "print the dashboard's answer as it came (also its error, on a refusal)")
@@ -320,15 +352,7 @@ func runDevControl(ctx context.Context, e env, group string) int {
 	c := &dashboard.Client{BaseURL: *dash, Key: k}
 	out, err := c.Do(ctx, req.method, req.path, req.body)
 	if err != nil {
-		var ae *dashboard.APIError
-		if errors.As(err, &ae) && ae.Status == http.StatusForbidden && ae.Err.Code == "development_only" {
-			if *asJSON {
-				fmt.Fprintln(e.stdout, string(ae.Body))
-			}
-			fmt.Fprintf(e.stderr, "miniapp-host: %s: this server has no development controls: its issuer is not on loopback (docs/dashboard.md, \"Development controls\")\n", cmd)
-			return exitRejected
-		}
-		return dashboardFailed(e, cmd, "review", *dash, k != "", *asJSON, err)
+		return devControlFailed(e, cmd, *dash, k != "", *asJSON, err)
 	}
 	if *asJSON {
 		fmt.Fprintln(e.stdout, string(out))
@@ -339,4 +363,43 @@ func runDevControl(ctx context.Context, e env, group string) int {
 		return exitUndecided
 	}
 	return exitOK
+}
+
+// devGroup is fault or clock with its actions.
+type devGroup struct {
+	name string
+	acts map[string]devAction
+}
+
+// usageLine is the usage of one action.
+func (g devGroup) usageLine(n string) string {
+	return strings.Join(strings.Fields("usage: miniapp-host "+g.name+" "+n+" "+g.acts[n].usage+" [--dashboard URL] [--key KEY] [--json]"), " ")
+}
+
+// usage prints every action's usage, by name.
+func (g devGroup) usage(w io.Writer) {
+	names := make([]string, 0, len(g.acts))
+	for n := range g.acts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintln(w, g.usageLine(n))
+	}
+	fmt.Fprintf(w, "\nWith the operator key of a development server (docs/dashboard.md, \"Development controls\").\nRun 'miniapp-host %s ACTION -h' for an action's flags.\n", g.name)
+}
+
+// devControlFailed reports a control the dashboard did not answer: a
+// server without development controls is refused; anything else as every
+// dashboard command reports it.
+func devControlFailed(e env, cmd, dash string, hasKey, asJSON bool, err error) int {
+	var ae *dashboard.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusForbidden && ae.Err.Code == "development_only" {
+		if asJSON {
+			fmt.Fprintln(e.stdout, string(ae.Body))
+		}
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: this server has no development controls: its issuer is not on loopback (docs/dashboard.md, \"Development controls\")\n", cmd)
+		return exitRejected
+	}
+	return dashboardFailed(e, cmd, "review", dash, hasKey, asJSON, err)
 }

@@ -63,49 +63,16 @@ func (f *deviceFlags) read() (launch, error) {
 	opts := device.Options{Device: *f.device, Landscape: *f.landscape, Theme: *f.theme, Locale: *f.locale}
 	l.start = *f.start
 	if *f.profile != "" {
-		file, err := launchprofile.Load(launchprofile.DefaultPath())
-		if err != nil {
+		if err := f.readProfile(&l, &opts, set); err != nil {
 			return l, err
-		}
-		p, err := file.Get(*f.profile)
-		if err != nil {
-			return l, err
-		}
-		l.profile = p
-		if !set["device"] {
-			opts.Device = p.Device
-		}
-		if !set["landscape"] {
-			opts.Landscape = p.Landscape
-		}
-		if !set["theme"] {
-			opts.Theme = p.Theme
-		}
-		if !set["locale"] {
-			opts.Locale = p.Locale
-		}
-		if !set["start"] {
-			l.start = p.Start
 		}
 	}
 	em, err := opts.Emulation()
 	if err != nil {
 		return l, fmt.Errorf("--%s", flagOf(err))
 	}
-	if l.profile.Name != "" {
-		if l.network, err = l.profile.Conditions(); err != nil {
-			return l, fmt.Errorf("launch profile %s: %v", l.profile.Name, err)
-		}
-	}
-	if set["network"] {
-		if l.network.Throttle, err = netshape.ParseThrottle(*f.network); err != nil {
-			return l, fmt.Errorf("--%v", err)
-		}
-	}
-	if set["mock"] {
-		if l.network.Mocks, err = readMocks(*f.mock); err != nil {
-			return l, err
-		}
+	if err := f.readNetwork(&l, set); err != nil {
+		return l, err
 	}
 	if l.start != "" {
 		if err := launchprofile.CheckStart(l.start); err != nil {
@@ -117,6 +84,58 @@ func (f *deviceFlags) read() (launch, error) {
 		return l, fmt.Errorf("--zoom %g: use 0.25 to 2, or leave it out to fit the device into the window", z)
 	}
 	return l, nil
+}
+
+// readProfile reads the profile --profile names into l, and its device
+// options into opts where no flag (set) gives them.
+func (f *deviceFlags) readProfile(l *launch, opts *device.Options, set map[string]bool) error {
+	file, err := launchprofile.Load(launchprofile.DefaultPath())
+	if err != nil {
+		return err
+	}
+	p, err := file.Get(*f.profile)
+	if err != nil {
+		return err
+	}
+	l.profile = p
+	if !set["device"] {
+		opts.Device = p.Device
+	}
+	if !set["landscape"] {
+		opts.Landscape = p.Landscape
+	}
+	if !set["theme"] {
+		opts.Theme = p.Theme
+	}
+	if !set["locale"] {
+		opts.Locale = p.Locale
+	}
+	if !set["start"] {
+		l.start = p.Start
+	}
+	return nil
+}
+
+// readNetwork reads the launch's network conditions: the profile's, with
+// --network and --mock (set: the flags given) in their place.
+func (f *deviceFlags) readNetwork(l *launch, set map[string]bool) error {
+	var err error
+	if l.profile.Name != "" {
+		if l.network, err = l.profile.Conditions(); err != nil {
+			return fmt.Errorf("launch profile %s: %v", l.profile.Name, err)
+		}
+	}
+	if set["network"] {
+		if l.network.Throttle, err = netshape.ParseThrottle(*f.network); err != nil {
+			return fmt.Errorf("--%v", err)
+		}
+	}
+	if set["mock"] {
+		if l.network.Mocks, err = readMocks(*f.mock); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readMocks reads a mock rules file (--mock FILE).

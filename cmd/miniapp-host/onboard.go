@@ -117,6 +117,87 @@ func readJSONFile(e env, name string) (json.RawMessage, error) {
 	return raw, nil
 }
 
+// credentialAddFlags reads credential add's flags into the body of POST
+// .../credentials.
+func credentialAddFlags(e env, fs *flag.FlagSet) func([]string) (request, error) {
+	p := projectFlag(fs)
+	typ := fs.String("type", "", "public or confidential (an app that runs on a server; gets a client_secret, or authenticates with private_key_jwt given --jwks or --jwks-uri)")
+	name := fs.String("name", "", "a name for the consent screen (default: the project's)")
+	var redirects, origins repeated
+	fs.Var(&redirects, "redirect-uri", "a redirect URI (repeatable)")
+	fs.Var(&origins, "origin", "an allowed origin (repeatable)")
+	settings := securityFlags(fs, e)
+	return func([]string) (request, error) {
+		path, err := needProject(*p)
+		if err != nil {
+			return request{}, err
+		}
+		body := map[string]any{"type": *typ, "name": *name, "redirect_uris": nonNil(redirects), "allowed_origins": nonNil(origins)}
+		if err := settings(body); err != nil {
+			return request{}, err
+		}
+		return request{"POST", path + "/credentials", body}, nil
+	}
+}
+
+// credentialUpdateFlags reads credential update's flags into the body of
+// PATCH .../credentials/{client_id}: each list given (or cleared) and
+// each setting replaces the credential's.
+func credentialUpdateFlags(e env, fs *flag.FlagSet) func([]string) (request, error) {
+	p := projectFlag(fs)
+	var redirects, origins repeated
+	fs.Var(&redirects, "redirect-uri", "a redirect URI (repeatable): the ones given replace the credential's")
+	fs.Var(&origins, "origin", "an allowed origin (repeatable): the ones given replace the credential's")
+	clearRedirects := fs.Bool("clear-redirect-uris", false, "remove every redirect URI")
+	clearOrigins := fs.Bool("clear-origins", false, "remove every allowed origin")
+	settings := securityFlags(fs, e)
+	return func(a []string) (request, error) {
+		path, err := needProject(*p)
+		if err != nil {
+			return request{}, err
+		}
+		body := map[string]any{}
+		for _, l := range []struct {
+			member, flag, clearFlag string
+			list                    repeated
+			clear                   bool
+		}{{"redirect_uris", "redirect-uri", "clear-redirect-uris", redirects, *clearRedirects},
+			{"allowed_origins", "origin", "clear-origins", origins, *clearOrigins}} {
+			switch {
+			case l.clear && l.list != nil:
+				return request{}, fmt.Errorf("--%s and --%s contradict each other: give one", l.flag, l.clearFlag)
+			case l.clear || l.list != nil:
+				body[l.member] = nonNil(l.list)
+			}
+		}
+		if err := settings(body); err != nil {
+			return request{}, err
+		}
+		if len(body) == 0 {
+			return request{}, errors.New("give --redirect-uri, --origin, --clear-redirect-uris, --clear-origins, or a setting (--jwks, --jwks-uri, --profile, --require-par, --dpop-bound, --dpop-nonce, --grant-management-action-required): each replaces the credential's")
+		}
+		return request{"PATCH", path + "/credentials/" + url.PathEscape(a[0]), body}, nil
+	}
+}
+
+// credentialUpdateText prints the credential's lists and settings after
+// an update.
+func credentialUpdateText(fs *flag.FlagSet, _ []string, a answer) string {
+	list := func(k string) string {
+		v, _ := a[k].([]any)
+		if len(v) == 0 {
+			return "none"
+		}
+		out := make([]string, len(v))
+		for i, x := range v {
+			out[i], _ = x.(string)
+		}
+		return strings.Join(out, " ")
+	}
+	return fmt.Sprintf("updated credential %s of project %s: redirect_uris %s; allowed_origins %s",
+		a.str("client_id"), flagValue(fs, "project"), list("redirect_uris"), list("allowed_origins")) + securitySummary(a)
+}
+
 // groups are the dashboard command groups, by top-level command.
 func groups(e env) map[string]map[string]action {
 	return map[string]map[string]action{
@@ -138,26 +219,7 @@ func groups(e env) map[string]map[string]action {
 			}, nil},
 		},
 		"credential": {
-			"add": {"--project ID --type public|confidential [--name N] [--redirect-uri U]... [--origin O]... [--jwks FILE | --jwks-uri URL] [--profile fapi2] [--require-par] [--dpop-bound] [--dpop-nonce]", 0, func(fs *flag.FlagSet) func([]string) (request, error) {
-				p := projectFlag(fs)
-				typ := fs.String("type", "", "public or confidential (an app that runs on a server; gets a client_secret, or authenticates with private_key_jwt given --jwks or --jwks-uri)")
-				name := fs.String("name", "", "a name for the consent screen (default: the project's)")
-				var redirects, origins repeated
-				fs.Var(&redirects, "redirect-uri", "a redirect URI (repeatable)")
-				fs.Var(&origins, "origin", "an allowed origin (repeatable)")
-				settings := securityFlags(fs, e)
-				return func([]string) (request, error) {
-					path, err := needProject(*p)
-					if err != nil {
-						return request{}, err
-					}
-					body := map[string]any{"type": *typ, "name": *name, "redirect_uris": nonNil(redirects), "allowed_origins": nonNil(origins)}
-					if err := settings(body); err != nil {
-						return request{}, err
-					}
-					return request{"POST", path + "/credentials", body}, nil
-				}
-			}, func(fs *flag.FlagSet, _ []string, a answer) string {
+			"add": {"--project ID --type public|confidential [--name N] [--redirect-uri U]... [--origin O]... [--jwks FILE | --jwks-uri URL] [--profile fapi2] [--require-par] [--dpop-bound] [--dpop-nonce]", 0, func(fs *flag.FlagSet) func([]string) (request, error) { return credentialAddFlags(e, fs) }, func(fs *flag.FlagSet, _ []string, a answer) string {
 				line := fmt.Sprintf("added %s credential %s (%q) to project %s", a.str("client_type"), a.str("client_id"), a.str("name"), flagValue(fs, "project"))
 				if sec := a.str("client_secret"); sec != "" {
 					line += "; its client_secret, shown only this once: " + sec
@@ -181,56 +243,7 @@ func groups(e env) map[string]map[string]action {
 				return fmt.Sprintf("rotated the secret of credential %s of project %s; the old one no longer works; the new client_secret, shown only this once: %s",
 					a.str("client_id"), flagValue(fs, "project"), a.str("client_secret"))
 			}},
-			"update": {"--project ID CLIENT_ID [--redirect-uri U]... [--origin O]... [--clear-redirect-uris] [--clear-origins] [--jwks FILE | --jwks-uri URL] [--profile fapi2|\"\"] [--require-par[=false]] [--dpop-bound[=false]] [--dpop-nonce[=false]] [--grant-management-action-required[=false]]", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
-				p := projectFlag(fs)
-				var redirects, origins repeated
-				fs.Var(&redirects, "redirect-uri", "a redirect URI (repeatable): the ones given replace the credential's")
-				fs.Var(&origins, "origin", "an allowed origin (repeatable): the ones given replace the credential's")
-				clearRedirects := fs.Bool("clear-redirect-uris", false, "remove every redirect URI")
-				clearOrigins := fs.Bool("clear-origins", false, "remove every allowed origin")
-				settings := securityFlags(fs, e)
-				return func(a []string) (request, error) {
-					path, err := needProject(*p)
-					if err != nil {
-						return request{}, err
-					}
-					body := map[string]any{}
-					for _, l := range []struct {
-						member, flag, clearFlag string
-						list                    repeated
-						clear                   bool
-					}{{"redirect_uris", "redirect-uri", "clear-redirect-uris", redirects, *clearRedirects},
-						{"allowed_origins", "origin", "clear-origins", origins, *clearOrigins}} {
-						switch {
-						case l.clear && l.list != nil:
-							return request{}, fmt.Errorf("--%s and --%s contradict each other: give one", l.flag, l.clearFlag)
-						case l.clear || l.list != nil:
-							body[l.member] = nonNil(l.list)
-						}
-					}
-					if err := settings(body); err != nil {
-						return request{}, err
-					}
-					if len(body) == 0 {
-						return request{}, errors.New("give --redirect-uri, --origin, --clear-redirect-uris, --clear-origins, or a setting (--jwks, --jwks-uri, --profile, --require-par, --dpop-bound, --dpop-nonce, --grant-management-action-required): each replaces the credential's")
-					}
-					return request{"PATCH", path + "/credentials/" + url.PathEscape(a[0]), body}, nil
-				}
-			}, func(fs *flag.FlagSet, _ []string, a answer) string {
-				list := func(k string) string {
-					v, _ := a[k].([]any)
-					if len(v) == 0 {
-						return "none"
-					}
-					out := make([]string, len(v))
-					for i, x := range v {
-						out[i], _ = x.(string)
-					}
-					return strings.Join(out, " ")
-				}
-				return fmt.Sprintf("updated credential %s of project %s: redirect_uris %s; allowed_origins %s",
-					a.str("client_id"), flagValue(fs, "project"), list("redirect_uris"), list("allowed_origins")) + securitySummary(a)
-			}},
+			"update": {"--project ID CLIENT_ID [--redirect-uri U]... [--origin O]... [--clear-redirect-uris] [--clear-origins] [--jwks FILE | --jwks-uri URL] [--profile fapi2|\"\"] [--require-par[=false]] [--dpop-bound[=false]] [--dpop-nonce[=false]] [--grant-management-action-required[=false]]", 1, func(fs *flag.FlagSet) func([]string) (request, error) { return credentialUpdateFlags(e, fs) }, credentialUpdateText},
 			"remove": {"--project ID CLIENT_ID", 1, func(fs *flag.FlagSet) func([]string) (request, error) {
 				p := projectFlag(fs)
 				return func(a []string) (request, error) {

@@ -39,11 +39,8 @@ func runWebDriver(ctx context.Context, e env) int {
 	if !ok {
 		return code
 	}
-	if len(args) > 0 {
-		return usageError(e, "webdriver", fmt.Sprintf("unexpected argument %q: every input is a flag", args[0]))
-	}
-	if *port < 0 || *port > 65535 {
-		return usageError(e, "webdriver", fmt.Sprintf("--port %d: a TCP port is 0 to 65535", *port))
+	if msg := webdriverUsage(args, *port); msg != "" {
+		return usageError(e, "webdriver", msg)
 	}
 	drv, err := exec.LookPath(*driver)
 	if err != nil {
@@ -58,10 +55,8 @@ func runWebDriver(ctx context.Context, e env) int {
 	if secret == "" {
 		fmt.Fprintln(e.stderr, "miniapp-host: webdriver: MINIAPP_HOST_SECRET is not set: the hosts it starts cannot complete a consent")
 	}
-	for _, c := range []struct{ flag, value string }{{"dashboard", *dashboard}, {"service", *service}} {
-		if u, err := url.Parse(c.value); c.value != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-			return usageError(e, "webdriver", fmt.Sprintf("--%s %q: an absolute http(s) URL, e.g. http://127.0.0.1:8601", c.flag, c.value))
-		}
+	if msg := webdriverURLs(*dashboard, *service); msg != "" {
+		return usageError(e, "webdriver", msg)
 	}
 	if *service == "" {
 		// Asked once: a dashboard that later names another service
@@ -91,6 +86,34 @@ func runWebDriver(ctx context.Context, e env) int {
 	}
 	fmt.Fprintf(e.stdout, "webdriver %s\n", f.URL())
 	fmt.Fprintf(e.stderr, "miniapp-host webdriver: every host resolves with the dashboard %s and signs in with %s\n", *dashboard, *service)
+	return serveFront(ctx, e, f)
+}
+
+// webdriverUsage checks webdriver's arguments (none) and --port: a usage
+// error, or "".
+func webdriverUsage(args []string, port int) string {
+	if len(args) > 0 {
+		return fmt.Sprintf("unexpected argument %q: every input is a flag", args[0])
+	}
+	if port < 0 || port > 65535 {
+		return fmt.Sprintf("--port %d: a TCP port is 0 to 65535", port)
+	}
+	return ""
+}
+
+// webdriverURLs checks --dashboard and --service (either may be empty):
+// a usage error, or "".
+func webdriverURLs(dashboard, service string) string {
+	for _, c := range []struct{ flag, value string }{{"dashboard", dashboard}, {"service", service}} {
+		if u, err := url.Parse(c.value); c.value != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return fmt.Sprintf("--%s %q: an absolute http(s) URL, e.g. http://127.0.0.1:8601", c.flag, c.value)
+		}
+	}
+	return ""
+}
+
+// serveFront serves the front until ctx ends (exit 0) or it fails.
+func serveFront(ctx context.Context, e env, f *webdriverfront.Front) int {
 	done := make(chan error, 1)
 	go func() { done <- f.Serve() }()
 	select {
