@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // The FAPI demo is a confidential Miniapp on the FAPI 2.0 Security
@@ -212,26 +213,22 @@ func (a *fapiApp) send(req func() (*http.Request, error), key *ecdsa.PrivateKey,
 			return 0, nil, err
 		}
 		r.Header.Set("DPoP", p)
-		resp, err := a.client().Do(r)
+		ans, err := jsonhttp.Do(a.client(), r, 1<<20)
 		if err != nil {
 			return 0, nil, err
 		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if err != nil {
-			return 0, nil, err
-		}
-		nonce := resp.Header.Get("DPoP-Nonce")
+		body := ans.Body
+		nonce := ans.Header.Get("DPoP-Nonce")
 		if nonce != "" {
 			a.mu.Lock()
 			a.nonce = nonce
 			a.mu.Unlock()
 		}
-		asked := strings.Contains(resp.Header.Get("WWW-Authenticate"), "use_dpop_nonce") || strings.Contains(string(body), `"use_dpop_nonce"`)
+		asked := strings.Contains(ans.Header.Get("WWW-Authenticate"), "use_dpop_nonce") || strings.Contains(string(body), `"use_dpop_nonce"`)
 		if try == 0 && nonce != "" && asked {
 			continue
 		}
-		return resp.StatusCode, body, nil
+		return ans.Status, body, nil
 	}
 }
 

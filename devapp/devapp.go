@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,6 +25,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -206,20 +206,15 @@ func (a *App) ReadManifest(ctx context.Context) (Manifest, error) {
 	if err != nil {
 		return m, fmt.Errorf("devapp: %w", err)
 	}
-	resp, err := a.http.Do(req)
+	ans, err := jsonhttp.Do(a.http, req, maxManifest)
 	if err != nil {
-		return m, fmt.Errorf("devapp: GET %s: %w", u, err)
+		return m, fmt.Errorf("devapp: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return m, fmt.Errorf("devapp: GET %s answered %s", u, resp.Status)
+	if ans.Status != http.StatusOK {
+		return m, fmt.Errorf("devapp: GET %s answered %s", u, ans.StatusText)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxManifest))
-	if err != nil {
-		return m, fmt.Errorf("devapp: GET %s: %w", u, err)
-	}
-	m.Body = body
-	if m.Members, err = readMembers(body); err != nil {
+	m.Body = ans.Body
+	if m.Members, err = readMembers(ans.Body); err != nil {
 		return m, fmt.Errorf("devapp: %s: %w", u, err)
 	}
 	return m, nil

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // The controls, by name.
@@ -259,31 +261,24 @@ func (c *Client) Do(ctx context.Context, control string, params json.RawMessage)
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	resp, err := hc.Do(hr)
+	a, err := jsonhttp.Do(hc, hr, maxAnswer)
 	if err != nil {
-		return nil, fmt.Errorf("devclient: %s %s: %w", req.method, req.path, err)
+		return nil, fmt.Errorf("devclient: %w", err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	if err != nil {
-		return nil, fmt.Errorf("devclient: reading the answer to %s %s: %w", req.method, req.path, err)
-	}
-	if len(b) > maxAnswer {
-		return nil, fmt.Errorf("devclient: the answer to %s %s is over %d bytes", req.method, req.path, maxAnswer)
-	}
-	if resp.StatusCode >= 300 {
+	if a.Status >= 300 {
 		se := &ServiceError{}
-		if json.Unmarshal(b, se) != nil || se.Code == "" {
-			return nil, fmt.Errorf("devclient: %s %s: %s", req.method, req.path, resp.Status)
+		if json.Unmarshal(a.Body, se) != nil || se.Code == "" {
+			return nil, fmt.Errorf("devclient: %s %s: %s", req.method, req.path, a.StatusText)
 		}
-		se.Status = resp.StatusCode
+		se.Status = a.Status
 		return nil, se
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
+	if len(bytes.TrimSpace(a.Body)) == 0 {
 		return json.RawMessage("null"), nil
 	}
-	if !json.Valid(b) {
-		return nil, fmt.Errorf("devclient: the answer to %s %s is not JSON", req.method, req.path)
+	var raw json.RawMessage
+	if err := a.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("devclient: %w", err)
 	}
-	return json.RawMessage(b), nil
+	return raw, nil
 }

@@ -10,6 +10,8 @@ import (
 	"net/http/cookiejar"
 	"strings"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // Connected Miniapps (docs/playground.md, "Connected Miniapps"): the
@@ -81,24 +83,19 @@ func (s *subjectSession) do(ctx context.Context, method, path string, body, out 
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-CSRF-Token", s.csrf)
 	}
-	resp, err := s.hc.Do(req)
+	a, err := jsonhttp.Do(s.hc, req, 8<<20)
 	if err != nil {
 		return fmt.Errorf("playground: connected miniapps: %w", err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return fmt.Errorf("playground: connected miniapps: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
+	if a.Status != http.StatusOK {
 		var e struct {
 			Error       string `json:"error"`
 			Description string `json:"error_description"`
 		}
-		_ = json.Unmarshal(raw, &e)
-		return &apiError{status: statusOfServer(resp.StatusCode), code: e.Error, message: e.Description}
+		_ = json.Unmarshal(a.Body, &e)
+		return &apiError{status: statusOfServer(a.Status), code: e.Error, message: e.Description}
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
+	if err := a.Decode(out); err != nil {
 		return fmt.Errorf("playground: connected miniapps: the server's answer: %w", err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/redact"
@@ -155,12 +156,14 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxObserved))
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
+	// The backend reads the answer after the observer, whole or not at
+	// all: over the cap, it gets the error that says so.
+	ans, err := jsonhttp.Read(resp, maxObserved)
 	if err != nil {
-		return resp, nil
+		return nil, err
 	}
+	body := ans.Body
+	resp.Body = io.NopCloser(bytes.NewReader(body))
 	clientID, secret, ok := req.BasicAuth()
 	if ok {
 		// RFC 6749 section 2.3.1: both are form-encoded before Basic.
@@ -195,14 +198,19 @@ func (o *observer) backendGrant(base http.RoundTripper, req *http.Request) (*htt
 		o.bus.Publish(ev)
 		return nil, err
 	}
-	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxObserved))
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
 	ev.Status = resp.StatusCode
-	if rerr != nil || !json.Valid(body) {
+	ans, err := jsonhttp.Read(resp, maxObserved)
+	if err != nil {
+		ev.Error = "the grant endpoint's answer could not be read: " + err.Error()
+		o.bus.Publish(ev)
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(ans.Body))
+	var grant json.RawMessage
+	if ans.Decode(&grant) != nil {
 		ev.Error = "the grant endpoint's answer is not JSON"
 	} else {
-		ev.Grant = body
+		ev.Grant = ans.Body
 	}
 	o.bus.Publish(ev)
 	return resp, nil
@@ -278,20 +286,25 @@ func (o *observer) readGrant(flow *netlog.Flow, clientID, secret, token, fp stri
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("X-Client-Id", clientID)
 	req.Header.Set("X-Client-Secret", secret)
-	resp, err := netlog.Client(o.client).Do(req)
-	if err != nil {
+	ans, err := jsonhttp.Do(netlog.Client(o.client), req, maxObserved)
+	var je *jsonhttp.Error
+	if errors.As(err, &je) && je.Status == 0 {
 		o.log.Warn("playground: read grant", "err", err)
 		ev.Error = "the grant endpoint did not answer"
 		return ev
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxObserved))
-	ev.Status = resp.StatusCode
-	if err != nil || !json.Valid(body) {
+	var grant json.RawMessage
+	if err == nil {
+		ev.Status = ans.Status
+		err = ans.Decode(&grant)
+	} else {
+		ev.Status = je.Status
+	}
+	if err != nil {
 		ev.Error = "the grant endpoint's answer is not JSON"
 		return ev
 	}
-	ev.Grant = body
+	ev.Grant = ans.Body
 	return ev
 }
 

@@ -2,11 +2,11 @@ package playground
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
+
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // dashboardMiniapps reads the Miniapps approved on the playground's own
@@ -18,14 +18,6 @@ func (p *Playground) dashboardMiniapps(ctx context.Context) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.cfg.HTTP.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("the dashboard did not answer GET %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the dashboard answered GET %s with %s", u, resp.Status)
-	}
 	var out struct {
 		Miniapps []struct {
 			ID         string `json:"id"`
@@ -36,8 +28,8 @@ func (p *Playground) dashboardMiniapps(ctx context.Context) ([]Entry, error) {
 			ApprovedAt string `json:"approved_at"`
 		} `json:"miniapps"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&out); err != nil {
-		return nil, fmt.Errorf("the dashboard's GET %s is not the expected JSON: %w", u, err)
+	if _, err := jsonhttp.Call(p.cfg.HTTP, req, 4<<20, &out); err != nil {
+		return nil, fmt.Errorf("the dashboard's Miniapps: %w", err)
 	}
 	list := make([]Entry, 0, len(out.Miniapps))
 	for _, m := range out.Miniapps {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -207,7 +208,8 @@ func (r *Resolver) redirect(t target, cur *url.URL, first origin.Origin, resp *h
 	return next, nil
 }
 
-// readBody checks the content type and reads at most MaxBytes.
+// readBody checks the content type and reads at most MaxBytes
+// (jsonhttp.Read).
 func (r *Resolver) readBody(ctx context.Context, t target, u *url.URL, resp *http.Response) ([]byte, *stageError) {
 	defer resp.Body.Close()
 	ct := resp.Header.Get("Content-Type")
@@ -220,17 +222,18 @@ func (r *Resolver) readBody(ctx context.Context, t target, u *url.URL, resp *htt
 	tooLarge := &stageError{status: resp.StatusCode, reason: Reason{Stage: t.stage, Code: CodeTooLarge,
 		Message: fmt.Sprintf("%s is larger than %d bytes", u, r.cfg.MaxBytes),
 		Hint:    fmt.Sprintf("keep the %s under %d bytes", t.what, r.cfg.MaxBytes)}}
-	if resp.ContentLength > r.cfg.MaxBytes {
+	ans, err := jsonhttp.Read(resp, r.cfg.MaxBytes)
+	if errors.Is(err, jsonhttp.ErrTooLarge) {
 		return nil, tooLarge
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, r.cfg.MaxBytes+1))
 	if err != nil {
+		var je *jsonhttp.Error
+		if errors.As(err, &je) && je.Err != nil {
+			err = je.Err // the stage's message names the URL itself
+		}
 		return nil, r.transportError(ctx, t, u, err)
 	}
-	if int64(len(body)) > r.cfg.MaxBytes {
-		return nil, tooLarge
-	}
-	return body, nil
+	return ans.Body, nil
 }
 
 // transportError classifies a failure without a usable status: all of them

@@ -23,6 +23,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/automation/client"
 	"github.com/miniapp-host/miniapp-host/device"
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // session is one New Session's host, driver and automation channel.
@@ -295,17 +296,13 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 		return nil, 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	resp, err := s.client.Do(req)
+	ans, err := jsonhttp.Do(s.client, req, maxBody)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("webdriverfront: New Session to the session's driver: %w", err)
 	}
-	answer, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	resp.Body.Close()
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("webdriverfront: New Session's answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, resp.StatusCode, answer, nil
+	answer = ans.Body
+	if ans.Status != http.StatusOK {
+		return nil, ans.Status, answer, nil
 	}
 	var made struct {
 		Value struct {
@@ -328,7 +325,7 @@ func (f *Front) start(ctx context.Context, args []string, forward []byte) (_ *se
 			writeError(w, http.StatusInternalServerError, errUnknown, "the session's driver did not answer: "+err.Error())
 		},
 	}
-	return s, resp.StatusCode, answer, nil
+	return s, ans.Status, answer, nil
 }
 
 // startShared starts the session's host and driver on the machine's

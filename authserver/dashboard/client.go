@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // Client calls the dashboard API, as the miniapp-host CLI does: one method
@@ -75,27 +76,23 @@ func (c *Client) Do(ctx context.Context, method, path string, body any) (json.Ra
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
-	resp, err := hc.Do(req)
+	a, err := jsonhttp.Do(hc, req, maxAnswer)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return nil, fmt.Errorf("dashboard: reading the answer: %w", err)
-	}
-	if resp.StatusCode >= 400 {
-		ae := &APIError{Status: resp.StatusCode, Body: raw}
-		if json.Unmarshal(raw, &ae.Err) != nil || ae.Err.Code == "" {
-			return nil, fmt.Errorf("dashboard: %s without an error object", resp.Status)
+	if a.Status >= 400 {
+		ae := &APIError{Status: a.Status, Body: a.Body}
+		if json.Unmarshal(a.Body, &ae.Err) != nil || ae.Err.Code == "" {
+			return nil, fmt.Errorf("dashboard: %s without an error object", a.StatusText)
 		}
 		return nil, ae
 	}
-	if resp.StatusCode == http.StatusNoContent {
+	if a.Status == http.StatusNoContent {
 		return nil, nil
 	}
-	if !json.Valid(raw) {
-		return nil, errors.New("dashboard: the answer is not JSON")
+	var raw json.RawMessage
+	if err := a.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	return raw, nil
 }

@@ -3,12 +3,12 @@ package providers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // Grant is the answer of GET {base_url}/authorization (docs/service.md §2.6, §4.1).
@@ -135,28 +135,20 @@ func (c *GrantClient) grant(ctx context.Context, scheme, accessToken, proof stri
 	if hc == nil {
 		hc = &http.Client{Timeout: 5 * time.Second}
 	}
-	resp, err := hc.Do(req)
+	a, err := jsonhttp.Do(hc, req, maxGrantBytes)
 	if err != nil {
 		return nil, fmt.Errorf("providers: grant endpoint: %w", err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxGrantBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("providers: grant endpoint: %w", err)
-	}
-	if len(body) > maxGrantBytes {
-		return nil, errors.New("providers: grant endpoint answered more than 1 MiB")
-	}
-	if resp.StatusCode != http.StatusOK {
-		ge := &GrantError{Status: resp.StatusCode}
-		if json.Unmarshal(body, ge) != nil || ge.Code == "" {
-			return nil, fmt.Errorf("providers: grant endpoint answered %s without an error object", resp.Status)
+	if a.Status != http.StatusOK {
+		ge := &GrantError{Status: a.Status}
+		if json.Unmarshal(a.Body, ge) != nil || ge.Code == "" {
+			return nil, fmt.Errorf("providers: grant endpoint answered %s without an error object", a.StatusText)
 		}
-		ge.Challenge, ge.Nonce = resp.Header.Get("WWW-Authenticate"), resp.Header.Get("DPoP-Nonce")
+		ge.Challenge, ge.Nonce = a.Header.Get("WWW-Authenticate"), a.Header.Get("DPoP-Nonce")
 		return nil, ge
 	}
 	var g Grant
-	if err := json.Unmarshal(body, &g); err != nil {
+	if err := a.Decode(&g); err != nil {
 		return nil, fmt.Errorf("providers: grant endpoint answered an unreadable grant: %w", err)
 	}
 	return &g, nil

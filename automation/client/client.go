@@ -28,6 +28,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/devclient"
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // Event is one event of the channel. Decode its Data into the matching
@@ -130,16 +131,16 @@ func DialVia(ctx context.Context, url, token string, dial func(ctx context.Conte
 	conn, resp, err := d.DialContext(ctx, url, h)
 	if err != nil {
 		if resp != nil {
+			// The handshake's refusal names its code (docs/automation.md).
 			var body struct {
 				Error struct {
 					Code    string `json:"code"`
 					Message string `json:"message"`
 				} `json:"error"`
 			}
-			if json.NewDecoder(resp.Body).Decode(&body) == nil && body.Error.Code != "" {
+			if a, rerr := jsonhttp.Read(resp, 64<<10); rerr == nil && a.Decode(&body) == nil && body.Error.Code != "" {
 				err = fmt.Errorf("%s: %s", body.Error.Code, body.Error.Message)
 			}
-			resp.Body.Close()
 		}
 		return nil, fmt.Errorf("automation: connect to %s: %w", url, err)
 	}

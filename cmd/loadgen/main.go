@@ -17,7 +17,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -35,6 +34,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver/oauth"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/authserver/store/pgserver"
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 const (
@@ -526,23 +526,14 @@ func (g *gen) postJSON(u string, body, out any) error {
 	return g.send(req, out)
 }
 
+// maxAnswer caps an answer loadgen reads (a token, a grant, a native
+// consent's screen).
+const maxAnswer = 4 << 20
+
+// send sends req and decodes its 2xx JSON answer into out (nil: none).
 func (g *gen) send(req *http.Request, out any) error {
-	resp, err := g.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s %s", req.Method, req.URL.Path, resp.Status, raw)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(raw, out)
+	_, err := jsonhttp.Call(g.hc, req, maxAnswer, out)
+	return err
 }
 
 func (g *gen) exchange(c code) error {
