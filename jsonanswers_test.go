@@ -28,7 +28,7 @@ var notJSON = map[string]string{
 
 // pending are the folders whose sites are converted after the rework of
 // those packages.
-var pending = []string{"authserver/oauth/", "host/"}
+var pending = []string{"authserver/oauth/", "host/hosttest/"}
 
 // TestJSONAnswersThroughJSONHTTP fails on a hand-written read of an HTTP
 // answer outside package jsonhttp (but the reads above).

@@ -53,6 +53,10 @@ type command struct {
 	run     func(ctx context.Context, e env) int
 }
 
+// internalCommands are started by other commands, not by a user: the
+// command list leaves them out.
+var internalCommands = map[string]bool{"webdriver-session": true}
+
 // commands is the table of subcommands; each lives in a file of its own.
 // It is a function because `help` and the usage text read the table.
 func commands() map[string]command {
@@ -160,7 +164,9 @@ func usage(w io.Writer) {
 	cmds := commands()
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
-		names = append(names, n)
+		if !internalCommands[n] {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {

@@ -157,7 +157,16 @@ func sessionNetwork(e env, flag string) (string, bool) {
 // runWebDriverSession is `miniapp-host webdriver-session`, which the front
 // starts inside bubblewrap for one session (webdriverfront.RunSession).
 func runWebDriverSession(ctx context.Context, e env) int {
-	if len(e.args) > 0 {
+	fs := newFlagSet("webdriver-session", func(w io.Writer) {
+		fmt.Fprintln(w, "usage: miniapp-host webdriver-session")
+		fmt.Fprintln(w, "internal: miniapp-host webdriver starts it inside bubblewrap, one per session, with the session's spec on standard input;")
+		fmt.Fprintln(w, "it runs the session's host and WebKitWebDriver in that network namespace (docs/webdriver.md, \"A private network per session\")")
+	})
+	args, code, ok := parseFlags(e, fs, e.args)
+	if !ok {
+		return code
+	}
+	if len(args) > 0 {
 		return usageError(e, "webdriver-session", "no arguments: the front gives the session's spec on standard input")
 	}
 	return webdriverfront.RunSession(ctx, e.stdin, e.stdout, e.stderr)
