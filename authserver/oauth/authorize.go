@@ -302,7 +302,7 @@ func (s *Server) newPending(ctx context.Context, v *validated, session, source, 
 // sourceOf is the request's source IP address, the key of the per-source
 // quotas: its peer's, or behind a trusted reverse proxy the client's
 // (Config.TrustedProxies).
-func (s *Server) sourceOf(r *http.Request) string {
+func (s *base) sourceOf(r *http.Request) string {
 	return s.cfg.TrustedProxies.ClientAddr(r)
 }
 

@@ -290,7 +290,7 @@ func verifyWith(jws *jose.JSONWebSignature, set *jose.JSONWebKeySet, kid string)
 
 // requestURL is the public URL of the endpoint a request was sent to: the
 // issuer's origin and the request's path.
-func (s *Server) requestURL(r *http.Request) string {
+func (s *base) requestURL(r *http.Request) string {
 	u := *s.issuerURL
 	u.Path, u.RawPath, u.RawQuery = r.URL.Path, "", ""
 	return u.String()

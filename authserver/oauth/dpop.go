@@ -76,16 +76,16 @@ func (s *Server) initNonceKey(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("oauth: nonce key: %w", err)
 		}
-		s.fapi.nonceKey = k
+		s.nonceKey = k
 		return nil
 	})
 }
 
 // newNonce returns a server nonce issued now.
-func (s *Server) newNonce() string {
+func (s *base) newNonce() string {
 	var b [8 + 16]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(s.cfg.Now().Unix()))
-	m := hmac.New(sha256.New, s.fapi.nonceKey)
+	m := hmac.New(sha256.New, s.nonceKey)
 	m.Write(b[:8])
 	copy(b[8:], m.Sum(nil))
 	return base64.RawURLEncoding.EncodeToString(b[:])
@@ -93,12 +93,12 @@ func (s *Server) newNonce() string {
 
 // validNonce reports whether n is a nonce of this server's, issued at
 // most nonceLife ago.
-func (s *Server) validNonce(n string) bool {
+func (s *base) validNonce(n string) bool {
 	b, err := base64.RawURLEncoding.DecodeString(n)
 	if err != nil || len(b) != 24 {
 		return false
 	}
-	m := hmac.New(sha256.New, s.fapi.nonceKey)
+	m := hmac.New(sha256.New, s.nonceKey)
 	m.Write(b[:8])
 	if !hmac.Equal(m.Sum(nil)[:16], b[8:]) {
 		return false
@@ -111,7 +111,7 @@ func (s *Server) validNonce(n string) bool {
 // dpopErr is a refused proof. At the token and PAR endpoints it is a 400
 // JSON error; at a resource, a 401 with a DPoP challenge (resourceErr).
 // A use_dpop_nonce refusal carries a fresh nonce (§8, §9).
-func (s *Server) dpopErr(code, desc string) *Error {
+func (s *base) dpopErr(code, desc string) *Error {
 	e := oauthErr(code, desc)
 	if code == codeUseDPoPNonce {
 		e.nonce = s.newNonce()

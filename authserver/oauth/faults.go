@@ -160,7 +160,7 @@ func FaultStatusCode(endpoint string, status int) string {
 // connection was dropped, or the client went away during a delay); oe is
 // the error the endpoint must answer with its own writer; neither means
 // the real answer follows (after a delay, marked injected).
-func (s *Server) injectFault(w http.ResponseWriter, r *http.Request, endpoint, clientID string, subject func() string) (oe *Error, done bool) {
+func (s *base) injectFault(w http.ResponseWriter, r *http.Request, endpoint, clientID string, subject func() string) (oe *Error, done bool) {
 	if s.cfg.Faults == nil || clientID == "" {
 		return nil, false
 	}

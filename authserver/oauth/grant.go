@@ -104,7 +104,7 @@ func (s *Server) usable(at *store.AccessToken, g *store.Grant) error {
 // mayReadGrant says whether an authenticated client may read a grant: the
 // client the grant was issued to (a developer debugging a permission), or a
 // Resource Server whose resource is in the grant's audience.
-func (s *Server) mayReadGrant(c *store.Client, g *store.Grant) bool {
+func (s *base) mayReadGrant(c *store.Client, g *store.Grant) bool {
 	if c.ID == g.ClientID {
 		return true
 	}

@@ -64,7 +64,7 @@ func loadPages() (*pages, error) {
 
 // render executes a template into a buffer first, so that a template error
 // never leaves half a page.
-func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, t *template.Template, data any) {
+func (s *base) render(w http.ResponseWriter, r *http.Request, status int, t *template.Template, data any) {
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
 		s.log.ErrorContext(r.Context(), "oauth: render", "err", err)
@@ -86,7 +86,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, t *t
 
 // errorPage answers an authorization request whose redirect_uri could not be
 // verified (RFC 6749 §4.1.2.1): the error is shown, never redirected.
-func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
+func (s *base) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
 	// A page is not an authentication challenge: an unknown client is a bad
 	// request here, whatever the code's status at the token endpoint.
 	status := statusOf(oe.Code)

@@ -118,21 +118,39 @@ type Config struct {
 // BaseURL is {base_url}: the catalog's banking resource address.
 func (c Config) baseURL() string { return strings.TrimSuffix(c.Catalog.Endpoints().BaseURL, "/") }
 
-// Server serves the OAuth/OIDC endpoints. Build it with New.
-type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	keys     atomic.Pointer[keySet]
-	keysMu   sync.Mutex   // serialises reloadKeys
-	pending  pendingStore // in memory, or in a shared database (flowstate.go)
-	sessions sessionStore
-	clients  *clientCache
-	pages    *pages
-	fapi     *fapiState // PAR, DPoP, client settings (fapi.go)
+// base is what every handler shares and none owns: the configuration's
+// values, the issuer's paths, the catalog in force, the client cache, the
+// pages' templates and the DPoP nonce key, with the helpers that write
+// answers and errors. It holds no storage: each handler names the storage
+// it uses in its own fields.
+type base struct {
+	cfg     Config
+	log     *slog.Logger
+	clients *clientCache
+	pages   *pages
+	// nonceKey authenticates DPoP server nonces (dpop.go).
+	nonceKey []byte
 
 	issuerURL *url.URL
 	prefix    string // the issuer's path, below which every route is served ("" for none)
 	basePath  string // path of {base_url} on the issuer's origin
+
+	// cat is the catalog in force (Server.SetCatalog), shared with the
+	// Server.
+	cat *atomic.Pointer[catalog.Catalog]
+}
+
+// catalog returns the catalog in force.
+func (s *base) catalog() *catalog.Catalog { return s.cat.Load() }
+
+// Server serves the OAuth/OIDC endpoints. Build it with New.
+type Server struct {
+	*base
+	keys     atomic.Pointer[keySet]
+	keysMu   sync.Mutex   // serialises reloadKeys
+	pending  pendingStore // in memory, or in a shared database (flowstate.go)
+	sessions sessionStore
+	fapi     *fapiState // PAR, DPoP, client settings (fapi.go)
 
 	// cat is the catalog in force and metadata its discovery document.
 	// SetCatalog swaps both when the operator approves a Resource Server
@@ -188,13 +206,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil || !origin.SameOrigin(bu, iu) || !strings.HasPrefix(bu.Path, iu.Path+"/") {
 		return nil, fmt.Errorf("oauth: base_url %q must be below the issuer %q", cfg.baseURL(), cfg.Issuer)
 	}
-	s := &Server{
+	s := &Server{}
+	s.base = &base{
 		cfg:       cfg,
 		log:       cfg.Logger,
 		clients:   newClientCache(cfg.Store),
 		issuerURL: iu,
 		prefix:    iu.Path,
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
+		cat:       &s.cat,
 	}
 	s.newFlowState()
 	if err := s.initFAPI(ctx); err != nil {
@@ -257,11 +277,11 @@ const (
 )
 
 // endpoint returns the absolute URL of an endpoint path.
-func (s *Server) endpoint(path string) string { return s.cfg.Issuer + path }
+func (s *base) endpoint(path string) string { return s.cfg.Issuer + path }
 
 // path returns the path an endpoint is served at on the issuer's origin:
 // below the issuer's own path, if it has one.
-func (s *Server) path(p string) string { return s.prefix + p }
+func (s *base) path(p string) string { return s.prefix + p }
 
 // DiscoveryEndpoint is the OpenID Connect discovery document's URL: the
 // issuer followed by /.well-known/openid-configuration (OpenID Connect
@@ -350,7 +370,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 }
 
 // randomToken returns n random bytes, base64url-encoded without padding.
-func (s *Server) randomToken(n int) (string, error) {
+func (s *base) randomToken(n int) (string, error) {
 	b := make([]byte, n)
 	if _, err := io.ReadFull(s.cfg.Rand, b); err != nil {
 		return "", fmt.Errorf("oauth: random: %w", err)
@@ -361,13 +381,13 @@ func (s *Server) randomToken(n int) (string, error) {
 // resourceOf fills the placeholders of a Resource Server client's stored
 // resource ("{signing_base_url}"...), which the seed keeps unfilled because
 // the providers' ports may change between starts.
-func (s *Server) resourceOf(c *store.Client) string {
+func (s *base) resourceOf(c *store.Client) string {
 	return s.fill(c.Resource)
 }
 
 // fill replaces the endpoint placeholders of seeded values ({base_url},
 // {signing_base_url}, {signing_origin}...) with this run's addresses.
-func (s *Server) fill(v string) string { return s.cfg.Catalog.Fill(v) }
+func (s *base) fill(v string) string { return s.cfg.Catalog.Fill(v) }
 
 // clientCache keeps clients in memory: the token and grant endpoints read a
 // client on every request, and clients change only through Invalidate.
