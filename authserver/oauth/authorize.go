@@ -496,7 +496,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 	ttl := s.cfg.CodeTTL
 	// FAPI 2.0 Security Profile §5.3.2.1: codes of the fapi2 profile live
 	// at most 60 s, whatever the server's CodeTTL.
-	if cs, err := s.security(ctx, p.v.client); err != nil {
+	if cs, err := s.sec.get(ctx, p.v.client); err != nil {
 		return "", err
 	} else if cs.fapi2() && ttl > fapi2CodeTTL {
 		ttl = fapi2CodeTTL

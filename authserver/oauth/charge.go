@@ -44,9 +44,9 @@ func (s *Server) handleCharge(w http.ResponseWriter, r *http.Request) {
 		s.writeGrantError(w, r, err)
 		return
 	}
-	_, g, err := s.activeToken(r.Context(), tok)
+	_, g, err := s.tokens.activeToken(r.Context(), tok)
 	if err == nil {
-		err = s.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r)))
+		err = s.dpop.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r)))
 	}
 	if err != nil {
 		s.writeGrantError(w, r, err)

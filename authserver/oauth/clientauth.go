@@ -21,6 +21,19 @@ import (
 // public part its credential registered (store.ClientSettings.JWKS) and
 // sends it as client_assertion. Such a client has no secret.
 
+// clientAuth authenticates clients at the endpoints that take a client
+// credential (token, introspection, revocation, PAR, the grant endpoint,
+// the native-consent API): client_secret_basic and client_secret_post
+// (checkSecret), private_key_jwt (checkAssertion). It reads clients
+// through the client cache and their keys from their settings or their
+// jwks_uri; the assertions' ids are single use (replayGuard).
+type clientAuth struct {
+	*base
+	sec    *securityCache
+	replay *replayGuard
+	jwks   *jwksCache // the keys of jwks_uri clients (jwksuri.go)
+}
+
 const (
 	// assertionType is the client_assertion_type of a JWT (RFC 7523 §2.2).
 	assertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -126,7 +139,7 @@ func unixTime(f float64) time.Time {
 // assertionClient authenticates the client of a request by its
 // client_assertion. Every refusal is invalid_client (RFC 7521 §4.2.1),
 // with a description that names the rule.
-func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
+func (s *clientAuth) assertionClient(r *http.Request) (*store.Client, error) {
 	form := r.PostForm
 	switch {
 	case len(form["client_assertion"]) != 1 || len(form["client_assertion_type"]) != 1:
@@ -147,7 +160,7 @@ func assertionRefusal(format string, a ...any) error {
 // The assertion comes in the form at the token, PAR, introspection and
 // revocation endpoints, and in the X-Client-Assertion header at the grant
 // endpoint (grant.go), which has no body.
-func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client, error) {
+func (s *clientAuth) checkAssertion(r *http.Request, tok, id string) (*store.Client, error) {
 	bad := assertionRefusal
 	h, err := readHeader("client_assertion", tok)
 	if err == nil {
@@ -183,7 +196,7 @@ func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client,
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return nil, bad("client_assertion's claims: %v", err)
 	}
-	cs, err := s.security(r.Context(), c)
+	cs, err := s.sec.get(r.Context(), c)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +204,7 @@ func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client,
 	if msg := claims.refusal(s.cfg.Now(), aud, cs.fapi2()); msg != "" {
 		return nil, bad("%s", msg)
 	}
-	err = s.useJTI(r.Context(), jtiKey("client_assertion", c.ID, claims.Jti), unixTime(*claims.Exp))
+	err = s.replay.useJTI(r.Context(), jtiKey("client_assertion", c.ID, claims.Jti), unixTime(*claims.Exp))
 	if errors.Is(err, errReplayed) {
 		return nil, bad("client_assertion's jti was used before: make a new assertion, with a new jti, for each request (RFC 7523 section 3)")
 	} else if err != nil {
@@ -204,14 +217,14 @@ func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client,
 // registered, inline or at its jwks_uri (jwksuri.go: fetched again when
 // the kept set lacks kid); a client unknown or without keys, or whose
 // jwks_uri cannot be fetched, is refused with bad.
-func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
+func (s *clientAuth) clientKeys(ctx context.Context, id, kid string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
 	c, err := s.clients.get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, bad("client authentication failed: client_id %s (the client_assertion's iss) is not a registered client", echo(id))
 	} else if err != nil {
 		return nil, nil, err
 	}
-	cs, err := s.security(ctx, c)
+	cs, err := s.sec.get(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,7 +234,7 @@ func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string
 	case cs.keys != nil:
 		return c, cs.keys, nil
 	}
-	keys, err := s.fapi.jwks.keys(ctx, cs.JWKSURI, kid)
+	keys, err := s.jwks.keys(ctx, cs.JWKSURI, kid)
 	if err != nil {
 		// The caller is not authenticated yet: what the fetch met (the
 		// addresses a name resolves to, a refused connection, a status)

@@ -14,7 +14,7 @@ import (
 
 // handleConsents lists a subject's remembered consents.
 func (s *Server) handleConsents(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.authenticateHost(r); err != nil {
+	if _, err := s.auth.authenticateHost(r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
@@ -36,7 +36,7 @@ func (s *Server) handleConsents(w http.ResponseWriter, r *http.Request) {
 // handleRevokeConsent forgets a subject's consent for a client and revokes
 // the grants made on it; the next request asks again.
 func (s *Server) handleRevokeConsent(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.authenticateHost(r); err != nil {
+	if _, err := s.auth.authenticateHost(r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}

@@ -301,7 +301,7 @@ func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, 
 		}
 		return ex, nil
 	}
-	cs, err := s.security(ctx, v.client)
+	cs, err := s.sec.get(ctx, v.client)
 	if err != nil {
 		return nil, err
 	}

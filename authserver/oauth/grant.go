@@ -63,9 +63,22 @@ func wellFormedJWT(tok string) bool {
 	return parts == 2 && seg > 0
 }
 
+// bearerTokens looks up the access tokens this server issued, for the
+// endpoints a token is presented to: userinfo, the grant endpoint, Grant
+// Management and charges.
+type bearerTokens struct {
+	*base
+	st accessTokens
+}
+
+// accessTokens is what bearerTokens reads.
+type accessTokens interface {
+	LookupAccessToken(ctx context.Context, hash []byte) (*store.AccessToken, *store.Grant, error)
+}
+
 // activeToken looks up an access token this server issued and reports why
 // it cannot be used: unknown, expired or revoked (itself or its grant).
-func (s *Server) activeToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
+func (s *bearerTokens) activeToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
 	at, g, err := s.issuedToken(ctx, tok)
 	if err != nil {
 		return nil, nil, err
@@ -78,8 +91,8 @@ func (s *Server) activeToken(ctx context.Context, tok string) (*store.AccessToke
 
 // issuedToken looks up an access token this server issued, whatever its
 // state.
-func (s *Server) issuedToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
-	at, g, err := s.cfg.Store.LookupAccessToken(ctx, store.AccessTokenKey(tok))
+func (s *bearerTokens) issuedToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
+	at, g, err := s.st.LookupAccessToken(ctx, store.AccessTokenKey(tok))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil, oauthErr(codeInvalidToken, "the token was not issued by this server")
@@ -91,7 +104,7 @@ func (s *Server) issuedToken(ctx context.Context, tok string) (*store.AccessToke
 
 // usable reports why an issued token cannot be used now: it or its grant
 // was revoked, or it has expired.
-func (s *Server) usable(at *store.AccessToken, g *store.Grant) error {
+func (s *bearerTokens) usable(at *store.AccessToken, g *store.Grant) error {
 	switch {
 	case at.Revoked || g.Revoked():
 		return oauthErr(codeRevokedToken, "the token or its grant was revoked")
@@ -132,7 +145,7 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 		s.writeGrantError(w, r, err)
 		return
 	}
-	at, g, err := s.issuedToken(r.Context(), tok)
+	at, g, err := s.tokens.issuedToken(r.Context(), tok)
 	if err != nil {
 		s.writeGrantError(w, r, err)
 		return
@@ -150,11 +163,11 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	method, htu := s.grantProofCheck(c, g)
-	if err := s.checkBound(r, tok, dpop, g, method, htu); err != nil {
+	if err := s.dpop.checkBound(r, tok, dpop, g, method, htu); err != nil {
 		s.writeGrantError(w, r, err)
 		return
 	}
-	if err := s.usable(at, g); err != nil {
+	if err := s.tokens.usable(at, g); err != nil {
 		s.writeGrantError(w, r, err)
 		return
 	}
@@ -183,7 +196,7 @@ func (s *Server) grantCaller(r *http.Request) (*store.Client, error) {
 	case assertion != "" && secret != "":
 		return nil, oauthErr(codeInvalidClientCredentials, "send one credential: "+headerClientSecret+" or "+headerClientAssertion+", not both (RFC 6749 section 2.3)")
 	case assertion != "":
-		c, err := s.checkAssertion(r, assertion, id)
+		c, err := s.auth.checkAssertion(r, assertion, id)
 		if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
 			err = oauthErr(codeInvalidClientCredentials, oe.Description)
 		}
@@ -192,7 +205,7 @@ func (s *Server) grantCaller(r *http.Request) (*store.Client, error) {
 		return nil, oauthErr(codeMissingClientCredentials, "send the Resource Server's credential in "+headerClientID+" and "+headerClientSecret+
 			", or, for a credential with private_key_jwt, a client assertion in "+headerClientAssertion)
 	}
-	c, err := s.checkSecret(r.Context(), id, secret, headerClientSecret)
+	c, err := s.auth.checkSecret(r.Context(), id, secret, headerClientSecret)
 	if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
 		err = oauthErr(codeInvalidClientCredentials, oe.Description)
 	}

@@ -75,7 +75,7 @@ func (s *Server) checkGrantManagement(ctx context.Context, v *validated) error {
 		}
 		required := s.cfg.FAPI.RequireGrantManagementAction
 		if !required {
-			cs, err := s.security(ctx, v.client)
+			cs, err := s.sec.get(ctx, v.client)
 			if err != nil {
 				return err
 			}
@@ -232,12 +232,12 @@ func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, bearerErr(oauthErr(codeInvalidToken, "send the access token: Authorization: Bearer <token> (or DPoP)")))
 		return
 	}
-	at, tg, err := s.issuedToken(r.Context(), tok)
+	at, tg, err := s.tokens.issuedToken(r.Context(), tok)
 	if err == nil {
-		err = s.checkBound(r, tok, dpop, tg, r.Method, sameURL(s.endpoint(pathGrants)+"/"+r.PathValue("grant_id")))
+		err = s.dpop.checkBound(r, tok, dpop, tg, r.Method, sameURL(s.endpoint(pathGrants)+"/"+r.PathValue("grant_id")))
 	}
 	if err == nil {
-		if uerr := s.usable(at, tg); uerr != nil {
+		if uerr := s.tokens.usable(at, tg); uerr != nil {
 			err = oauthErr(codeInvalidToken, uerr.(*Error).Description)
 		}
 	}

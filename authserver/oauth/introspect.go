@@ -42,7 +42,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	c, err := s.authenticateClient(r)
+	c, err := s.auth.authenticateClient(r)
 	if err == nil && c.Type != store.Confidential {
 		err = &Error{Code: codeInvalidClient, Description: "introspection needs a confidential client's credential", challenge: `Basic realm="oauth"`}
 	}
@@ -105,7 +105,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	c, err := s.authenticateClient(r)
+	c, err := s.auth.authenticateClient(r)
 	if err == nil {
 		err = allowOrigin(w, r, c)
 	}
@@ -170,7 +170,7 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 	// The token's client is known before its state is said (cors.go): a
 	// page of an allowed origin reads that its token expired, a page of
 	// another origin learns nothing.
-	at, g, err := s.issuedToken(r.Context(), tok)
+	at, g, err := s.tokens.issuedToken(r.Context(), tok)
 	if err == nil {
 		var c *store.Client
 		if c, err = s.clients.get(r.Context(), g.ClientID); errors.Is(err, store.ErrNotFound) {
@@ -186,8 +186,8 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 				s.writeJSONError(w, r, oe)
 				return
 			}
-			if err = s.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r))); err == nil {
-				err = s.usable(at, g)
+			if err = s.dpop.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r))); err == nil {
+				err = s.tokens.usable(at, g)
 			}
 		}
 	}

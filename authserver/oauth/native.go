@@ -60,7 +60,7 @@ type nativeError struct {
 
 // authenticateHost checks the host's own credential, sent with HTTP Basic
 // (RFC 6749 §2.3.1), and that the client holds the host role.
-func (s *Server) authenticateHost(r *http.Request) (*store.Client, error) {
+func (s *clientAuth) authenticateHost(r *http.Request) (*store.Client, error) {
 	id, secret, ok := basicAuth(r)
 	if !ok {
 		return nil, &Error{Code: codeInvalidClient, Description: "authenticate with the host's client credential (HTTP Basic)",
@@ -79,7 +79,7 @@ func (s *Server) authenticateHost(r *http.Request) (*store.Client, error) {
 // handleNativeSubmit validates a caught authorization request for a subject
 // and returns its consent model.
 func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
-	host, err := s.authenticateHost(r)
+	host, err := s.auth.authenticateHost(r)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -207,7 +207,7 @@ func jsonKind(raw json.RawMessage) string {
 // handleNativeDecision applies the subject's decision and returns the URL
 // the client's redirect_uri must receive.
 func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
-	host, err := s.authenticateHost(r)
+	host, err := s.auth.authenticateHost(r)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return

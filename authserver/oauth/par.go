@@ -49,7 +49,7 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	c, err := s.authenticateClient(r)
+	c, err := s.auth.authenticateClient(r)
 	if err == nil {
 		if oe, done := s.injectFault(w, r, FaultPAR, c.ID, nil); done {
 			return
@@ -91,7 +91,7 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 	ttl := s.cfg.FAPI.PARTTL
 	ch := store.Charge{Period: ttl / quotaPeriods, Quotas: []store.Quota{
 		{Key: keyPushedClient + c.ID, Limit: s.cfg.FAPI.MaxPushedPerClient}, {Key: keyPushedAll, Limit: s.cfg.FAPI.MaxPushed}}}
-	err = s.fapi.st.AddPushed(r.Context(), &store.PushedRequest{IDHash: store.Hash(id), ClientID: c.ID, Params: params,
+	err = s.store.AddPushed(r.Context(), &store.PushedRequest{IDHash: store.Hash(id), ClientID: c.ID, Params: params,
 		ExpiresAt: now.Add(ttl)}, ch, now)
 	var qe *store.QuotaError
 	if errors.As(err, &qe) {
@@ -117,7 +117,7 @@ func (s *Server) checkPushed(r *http.Request, c *store.Client, params map[string
 	}
 	// A proof at PAR binds the code to its key, as dpop_jkt does (RFC
 	// 9449 §10.1); both must then name the same key.
-	jkt, err := s.tokenProof(r, c)
+	jkt, err := s.dpop.tokenProof(r, c)
 	switch {
 	case err != nil:
 		return err
@@ -155,7 +155,7 @@ func (s *Server) authorizeRequest(ctx context.Context, q map[string][]string) (v
 	}
 	required := s.cfg.FAPI.RequirePAR
 	if !required {
-		cs, serr := s.security(ctx, v.client)
+		cs, serr := s.sec.get(ctx, v.client)
 		if serr != nil {
 			return v, redirect, serr
 		}
@@ -196,7 +196,7 @@ func (s *Server) pushedParams(ctx context.Context, q map[string][]string) (map[s
 		return nil, false, oauthErr(codeInvalidRequest, "client_id is missing: send it with the request_uri (RFC 9126 section 4)")
 	}
 	id := strings.TrimPrefix(uris[0], requestURIPrefix)
-	p, err := s.fapi.st.TakePushed(ctx, store.Hash(id), clientID, s.cfg.Now())
+	p, err := s.store.TakePushed(ctx, store.Hash(id), clientID, s.cfg.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, oauthErr(codeInvalidRequestURI, "request_uri "+echo(uris[0])+" is unknown, has expired, was used already or was pushed by a client other than "+
 			echo(clientID)+": push the request again and use the new request_uri once, within its expires_in (RFC 9126 section 4)")

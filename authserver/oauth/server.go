@@ -150,7 +150,15 @@ type Server struct {
 	keysMu   sync.Mutex   // serialises reloadKeys
 	pending  pendingStore // in memory, or in a shared database (flowstate.go)
 	sessions sessionStore
-	fapi     *fapiState // PAR, DPoP, client settings (fapi.go)
+	store    Storage
+
+	// The pieces the handlers share (fapi.go, replay.go, clientauth.go,
+	// dpop.go, grant.go).
+	sec    *securityCache
+	replay *replayGuard
+	auth   *clientAuth
+	dpop   *dpopVerifier
+	tokens *bearerTokens
 
 	// cat is the catalog in force and metadata its discovery document.
 	// SetCatalog swaps both when the operator approves a Resource Server
@@ -206,7 +214,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil || !origin.SameOrigin(bu, iu) || !strings.HasPrefix(bu.Path, iu.Path+"/") {
 		return nil, fmt.Errorf("oauth: base_url %q must be below the issuer %q", cfg.baseURL(), cfg.Issuer)
 	}
-	s := &Server{}
+	s := &Server{store: cfg.Store}
 	s.base = &base{
 		cfg:       cfg,
 		log:       cfg.Logger,
@@ -220,6 +228,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.initFAPI(ctx); err != nil {
 		return nil, err
 	}
+	s.auth = &clientAuth{base: s.base, sec: s.sec, replay: s.replay, jwks: newJWKSCache(s.cfg.FAPI.LocalJWKSURI, s.cfg.Now)}
+	s.dpop = &dpopVerifier{base: s.base, sec: s.sec, replay: s.replay}
+	s.tokens = &bearerTokens{base: s.base, st: cfg.Store}
 	ks, err := loadKeys(ctx, cfg.Store, cfg.Now)
 	if err != nil {
 		return nil, err
@@ -498,7 +509,7 @@ func (s *Server) reloadKeys() {
 }
 
 func (s *Server) invalidateClients() {
-	s.forgetSecurity("")
+	s.sec.forget("")
 	s.clients.mu.Lock()
 	s.clients.gen++
 	clear(s.clients.m)
@@ -509,7 +520,7 @@ func (s *Server) invalidateClients() {
 // InvalidateClient drops a cached client; call it after changing the
 // client in the store.
 func (s *Server) InvalidateClient(id string) {
-	s.forgetSecurity(id)
+	s.sec.forget(id)
 	s.clients.mu.Lock()
 	s.clients.gen++
 	if old, ok := s.clients.m[id]; ok {

@@ -36,7 +36,7 @@ func basicAuth(r *http.Request) (id, secret string, ok bool) {
 // how names the method the secret came by (client_secret_basic or
 // client_secret_post). An unknown client and a wrong secret get the same
 // refusal, which names the client_id sent, never the secret.
-func (s *Server) checkSecret(ctx context.Context, id, secret, how string) (*store.Client, error) {
+func (s *clientAuth) checkSecret(ctx context.Context, id, secret, how string) (*store.Client, error) {
 	bad := &Error{Code: codeInvalidClient, Description: "client authentication failed: client_id " + echo(id) + " and the client_secret sent by " + how +
 		" are not those of a registered confidential client", challenge: `Basic realm="oauth"`}
 	c, err := s.clients.get(ctx, id)
@@ -56,7 +56,7 @@ func (s *Server) checkSecret(ctx context.Context, id, secret, how string) (*stor
 // revocation request: client_secret_basic or client_secret_post for a
 // confidential client, client_id alone for a public one (RFC 6749 §2.3 and
 // §3.2.1). Using two methods at once is refused.
-func (s *Server) authenticateClient(r *http.Request) (*store.Client, error) {
+func (s *clientAuth) authenticateClient(r *http.Request) (*store.Client, error) {
 	id, secret, basic := basicAuth(r)
 	_, hasHeader := r.Header["Authorization"]
 	form := r.PostForm
@@ -140,7 +140,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	c, err := s.authenticateClient(r)
+	c, err := s.auth.authenticateClient(r)
 	if err == nil {
 		err = allowOrigin(w, r, c)
 	}
@@ -156,7 +156,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A DPoP proof binds the tokens to its key (dpop.go).
-	jkt, err := s.tokenProof(r, c)
+	jkt, err := s.dpop.tokenProof(r, c)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -365,7 +365,7 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 	// Security Profile §5.3.2.1 asks for no rotation. The token stays
 	// valid until it expires or the grant is revoked, and the answer has
 	// no refresh_token (RFC 6749 §6: a new one is optional).
-	cs, err := s.security(ctx, c)
+	cs, err := s.sec.get(ctx, c)
 	if err != nil {
 		return nil, err
 	}
