@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -21,6 +22,60 @@ import (
 // to three bytes a byte, with room to spare. Over it the answer is 413
 // (RFC 9110 §15.5.14).
 const maxBodyBytes = 256 << 10
+
+// authzRequests reads and checks authorization requests: the query or
+// form of the authorization endpoint and of the native-consent API, a
+// pushed request taken by its request_uri (RFC 9126 §4), and the grant a
+// grant_management_action names (grantmgmt.go). Every caller that has
+// a request to decide (the browser pages, the native API, PAR, Explain and
+// a request read back from a shared database) goes through
+// validateAuthorize.
+type authzRequests struct {
+	*base
+	st  requestStore
+	sec *securityCache
+}
+
+// requestStore is what checking a request reads.
+type requestStore interface {
+	// Company resolves org_id.
+	Company(ctx context.Context, id string) (store.Company, error)
+	// LiveGrant resolves grant_id (FAPI Grant Management).
+	LiveGrant(ctx context.Context, grantID string) (*store.Grant, error)
+	// TakePushed resolves request_uri (RFC 9126).
+	TakePushed(ctx context.Context, idHash []byte, clientID string, now time.Time) (*store.PushedRequest, error)
+}
+
+// consentFlow takes a checked request to its decision: it stores the
+// request until then (pendingStore), makes the subject's consent model
+// with the three checks of docs/service.md §1 (assess, checks.go), and
+// applies the decision (decide), storing the grant and its code. The
+// browser pages and the native-consent API share it; Explain runs its
+// assessment without writing.
+type consentFlow struct {
+	*base
+	st       flowStore
+	sec      *securityCache
+	requests *authzRequests // Explain checks the request as the endpoint does
+	pending  pendingStore   // in memory, or in a shared database (flowstate.go)
+}
+
+// flowStore is what assessing and deciding a request reads; the decision
+// writes through pendingStore.
+type flowStore interface {
+	// The subject, the client's project and the accounts offered.
+	Subject(ctx context.Context, id string) (store.Subject, error)
+	Subjects(ctx context.Context) ([]store.Subject, error)
+	Project(ctx context.Context, id string) (store.Project, error)
+	AccountsOf(ctx context.Context, subjectID, companyID string) ([]store.Account, error)
+	MemberOf(ctx context.Context, subjectID, companyID string) (bool, error)
+	// The project check (checks.go).
+	Reviews
+	// The consent check: the subject's remembered consent.
+	Consent(ctx context.Context, subjectID, clientID string) (*store.Consent, error)
+	// The grant a merge or replace changes (grantmgmt.go).
+	LiveGrant(ctx context.Context, grantID string) (*store.Grant, error)
+}
 
 // validated is an authorization request that passed every check that does
 // not depend on the subject.
@@ -45,7 +100,7 @@ type validated struct {
 // once the client is known and the redirect_uri is one of its registered
 // URIs (RFC 6749 §4.1.2.1); otherwise the user agent gets an error page, so
 // the server is never an open redirector.
-func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
+func (s *authzRequests) validateAuthorize(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
 	req := ParseAuthorize(q)
 	v = &validated{params: q, req: req}
 	// Length limits first, so that nothing oversized is looked up or kept;
@@ -115,7 +170,7 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 	case strings.TrimSpace(req.Scope) == "" && req.AuthorizationDetails == nil:
 		return v, true, oauthErr(codeInvalidScope, "request at least one scope or one authorization_details object")
 	}
-	v.cat = s.Catalog()
+	v.cat = s.catalog()
 	res := v.cat.Check(catalog.Request{Scope: req.Scope, Resource: req.Resource,
 		AuthorizationDetails: req.AuthorizationDetails, OrgID: req.OrgID})
 	if err := res.Err(); err != nil {
@@ -123,7 +178,7 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 	}
 	v.result = res
 	if req.OrgID != "" {
-		co, err := s.cfg.Store.Company(ctx, req.OrgID)
+		co, err := s.st.Company(ctx, req.OrgID)
 		if errors.Is(err, store.ErrNotFound) {
 			return v, true, oauthErr(codeInvalidRequest, "org_id names no Company: "+echo(req.OrgID)+" is not the id of a Company")
 		} else if err != nil {
@@ -197,7 +252,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		}
 		q = r.PostForm
 	}
-	v, redirect, err := s.authorizeRequest(r.Context(), q)
+	v, redirect, err := s.requests.authorizeRequest(r.Context(), q)
 	if redirect && v.client != nil {
 		// A fault answers once the redirect_uri is verified, as a real
 		// error would (RFC 6749 §4.1.2.1); a status is an error page.
@@ -230,7 +285,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
 	}
-	p, err := s.newPending(r.Context(), v, sess.bind, s.sourceOf(r), "", "")
+	p, err := s.flow.newPending(r.Context(), v, sess.bind, s.sourceOf(r), "", "")
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
@@ -262,7 +317,7 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 		fail(oauthErr(codeLoginRequired, "prompt=none: nobody is signed in"))
 		return
 	}
-	m, err := s.buildModel(r.Context(), p, subj)
+	m, err := s.flow.buildModel(r.Context(), p, subj)
 	if err == nil {
 		err = promptNone(p.v, m)
 	}
@@ -270,7 +325,7 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 		fail(err)
 		return
 	}
-	to, err := s.decide(r.Context(), p, subj, consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
+	to, err := s.flow.decide(r.Context(), p, subj, consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
 	if errors.Is(err, errDecided) {
 		err = oauthErr(codeInvalidRequest, "this request was already decided")
 	}
@@ -286,7 +341,7 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 // the quotas of pendingQuotas. A host names the subject at once: it is
 // stored with the request, and buildModel, which checks it, then has
 // nothing to record.
-func (s *Server) newPending(ctx context.Context, v *validated, session, source, host, subject string) (*pending, error) {
+func (s *consentFlow) newPending(ctx context.Context, v *validated, session, source, host, subject string) (*pending, error) {
 	id, err := s.randomToken(24)
 	if err != nil {
 		return nil, err
@@ -308,7 +363,7 @@ func (s *base) sourceOf(r *http.Request) string {
 
 // buildModel makes the consent model of a pending request for a subject and
 // records the subject on it.
-func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (*consent.Model, error) {
+func (s *consentFlow) buildModel(ctx context.Context, p *pending, subjectID string) (*consent.Model, error) {
 	a, err := s.assess(ctx, p.v, subjectID)
 	if err != nil {
 		return nil, err
@@ -335,8 +390,8 @@ type assessment struct {
 // the three checks of docs/service.md §1 and the screen. It reads and
 // never writes: the authorization (buildModel) records its model, the dry
 // run (Explain) only shows it.
-func (s *Server) assess(ctx context.Context, v *validated, subjectID string) (*assessment, error) {
-	st := s.cfg.Store
+func (s *consentFlow) assess(ctx context.Context, v *validated, subjectID string) (*assessment, error) {
+	st := s.st
 	sub, err := st.Subject(ctx, subjectID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, oauthErr(codeInvalidRequest, "subject "+echo(subjectID)+" is unknown: no subject has this id")
@@ -436,7 +491,7 @@ func (s *Server) assess(ctx context.Context, v *validated, subjectID string) (*a
 // for it: the one recorded with it, or (in a shared database, which keeps
 // only the subject) built again, checked against the state of now. The
 // subject is "" until a model was built.
-func (s *Server) recordedModel(ctx context.Context, p *pending) (string, *consent.Model, error) {
+func (s *consentFlow) recordedModel(ctx context.Context, p *pending) (string, *consent.Model, error) {
 	subj, m := p.state()
 	if m != nil || subj == "" {
 		return subj, m, nil
@@ -451,7 +506,7 @@ func (s *Server) recordedModel(ctx context.Context, p *pending) (string, *consen
 // with state and iss. It consumes the request, together with storing the
 // grant: a request is decided once, even when two decisions arrive at once
 // (at two instances); the later one gets errDecided.
-func (s *Server) decide(ctx context.Context, p *pending, subject string, d consent.Decision) (string, error) {
+func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d consent.Decision) (string, error) {
 	req := p.v.req
 	// The grant is what the subject did not decline (docs/native-consent.md,
 	// "2. Post the decision"); declining everything is a denial.
@@ -522,7 +577,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 
 // audience lists the resource addresses a grant's access tokens are for:
 // {base_url} for scopes, and the provider of each detail.
-func (s *Server) audience(res *catalog.Result) []string {
+func (s *consentFlow) audience(res *catalog.Result) []string {
 	var aud []string
 	if len(res.Scopes) > 0 {
 		aud = append(aud, s.cfg.baseURL())

@@ -199,7 +199,14 @@ func groupOf(name string) string {
 // *ExplainError; a request the server would refuse is an Explanation
 // whose Verdict is refused.
 func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, error) {
-	q, err := explainQuery(ctx, s.clients, s.AuthorizationEndpoint(), s.Catalog(), in)
+	return s.flow.explain(ctx, in)
+}
+
+// explain is Server.Explain: the request checked as the authorization
+// endpoint checks it, and assessed as consentFlow assesses it, writing
+// nothing.
+func (s *consentFlow) explain(ctx context.Context, in ExplainRequest) (*Explanation, error) {
+	q, err := explainQuery(ctx, s.clients, s.endpoint(pathAuthorize), s.catalog(), in)
 	if err != nil {
 		return nil, err
 	}
@@ -207,8 +214,8 @@ func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, 
 	if subj == "" {
 		return nil, &ExplainError{Code: "missing_field", Field: "/subject", Message: "name the subject who would decide, such as sub_ana"}
 	}
-	if _, err := s.cfg.Store.Subject(ctx, subj); errors.Is(err, store.ErrNotFound) {
-		subs, err := s.cfg.Store.Subjects(ctx)
+	if _, err := s.st.Subject(ctx, subj); errors.Is(err, store.ErrNotFound) {
+		subs, err := s.st.Subjects(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +241,7 @@ func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, 
 	case ad != nil:
 		ex.Request.AuthorizationDetails = string(ad)
 	}
-	v, _, err := s.validateAuthorize(ctx, q)
+	v, _, err := s.requests.validateAuthorize(ctx, q)
 	if err == nil {
 		err = checkDPoPJKT(q)
 	}

@@ -16,7 +16,7 @@ import (
 // CompleteGrant sets g's audience and consumerInstallationId as an
 // approval of granted sets them (docs/service.md §2.6).
 func (s *Server) CompleteGrant(g *store.Grant, granted *catalog.Result) {
-	g.Audience = s.audience(granted)
+	g.Audience = s.flow.audience(granted)
 	g.InstallationID = installationID(g.ClientID, g.SubjectID, g.OrgID)
 }
 

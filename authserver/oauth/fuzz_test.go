@@ -77,7 +77,7 @@ func FuzzAuthorize(f *testing.F) {
 	s := newTestServer(f)
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, _ := url.ParseQuery(raw)
-		v, redirect, err := s.validateAuthorize(context.Background(), q)
+		v, redirect, err := s.requests.validateAuthorize(context.Background(), q)
 		if v == nil || v.req == nil {
 			t.Fatal("validateAuthorize returned no request")
 		}

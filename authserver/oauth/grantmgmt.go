@@ -66,7 +66,7 @@ func (s *Server) grantRoutes(mux *http.ServeMux) {
 // and replace name a live grant of this client, for the same Company;
 // a client or server that requires an action gets one. The subject is
 // checked once known (grantCheck).
-func (s *Server) checkGrantManagement(ctx context.Context, v *validated) error {
+func (s *authzRequests) checkGrantManagement(ctx context.Context, v *validated) error {
 	req := v.req
 	switch req.GrantManagementAction {
 	case "":
@@ -98,7 +98,7 @@ func (s *Server) checkGrantManagement(ctx context.Context, v *validated) error {
 	if req.GrantID == "" {
 		return oauthErr(codeInvalidRequest, "grant_management_action="+req.GrantManagementAction+" needs the grant_id of the grant to change")
 	}
-	g, err := s.cfg.Store.LiveGrant(ctx, req.GrantID)
+	g, err := s.st.LiveGrant(ctx, req.GrantID)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || err == nil && g.ClientID != v.client.ID:
 		return oauthErr(codeInvalidGrantID, "grant_id names no live grant of this client (unknown, revoked, or another client's)")
@@ -134,8 +134,8 @@ func grantCheck(v *validated, subject string) (consent.Check, bool) {
 // since the request was checked; and the store supersedes it only as read
 // here (store.Grant.Supersedes), so that an entry the subject revokes
 // meanwhile (Connected Miniapps) is not brought back by the merge.
-func (s *Server) changeGrant(ctx context.Context, v *validated, g *store.Grant, granted *catalog.Result) error {
-	cur, err := s.cfg.Store.LiveGrant(ctx, v.req.GrantID)
+func (s *consentFlow) changeGrant(ctx context.Context, v *validated, g *store.Grant, granted *catalog.Result) error {
+	cur, err := s.st.LiveGrant(ctx, v.req.GrantID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (cur.ClientID != g.ClientID || cur.SubjectID != g.SubjectID) {
 		return oauthErr(codeInvalidGrantID, "grant_id names no live grant of this client and subject: it was revoked meanwhile")
 	} else if err != nil {

@@ -98,7 +98,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "subject is missing"))
 		return
 	}
-	v, redirect, err := s.authorizeRequest(r.Context(), q)
+	v, redirect, err := s.requests.authorizeRequest(r.Context(), q)
 	if redirect && v.client != nil {
 		// The same fault as at the browser's authorization endpoint
 		// (faults.go), in this API's error shape.
@@ -112,9 +112,9 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		var p *pending
-		if p, err = s.newPending(r.Context(), v, "", "", host.ID, body.Subject); err == nil {
+		if p, err = s.flow.newPending(r.Context(), v, "", "", host.ID, body.Subject); err == nil {
 			var m *consent.Model
-			if m, err = s.buildModel(r.Context(), p, body.Subject); err == nil {
+			if m, err = s.flow.buildModel(r.Context(), p, body.Subject); err == nil {
 				// A host shows its consent screen unless the model is
 				// remembered: prompt=none allows only that case.
 				if err = promptNone(v, m); err == nil {
@@ -225,7 +225,7 @@ func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
 	var subj string
 	var m *consent.Model
 	if err == nil {
-		subj, m, err = s.recordedModel(r.Context(), p)
+		subj, m, err = s.flow.recordedModel(r.Context(), p)
 	}
 	if err == nil && m == nil {
 		err = unknown
@@ -247,7 +247,7 @@ func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, err.Error()))
 		return
 	}
-	to, err := s.decide(r.Context(), p, subj, d)
+	to, err := s.flow.decide(r.Context(), p, subj, d)
 	if errors.Is(err, errDecided) {
 		err = unknown
 	}

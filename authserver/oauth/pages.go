@@ -242,7 +242,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.path(pathLogin)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 		return
 	}
-	m, err := s.buildModel(r.Context(), p, subj)
+	m, err := s.flow.buildModel(r.Context(), p, subj)
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
@@ -251,7 +251,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 	// asked again (docs/service.md §1, the subject's consent).
 	d := consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount}
 	if m.Remembered && m.Validate(d) == nil {
-		to, err := s.decide(r.Context(), p, subj, d)
+		to, err := s.flow.decide(r.Context(), p, subj, d)
 		if errors.Is(err, errDecided) {
 			err = oauthErr(codeInvalidRequest, "this request was already decided")
 		}
@@ -277,7 +277,7 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.path(pathConsent)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 		return
 	}
-	_, m, err := s.recordedModel(r.Context(), p)
+	_, m, err := s.flow.recordedModel(r.Context(), p)
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
@@ -304,7 +304,7 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusBadRequest, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m, Error: err.Error(), Unchecked: un, Maximums: typed})
 		return
 	}
-	to, err := s.decide(r.Context(), p, subj, d)
+	to, err := s.flow.decide(r.Context(), p, subj, d)
 	if errors.Is(err, errDecided) {
 		err = oauthErr(codeInvalidRequest, "this request was already decided")
 	}

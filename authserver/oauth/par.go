@@ -74,7 +74,7 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 		delete(params, k)
 	}
 	params["client_id"] = []string{c.ID}
-	if _, _, err := s.validateAuthorize(r.Context(), params); err != nil {
+	if _, _, err := s.requests.validateAuthorize(r.Context(), params); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
@@ -137,7 +137,7 @@ func (s *Server) checkPushed(r *http.Request, c *store.Client, params map[string
 // then validateAuthorize; then, for a request that was not pushed, whether
 // the client or the server requires PAR. redirect is validateAuthorize's:
 // whether an error may go to the verified redirect_uri.
-func (s *Server) authorizeRequest(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
+func (s *authzRequests) authorizeRequest(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
 	params, pushed, err := s.pushedParams(ctx, q)
 	if err != nil {
 		return &validated{params: q, req: ParseAuthorize(q)}, false, err
@@ -179,7 +179,7 @@ func (s *Server) authorizeRequest(ctx context.Context, q map[string][]string) (v
 // Parameters sent beside client_id and request_uri are ignored: only the
 // pushed ones, which the client authenticated, count (FAPI 2.0 Security
 // Profile §5.3.2.2).
-func (s *Server) pushedParams(ctx context.Context, q map[string][]string) (map[string][]string, bool, error) {
+func (s *authzRequests) pushedParams(ctx context.Context, q map[string][]string) (map[string][]string, bool, error) {
 	uris := q["request_uri"]
 	if len(uris) == 0 || !strings.HasPrefix(uris[0], requestURIPrefix) {
 		return q, false, nil
@@ -196,7 +196,7 @@ func (s *Server) pushedParams(ctx context.Context, q map[string][]string) (map[s
 		return nil, false, oauthErr(codeInvalidRequest, "client_id is missing: send it with the request_uri (RFC 9126 section 4)")
 	}
 	id := strings.TrimPrefix(uris[0], requestURIPrefix)
-	p, err := s.store.TakePushed(ctx, store.Hash(id), clientID, s.cfg.Now())
+	p, err := s.st.TakePushed(ctx, store.Hash(id), clientID, s.cfg.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, oauthErr(codeInvalidRequestURI, "request_uri "+echo(uris[0])+" is unknown, has expired, was used already or was pushed by a client other than "+
 			echo(clientID)+": push the request again and use the new request_uri once, within its expires_in (RFC 9126 section 4)")

@@ -160,6 +160,10 @@ type Server struct {
 	dpop   *dpopVerifier
 	tokens *bearerTokens
 
+	// The handlers.
+	requests *authzRequests // authorize.go
+	flow     *consentFlow   // authorize.go, checks.go
+
 	// cat is the catalog in force and metadata its discovery document.
 	// SetCatalog swaps both when the operator approves a Resource Server
 	// (docs/service.md §5.8), so a request is checked against one catalog throughout
@@ -224,10 +228,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
 		cat:       &s.cat,
 	}
-	s.newFlowState()
 	if err := s.initFAPI(ctx); err != nil {
 		return nil, err
 	}
+	s.requests = &authzRequests{base: s.base, st: cfg.Store, sec: s.sec}
+	s.sessions, s.pending = newFlowState(cfg, cfg.Store, s.requests.validateAuthorize)
+	s.flow = &consentFlow{base: s.base, st: cfg.Store, sec: s.sec, requests: s.requests, pending: s.pending}
 	s.auth = &clientAuth{base: s.base, sec: s.sec, replay: s.replay, jwks: newJWKSCache(s.cfg.FAPI.LocalJWKSURI, s.cfg.Now)}
 	s.dpop = &dpopVerifier{base: s.base, sec: s.sec, replay: s.replay}
 	s.tokens = &bearerTokens{base: s.base, st: cfg.Store}
