@@ -29,7 +29,7 @@ func (s *Server) MintAccessToken(ctx context.Context, g *store.Grant) (string, *
 	if err != nil {
 		return "", nil, 0, err
 	}
-	m, err := s.mint(c, g, g.Scopes, "", false, "", "")
+	m, err := s.token.mint(c, g, g.Scopes, "", false, "", "")
 	if err != nil {
 		return "", nil, 0, err
 	}

@@ -37,7 +37,7 @@ type introspection struct {
 // and a public client's client_id proves nothing); a token it may not see is
 // reported inactive, exactly as an unknown one (§2.2), so introspection
 // reveals nothing else.
-func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+func (s *tokenHandler) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -47,7 +47,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		err = &Error{Code: codeInvalidClient, Description: "introspection needs a confidential client's credential", challenge: `Basic realm="oauth"`}
 	}
 	if err == nil {
-		if oe, done := s.injectFault(w, r, FaultIntrospection, c.ID, func() string { return grantSubject(r.Context(), s.cfg.Store, r.PostForm) }); done {
+		if oe, done := s.injectFault(w, r, FaultIntrospection, c.ID, func() string { return grantSubject(r.Context(), s.st, r.PostForm) }); done {
 			return
 		} else if oe != nil {
 			err = oe
@@ -64,7 +64,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.cfg.Now()
 	out := introspection{}
-	if at, g, err := s.cfg.Store.LookupAccessToken(r.Context(), store.AccessTokenKey(tok)); err == nil {
+	if at, g, err := s.st.LookupAccessToken(r.Context(), store.AccessTokenKey(tok)); err == nil {
 		if !at.Revoked && !g.Revoked() && now.Before(at.ExpiresAt) && s.mayReadGrant(c, g) {
 			out = s.describe(g, "Bearer", at.IssuedAt.Unix(), at.ExpiresAt.Unix(), at.JTI)
 			if jkt := tokenJKT(tok); jkt != "" {
@@ -74,7 +74,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		s.writeJSONError(w, r, err)
 		return
-	} else if rt, g, err := s.cfg.Store.LookupRefreshToken(r.Context(), store.SecretKey(tok)); err == nil {
+	} else if rt, g, err := s.st.LookupRefreshToken(r.Context(), store.SecretKey(tok)); err == nil {
 		if !rt.Used && !g.Revoked() && now.Before(rt.ExpiresAt) && s.mayReadGrant(c, g) {
 			out = s.describe(g, "refresh_token", rt.IssuedAt.Unix(), rt.ExpiresAt.Unix(), "")
 		}
@@ -85,7 +85,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) describe(g *store.Grant, typ string, iat, exp int64, jti string) introspection {
+func (s *tokenHandler) describe(g *store.Grant, typ string, iat, exp int64, jti string) introspection {
 	out := introspection{Active: true, Scope: strings.Join(g.Scopes, " "), ClientID: g.ClientID, TokenType: typ,
 		Exp: exp, Iat: iat, Sub: g.SubjectID, Aud: audClaim(g.Audience), Iss: s.cfg.Issuer, Jti: jti, OrgID: g.OrgID,
 		GrantID: g.GrantManagementID()}
@@ -99,7 +99,7 @@ func (s *Server) describe(g *store.Grant, typ string, iat, exp int64, jti string
 // its whole grant (RFC 7009 §2.1 allows it; the grant's access tokens go
 // with it). A token that is unknown gets 200 as §2.2 requires, but a storage
 // failure is reported, never swallowed.
-func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+func (s *tokenHandler) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	varyOrigin(w)
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
@@ -110,7 +110,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		err = allowOrigin(w, r, c)
 	}
 	if err == nil {
-		if oe, done := s.injectFault(w, r, FaultRevocation, c.ID, func() string { return grantSubject(r.Context(), s.cfg.Store, r.PostForm) }); done {
+		if oe, done := s.injectFault(w, r, FaultRevocation, c.ID, func() string { return grantSubject(r.Context(), s.st, r.PostForm) }); done {
 			return
 		} else if oe != nil {
 			err = oe
@@ -126,22 +126,22 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	at, g, err := s.cfg.Store.LookupAccessToken(ctx, store.AccessTokenKey(tok))
+	at, g, err := s.st.LookupAccessToken(ctx, store.AccessTokenKey(tok))
 	switch {
 	case err == nil:
 		if g.ClientID != c.ID {
 			s.writeJSONError(w, r, oauthErr(codeUnauthorizedClient, "the token was issued to another client"))
 			return
 		}
-		err = s.cfg.Store.RevokeAccessToken(ctx, at.Hash)
+		err = s.st.RevokeAccessToken(ctx, at.Hash)
 	case errors.Is(err, store.ErrNotFound):
 		var rg *store.Grant
-		if _, rg, err = s.cfg.Store.LookupRefreshToken(ctx, store.SecretKey(tok)); err == nil {
+		if _, rg, err = s.st.LookupRefreshToken(ctx, store.SecretKey(tok)); err == nil {
 			if rg.ClientID != c.ID {
 				s.writeJSONError(w, r, oauthErr(codeUnauthorizedClient, "the token was issued to another client"))
 				return
 			}
-			err = s.cfg.Store.RevokeGrant(ctx, rg.ID, s.cfg.Now())
+			err = s.st.RevokeGrant(ctx, rg.ID, s.cfg.Now())
 		} else if errors.Is(err, store.ErrNotFound) {
 			err = nil
 		}
@@ -157,7 +157,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 
 // handleUserinfo serves the OpenID Connect userinfo endpoint (OIDC Core
 // §5.3): the claims of the profile, email, phone and address scopes.
-func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
+func (s *tokenHandler) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 	varyOrigin(w)
 	bearerErr := func(code, desc string) {
 		s.writeJSONError(w, r, &Error{Code: code, Description: desc, bearer: true})
@@ -203,7 +203,7 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 		bearerErr(codeInsufficientScope, "the token was not granted the openid scope")
 		return
 	}
-	sub, err := s.cfg.Store.Subject(r.Context(), g.SubjectID)
+	sub, err := s.st.Subject(r.Context(), g.SubjectID)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return

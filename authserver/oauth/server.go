@@ -163,6 +163,7 @@ type Server struct {
 	// The handlers.
 	requests *authzRequests // authorize.go
 	flow     *consentFlow   // authorize.go, checks.go
+	token    *tokenHandler  // token.go, introspect.go
 
 	// cat is the catalog in force and metadata its discovery document.
 	// SetCatalog swaps both when the operator approves a Resource Server
@@ -242,6 +243,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.keys.Store(ks)
+	s.token = &tokenHandler{base: s.base, st: cfg.Store, auth: s.auth, dpop: s.dpop, tokens: s.tokens, sec: s.sec, keys: &s.keys}
 	cfg.Store.OnChange(s.changed)
 	if err := s.SetCatalog(cfg.Catalog); err != nil {
 		return nil, err
@@ -353,10 +355,10 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// The subject's Connected Miniapps page and its JSON API (connected.go).
 	s.routeConnected(mux)
 	// POST /oauth/token
-	mux.HandleFunc("POST "+s.path(pathToken), s.handleToken)
+	mux.HandleFunc("POST "+s.path(pathToken), s.token.handleToken)
 	// GET and POST /oauth/userinfo (OIDC Core §5.3.1).
-	mux.HandleFunc("GET "+s.path(pathUserinfo), s.handleUserinfo)
-	mux.HandleFunc("POST "+s.path(pathUserinfo), s.handleUserinfo)
+	mux.HandleFunc("GET "+s.path(pathUserinfo), s.token.handleUserinfo)
+	mux.HandleFunc("POST "+s.path(pathUserinfo), s.token.handleUserinfo)
 	// OPTIONS /oauth/token, /oauth/revoke and /oauth/userinfo: the CORS
 	// preflight of browser-based public clients (cors.go); no other
 	// endpoint answers one.
@@ -364,9 +366,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("OPTIONS "+s.path(pathRevoke), handlePreflight("POST"))
 	mux.HandleFunc("OPTIONS "+s.path(pathUserinfo), handlePreflight("GET, POST"))
 	// POST /oauth/introspect (RFC 7662).
-	mux.HandleFunc("POST "+s.path(pathIntrospect), s.handleIntrospect)
+	mux.HandleFunc("POST "+s.path(pathIntrospect), s.token.handleIntrospect)
 	// POST /oauth/revoke (RFC 7009).
-	mux.HandleFunc("POST "+s.path(pathRevoke), s.handleRevoke)
+	mux.HandleFunc("POST "+s.path(pathRevoke), s.token.handleRevoke)
 	// POST /native/requests: a host submits a caught authorization request.
 	mux.HandleFunc("POST "+s.path(pathNative), s.handleNativeSubmit)
 	// POST /native/requests/{id}/decision: the host posts the subject's decision.

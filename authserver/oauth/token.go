@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -119,6 +120,40 @@ func parsePostForm(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// tokenHandler answers the endpoints a client presents a credential or a
+// token to: the token endpoint (RFC 6749 §3.2: the code exchange and the
+// refresh), RFC 7662 introspection, RFC 7009 revocation and userinfo
+// (OpenID Connect Core §5.3). It signs tokens with the server's keys.
+type tokenHandler struct {
+	*base
+	st     tokenStore
+	auth   *clientAuth
+	dpop   *dpopVerifier
+	tokens *bearerTokens // userinfo's token
+	sec    *securityCache
+	keys   *atomic.Pointer[keySet] // the signing keys (keys.go)
+}
+
+// tokenStore is what the token, introspection, revocation and userinfo
+// endpoints read and write (storage.go says what each must guarantee).
+type tokenStore interface {
+	// The code exchange.
+	PeekCode(ctx context.Context, hash []byte) (c *store.Code, used bool, err error)
+	RedeemCode(ctx context.Context, hash []byte, now time.Time) (*store.Code, error)
+	RedeemCodeFor(ctx context.Context, hash []byte, now time.Time, at *store.AccessToken, rt *store.RefreshToken) error
+	Grant(ctx context.Context, id string) (*store.Grant, error)
+	// The refresh.
+	UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (*store.RefreshToken, error)
+	AddTokens(ctx context.Context, at *store.AccessToken, rt *store.RefreshToken) error
+	// Introspection and revocation.
+	LookupAccessToken(ctx context.Context, hash []byte) (*store.AccessToken, *store.Grant, error)
+	LookupRefreshToken(ctx context.Context, hash []byte) (*store.RefreshToken, *store.Grant, error)
+	RevokeAccessToken(ctx context.Context, hash []byte) error
+	RevokeGrant(ctx context.Context, id string, now time.Time) error
+	// Userinfo's claims.
+	Subject(ctx context.Context, id string) (store.Subject, error)
+}
+
 // tokenResponse is RFC 6749 §5.1 with RFC 9396 §7 and OIDC Core §3.1.3.3.
 type tokenResponse struct {
 	AccessToken          string          `json:"access_token"`
@@ -134,7 +169,7 @@ type tokenResponse struct {
 }
 
 // handleToken serves the token endpoint (RFC 6749 §3.2).
-func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
+func (s *tokenHandler) handleToken(w http.ResponseWriter, r *http.Request) {
 	varyOrigin(w)
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
@@ -145,7 +180,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		err = allowOrigin(w, r, c)
 	}
 	if err == nil {
-		if oe, done := s.injectFault(w, r, FaultToken, c.ID, func() string { return grantSubject(r.Context(), s.cfg.Store, r.PostForm) }); done {
+		if oe, done := s.injectFault(w, r, FaultToken, c.ID, func() string { return grantSubject(r.Context(), s.st, r.PostForm) }); done {
 			return
 		} else if oe != nil {
 			err = oe
@@ -199,7 +234,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 // revokes its grant: the client presented it twice (RFC 6749 §4.1.2).
 // The refresh token is checked in the same order (refresh).
 // jkt is the thumbprint of the request's DPoP key, "" without a proof.
-func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
+func (s *tokenHandler) exchangeCode(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
 	code := f.Get("code")
 	if code == "" {
 		return nil, oauthErr(codeInvalidRequest, "code is missing")
@@ -207,7 +242,7 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 	now := s.cfg.Now()
 	hash := store.SecretKey(code)
 	replay := oauthErr(codeInvalidGrant, "the code was already used; every token issued from it is revoked")
-	rc, used, err := s.cfg.Store.PeekCode(ctx, hash)
+	rc, used, err := s.st.PeekCode(ctx, hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, oauthErr(codeInvalidGrant, "unknown code")
@@ -239,7 +274,7 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 	}
 	var g *store.Grant
 	if refusal == nil {
-		if g, err = s.cfg.Store.Grant(ctx, rc.GrantID); err != nil {
+		if g, err = s.st.Grant(ctx, rc.GrantID); err != nil {
 			return nil, err
 		}
 		if g.Revoked() {
@@ -262,7 +297,7 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 	if err != nil {
 		return nil, err
 	}
-	err = s.cfg.Store.RedeemCodeFor(ctx, hash, now, m.at, m.rt)
+	err = s.st.RedeemCodeFor(ctx, hash, now, m.at, m.rt)
 	if errors.Is(err, store.ErrReplayed) {
 		return nil, replay
 	} else if err != nil {
@@ -308,8 +343,8 @@ func refreshExpired(at, now time.Time) string {
 // spend marks a code used after a refused redemption. A code already
 // spent is a replay, which revokes its grant; that is the outcome wanted
 // here too, so ErrReplayed is not an error of spend.
-func (s *Server) spend(ctx context.Context, hash []byte, now time.Time) error {
-	_, err := s.cfg.Store.RedeemCode(ctx, hash, now)
+func (s *tokenHandler) spend(ctx context.Context, hash []byte, now time.Time) error {
+	_, err := s.st.RedeemCode(ctx, hash, now)
 	if err != nil && !errors.Is(err, store.ErrReplayed) && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -320,7 +355,7 @@ func (s *Server) spend(ctx context.Context, hash []byte, now time.Time) error {
 // §4.14.2): the presented token is spent, and presenting it again revokes
 // the grant. A client of the fapi2 profile keeps its token instead.
 // jkt is the thumbprint of the request's DPoP key, "" without a proof.
-func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
+func (s *tokenHandler) refresh(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
 	tok := f.Get("refresh_token")
 	if tok == "" {
 		return nil, oauthErr(codeInvalidRequest, "refresh_token is missing")
@@ -333,7 +368,7 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 	// another client, or a wider scope, without the owner's secret, and
 	// the owner's next refresh would then be a replay that revokes the
 	// grant (RFC 9700 §4.14.2 wants the binding checked first).
-	rt, g, err := s.cfg.Store.LookupRefreshToken(ctx, key)
+	rt, g, err := s.st.LookupRefreshToken(ctx, key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
@@ -375,14 +410,14 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 			return nil, err
 		}
 		m.resp.RefreshToken = ""
-		if err := s.cfg.Store.AddTokens(ctx, m.at, nil); err != nil {
+		if err := s.st.AddTokens(ctx, m.at, nil); err != nil {
 			return nil, err
 		}
 		return m.resp, nil
 	}
 	// A used token goes on to UseRefreshToken, whose replay revokes the
 	// grant: its owner presented it twice.
-	if _, err = s.cfg.Store.UseRefreshToken(ctx, key, now); err != nil {
+	if _, err = s.st.UseRefreshToken(ctx, key, now); err != nil {
 		switch {
 		case errors.Is(err, store.ErrReplayed):
 			return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
@@ -392,7 +427,7 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 		return nil, err
 	}
 	// The grant may have been revoked between the read and the spend.
-	if g, err = s.cfg.Store.Grant(ctx, rt.GrantID); err != nil {
+	if g, err = s.st.Grant(ctx, rt.GrantID); err != nil {
 		return nil, err
 	}
 	switch {
@@ -405,7 +440,7 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cfg.Store.AddTokens(ctx, m.at, m.rt); err != nil {
+	if err := s.st.AddTokens(ctx, m.at, m.rt); err != nil {
 		return nil, err
 	}
 	return m.resp, nil
@@ -420,7 +455,7 @@ type minted struct {
 
 // mint signs the tokens of a grant; the caller stores them. jkt binds the
 // access token to a DPoP key, rtJKT the refresh token ("" for none).
-func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce string, withID bool, jkt, rtJKT string) (*minted, error) {
+func (s *tokenHandler) mint(c *store.Client, g *store.Grant, scopes []string, nonce string, withID bool, jkt, rtJKT string) (*minted, error) {
 	now := s.cfg.Now()
 	jti, err := store.NewJTI(s.cfg.Rand, now)
 	if err != nil {
