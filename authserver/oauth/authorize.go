@@ -243,7 +243,7 @@ func promptNone(v *validated, m *consent.Model) error {
 
 // handleAuthorize serves the authorization endpoint for browsers: it checks
 // the request, then sends the user agent to sign-in or straight to consent.
-func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+func (s *browserHandler) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if r.Method == http.MethodPost {
 		if err := parsePostForm(w, r); err != nil {
@@ -257,7 +257,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		// A fault answers once the redirect_uri is verified, as a real
 		// error would (RFC 6749 §4.1.2.1); a status is an error page.
 		oe, done := s.injectFault(w, r, FaultAuthorization, v.client.ID, func() string {
-			if se, _ := s.sessionFrom(r); se != nil {
+			if se, _ := s.sess.sessionFrom(r); se != nil {
 				return se.subject()
 			}
 			return ""
@@ -280,7 +280,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
-	sess, err := s.ensureSession(w, r)
+	sess, err := s.sess.ensureSession(w, r)
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
@@ -305,7 +305,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 // page (OpenID Connect Core §3.1.2.1): a signed-in subject who consented to
 // all of it before gets the code; anyone else gets login_required or
 // consent_required, at the redirect_uri with state and iss like any error.
-func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *session, p *pending) {
+func (s *browserHandler) answerSilently(w http.ResponseWriter, r *http.Request, sess *session, p *pending) {
 	fail := func(err error) {
 		if derr := s.pending.drop(r.Context(), p); derr != nil {
 			s.log.ErrorContext(r.Context(), "oauth: dropping a pending request", "err", derr)

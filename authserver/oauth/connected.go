@@ -381,7 +381,7 @@ func (s *Server) handleConnectedPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) renderConnected(w http.ResponseWriter, r *http.Request, status int, errMsg, notice string) {
-	se, err := s.ensureSession(w, r)
+	se, err := s.sess.ensureSession(w, r)
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
@@ -417,7 +417,7 @@ func (s *Server) postedConnected(w http.ResponseWriter, r *http.Request) *sessio
 	var se *session
 	if oe == nil {
 		var err error
-		if se, err = s.sessionFrom(r); err != nil {
+		if se, err = s.sess.sessionFrom(r); err != nil {
 			oe = s.asError(r, err)
 		} else if se == nil || !csrfMatches(se, r.PostForm.Get("csrf")) {
 			oe = oauthErr(codeBadCSRF, "the form is stale or was not sent by this page; reload the page and try again")
@@ -445,7 +445,7 @@ func (s *Server) handleConnectedLoginForm(w http.ResponseWriter, r *http.Request
 		s.renderConnected(w, r, http.StatusBadRequest, "subject: pick one of the listed subjects", "")
 		return
 	}
-	if _, err := s.signIn(w, r, se, sub.ID); err != nil {
+	if _, err := s.sess.signIn(w, r, se, sub.ID); err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
@@ -479,7 +479,7 @@ func (s *Server) handleConnectedRevokeForm(w http.ResponseWriter, r *http.Reques
 // handleConnectedAPI answers the session's subject, CSRF token and
 // grants; a browser without a session gets one (not signed in).
 func (s *Server) handleConnectedAPI(w http.ResponseWriter, r *http.Request) {
-	se, err := s.ensureSession(w, r)
+	se, err := s.sess.ensureSession(w, r)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -504,7 +504,7 @@ func (s *Server) postedAPI(w http.ResponseWriter, r *http.Request, v any) *sessi
 		writeJSONStatus(w, http.StatusForbidden, oe)
 		return nil
 	}
-	se, err := s.sessionFrom(r)
+	se, err := s.sess.sessionFrom(r)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return nil
@@ -542,7 +542,7 @@ func (s *Server) handleConnectedAPILogin(w http.ResponseWriter, r *http.Request)
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, fmt.Sprintf("subject: %q is not a subject of this server", in.Subject)))
 		return
 	}
-	ns, err := s.signIn(w, r, se, sub.ID)
+	ns, err := s.sess.signIn(w, r, se, sub.ID)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return

@@ -1,11 +1,13 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -18,6 +20,28 @@ import (
 // authorization request it caught on behalf of a subject, shows the consent
 // model it gets back, and posts the subject's decision. The request goes
 // through validateAuthorize, the same checks as the authorization endpoint.
+
+// nativeHandler answers the native-consent API: a host client submits a
+// caught request (handleNativeSubmit), gets the consent model, and posts
+// the subject's decision (handleNativeDecision); it lists and revokes a
+// subject's remembered consents (consents.go). The host authenticates as
+// a client (clientAuth.authenticateHost); the request is checked by
+// authzRequests and decided through consentFlow, as the browser's is.
+type nativeHandler struct {
+	*base
+	st       rememberedConsents
+	auth     *clientAuth
+	requests *authzRequests
+	flow     *consentFlow
+	pending  pendingStore
+}
+
+// rememberedConsents are the consents a subject asked to be remembered, as
+// the host lists and revokes them.
+type rememberedConsents interface {
+	Consents(ctx context.Context, subjectID string) ([]*store.Consent, error)
+	RevokeConsent(ctx context.Context, subjectID, clientID string, now time.Time) error
+}
 
 // nativeSubmit is the body of POST /native/requests.
 type nativeSubmit struct {
@@ -78,7 +102,7 @@ func (s *clientAuth) authenticateHost(r *http.Request) (*store.Client, error) {
 
 // handleNativeSubmit validates a caught authorization request for a subject
 // and returns its consent model.
-func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
+func (s *nativeHandler) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 	host, err := s.auth.authenticateHost(r)
 	if err != nil {
 		s.writeJSONError(w, r, err)
@@ -142,7 +166,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 // nativeParams reads the request parameters of a submission.
-func (s *Server) nativeParams(b *nativeSubmit) (url.Values, error) {
+func (s *nativeHandler) nativeParams(b *nativeSubmit) (url.Values, error) {
 	switch {
 	case b.AuthorizationURL != "" && b.Parameters != nil:
 		return nil, oauthErr(codeInvalidRequest, "send authorization_url or parameters, not both")
@@ -157,7 +181,7 @@ func (s *Server) nativeParams(b *nativeSubmit) (url.Values, error) {
 			ep := *u
 			ep.RawQuery, ep.ForceQuery, ep.Fragment, ep.RawFragment = "", false, "", ""
 			return nil, oauthErr(codeInvalidRequest, "authorization_url is at "+echo(ep.String())+", not at this server's authorization endpoint "+
-				echo(s.AuthorizationEndpoint()))
+				echo(s.endpoint(pathAuthorize)))
 		}
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
@@ -206,7 +230,7 @@ func jsonKind(raw json.RawMessage) string {
 
 // handleNativeDecision applies the subject's decision and returns the URL
 // the client's redirect_uri must receive.
-func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
+func (s *nativeHandler) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
 	host, err := s.auth.authenticateHost(r)
 	if err != nil {
 		s.writeJSONError(w, r, err)

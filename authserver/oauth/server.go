@@ -161,9 +161,12 @@ type Server struct {
 	tokens *bearerTokens
 
 	// The handlers.
-	requests *authzRequests // authorize.go
-	flow     *consentFlow   // authorize.go, checks.go
-	token    *tokenHandler  // token.go, introspect.go
+	requests *authzRequests   // authorize.go
+	flow     *consentFlow     // authorize.go, checks.go
+	token    *tokenHandler    // token.go, introspect.go
+	sess     *browserSessions // sessions.go
+	browser  *browserHandler  // pages.go, authorize.go
+	native   *nativeHandler   // native.go, consents.go
 
 	// cat is the catalog in force and metadata its discovery document.
 	// SetCatalog swaps both when the operator approves a Resource Server
@@ -232,18 +235,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.initFAPI(ctx); err != nil {
 		return nil, err
 	}
-	s.requests = &authzRequests{base: s.base, st: cfg.Store, sec: s.sec}
-	s.sessions, s.pending = newFlowState(cfg, cfg.Store, s.requests.validateAuthorize)
-	s.flow = &consentFlow{base: s.base, st: cfg.Store, sec: s.sec, requests: s.requests, pending: s.pending}
-	s.auth = &clientAuth{base: s.base, sec: s.sec, replay: s.replay, jwks: newJWKSCache(s.cfg.FAPI.LocalJWKSURI, s.cfg.Now)}
-	s.dpop = &dpopVerifier{base: s.base, sec: s.sec, replay: s.replay}
-	s.tokens = &bearerTokens{base: s.base, st: cfg.Store}
 	ks, err := loadKeys(ctx, cfg.Store, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
 	s.keys.Store(ks)
-	s.token = &tokenHandler{base: s.base, st: cfg.Store, auth: s.auth, dpop: s.dpop, tokens: s.tokens, sec: s.sec, keys: &s.keys}
+	s.wire(cfg.Store)
 	cfg.Store.OnChange(s.changed)
 	if err := s.SetCatalog(cfg.Catalog); err != nil {
 		return nil, err
@@ -253,6 +250,21 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// wire builds the shared pieces and the handlers, each given the part of
+// st it uses (the narrow interfaces declared beside each handler).
+func (s *Server) wire(st Storage) {
+	s.auth = &clientAuth{base: s.base, sec: s.sec, replay: s.replay, jwks: newJWKSCache(s.cfg.FAPI.LocalJWKSURI, s.cfg.Now)}
+	s.dpop = &dpopVerifier{base: s.base, sec: s.sec, replay: s.replay}
+	s.tokens = &bearerTokens{base: s.base, st: st}
+	s.requests = &authzRequests{base: s.base, st: st, sec: s.sec}
+	s.sessions, s.pending = newFlowState(s.cfg, st, s.requests.validateAuthorize)
+	s.flow = &consentFlow{base: s.base, st: st, sec: s.sec, requests: s.requests, pending: s.pending}
+	s.sess = &browserSessions{base: s.base, sessions: s.sessions}
+	s.browser = &browserHandler{base: s.base, st: st, sess: s.sess, requests: s.requests, flow: s.flow, pending: s.pending}
+	s.native = &nativeHandler{base: s.base, st: st, auth: s.auth, requests: s.requests, flow: s.flow, pending: s.pending}
+	s.token = &tokenHandler{base: s.base, st: st, auth: s.auth, dpop: s.dpop, tokens: s.tokens, sec: s.sec, keys: &s.keys}
 }
 
 // SetCatalog puts a catalog in force: Config.Catalog extended with the
@@ -342,16 +354,16 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// GET /oauth/jwks
 	mux.HandleFunc("GET "+s.path(pathJWKS), s.handleJWKS)
 	// GET and POST /oauth/authorize (OIDC Core §3.1.2.1 allows both).
-	mux.HandleFunc("GET "+s.path(pathAuthorize), s.handleAuthorize)
-	mux.HandleFunc("POST "+s.path(pathAuthorize), s.handleAuthorize)
+	mux.HandleFunc("GET "+s.path(pathAuthorize), s.browser.handleAuthorize)
+	mux.HandleFunc("POST "+s.path(pathAuthorize), s.browser.handleAuthorize)
 	// GET and POST /oauth/login: pick a seeded subject.
-	mux.HandleFunc("GET "+s.path(pathLogin), s.handleLoginPage)
-	mux.HandleFunc("POST "+s.path(pathLogin), s.handleLoginSubmit)
+	mux.HandleFunc("GET "+s.path(pathLogin), s.browser.handleLoginPage)
+	mux.HandleFunc("POST "+s.path(pathLogin), s.browser.handleLoginSubmit)
 	// GET and POST /oauth/consent: the browser consent page.
-	mux.HandleFunc("GET "+s.path(pathConsent), s.handleConsentPage)
-	mux.HandleFunc("POST "+s.path(pathConsent), s.handleConsentSubmit)
+	mux.HandleFunc("GET "+s.path(pathConsent), s.browser.handleConsentPage)
+	mux.HandleFunc("POST "+s.path(pathConsent), s.browser.handleConsentSubmit)
 	// GET /oauth/static/: the pages' stylesheet.
-	mux.HandleFunc("GET "+s.path(pathStatic+"{file}"), s.handleStatic)
+	mux.HandleFunc("GET "+s.path(pathStatic+"{file}"), s.browser.handleStatic)
 	// The subject's Connected Miniapps page and its JSON API (connected.go).
 	s.routeConnected(mux)
 	// POST /oauth/token
@@ -370,13 +382,13 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// POST /oauth/revoke (RFC 7009).
 	mux.HandleFunc("POST "+s.path(pathRevoke), s.token.handleRevoke)
 	// POST /native/requests: a host submits a caught authorization request.
-	mux.HandleFunc("POST "+s.path(pathNative), s.handleNativeSubmit)
+	mux.HandleFunc("POST "+s.path(pathNative), s.native.handleNativeSubmit)
 	// POST /native/requests/{id}/decision: the host posts the subject's decision.
-	mux.HandleFunc("POST "+s.path(pathNative+"/{id}/decision"), s.handleNativeDecision)
+	mux.HandleFunc("POST "+s.path(pathNative+"/{id}/decision"), s.native.handleNativeDecision)
 	// GET /native/consents?subject=S: the subject's remembered consents.
-	mux.HandleFunc("GET "+s.path("/native/consents"), s.handleConsents)
+	mux.HandleFunc("GET "+s.path("/native/consents"), s.native.handleConsents)
 	// DELETE /native/consents/{client_id}?subject=S: revoke a consent.
-	mux.HandleFunc("DELETE "+s.path("/native/consents/{client_id}"), s.handleRevokeConsent)
+	mux.HandleFunc("DELETE "+s.path("/native/consents/{client_id}"), s.native.handleRevokeConsent)
 	// GET {base_url}/authorization (docs/service.md §4.1).
 	mux.HandleFunc("GET "+s.basePath+grantPathSuffix, s.handleGrant)
 	// POST {base_url}/automatic-charges: a charge within the grant's
