@@ -38,7 +38,7 @@ type charge struct {
 // charge when the token's grant holds an automatic-charge detail with
 // create_automatic_charge or execute_automatic_charge whose transaction
 // minimum and maximum admit the amount.
-func (s *Server) handleCharge(w http.ResponseWriter, r *http.Request) {
+func (s *resourceHandler) handleCharge(w http.ResponseWriter, r *http.Request) {
 	tok, dpop, err := presentedToken(r)
 	if err != nil {
 		s.writeGrantError(w, r, err)

@@ -83,7 +83,7 @@ func (s *Server) initFAPI(ctx context.Context) error {
 // fapiRoutes registers the FAPI endpoints.
 func (s *Server) fapiRoutes(mux *http.ServeMux) {
 	// POST /oauth/par (RFC 9126 §2).
-	mux.HandleFunc("POST "+s.path(pathPAR), s.handlePAR)
+	mux.HandleFunc("POST "+s.path(pathPAR), s.par.handlePAR)
 }
 
 // fapiMetadata adds the FAPI members to the discovery document.

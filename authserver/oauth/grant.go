@@ -63,6 +63,18 @@ func wellFormedJWT(tok string) bool {
 	return parts == 2 && seg > 0
 }
 
+// resourceHandler answers the service's resource endpoints: the grant
+// endpoint GET {base_url}/authorization (docs/service.md §4.1), for a
+// Resource Server authenticated with its own credential, and the charges
+// within a grant's transaction limits (charge.go). It reads tokens
+// through bearerTokens and stores nothing.
+type resourceHandler struct {
+	*base
+	auth   *clientAuth
+	dpop   *dpopVerifier
+	tokens *bearerTokens
+}
+
 // bearerTokens looks up the access tokens this server issued, for the
 // endpoints a token is presented to: userinfo, the grant endpoint, Grant
 // Management and charges.
@@ -134,7 +146,7 @@ func (s *base) mayReadGrant(c *store.Client, g *store.Grant) bool {
 // expired or was revoked (RFC 7662 §4 takes the same care for
 // introspection). Only an unknown token is named as such before the
 // audience check, because there is no grant to check the caller against.
-func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
+func (s *resourceHandler) handleGrant(w http.ResponseWriter, r *http.Request) {
 	c, err := s.grantCaller(r)
 	if err != nil {
 		s.writeGrantError(w, r, err)
@@ -190,7 +202,7 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 // client_id, aud the issuer or this endpoint's URL, a jti used once),
 // with X-Client-Id optional beside it. A wrong secret is answered without
 // detail; a refused assertion names the rule, as at the token endpoint.
-func (s *Server) grantCaller(r *http.Request) (*store.Client, error) {
+func (s *resourceHandler) grantCaller(r *http.Request) (*store.Client, error) {
 	id, secret, assertion := r.Header.Get(headerClientID), r.Header.Get(headerClientSecret), r.Header.Get(headerClientAssertion)
 	switch {
 	case assertion != "" && secret != "":

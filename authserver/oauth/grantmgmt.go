@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
@@ -56,9 +57,26 @@ func (s *Server) grantMetadata(md map[string]any) {
 }
 
 // grantRoutes registers the grant management endpoint.
-func (s *Server) grantRoutes(mux *http.ServeMux) {
+func (s *grantMgmtHandler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+s.path(pathGrants+"/{grant_id}"), s.handleGrantManagement)
 	mux.HandleFunc("DELETE "+s.path(pathGrants+"/{grant_id}"), s.handleGrantManagement)
+}
+
+// grantMgmtHandler answers the grant management endpoint (FAPI Grant
+// Management §6): a client reads or revokes a grant it holds a token of.
+// The request side (grant_management_action at the authorization
+// endpoint) is authzRequests' and consentFlow's.
+type grantMgmtHandler struct {
+	*base
+	st     liveGrants
+	dpop   *dpopVerifier
+	tokens *bearerTokens
+}
+
+// liveGrants are the grants of a grant_id.
+type liveGrants interface {
+	LiveGrant(ctx context.Context, grantID string) (*store.Grant, error)
+	RevokeGrantID(ctx context.Context, grantID string, now time.Time) (bool, error)
 }
 
 // checkGrantManagement checks grant_management_action and grant_id of a
@@ -225,7 +243,7 @@ type grantScopes struct {
 // invalid_token for a token that is not active, 403 insufficient_scope
 // without the scope, 404 invalid_grant_id for a grant_id that names no
 // live grant of the token's client and subject (§6.4).
-func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
+func (s *grantMgmtHandler) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 	w.Header()["Cache-Control"] = headerNoStore
 	tok, dpop, err := presentedToken(r)
 	if err != nil {
@@ -269,7 +287,7 @@ func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 	// subject's consent). Another subject's grant is as unknown as one
 	// that does not exist.
 	id := r.PathValue("grant_id")
-	g, err := s.cfg.Store.LiveGrant(r.Context(), id)
+	g, err := s.st.LiveGrant(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (g.ClientID != tg.ClientID || g.SubjectID != tg.SubjectID) {
 		writeJSON(w, http.StatusNotFound, struct {
 			Error       string `json:"error"`
@@ -281,7 +299,7 @@ func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodDelete {
-		if _, err := s.cfg.Store.RevokeGrantID(r.Context(), id, s.cfg.Now()); err != nil {
+		if _, err := s.st.RevokeGrantID(r.Context(), id, s.cfg.Now()); err != nil {
 			s.writeJSONError(w, r, err)
 			return
 		}
@@ -292,9 +310,9 @@ func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 }
 
 // viewGrant groups a grant's scopes by the resource they are for.
-func (s *Server) viewGrant(g *store.Grant) grantView {
+func (s *grantMgmtHandler) viewGrant(g *store.Grant) grantView {
 	v := grantView{Scopes: []grantScopes{}}
-	cat := s.Catalog()
+	cat := s.catalog()
 	byRes := map[string]int{}
 	for _, name := range g.Scopes {
 		res := s.cfg.baseURL()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
@@ -33,6 +34,23 @@ const (
 	keyPushedAll    = "pushed all"
 )
 
+// parHandler answers the pushed authorization request endpoint (RFC 9126
+// §2): the client authenticates (clientAuth), the parameters are checked
+// (authzRequests) and kept under a request_uri, which
+// authzRequests.authorizeRequest takes later.
+type parHandler struct {
+	*base
+	st       pushedRequests
+	auth     *clientAuth
+	dpop     *dpopVerifier
+	requests *authzRequests
+}
+
+// pushedRequests is where pushed requests are kept.
+type pushedRequests interface {
+	AddPushed(ctx context.Context, p *store.PushedRequest, c store.Charge, now time.Time) error
+}
+
 // parResponse is RFC 9126 §2.2.
 type parResponse struct {
 	RequestURI string `json:"request_uri"`
@@ -44,7 +62,7 @@ type parResponse struct {
 var clientAuthParams = []string{"client_secret", "client_assertion", "client_assertion_type"}
 
 // handlePAR serves the pushed authorization request endpoint (RFC 9126 §2).
-func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
+func (s *parHandler) handlePAR(w http.ResponseWriter, r *http.Request) {
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -91,7 +109,7 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 	ttl := s.cfg.FAPI.PARTTL
 	ch := store.Charge{Period: ttl / quotaPeriods, Quotas: []store.Quota{
 		{Key: keyPushedClient + c.ID, Limit: s.cfg.FAPI.MaxPushedPerClient}, {Key: keyPushedAll, Limit: s.cfg.FAPI.MaxPushed}}}
-	err = s.store.AddPushed(r.Context(), &store.PushedRequest{IDHash: store.Hash(id), ClientID: c.ID, Params: params,
+	err = s.st.AddPushed(r.Context(), &store.PushedRequest{IDHash: store.Hash(id), ClientID: c.ID, Params: params,
 		ExpiresAt: now.Add(ttl)}, ch, now)
 	var qe *store.QuotaError
 	if errors.As(err, &qe) {
@@ -111,7 +129,7 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 
 // checkPushed is where the PAR endpoint checks what only it sees (a DPoP
 // proof, dpop.go); the parameters passed validateAuthorize.
-func (s *Server) checkPushed(r *http.Request, c *store.Client, params map[string][]string) error {
+func (s *parHandler) checkPushed(r *http.Request, c *store.Client, params map[string][]string) error {
 	if err := checkDPoPJKT(params); err != nil {
 		return err
 	}

@@ -161,12 +161,16 @@ type Server struct {
 	tokens *bearerTokens
 
 	// The handlers.
-	requests *authzRequests   // authorize.go
-	flow     *consentFlow     // authorize.go, checks.go
-	token    *tokenHandler    // token.go, introspect.go
-	sess     *browserSessions // sessions.go
-	browser  *browserHandler  // pages.go, authorize.go
-	native   *nativeHandler   // native.go, consents.go
+	requests  *authzRequests    // authorize.go
+	flow      *consentFlow      // authorize.go, checks.go
+	token     *tokenHandler     // token.go, introspect.go
+	sess      *browserSessions  // sessions.go
+	browser   *browserHandler   // pages.go, authorize.go
+	native    *nativeHandler    // native.go, consents.go
+	connected *connectedHandler // connected.go
+	grantMgmt *grantMgmtHandler // grantmgmt.go
+	resource  *resourceHandler  // grant.go, charge.go
+	par       *parHandler       // par.go
 
 	// cat is the catalog in force and metadata its discovery document.
 	// SetCatalog swaps both when the operator approves a Resource Server
@@ -232,6 +236,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
 		cat:       &s.cat,
 	}
+	// No handler reaches the whole store: each is given, in wire, the
+	// narrow interfaces it declares.
+	s.base.cfg.Store = nil
 	if err := s.initFAPI(ctx); err != nil {
 		return nil, err
 	}
@@ -265,6 +272,10 @@ func (s *Server) wire(st Storage) {
 	s.browser = &browserHandler{base: s.base, st: st, sess: s.sess, requests: s.requests, flow: s.flow, pending: s.pending}
 	s.native = &nativeHandler{base: s.base, st: st, auth: s.auth, requests: s.requests, flow: s.flow, pending: s.pending}
 	s.token = &tokenHandler{base: s.base, st: st, auth: s.auth, dpop: s.dpop, tokens: s.tokens, sec: s.sec, keys: &s.keys}
+	s.connected = &connectedHandler{base: s.base, st: st, sess: s.sess}
+	s.grantMgmt = &grantMgmtHandler{base: s.base, st: st, dpop: s.dpop, tokens: s.tokens}
+	s.resource = &resourceHandler{base: s.base, auth: s.auth, dpop: s.dpop, tokens: s.tokens}
+	s.par = &parHandler{base: s.base, st: st, auth: s.auth, dpop: s.dpop, requests: s.requests}
 }
 
 // SetCatalog puts a catalog in force: Config.Catalog extended with the
@@ -365,7 +376,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// GET /oauth/static/: the pages' stylesheet.
 	mux.HandleFunc("GET "+s.path(pathStatic+"{file}"), s.browser.handleStatic)
 	// The subject's Connected Miniapps page and its JSON API (connected.go).
-	s.routeConnected(mux)
+	s.connected.routes(mux)
 	// POST /oauth/token
 	mux.HandleFunc("POST "+s.path(pathToken), s.token.handleToken)
 	// GET and POST /oauth/userinfo (OIDC Core §5.3.1).
@@ -390,14 +401,14 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// DELETE /native/consents/{client_id}?subject=S: revoke a consent.
 	mux.HandleFunc("DELETE "+s.path("/native/consents/{client_id}"), s.native.handleRevokeConsent)
 	// GET {base_url}/authorization (docs/service.md §4.1).
-	mux.HandleFunc("GET "+s.basePath+grantPathSuffix, s.handleGrant)
+	mux.HandleFunc("GET "+s.basePath+grantPathSuffix, s.resource.handleGrant)
 	// POST {base_url}/automatic-charges: a charge within the grant's
 	// transaction limits (docs/service.md §2.4).
-	mux.HandleFunc("POST "+s.basePath+pathCharges, s.handleCharge)
+	mux.HandleFunc("POST "+s.basePath+pathCharges, s.resource.handleCharge)
 	// The FAPI 2.0 endpoints (fapi.go).
 	s.fapiRoutes(mux)
 	// GET and DELETE {grant_management_endpoint}/{grant_id} (grantmgmt.go).
-	s.grantRoutes(mux)
+	s.grantMgmt.routes(mux)
 }
 
 // randomToken returns n random bytes, base64url-encoded without padding.
@@ -518,7 +529,7 @@ func (s *Server) reloadKeys() {
 	// create keys). keysMu keeps an older read from replacing a newer one.
 	s.keysMu.Lock()
 	defer s.keysMu.Unlock()
-	ks, err := loadKeysLocked(context.Background(), s.cfg.Store, s.cfg.Now)
+	ks, err := loadKeysLocked(context.Background(), s.store, s.cfg.Now)
 	if err != nil {
 		if s.log != nil {
 			s.log.Error("oauth: reloading the signing keys", "err", err)
