@@ -11,6 +11,40 @@ import (
 
 // The grant: what a checked decision grants of the request.
 
+// Grant is what a decision, which passed Validate, grants of a request.
+type Grant struct {
+	// Denied is true for "deny" and for an approval that declines every
+	// requested entry (access_denied); the rest is then empty.
+	Denied bool
+	// Result is the granted scopes and objects (Granted).
+	Result *catalog.Result
+	// Details are the granted authorization_details with the chosen
+	// accounts bound (GrantedDetails).
+	Details json.RawMessage
+	// AccountID and CompanyAccountID are the decision's accounts, "" when
+	// no granted detail binds one (the details that needed one were
+	// declined).
+	AccountID, CompanyAccountID string
+}
+
+// GrantOf is the grant of a decision, which must have passed Validate:
+// the one call a decision site makes.
+func GrantOf(res *catalog.Result, d Decision) (*Grant, error) {
+	g := &Grant{Result: Granted(res, d)}
+	if len(g.Result.Scopes)+len(g.Result.Details) == 0 {
+		g.Denied = true
+		return g, nil
+	}
+	if NeedsAccount(g.Result) {
+		g.AccountID, g.CompanyAccountID = d.AccountID, d.CompanyAccountID
+	}
+	var err error
+	if g.Details, err = GrantedDetails(res, d); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
 // Granted is what a decision grants of a request: the requested scopes
 // and objects less the declined ones (all of them for a denial). The
 // decision must have passed Validate.

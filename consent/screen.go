@@ -286,6 +286,11 @@ type Input struct {
 	Checks []Check
 	// OrgID is the request's org_id, "" without one.
 	OrgID string
+	// Remembered is the subject's remembered consent for the client when
+	// it covers every requested permission (the caller's CheckConsent
+	// passed), nil otherwise. Build decides whether the model is
+	// Remembered (remember.go).
+	Remembered *Remembered
 }
 
 // Build makes the consent model of a valid request.
@@ -346,6 +351,7 @@ func Build(cat *catalog.Catalog, in Input) *Model {
 		}
 		m.Checks = append(m.Checks, chk)
 	}
+	m.remember(in.Remembered)
 	return m
 }
 

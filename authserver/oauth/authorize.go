@@ -317,7 +317,7 @@ func (s *browserHandler) answerSilently(w http.ResponseWriter, r *http.Request, 
 		fail(oauthErr(codeLoginRequired, "prompt=none: nobody is signed in"))
 		return
 	}
-	m, err := s.flow.buildModel(r.Context(), p, subj)
+	m, prior, err := s.flow.buildModel(r.Context(), p, subj)
 	if err == nil {
 		err = promptNone(p.v, m)
 	}
@@ -325,7 +325,7 @@ func (s *browserHandler) answerSilently(w http.ResponseWriter, r *http.Request, 
 		fail(err)
 		return
 	}
-	to, err := s.flow.decide(r.Context(), p, subj, consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
+	to, err := s.flow.decide(r.Context(), p, subj, consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount}, prior)
 	if errors.Is(err, errDecided) {
 		err = oauthErr(codeInvalidRequest, "this request was already decided")
 	}
@@ -362,16 +362,17 @@ func (s *base) sourceOf(r *http.Request) string {
 }
 
 // buildModel makes the consent model of a pending request for a subject and
-// records the subject on it.
-func (s *consentFlow) buildModel(ctx context.Context, p *pending, subjectID string) (*consent.Model, error) {
+// records the subject on it. It returns the remembered consent it read
+// too, for a decision in the same request (decide).
+func (s *consentFlow) buildModel(ctx context.Context, p *pending, subjectID string) (*consent.Model, *priorConsent, error) {
 	a, err := s.assess(ctx, p.v, subjectID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.pending.record(ctx, p, a.model.Subject.ID, a.model); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return a.model, nil
+	return a.model, a.prior, nil
 }
 
 // assessment is a subject's consent model of a validated request, with
@@ -384,6 +385,9 @@ type assessment struct {
 	// candidates are the accounts of the subject and of the Company
 	// offered to consent.Build.
 	candidates []consent.Account
+	// prior is the remembered consent the consent check read, which the
+	// decision that follows in the same request uses too.
+	prior *priorConsent
 }
 
 // assess makes the consent model of a validated request for a subject:
@@ -421,10 +425,12 @@ func (s *consentFlow) assess(ctx context.Context, v *validated, subjectID string
 	if err != nil {
 		return nil, err
 	}
-	consentChk, remembered, err := s.consentCheck(ctx, v, sub.ID)
+	prior, err := s.readPrior(ctx, sub.ID, c.ID)
 	if err != nil {
 		return nil, err
 	}
+	a.prior = prior
+	consentChk, remembered := consentCheck(v, prior)
 	resChks, err := s.resourceChecks(ctx, v, sub.ID, proj)
 	if err != nil {
 		return nil, err
@@ -459,30 +465,10 @@ func (s *consentFlow) assess(ctx context.Context, v *validated, subjectID string
 	}
 	in.Checks = checks
 	a.candidates = in.Candidates
-	m := consent.Build(v.cat, in)
-	if remembered != nil && m.Approvable() {
-		// Remembered only when nothing failed and the account bound then
-		// is still offered: otherwise the subject must see the screen.
-		if !m.AccountRequired {
-			m.Remembered = true
-		} else if len(m.AccountOwners()) > 1 {
-			// One account is remembered; a request binding the subject's
-			// and the Company's is asked each time.
-			for i := range m.Checks {
-				if m.Checks[i].Name == consent.CheckConsent {
-					m.Checks[i] = consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "accounts of the subject and of the Company are bound: choose both"}
-				}
-			}
-		} else if slices.ContainsFunc(m.Accounts, func(a consent.Account) bool { return a.ID == remembered.AccountID }) {
-			m.Remembered, m.RememberedAccount = true, remembered.AccountID
-		} else {
-			for i := range m.Checks {
-				if m.Checks[i].Name == consent.CheckConsent {
-					m.Checks[i] = consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "the account chosen before is no longer offered"}
-				}
-			}
-		}
+	if remembered != nil {
+		in.Remembered = &consent.Remembered{AccountID: remembered.AccountID}
 	}
+	m := consent.Build(v.cat, in)
 	a.model = m
 	return a, nil
 }
@@ -490,14 +476,15 @@ func (s *consentFlow) assess(ctx context.Context, v *validated, subjectID string
 // recordedModel returns the subject recorded on p and the consent model
 // for it: the one recorded with it, or (in a shared database, which keeps
 // only the subject) built again, checked against the state of now. The
-// subject is "" until a model was built.
-func (s *consentFlow) recordedModel(ctx context.Context, p *pending) (string, *consent.Model, error) {
+// subject is "" until a model was built. The remembered consent is
+// returned when this call read it (it built the model), nil otherwise.
+func (s *consentFlow) recordedModel(ctx context.Context, p *pending) (string, *consent.Model, *priorConsent, error) {
 	subj, m := p.state()
 	if m != nil || subj == "" {
-		return subj, m, nil
+		return subj, m, nil, nil
 	}
-	m, err := s.buildModel(ctx, p, subj)
-	return subj, m, err
+	m, prior, err := s.buildModel(ctx, p, subj)
+	return subj, m, prior, err
 }
 
 // decide applies subject's decision, checked by the caller against the
@@ -505,25 +492,24 @@ func (s *consentFlow) recordedModel(ctx context.Context, p *pending) (string, *c
 // code, state and iss (RFC 6749 §4.1.2, RFC 9207), or error=access_denied
 // with state and iss. It consumes the request, together with storing the
 // grant: a request is decided once, even when two decisions arrive at once
-// (at two instances); the later one gets errDecided.
-func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d consent.Decision) (string, error) {
+// (at two instances); the later one gets errDecided. prior is the
+// subject's remembered consent when the caller read it in this request
+// (buildModel, recordedModel); nil, decide reads it: once per decision.
+func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d consent.Decision, prior *priorConsent) (string, error) {
 	req := p.v.req
 	// The grant is what the subject did not decline (docs/native-consent.md,
 	// "2. Post the decision"); declining everything is a denial.
-	granted := consent.Granted(p.v.result, d)
-	if consent.Denies(p.v.result, d) {
+	gr, err := consent.GrantOf(p.v.result, d)
+	if err != nil {
+		return "", err
+	}
+	if gr.Denied {
 		if err := s.pending.decide(ctx, p, subject, nil, nil, nil, s.cfg.Now()); err != nil {
 			return "", err
 		}
 		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
 	}
-	if !consent.NeedsAccount(granted) {
-		d.AccountID, d.CompanyAccountID = "", "" // the details that needed one were declined
-	}
-	details, err := consent.GrantedDetails(p.v.result, d)
-	if err != nil {
-		return "", err
-	}
+	granted := gr.Result
 	now := s.cfg.Now()
 	code, err := store.NewSecret(s.cfg.Rand, now)
 	if err != nil {
@@ -540,7 +526,7 @@ func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d 
 	}
 	g := &store.Grant{
 		ID: gid.String(), ClientID: p.v.client.ID, SubjectID: subject, OrgID: req.OrgID,
-		Scopes: granted.Scopes, Details: details, Audience: s.audience(granted),
+		Scopes: granted.Scopes, Details: gr.Details, Audience: s.audience(granted),
 		InstallationID: installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
 	}
 	if p.v.target != nil {
@@ -558,10 +544,12 @@ func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d 
 	}
 	c := &store.Code{Hash: store.SecretKey(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
 		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(ttl)}
-	remember, err := s.consentToRemember(ctx, p, granted, subject, d.AccountID)
-	if err != nil {
-		return "", err
+	if prior == nil {
+		if prior, err = s.readPrior(ctx, subject, p.v.client.ID); err != nil {
+			return "", err
+		}
 	}
+	remember := consentToRemember(p, prior, granted, subject, gr.AccountID, now)
 	// One transaction: a consent is never kept for an approval that failed.
 	if err := s.pending.decide(ctx, p, subject, g, c, remember, now); errors.Is(err, store.ErrGrantSuperseded) {
 		return "", oauthErr(codeInvalidGrantID, "the grant named by grant_id was revoked, merged or replaced meanwhile; authorize again")

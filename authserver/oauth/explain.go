@@ -448,13 +448,13 @@ func explainGrant(cfg Config, cs *clientSecurity, audience func(*catalog.Result)
 	if err := m.Validate(d); err != nil {
 		return nil, nil, err
 	}
-	granted := consent.Granted(v.result, d)
-	details, err := consent.GrantedDetails(v.result, d)
+	gr, err := consent.GrantOf(v.result, d)
 	if err != nil {
 		return nil, nil, err
 	}
+	granted := gr.Result
 	req := v.req
-	g := &ExplainedGrant{ClientID: v.client.ID, Subject: subject, Scopes: nonNil(granted.Scopes), AuthorizationDetails: details,
+	g := &ExplainedGrant{ClientID: v.client.ID, Subject: subject, Scopes: nonNil(granted.Scopes), AuthorizationDetails: gr.Details,
 		OrgID: req.OrgID, AccountID: d.AccountID, CompanyAccountID: d.CompanyAccountID, Audience: audience(granted),
 		ConsumerInstallationID: installationID(v.client.ID, subject, req.OrgID)}
 	codeTTL := cfg.CodeTTL

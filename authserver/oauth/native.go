@@ -138,7 +138,7 @@ func (s *nativeHandler) handleNativeSubmit(w http.ResponseWriter, r *http.Reques
 		var p *pending
 		if p, err = s.flow.newPending(r.Context(), v, "", "", host.ID, body.Subject); err == nil {
 			var m *consent.Model
-			if m, err = s.flow.buildModel(r.Context(), p, body.Subject); err == nil {
+			if m, _, err = s.flow.buildModel(r.Context(), p, body.Subject); err == nil {
 				// A host shows its consent screen unless the model is
 				// remembered: prompt=none allows only that case.
 				if err = promptNone(v, m); err == nil {
@@ -248,8 +248,9 @@ func (s *nativeHandler) handleNativeDecision(w http.ResponseWriter, r *http.Requ
 	}
 	var subj string
 	var m *consent.Model
+	var prior *priorConsent
 	if err == nil {
-		subj, m, err = s.flow.recordedModel(r.Context(), p)
+		subj, m, prior, err = s.flow.recordedModel(r.Context(), p)
 	}
 	if err == nil && m == nil {
 		err = unknown
@@ -271,7 +272,7 @@ func (s *nativeHandler) handleNativeDecision(w http.ResponseWriter, r *http.Requ
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, err.Error()))
 		return
 	}
-	to, err := s.flow.decide(r.Context(), p, subj, d)
+	to, err := s.flow.decide(r.Context(), p, subj, d, prior)
 	if errors.Is(err, errDecided) {
 		err = unknown
 	}

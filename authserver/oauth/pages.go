@@ -262,7 +262,7 @@ func (s *browserHandler) handleConsentPage(w http.ResponseWriter, r *http.Reques
 		http.Redirect(w, r, s.path(pathLogin)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 		return
 	}
-	m, err := s.flow.buildModel(r.Context(), p, subj)
+	m, prior, err := s.flow.buildModel(r.Context(), p, subj)
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
@@ -271,7 +271,7 @@ func (s *browserHandler) handleConsentPage(w http.ResponseWriter, r *http.Reques
 	// asked again (docs/service.md §1, the subject's consent).
 	d := consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount}
 	if m.Remembered && m.Validate(d) == nil {
-		to, err := s.flow.decide(r.Context(), p, subj, d)
+		to, err := s.flow.decide(r.Context(), p, subj, d, prior)
 		if errors.Is(err, errDecided) {
 			err = oauthErr(codeInvalidRequest, "this request was already decided")
 		}
@@ -297,7 +297,7 @@ func (s *browserHandler) handleConsentSubmit(w http.ResponseWriter, r *http.Requ
 		http.Redirect(w, r, s.path(pathConsent)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 		return
 	}
-	_, m, err := s.flow.recordedModel(r.Context(), p)
+	_, m, prior, err := s.flow.recordedModel(r.Context(), p)
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
@@ -324,7 +324,7 @@ func (s *browserHandler) handleConsentSubmit(w http.ResponseWriter, r *http.Requ
 		s.render(w, r, http.StatusBadRequest, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m, Error: err.Error(), Unchecked: un, Maximums: typed})
 		return
 	}
-	to, err := s.flow.decide(r.Context(), p, subj, d)
+	to, err := s.flow.decide(r.Context(), p, subj, d, prior)
 	if errors.Is(err, errDecided) {
 		err = oauthErr(codeInvalidRequest, "this request was already decided")
 	}
