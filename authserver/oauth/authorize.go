@@ -152,23 +152,9 @@ func (s *authzRequests) validateAuthorize(ctx context.Context, q map[string][]st
 		return v, true, unsupported
 	case req.Duplicated != "":
 		return v, true, repeatedErr(q, req.Duplicated)
-	case req.ResponseType == "":
-		return v, true, oauthErr(codeInvalidRequest, "response_type is missing: send response_type=code")
-	case req.ResponseType != "code":
-		return v, true, oauthErr(codeUnsupportedResponseType, "response_type "+echo(req.ResponseType)+" is not supported: only response_type=code is")
-	case req.ResponseMode != "" && req.ResponseMode != "query":
-		return v, true, oauthErr(codeInvalidRequest, "response_mode "+echo(req.ResponseMode)+" is not supported: only response_mode=query is")
-	case req.CodeChallenge == "":
-		return v, true, oauthErr(codeInvalidRequest, "code_challenge is required: every client uses PKCE with S256 (RFC 7636)")
-	case req.CodeChallengeMethod == "":
-		return v, true, oauthErr(codeInvalidRequest, "code_challenge_method must be S256; it is missing (RFC 9700 §2.1.1)")
-	case req.CodeChallengeMethod != "S256":
-		return v, true, oauthErr(codeInvalidRequest, "code_challenge_method must be S256, not "+echo(req.CodeChallengeMethod)+"; plain is refused (RFC 9700 §2.1.1)")
-	case !validChallenge(req.CodeChallenge):
-		return v, true, oauthErr(codeInvalidRequest, fmt.Sprintf("code_challenge %s is %d bytes long; it must be 43 base64url characters, the S256 of the verifier (RFC 7636 §4.2)",
-			echo(req.CodeChallenge), len(req.CodeChallenge)))
-	case strings.TrimSpace(req.Scope) == "" && req.AuthorizationDetails == nil:
-		return v, true, oauthErr(codeInvalidScope, "request at least one scope or one authorization_details object")
+	}
+	if err := codeFlowErr(req); err != nil {
+		return v, true, err
 	}
 	v.cat = s.catalog()
 	res := v.cat.Check(catalog.Request{Scope: req.Scope, Resource: req.Resource,
@@ -177,19 +163,53 @@ func (s *authzRequests) validateAuthorize(ctx context.Context, q map[string][]st
 		return v, true, catalogErr(err)
 	}
 	v.result = res
-	if req.OrgID != "" {
-		co, err := s.st.Company(ctx, req.OrgID)
-		if errors.Is(err, store.ErrNotFound) {
-			return v, true, oauthErr(codeInvalidRequest, "org_id names no Company: "+echo(req.OrgID)+" is not the id of a Company")
-		} else if err != nil {
-			return v, true, err
-		}
-		v.company = &co
+	if v.company, err = s.company(ctx, req.OrgID); err != nil {
+		return v, true, err
 	}
 	if err := s.checkGrantManagement(ctx, v); err != nil {
 		return v, true, err
 	}
 	return v, true, nil
+}
+
+// codeFlowErr checks what the code flow with PKCE asks of every request
+// (RFC 6749 §4.1.1, RFC 7636 §4.3, RFC 9700 §2.1.1): response_type=code,
+// the query response mode, an S256 challenge, and something to grant.
+func codeFlowErr(req *AuthorizeRequest) *Error {
+	switch {
+	case req.ResponseType == "":
+		return oauthErr(codeInvalidRequest, "response_type is missing: send response_type=code")
+	case req.ResponseType != "code":
+		return oauthErr(codeUnsupportedResponseType, "response_type "+echo(req.ResponseType)+" is not supported: only response_type=code is")
+	case req.ResponseMode != "" && req.ResponseMode != "query":
+		return oauthErr(codeInvalidRequest, "response_mode "+echo(req.ResponseMode)+" is not supported: only response_mode=query is")
+	case req.CodeChallenge == "":
+		return oauthErr(codeInvalidRequest, "code_challenge is required: every client uses PKCE with S256 (RFC 7636)")
+	case req.CodeChallengeMethod == "":
+		return oauthErr(codeInvalidRequest, "code_challenge_method must be S256; it is missing (RFC 9700 §2.1.1)")
+	case req.CodeChallengeMethod != "S256":
+		return oauthErr(codeInvalidRequest, "code_challenge_method must be S256, not "+echo(req.CodeChallengeMethod)+"; plain is refused (RFC 9700 §2.1.1)")
+	case !validChallenge(req.CodeChallenge):
+		return oauthErr(codeInvalidRequest, fmt.Sprintf("code_challenge %s is %d bytes long; it must be 43 base64url characters, the S256 of the verifier (RFC 7636 §4.2)",
+			echo(req.CodeChallenge), len(req.CodeChallenge)))
+	case strings.TrimSpace(req.Scope) == "" && req.AuthorizationDetails == nil:
+		return oauthErr(codeInvalidScope, "request at least one scope or one authorization_details object")
+	}
+	return nil
+}
+
+// company resolves a request's org_id: nil without one.
+func (s *authzRequests) company(ctx context.Context, orgID string) (*store.Company, error) {
+	if orgID == "" {
+		return nil, nil
+	}
+	co, err := s.st.Company(ctx, orgID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oauthErr(codeInvalidRequest, "org_id names no Company: "+echo(orgID)+" is not the id of a Company")
+	} else if err != nil {
+		return nil, err
+	}
+	return &co, nil
 }
 
 // repeatedErr is a single-valued parameter sent more than once (RFC 6749

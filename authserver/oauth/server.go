@@ -118,6 +118,44 @@ type Config struct {
 // BaseURL is {base_url}: the catalog's banking resource address.
 func (c Config) baseURL() string { return strings.TrimSuffix(c.Catalog.Endpoints().BaseURL, "/") }
 
+// withDefaults is c with the defaults named on each field in place of
+// zero values.
+func (c Config) withDefaults() Config {
+	cfg := c
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.CodeTTL, time.Minute)
+	def(&cfg.AccessTokenTTL, 10*time.Minute)
+	def(&cfg.IDTokenTTL, 10*time.Minute)
+	def(&cfg.RefreshTokenTTL, 30*24*time.Hour)
+	def(&cfg.ConsentTTL, 10*time.Minute)
+	defN := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	defN(&cfg.MaxPending, 100_000)
+	defN(&cfg.MaxPendingPerClient, 10_000)
+	defN(&cfg.MaxPendingPerSource, 1_000)
+	defN(&cfg.MaxPendingPerHost, 10_000)
+	defN(&cfg.MaxSessionsPerSource, 1_000)
+	defN(&cfg.MaxSessions, 250_000)
+	def(&cfg.SessionTTL, 12*time.Hour)
+	return cfg
+}
+
 // base is what every handler shares and none owns: the configuration's
 // values, the issuer's paths, the catalog in force, the client cache, the
 // pages' templates and the DPoP nonce key, with the helpers that write
@@ -191,37 +229,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		strings.HasSuffix(cfg.Issuer, "/") {
 		return nil, fmt.Errorf("oauth: issuer %q must be an http(s) URL without query, fragment or final slash", cfg.Issuer)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&cfg.CodeTTL, time.Minute)
-	def(&cfg.AccessTokenTTL, 10*time.Minute)
-	def(&cfg.IDTokenTTL, 10*time.Minute)
-	def(&cfg.RefreshTokenTTL, 30*24*time.Hour)
-	def(&cfg.ConsentTTL, 10*time.Minute)
-	defN := func(n *int, v int) {
-		if *n <= 0 {
-			*n = v
-		}
-	}
-	defN(&cfg.MaxPending, 100_000)
-	defN(&cfg.MaxPendingPerClient, 10_000)
-	defN(&cfg.MaxPendingPerSource, 1_000)
-	defN(&cfg.MaxPendingPerHost, 10_000)
-	defN(&cfg.MaxSessionsPerSource, 1_000)
-	defN(&cfg.MaxSessions, 250_000)
-	def(&cfg.SessionTTL, 12*time.Hour)
+	cfg = cfg.withDefaults()
 	bu, err := url.Parse(cfg.baseURL())
 	if err != nil || !origin.SameOrigin(bu, iu) || !strings.HasPrefix(bu.Path, iu.Path+"/") {
 		return nil, fmt.Errorf("oauth: base_url %q must be below the issuer %q", cfg.baseURL(), cfg.Issuer)
