@@ -110,6 +110,12 @@ func (m *Model) Validate(d Decision) error {
 	if err := m.checkMaximums(d.LoweredMaximums, details); err != nil {
 		return err
 	}
+	return m.checkAccounts(d, details)
+}
+
+// checkAccounts checks the accounts a decision binds: one offered account
+// of each owner whose account a granted detail binds.
+func (m *Model) checkAccounts(d Decision, details []int) error {
 	var owners []string
 	for _, owner := range []string{OwnerSubject, OwnerCompany} {
 		if slices.ContainsFunc(m.Permissions, func(p Permission) bool {

@@ -272,8 +272,21 @@ func (s *connectedHandler) revokeEntry(ctx context.Context, subject, grantID, en
 	for _, p := range revoked {
 		names = append(names, p.Entry())
 	}
-	scopes := slices.Clone(g.Scopes)
-	keep := make([]json.RawMessage, 0, len(raw))
+	scopes, keep := withoutRevoked(g.Scopes, raw, revoked)
+	if len(scopes)+len(keep) == 0 {
+		return all, true, s.revokeWhole(ctx, g, held, raw, now)
+	}
+	if err := s.narrow(ctx, g, scopes, keep, revoked, raw, now); err != nil {
+		return nil, false, err
+	}
+	return names, false, nil
+}
+
+// withoutRevoked are a grant's scopes and authorization_details less the
+// revoked entries.
+func withoutRevoked(granted []string, raw []json.RawMessage, revoked []consent.Permission) (scopes []string, keep []json.RawMessage) {
+	scopes = slices.Clone(granted)
+	keep = make([]json.RawMessage, 0, len(raw))
 	for _, p := range revoked {
 		if p.Kind == consent.KindScope {
 			scopes = slices.DeleteFunc(scopes, func(x string) bool { return x == p.Name })
@@ -284,26 +297,30 @@ func (s *connectedHandler) revokeEntry(ctx context.Context, subject, grantID, en
 			keep = append(keep, d)
 		}
 	}
-	if len(scopes)+len(keep) == 0 {
-		return all, true, s.revokeWhole(ctx, g, held, raw, now)
-	}
+	return scopes, keep
+}
+
+// narrow replaces grant g's entries by scopes and keep, and the
+// remembered consent by what is left of it, in one step
+// (SubjectGrants.NarrowGrant).
+func (s *connectedHandler) narrow(ctx context.Context, g *store.Grant, scopes []string, keep []json.RawMessage, revoked []consent.Permission, raw []json.RawMessage, now time.Time) error {
 	details, err := json.Marshal(keep)
 	if err != nil {
-		return nil, false, fmt.Errorf("oauth: grant %s: %w", g.ID, err)
+		return fmt.Errorf("oauth: grant %s: %w", g.ID, err)
 	}
 	remember, err := s.rememberedAfter(ctx, g, revoked, raw, now)
 	if err != nil {
-		return nil, false, err
+		return err
 	}
 	switch err := s.st.NarrowGrant(ctx, g, scopes, details, remember); {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, false, oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked or changed meanwhile; reload the list", g.ID))
+		return oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked or changed meanwhile; reload the list", g.ID))
 	case errors.Is(err, store.ErrGrantsChanged):
-		return nil, false, grantsChanged(g)
+		return grantsChanged(g)
 	case err != nil:
-		return nil, false, err
+		return err
 	}
-	return names, false, nil
+	return nil
 }
 
 // revokeWhole revokes the whole grant g, whose entries are held (raw: its

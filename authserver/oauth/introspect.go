@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -62,27 +63,42 @@ func (s *tokenHandler) handleIntrospect(w http.ResponseWriter, r *http.Request) 
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "token is missing"))
 		return
 	}
-	now := s.cfg.Now()
-	out := introspection{}
-	if at, g, err := s.st.LookupAccessToken(r.Context(), store.AccessTokenKey(tok)); err == nil {
-		if !at.Revoked && !g.Revoked() && now.Before(at.ExpiresAt) && s.mayReadGrant(c, g) {
-			out = s.describe(g, "Bearer", at.IssuedAt.Unix(), at.ExpiresAt.Unix(), at.JTI)
-			if jkt := tokenJKT(tok); jkt != "" {
-				out.TokenType, out.Cnf = "DPoP", &cnfClaim{Jkt: jkt}
-			}
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
-		s.writeJSONError(w, r, err)
-		return
-	} else if rt, g, err := s.st.LookupRefreshToken(r.Context(), store.SecretKey(tok)); err == nil {
-		if !rt.Used && !g.Revoked() && now.Before(rt.ExpiresAt) && s.mayReadGrant(c, g) {
-			out = s.describe(g, "refresh_token", rt.IssuedAt.Unix(), rt.ExpiresAt.Unix(), "")
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
+	out, err := s.introspect(r.Context(), c, tok)
+	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// introspect describes a token to client c: an access token, else a
+// refresh token, active only when live and c may read its grant
+// (mayReadGrant); anything else is inactive, as an unknown token is.
+func (s *tokenHandler) introspect(ctx context.Context, c *store.Client, tok string) (introspection, error) {
+	now := s.cfg.Now()
+	at, g, err := s.st.LookupAccessToken(ctx, store.AccessTokenKey(tok))
+	if err == nil {
+		if !at.Revoked && !g.Revoked() && now.Before(at.ExpiresAt) && s.mayReadGrant(c, g) {
+			out := s.describe(g, "Bearer", at.IssuedAt.Unix(), at.ExpiresAt.Unix(), at.JTI)
+			if jkt := tokenJKT(tok); jkt != "" {
+				out.TokenType, out.Cnf = "DPoP", &cnfClaim{Jkt: jkt}
+			}
+			return out, nil
+		}
+		return introspection{}, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return introspection{}, err
+	}
+	rt, g, err := s.st.LookupRefreshToken(ctx, store.SecretKey(tok))
+	if err == nil {
+		if !rt.Used && !g.Revoked() && now.Before(rt.ExpiresAt) && s.mayReadGrant(c, g) {
+			return s.describe(g, "refresh_token", rt.IssuedAt.Unix(), rt.ExpiresAt.Unix(), ""), nil
+		}
+		return introspection{}, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return introspection{}, err
+	}
+	return introspection{}, nil
 }
 
 func (s *tokenHandler) describe(g *store.Grant, typ string, iat, exp int64, jti string) introspection {
@@ -208,21 +224,27 @@ func (s *tokenHandler) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, userinfoClaims(sub, g.Scopes))
+}
+
+// userinfoClaims are the claims of a subject that a grant's scopes give
+// (OpenID Connect Core §5.4).
+func userinfoClaims(sub store.Subject, scopes []string) map[string]any {
 	out := map[string]any{"sub": sub.ID}
 	p := sub.Profile
-	if slices.Contains(g.Scopes, "profile") {
+	if slices.Contains(scopes, "profile") {
 		out["name"], out["given_name"], out["family_name"] = p.Name, p.GivenName, p.FamilyName
 	}
-	if slices.Contains(g.Scopes, "email") && p.Email != "" {
+	if slices.Contains(scopes, "email") && p.Email != "" {
 		out["email"], out["email_verified"] = p.Email, p.EmailVerified
 	}
-	if slices.Contains(g.Scopes, "phone") && p.PhoneNumber != "" {
+	if slices.Contains(scopes, "phone") && p.PhoneNumber != "" {
 		out["phone_number"], out["phone_number_verified"] = p.PhoneNumber, p.PhoneNumberVerified
 	}
-	if slices.Contains(g.Scopes, "addresses:read") && len(p.Addresses) > 0 {
+	if slices.Contains(scopes, "addresses:read") && len(p.Addresses) > 0 {
 		a := p.Addresses[0]
 		out["address"] = map[string]string{"street_address": a.StreetAddress, "locality": a.Locality,
 			"region": a.Region, "postal_code": a.PostalCode, "country": a.Country}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

@@ -259,19 +259,7 @@ func (s *tokenHandler) exchangeCode(ctx context.Context, c *store.Client, f url.
 		}
 		return nil, replay
 	}
-	var refusal *Error
-	switch {
-	case now.After(rc.ExpiresAt):
-		refusal = oauthErr(codeInvalidGrant, fmt.Sprintf("the code has expired: at %s, %s ago; redeem a code at once, within its lifetime",
-			rc.ExpiresAt.UTC().Format(time.RFC3339), now.Sub(rc.ExpiresAt).Round(time.Second)))
-	case f.Get("redirect_uri") == "":
-		refusal = oauthErr(codeInvalidGrant, "redirect_uri is missing: send the authorization request's, "+echo(rc.RedirectURI)+" (RFC 6749 §4.1.3)")
-	case f.Get("redirect_uri") != rc.RedirectURI:
-		refusal = oauthErr(codeInvalidGrant, "redirect_uri "+echo(f.Get("redirect_uri"))+" differs from the authorization request's, "+
-			echo(rc.RedirectURI)+": they must be identical (RFC 6749 §4.1.3)")
-	case !verifyPKCE(rc.Challenge, f.Get("code_verifier")):
-		refusal = oauthErr(codeInvalidGrant, pkceRefusal(rc.Challenge, f.Get("code_verifier")))
-	}
+	refusal := codeRefusal(rc, f, now)
 	var g *store.Grant
 	if refusal == nil {
 		if g, err = s.st.Grant(ctx, rc.GrantID); err != nil {
@@ -306,6 +294,25 @@ func (s *tokenHandler) exchangeCode(ctx context.Context, c *store.Client, f url.
 	return m.resp, nil
 }
 
+// codeRefusal checks a code's redemption (RFC 6749 §4.1.3, RFC 7636
+// §4.6): unexpired, the authorization request's redirect_uri, and the
+// PKCE verifier of its challenge.
+func codeRefusal(rc *store.Code, f url.Values, now time.Time) *Error {
+	switch {
+	case now.After(rc.ExpiresAt):
+		return oauthErr(codeInvalidGrant, fmt.Sprintf("the code has expired: at %s, %s ago; redeem a code at once, within its lifetime",
+			rc.ExpiresAt.UTC().Format(time.RFC3339), now.Sub(rc.ExpiresAt).Round(time.Second)))
+	case f.Get("redirect_uri") == "":
+		return oauthErr(codeInvalidGrant, "redirect_uri is missing: send the authorization request's, "+echo(rc.RedirectURI)+" (RFC 6749 §4.1.3)")
+	case f.Get("redirect_uri") != rc.RedirectURI:
+		return oauthErr(codeInvalidGrant, "redirect_uri "+echo(f.Get("redirect_uri"))+" differs from the authorization request's, "+
+			echo(rc.RedirectURI)+": they must be identical (RFC 6749 §4.1.3)")
+	case !verifyPKCE(rc.Challenge, f.Get("code_verifier")):
+		return oauthErr(codeInvalidGrant, pkceRefusal(rc.Challenge, f.Get("code_verifier")))
+	}
+	return nil
+}
+
 // proofKey says which DPoP key a request's proof was made with, for a
 // refusal comparing it with a binding: its thumbprint, or that there was
 // no proof.
@@ -333,6 +340,68 @@ func pkceRefusal(challenge, verifier string) string {
 	sum := sha256.Sum256([]byte(verifier))
 	return "the S256 of the code_verifier sent is " + echo(base64.RawURLEncoding.EncodeToString(sum[:])) +
 		", not the authorization request's code_challenge " + echo(challenge) + " (RFC 7636 §4.6)"
+}
+
+// refreshRefusal checks a refresh token before it is spent: issued to
+// the client that sent it, its grant live and itself unexpired (a used one
+// goes on to be spent, whose replay revokes the grant), and presented with
+// the DPoP key it is bound to.
+func refreshRefusal(c *store.Client, rt *store.RefreshToken, g *store.Grant, tok, jkt string, now time.Time) error {
+	switch {
+	case g.ClientID != c.ID:
+		return oauthErr(codeInvalidGrant, "the refresh token was issued to another client: to "+echo(g.ClientID)+", not to "+echo(c.ID)+", which sent it")
+	case !rt.Used && g.Revoked():
+		return oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
+	case !rt.Used && now.After(rt.ExpiresAt):
+		return oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
+	case secretJKT(tok) != "" && secretJKT(tok) != jkt:
+		return oauthErr(codeInvalidGrant, "the refresh token is bound to a DPoP key, "+echo(secretJKT(tok))+"; "+proofKey(jkt)+
+			": present a DPoP proof made with that key (RFC 9449 section 5)")
+	}
+	return nil
+}
+
+// refreshScopes are the scopes a refresh asks for: the grant's, or fewer
+// (RFC 6749 §6).
+func refreshScopes(g *store.Grant, scope string) ([]string, error) {
+	if scope == "" {
+		return g.Scopes, nil
+	}
+	scopes := strings.Fields(scope)
+	for _, x := range scopes {
+		if !slices.Contains(g.Scopes, x) {
+			return nil, oauthErr(codeInvalidScope, "scope "+echo(x)+" was not granted: the grant's scopes are "+echoList(g.Scopes)+
+				"; a refresh may narrow them, never widen (RFC 6749 §6)")
+		}
+	}
+	return scopes, nil
+}
+
+// rotate spends a refresh token and returns its grant as it is after the
+// spend. A used token goes on to UseRefreshToken, whose replay revokes the
+// grant: its owner presented it twice.
+func (s *tokenHandler) rotate(ctx context.Context, rt *store.RefreshToken, key []byte, now time.Time) (*store.Grant, error) {
+	if _, err := s.st.UseRefreshToken(ctx, key, now); err != nil {
+		switch {
+		case errors.Is(err, store.ErrReplayed):
+			return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
+		case errors.Is(err, store.ErrNotFound):
+			return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
+		}
+		return nil, err
+	}
+	// The grant may have been revoked between the read and the spend.
+	g, err := s.st.Grant(ctx, rt.GrantID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case g.Revoked():
+		return nil, oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
+	case now.After(rt.ExpiresAt):
+		return nil, oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
+	}
+	return g, nil
 }
 
 // refreshExpired is the refusal of a refresh token past its expiry.
@@ -375,26 +444,12 @@ func (s *tokenHandler) refresh(ctx context.Context, c *store.Client, f url.Value
 	case err != nil:
 		return nil, err
 	}
-	switch {
-	case g.ClientID != c.ID:
-		return nil, oauthErr(codeInvalidGrant, "the refresh token was issued to another client: to "+echo(g.ClientID)+", not to "+echo(c.ID)+", which sent it")
-	case !rt.Used && g.Revoked():
-		return nil, oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
-	case !rt.Used && now.After(rt.ExpiresAt):
-		return nil, oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
-	case secretJKT(tok) != "" && secretJKT(tok) != jkt:
-		return nil, oauthErr(codeInvalidGrant, "the refresh token is bound to a DPoP key, "+echo(secretJKT(tok))+"; "+proofKey(jkt)+
-			": present a DPoP proof made with that key (RFC 9449 section 5)")
+	if err := refreshRefusal(c, rt, g, tok, jkt, now); err != nil {
+		return nil, err
 	}
-	scopes := g.Scopes
-	if sc := f.Get("scope"); sc != "" {
-		scopes = strings.Fields(sc)
-		for _, x := range scopes {
-			if !slices.Contains(g.Scopes, x) {
-				return nil, oauthErr(codeInvalidScope, "scope "+echo(x)+" was not granted: the grant's scopes are "+echoList(g.Scopes)+
-					"; a refresh may narrow them, never widen (RFC 6749 §6)")
-			}
-		}
+	scopes, err := refreshScopes(g, f.Get("scope"))
+	if err != nil {
+		return nil, err
 	}
 	// A client of the fapi2 profile keeps its refresh token: FAPI 2.0
 	// Security Profile §5.3.2.1 asks for no rotation. The token stays
@@ -415,26 +470,8 @@ func (s *tokenHandler) refresh(ctx context.Context, c *store.Client, f url.Value
 		}
 		return m.resp, nil
 	}
-	// A used token goes on to UseRefreshToken, whose replay revokes the
-	// grant: its owner presented it twice.
-	if _, err = s.st.UseRefreshToken(ctx, key, now); err != nil {
-		switch {
-		case errors.Is(err, store.ErrReplayed):
-			return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
-		case errors.Is(err, store.ErrNotFound):
-			return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
-		}
+	if g, err = s.rotate(ctx, rt, key, now); err != nil {
 		return nil, err
-	}
-	// The grant may have been revoked between the read and the spend.
-	if g, err = s.st.Grant(ctx, rt.GrantID); err != nil {
-		return nil, err
-	}
-	switch {
-	case g.Revoked():
-		return nil, oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
-	case now.After(rt.ExpiresAt):
-		return nil, oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
 	}
 	m, err := s.mint(c, g, scopes, "", true, jkt, secretJKT(tok))
 	if err != nil {
