@@ -1,8 +1,12 @@
-// Package consent turns an authorization request that the catalog has
-// validated into the consent screen's model: who asks (project and client),
-// for whom (subject, company), each permission with its catalog meaning, its
-// actions and limits, and the bank accounts the subject may choose from; and
-// it checks the subject's Decision against that model.
+// Package consent holds the whole consent decision. It turns an
+// authorization request that the catalog has validated into the consent
+// screen's model (screen.go: Build): who asks (project and client), for
+// whom (subject, company), each permission with its catalog meaning, its
+// actions and limits, the bank accounts the subject may choose from, and,
+// from the subject's remembered consent, whether the screen may be skipped
+// (remember.go). It checks the subject's Decision against that model
+// (decision.go: Validate) and says what a decision grants, in one call
+// (grant.go: GrantOf).
 //
 // The model is plain data, JSON-serialisable, free of HTTP and storage: the
 // reference server's consent page, its native-consent API and the host's

@@ -1,22 +1,3 @@
-// Package oauth is the reference authorization server's protocol side: the
-// OpenID Connect discovery and RFC 8414 metadata, JWKS, the authorization
-// endpoint with its browser sign-in and consent pages, the JSON
-// native-consent API for hosts, the token endpoint, userinfo, RFC 7662
-// introspection, RFC 7009 revocation and the service's grant endpoint
-// GET {base_url}/authorization (docs/service.md §4.1).
-//
-// Every security check sits in one function: exact redirect_uri match
-// (redirectAllowed), PKCE (verifyPKCE), client authentication
-// (authenticateClient), the catalog's reading of the request
-// (validateAuthorize), and the three checks of docs/service.md §1 beside the catalog
-// (checks.go: projectCheck, consentCheck, resourceChecks; transaction
-// limits in handleCharge). The dry run of a request (explain.go,
-// docs/dashboard.md "Explain") goes through the same functions and writes
-// nothing.
-//
-// What the server keeps between requests, and what its storage must
-// guarantee, is declared in storage.go (Storage); package store implements
-// it.
 package oauth
 
 import (
