@@ -82,24 +82,6 @@ type nativeError struct {
 	RedirectURL string `json:"redirect_url,omitempty"`
 }
 
-// authenticateHost checks the host's own credential, sent with HTTP Basic
-// (RFC 6749 §2.3.1), and that the client holds the host role.
-func (s *clientAuth) authenticateHost(r *http.Request) (*store.Client, error) {
-	id, secret, ok := basicAuth(r)
-	if !ok {
-		return nil, &Error{Code: codeInvalidClient, Description: "authenticate with the host's client credential (HTTP Basic)",
-			challenge: `Basic realm="native-consent"`}
-	}
-	c, err := s.checkSecret(r.Context(), id, secret, "HTTP Basic")
-	if err != nil {
-		return nil, err
-	}
-	if !c.HasRole(store.RoleHost) {
-		return nil, oauthErr(codeUnauthorizedClient, "client "+echo(c.ID)+" may not use the native-consent API: it does not hold the host role")
-	}
-	return c, nil
-}
-
 // handleNativeSubmit validates a caught authorization request for a subject
 // and returns its consent model.
 func (s *nativeHandler) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {

@@ -3,7 +3,6 @@ package oauth
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -17,99 +16,6 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
-
-// basicAuth reads client_secret_basic credentials. RFC 6749 §2.3.1 has the
-// client form-urlencode id and secret before Base64, so they are decoded.
-func basicAuth(r *http.Request) (id, secret string, ok bool) {
-	u, p, ok := r.BasicAuth()
-	if !ok {
-		return "", "", false
-	}
-	id, err1 := url.QueryUnescape(u)
-	secret, err2 := url.QueryUnescape(p)
-	if err1 != nil || err2 != nil || id == "" {
-		return "", "", false
-	}
-	return id, secret, true
-}
-
-// checkSecret verifies a confidential client's secret in constant time.
-// how names the method the secret came by (client_secret_basic or
-// client_secret_post). An unknown client and a wrong secret get the same
-// refusal, which names the client_id sent, never the secret.
-func (s *clientAuth) checkSecret(ctx context.Context, id, secret, how string) (*store.Client, error) {
-	bad := &Error{Code: codeInvalidClient, Description: "client authentication failed: client_id " + echo(id) + " and the client_secret sent by " + how +
-		" are not those of a registered confidential client", challenge: `Basic realm="oauth"`}
-	c, err := s.clients.get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, bad
-	} else if err != nil {
-		return nil, err
-	}
-	if c.Type != store.Confidential || len(c.SecretHash) == 0 ||
-		subtle.ConstantTimeCompare(store.Hash(secret), c.SecretHash) != 1 {
-		return nil, bad
-	}
-	return c, nil
-}
-
-// authenticateClient identifies the client of a token, introspection or
-// revocation request: client_secret_basic or client_secret_post for a
-// confidential client, client_id alone for a public one (RFC 6749 §2.3 and
-// §3.2.1). Using two methods at once is refused.
-func (s *clientAuth) authenticateClient(r *http.Request) (*store.Client, error) {
-	id, secret, basic := basicAuth(r)
-	_, hasHeader := r.Header["Authorization"]
-	form := r.PostForm
-	postID, postSecret := form.Get("client_id"), form.Get("client_secret")
-	_, assertion := form["client_assertion"]
-	if _, typed := form["client_assertion_type"]; assertion || typed {
-		// private_key_jwt (clientauth.go).
-		if basic || hasHeader || postSecret != "" {
-			other := "client_secret in the body"
-			if basic || hasHeader {
-				other = "an Authorization header"
-			}
-			return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3): the request sent a client_assertion and "+other)
-		}
-		return s.assertionClient(r)
-	}
-	switch {
-	case hasHeader && !basic:
-		return nil, &Error{Code: codeInvalidClient, Description: "malformed HTTP Basic credentials: the Authorization header's scheme is " +
-			echo(authScheme(r)) + "; client_secret_basic sends Basic and the Base64 of the form-urlencoded client_id:client_secret (RFC 6749 §2.3.1)",
-			challenge: `Basic realm="oauth"`}
-	case basic && postSecret != "":
-		return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3): the request sent HTTP Basic credentials and client_secret in the body")
-	case basic:
-		if postID != "" && postID != id {
-			return nil, oauthErr(codeInvalidRequest, "client_id "+echo(postID)+" in the body differs from the client "+echo(id)+" of the HTTP Basic credentials")
-		}
-		return s.checkSecret(r.Context(), id, secret, "client_secret_basic")
-	case postSecret != "":
-		return s.checkSecret(r.Context(), postID, postSecret, "client_secret_post")
-	case postID == "":
-		return nil, &Error{Code: codeInvalidClient, Description: "client authentication is missing", challenge: `Basic realm="oauth"`}
-	}
-	c, err := s.clients.get(r.Context(), postID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, oauthErr(codeInvalidClient, "client_id "+echo(postID)+" is unknown: no client is registered with this id")
-	} else if err != nil {
-		return nil, err
-	}
-	if c.Type != store.Public {
-		return nil, &Error{Code: codeInvalidClient, Description: "a confidential client must authenticate: client " + echo(c.ID) + " sent client_id alone, " +
-			"which is for public clients; send its secret (client_secret_basic or client_secret_post) or a client_assertion (private_key_jwt)", challenge: `Basic realm="oauth"`}
-	}
-	return c, nil
-}
-
-// authScheme is the scheme of the request's Authorization header, never
-// its credentials.
-func authScheme(r *http.Request) string {
-	scheme, _, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	return scheme
-}
 
 // parsePostForm reads an application/x-www-form-urlencoded body.
 func parsePostForm(w http.ResponseWriter, r *http.Request) error {
