@@ -39,3 +39,41 @@ func Covered(have, want []string) bool {
 	}
 	return true
 }
+
+// Remembered is a subject's remembered consent for a client, as Build
+// reads it: the account the subject bound when it was given.
+type Remembered struct {
+	AccountID string
+}
+
+// remember marks the model Remembered when the subject's remembered
+// consent r answers for the subject: nothing failed, and the account
+// bound then (when one is required) is still offered. Otherwise the
+// consent check asks, saying why.
+func (m *Model) remember(r *Remembered) {
+	if r == nil || !m.Approvable() {
+		return
+	}
+	switch {
+	case !m.AccountRequired:
+		m.Remembered = true
+	case len(m.AccountOwners()) > 1:
+		// One account is remembered; a request binding the subject's
+		// and the Company's is asked each time.
+		m.askConsent("accounts of the subject and of the Company are bound: choose both")
+	case slices.ContainsFunc(m.Accounts, func(a Account) bool { return a.ID == r.AccountID }):
+		m.Remembered, m.RememberedAccount = true, r.AccountID
+	default:
+		m.askConsent("the account chosen before is no longer offered")
+	}
+}
+
+// askConsent makes the consent check ask the subject, for the reason
+// given.
+func (m *Model) askConsent(why string) {
+	for i := range m.Checks {
+		if m.Checks[i].Name == CheckConsent {
+			m.Checks[i] = Check{Name: CheckConsent, Outcome: Ask, Message: why}
+		}
+	}
+}

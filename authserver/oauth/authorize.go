@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -21,6 +22,60 @@ import (
 // to three bytes a byte, with room to spare. Over it the answer is 413
 // (RFC 9110 §15.5.14).
 const maxBodyBytes = 256 << 10
+
+// authzRequests reads and checks authorization requests: the query or
+// form of the authorization endpoint and of the native-consent API, a
+// pushed request taken by its request_uri (RFC 9126 §4), and the grant a
+// grant_management_action names (grantmgmt.go). Every caller that has
+// a request to decide (the browser pages, the native API, PAR, Explain and
+// a request read back from a shared database) goes through
+// validateAuthorize.
+type authzRequests struct {
+	*base
+	st  requestStore
+	sec *securityCache
+}
+
+// requestStore is what checking a request reads.
+type requestStore interface {
+	// Company resolves org_id.
+	Company(ctx context.Context, id string) (store.Company, error)
+	// LiveGrant resolves grant_id (FAPI Grant Management).
+	LiveGrant(ctx context.Context, grantID string) (*store.Grant, error)
+	// TakePushed resolves request_uri (RFC 9126).
+	TakePushed(ctx context.Context, idHash []byte, clientID string, now time.Time) (*store.PushedRequest, error)
+}
+
+// consentFlow takes a checked request to its decision: it stores the
+// request until then (pendingStore), makes the subject's consent model
+// with the three checks of docs/service.md §1 (assess, checks.go), and
+// applies the decision (decide), storing the grant and its code. The
+// browser pages and the native-consent API share it; Explain runs its
+// assessment without writing.
+type consentFlow struct {
+	*base
+	st       flowStore
+	sec      *securityCache
+	requests *authzRequests // Explain checks the request as the endpoint does
+	pending  pendingStore   // in memory, or in a shared database (flowstate.go)
+}
+
+// flowStore is what assessing and deciding a request reads; the decision
+// writes through pendingStore.
+type flowStore interface {
+	// The subject, the client's project and the accounts offered.
+	Subject(ctx context.Context, id string) (store.Subject, error)
+	Subjects(ctx context.Context) ([]store.Subject, error)
+	Project(ctx context.Context, id string) (store.Project, error)
+	AccountsOf(ctx context.Context, subjectID, companyID string) ([]store.Account, error)
+	MemberOf(ctx context.Context, subjectID, companyID string) (bool, error)
+	// The project check (checks.go).
+	Reviews
+	// The consent check: the subject's remembered consent.
+	Consent(ctx context.Context, subjectID, clientID string) (*store.Consent, error)
+	// The grant a merge or replace changes (grantmgmt.go).
+	LiveGrant(ctx context.Context, grantID string) (*store.Grant, error)
+}
 
 // validated is an authorization request that passed every check that does
 // not depend on the subject.
@@ -45,7 +100,7 @@ type validated struct {
 // once the client is known and the redirect_uri is one of its registered
 // URIs (RFC 6749 §4.1.2.1); otherwise the user agent gets an error page, so
 // the server is never an open redirector.
-func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
+func (s *authzRequests) validateAuthorize(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
 	req := ParseAuthorize(q)
 	v = &validated{params: q, req: req}
 	// Length limits first, so that nothing oversized is looked up or kept;
@@ -97,44 +152,64 @@ func (s *Server) validateAuthorize(ctx context.Context, q map[string][]string) (
 		return v, true, unsupported
 	case req.Duplicated != "":
 		return v, true, repeatedErr(q, req.Duplicated)
-	case req.ResponseType == "":
-		return v, true, oauthErr(codeInvalidRequest, "response_type is missing: send response_type=code")
-	case req.ResponseType != "code":
-		return v, true, oauthErr(codeUnsupportedResponseType, "response_type "+echo(req.ResponseType)+" is not supported: only response_type=code is")
-	case req.ResponseMode != "" && req.ResponseMode != "query":
-		return v, true, oauthErr(codeInvalidRequest, "response_mode "+echo(req.ResponseMode)+" is not supported: only response_mode=query is")
-	case req.CodeChallenge == "":
-		return v, true, oauthErr(codeInvalidRequest, "code_challenge is required: every client uses PKCE with S256 (RFC 7636)")
-	case req.CodeChallengeMethod == "":
-		return v, true, oauthErr(codeInvalidRequest, "code_challenge_method must be S256; it is missing (RFC 9700 §2.1.1)")
-	case req.CodeChallengeMethod != "S256":
-		return v, true, oauthErr(codeInvalidRequest, "code_challenge_method must be S256, not "+echo(req.CodeChallengeMethod)+"; plain is refused (RFC 9700 §2.1.1)")
-	case !validChallenge(req.CodeChallenge):
-		return v, true, oauthErr(codeInvalidRequest, fmt.Sprintf("code_challenge %s is %d bytes long; it must be 43 base64url characters, the S256 of the verifier (RFC 7636 §4.2)",
-			echo(req.CodeChallenge), len(req.CodeChallenge)))
-	case strings.TrimSpace(req.Scope) == "" && req.AuthorizationDetails == nil:
-		return v, true, oauthErr(codeInvalidScope, "request at least one scope or one authorization_details object")
 	}
-	v.cat = s.Catalog()
+	if err := codeFlowErr(req); err != nil {
+		return v, true, err
+	}
+	v.cat = s.catalog()
 	res := v.cat.Check(catalog.Request{Scope: req.Scope, Resource: req.Resource,
 		AuthorizationDetails: req.AuthorizationDetails, OrgID: req.OrgID})
 	if err := res.Err(); err != nil {
 		return v, true, catalogErr(err)
 	}
 	v.result = res
-	if req.OrgID != "" {
-		co, err := s.cfg.Store.Company(ctx, req.OrgID)
-		if errors.Is(err, store.ErrNotFound) {
-			return v, true, oauthErr(codeInvalidRequest, "org_id names no Company: "+echo(req.OrgID)+" is not the id of a Company")
-		} else if err != nil {
-			return v, true, err
-		}
-		v.company = &co
+	if v.company, err = s.company(ctx, req.OrgID); err != nil {
+		return v, true, err
 	}
 	if err := s.checkGrantManagement(ctx, v); err != nil {
 		return v, true, err
 	}
 	return v, true, nil
+}
+
+// codeFlowErr checks what the code flow with PKCE asks of every request
+// (RFC 6749 §4.1.1, RFC 7636 §4.3, RFC 9700 §2.1.1): response_type=code,
+// the query response mode, an S256 challenge, and something to grant.
+func codeFlowErr(req *AuthorizeRequest) *Error {
+	switch {
+	case req.ResponseType == "":
+		return oauthErr(codeInvalidRequest, "response_type is missing: send response_type=code")
+	case req.ResponseType != "code":
+		return oauthErr(codeUnsupportedResponseType, "response_type "+echo(req.ResponseType)+" is not supported: only response_type=code is")
+	case req.ResponseMode != "" && req.ResponseMode != "query":
+		return oauthErr(codeInvalidRequest, "response_mode "+echo(req.ResponseMode)+" is not supported: only response_mode=query is")
+	case req.CodeChallenge == "":
+		return oauthErr(codeInvalidRequest, "code_challenge is required: every client uses PKCE with S256 (RFC 7636)")
+	case req.CodeChallengeMethod == "":
+		return oauthErr(codeInvalidRequest, "code_challenge_method must be S256; it is missing (RFC 9700 §2.1.1)")
+	case req.CodeChallengeMethod != "S256":
+		return oauthErr(codeInvalidRequest, "code_challenge_method must be S256, not "+echo(req.CodeChallengeMethod)+"; plain is refused (RFC 9700 §2.1.1)")
+	case !validChallenge(req.CodeChallenge):
+		return oauthErr(codeInvalidRequest, fmt.Sprintf("code_challenge %s is %d bytes long; it must be 43 base64url characters, the S256 of the verifier (RFC 7636 §4.2)",
+			echo(req.CodeChallenge), len(req.CodeChallenge)))
+	case strings.TrimSpace(req.Scope) == "" && req.AuthorizationDetails == nil:
+		return oauthErr(codeInvalidScope, "request at least one scope or one authorization_details object")
+	}
+	return nil
+}
+
+// company resolves a request's org_id: nil without one.
+func (s *authzRequests) company(ctx context.Context, orgID string) (*store.Company, error) {
+	if orgID == "" {
+		return nil, nil
+	}
+	co, err := s.st.Company(ctx, orgID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oauthErr(codeInvalidRequest, "org_id names no Company: "+echo(orgID)+" is not the id of a Company")
+	} else if err != nil {
+		return nil, err
+	}
+	return &co, nil
 }
 
 // repeatedErr is a single-valued parameter sent more than once (RFC 6749
@@ -188,7 +263,7 @@ func promptNone(v *validated, m *consent.Model) error {
 
 // handleAuthorize serves the authorization endpoint for browsers: it checks
 // the request, then sends the user agent to sign-in or straight to consent.
-func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+func (s *browserHandler) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if r.Method == http.MethodPost {
 		if err := parsePostForm(w, r); err != nil {
@@ -197,12 +272,12 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		}
 		q = r.PostForm
 	}
-	v, redirect, err := s.authorizeRequest(r.Context(), q)
+	v, redirect, err := s.requests.authorizeRequest(r.Context(), q)
 	if redirect && v.client != nil {
 		// A fault answers once the redirect_uri is verified, as a real
 		// error would (RFC 6749 §4.1.2.1); a status is an error page.
 		oe, done := s.injectFault(w, r, FaultAuthorization, v.client.ID, func() string {
-			if se, _ := s.sessionFrom(r); se != nil {
+			if se, _ := s.sess.sessionFrom(r); se != nil {
 				return se.subject()
 			}
 			return ""
@@ -225,12 +300,12 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
-	sess, err := s.ensureSession(w, r)
+	sess, err := s.sess.ensureSession(w, r)
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
 	}
-	p, err := s.newPending(r.Context(), v, sess.bind, s.sourceOf(r), "", "")
+	p, err := s.flow.newPending(r.Context(), v, sess.bind, s.sourceOf(r), "", "")
 	if err != nil {
 		http.Redirect(w, r, s.errorRedirect(v.req.RedirectURI, v.req.State, s.asError(r, err)), http.StatusSeeOther)
 		return
@@ -250,7 +325,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 // page (OpenID Connect Core §3.1.2.1): a signed-in subject who consented to
 // all of it before gets the code; anyone else gets login_required or
 // consent_required, at the redirect_uri with state and iss like any error.
-func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *session, p *pending) {
+func (s *browserHandler) answerSilently(w http.ResponseWriter, r *http.Request, sess *session, p *pending) {
 	fail := func(err error) {
 		if derr := s.pending.drop(r.Context(), p); derr != nil {
 			s.log.ErrorContext(r.Context(), "oauth: dropping a pending request", "err", derr)
@@ -262,7 +337,7 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 		fail(oauthErr(codeLoginRequired, "prompt=none: nobody is signed in"))
 		return
 	}
-	m, err := s.buildModel(r.Context(), p, subj)
+	m, prior, err := s.flow.buildModel(r.Context(), p, subj)
 	if err == nil {
 		err = promptNone(p.v, m)
 	}
@@ -270,7 +345,7 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 		fail(err)
 		return
 	}
-	to, err := s.decide(r.Context(), p, subj, consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount})
+	to, err := s.flow.decide(r.Context(), p, subj, consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount}, prior)
 	if errors.Is(err, errDecided) {
 		err = oauthErr(codeInvalidRequest, "this request was already decided")
 	}
@@ -286,7 +361,7 @@ func (s *Server) answerSilently(w http.ResponseWriter, r *http.Request, sess *se
 // the quotas of pendingQuotas. A host names the subject at once: it is
 // stored with the request, and buildModel, which checks it, then has
 // nothing to record.
-func (s *Server) newPending(ctx context.Context, v *validated, session, source, host, subject string) (*pending, error) {
+func (s *consentFlow) newPending(ctx context.Context, v *validated, session, source, host, subject string) (*pending, error) {
 	id, err := s.randomToken(24)
 	if err != nil {
 		return nil, err
@@ -302,21 +377,22 @@ func (s *Server) newPending(ctx context.Context, v *validated, session, source, 
 // sourceOf is the request's source IP address, the key of the per-source
 // quotas: its peer's, or behind a trusted reverse proxy the client's
 // (Config.TrustedProxies).
-func (s *Server) sourceOf(r *http.Request) string {
+func (s *base) sourceOf(r *http.Request) string {
 	return s.cfg.TrustedProxies.ClientAddr(r)
 }
 
 // buildModel makes the consent model of a pending request for a subject and
-// records the subject on it.
-func (s *Server) buildModel(ctx context.Context, p *pending, subjectID string) (*consent.Model, error) {
+// records the subject on it. It returns the remembered consent it read
+// too, for a decision in the same request (decide).
+func (s *consentFlow) buildModel(ctx context.Context, p *pending, subjectID string) (*consent.Model, *priorConsent, error) {
 	a, err := s.assess(ctx, p.v, subjectID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.pending.record(ctx, p, a.model.Subject.ID, a.model); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return a.model, nil
+	return a.model, a.prior, nil
 }
 
 // assessment is a subject's consent model of a validated request, with
@@ -329,14 +405,17 @@ type assessment struct {
 	// candidates are the accounts of the subject and of the Company
 	// offered to consent.Build.
 	candidates []consent.Account
+	// prior is the remembered consent the consent check read, which the
+	// decision that follows in the same request uses too.
+	prior *priorConsent
 }
 
 // assess makes the consent model of a validated request for a subject:
 // the three checks of docs/service.md §1 and the screen. It reads and
 // never writes: the authorization (buildModel) records its model, the dry
 // run (Explain) only shows it.
-func (s *Server) assess(ctx context.Context, v *validated, subjectID string) (*assessment, error) {
-	st := s.cfg.Store
+func (s *consentFlow) assess(ctx context.Context, v *validated, subjectID string) (*assessment, error) {
+	st := s.st
 	sub, err := st.Subject(ctx, subjectID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, oauthErr(codeInvalidRequest, "subject "+echo(subjectID)+" is unknown: no subject has this id")
@@ -366,10 +445,12 @@ func (s *Server) assess(ctx context.Context, v *validated, subjectID string) (*a
 	if err != nil {
 		return nil, err
 	}
-	consentChk, remembered, err := s.consentCheck(ctx, v, sub.ID)
+	prior, err := s.readPrior(ctx, sub.ID, c.ID)
 	if err != nil {
 		return nil, err
 	}
+	a.prior = prior
+	consentChk, remembered := consentCheck(v, prior)
 	resChks, err := s.resourceChecks(ctx, v, sub.ID, proj)
 	if err != nil {
 		return nil, err
@@ -404,30 +485,10 @@ func (s *Server) assess(ctx context.Context, v *validated, subjectID string) (*a
 	}
 	in.Checks = checks
 	a.candidates = in.Candidates
-	m := consent.Build(v.cat, in)
-	if remembered != nil && m.Approvable() {
-		// Remembered only when nothing failed and the account bound then
-		// is still offered: otherwise the subject must see the screen.
-		if !m.AccountRequired {
-			m.Remembered = true
-		} else if len(m.AccountOwners()) > 1 {
-			// One account is remembered; a request binding the subject's
-			// and the Company's is asked each time.
-			for i := range m.Checks {
-				if m.Checks[i].Name == consent.CheckConsent {
-					m.Checks[i] = consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "accounts of the subject and of the Company are bound: choose both"}
-				}
-			}
-		} else if slices.ContainsFunc(m.Accounts, func(a consent.Account) bool { return a.ID == remembered.AccountID }) {
-			m.Remembered, m.RememberedAccount = true, remembered.AccountID
-		} else {
-			for i := range m.Checks {
-				if m.Checks[i].Name == consent.CheckConsent {
-					m.Checks[i] = consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "the account chosen before is no longer offered"}
-				}
-			}
-		}
+	if remembered != nil {
+		in.Remembered = &consent.Remembered{AccountID: remembered.AccountID}
 	}
+	m := consent.Build(v.cat, in)
 	a.model = m
 	return a, nil
 }
@@ -435,14 +496,15 @@ func (s *Server) assess(ctx context.Context, v *validated, subjectID string) (*a
 // recordedModel returns the subject recorded on p and the consent model
 // for it: the one recorded with it, or (in a shared database, which keeps
 // only the subject) built again, checked against the state of now. The
-// subject is "" until a model was built.
-func (s *Server) recordedModel(ctx context.Context, p *pending) (string, *consent.Model, error) {
+// subject is "" until a model was built. The remembered consent is
+// returned when this call read it (it built the model), nil otherwise.
+func (s *consentFlow) recordedModel(ctx context.Context, p *pending) (string, *consent.Model, *priorConsent, error) {
 	subj, m := p.state()
 	if m != nil || subj == "" {
-		return subj, m, nil
+		return subj, m, nil, nil
 	}
-	m, err := s.buildModel(ctx, p, subj)
-	return subj, m, err
+	m, prior, err := s.buildModel(ctx, p, subj)
+	return subj, m, prior, err
 }
 
 // decide applies subject's decision, checked by the caller against the
@@ -450,25 +512,24 @@ func (s *Server) recordedModel(ctx context.Context, p *pending) (string, *consen
 // code, state and iss (RFC 6749 §4.1.2, RFC 9207), or error=access_denied
 // with state and iss. It consumes the request, together with storing the
 // grant: a request is decided once, even when two decisions arrive at once
-// (at two instances); the later one gets errDecided.
-func (s *Server) decide(ctx context.Context, p *pending, subject string, d consent.Decision) (string, error) {
+// (at two instances); the later one gets errDecided. prior is the
+// subject's remembered consent when the caller read it in this request
+// (buildModel, recordedModel); nil, decide reads it: once per decision.
+func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d consent.Decision, prior *priorConsent) (string, error) {
 	req := p.v.req
 	// The grant is what the subject did not decline (docs/native-consent.md,
 	// "2. Post the decision"); declining everything is a denial.
-	granted := consent.Granted(p.v.result, d)
-	if consent.Denies(p.v.result, d) {
+	gr, err := consent.GrantOf(p.v.result, d)
+	if err != nil {
+		return "", err
+	}
+	if gr.Denied {
 		if err := s.pending.decide(ctx, p, subject, nil, nil, nil, s.cfg.Now()); err != nil {
 			return "", err
 		}
 		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
 	}
-	if !consent.NeedsAccount(granted) {
-		d.AccountID, d.CompanyAccountID = "", "" // the details that needed one were declined
-	}
-	details, err := consent.GrantedDetails(p.v.result, d)
-	if err != nil {
-		return "", err
-	}
+	granted := gr.Result
 	now := s.cfg.Now()
 	code, err := store.NewSecret(s.cfg.Rand, now)
 	if err != nil {
@@ -485,7 +546,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 	}
 	g := &store.Grant{
 		ID: gid.String(), ClientID: p.v.client.ID, SubjectID: subject, OrgID: req.OrgID,
-		Scopes: granted.Scopes, Details: details, Audience: s.audience(granted),
+		Scopes: granted.Scopes, Details: gr.Details, Audience: s.audience(granted),
 		InstallationID: installationID(p.v.client.ID, subject, req.OrgID), AuthTime: now, CreatedAt: now,
 	}
 	if p.v.target != nil {
@@ -496,17 +557,19 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 	ttl := s.cfg.CodeTTL
 	// FAPI 2.0 Security Profile §5.3.2.1: codes of the fapi2 profile live
 	// at most 60 s, whatever the server's CodeTTL.
-	if cs, err := s.security(ctx, p.v.client); err != nil {
+	if cs, err := s.sec.get(ctx, p.v.client); err != nil {
 		return "", err
 	} else if cs.fapi2() && ttl > fapi2CodeTTL {
 		ttl = fapi2CodeTTL
 	}
 	c := &store.Code{Hash: store.SecretKey(code), ClientID: g.ClientID, RedirectURI: req.RedirectURI,
 		Challenge: req.CodeChallenge, Nonce: req.Nonce, ExpiresAt: now.Add(ttl)}
-	remember, err := s.consentToRemember(ctx, p, granted, subject, d.AccountID)
-	if err != nil {
-		return "", err
+	if prior == nil {
+		if prior, err = s.readPrior(ctx, subject, p.v.client.ID); err != nil {
+			return "", err
+		}
 	}
+	remember := consentToRemember(p, prior, granted, subject, gr.AccountID, now)
 	// One transaction: a consent is never kept for an approval that failed.
 	if err := s.pending.decide(ctx, p, subject, g, c, remember, now); errors.Is(err, store.ErrGrantSuperseded) {
 		return "", oauthErr(codeInvalidGrantID, "the grant named by grant_id was revoked, merged or replaced meanwhile; authorize again")
@@ -522,7 +585,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 
 // audience lists the resource addresses a grant's access tokens are for:
 // {base_url} for scopes, and the provider of each detail.
-func (s *Server) audience(res *catalog.Result) []string {
+func (s *consentFlow) audience(res *catalog.Result) []string {
 	var aud []string
 	if len(res.Scopes) > 0 {
 		aud = append(aud, s.cfg.baseURL())

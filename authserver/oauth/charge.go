@@ -38,15 +38,15 @@ type charge struct {
 // charge when the token's grant holds an automatic-charge detail with
 // create_automatic_charge or execute_automatic_charge whose transaction
 // minimum and maximum admit the amount.
-func (s *Server) handleCharge(w http.ResponseWriter, r *http.Request) {
+func (s *resourceHandler) handleCharge(w http.ResponseWriter, r *http.Request) {
 	tok, dpop, err := presentedToken(r)
 	if err != nil {
 		s.writeGrantError(w, r, err)
 		return
 	}
-	_, g, err := s.activeToken(r.Context(), tok)
+	_, g, err := s.tokens.activeToken(r.Context(), tok)
 	if err == nil {
-		err = s.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r)))
+		err = s.dpop.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r)))
 	}
 	if err != nil {
 		s.writeGrantError(w, r, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
@@ -44,8 +45,8 @@ const (
 
 // projectCheck passes when every requested scope and type is in the
 // project's approved policy.
-func (s *Server) projectCheck(ctx context.Context, v *validated) (verdict, error) {
-	pol, err := s.cfg.Store.ApprovedPolicy(ctx, v.client.ProjectID)
+func (s *consentFlow) projectCheck(ctx context.Context, v *validated) (verdict, error) {
+	pol, err := s.st.ApprovedPolicy(ctx, v.client.ProjectID)
 	if err != nil {
 		return verdict{}, err
 	}
@@ -99,8 +100,8 @@ func nonNil(l []string) []string {
 // approves it; when the pending reviews do not ask for it, that they do
 // not; else how the project asks for it. It reads the submissions only on
 // this path, a refusal.
-func (s *Server) notApproved(ctx context.Context, projectID, what string, inPolicy func(store.Policy) bool) (string, error) {
-	subs, err := s.cfg.Store.Submissions(ctx, store.SubmissionFilter{ProjectID: projectID, Kind: store.KindPolicy, Status: store.StatusPending})
+func (s *consentFlow) notApproved(ctx context.Context, projectID, what string, inPolicy func(store.Policy) bool) (string, error) {
+	subs, err := s.st.Submissions(ctx, store.SubmissionFilter{ProjectID: projectID, Kind: store.KindPolicy, Status: store.StatusPending})
 	if err != nil {
 		return "", err
 	}
@@ -126,40 +127,57 @@ func (s *Server) notApproved(ctx context.Context, projectID, what string, inPoli
 		"the project asks the operator to approve it (miniapp-host policy request, docs/dashboard.md)", what, projectID), nil
 }
 
-// consentCheck passes when the subject already consented, for this client
-// and Company, to every requested permission and the client did not send
-// prompt=consent; otherwise the subject is asked.
-func (s *Server) consentCheck(ctx context.Context, v *validated, subjectID string) (verdict, *store.Consent, error) {
+// priorConsent is the subject's remembered consent for a client, read once
+// for a decision (readPrior): the consent check (consentCheck) and what
+// the approval remembers (consentToRemember) both use this one reading.
+type priorConsent struct {
+	c *store.Consent // nil: none is remembered
+}
+
+// readPrior reads the subject's remembered consent for the client.
+func (s *consentFlow) readPrior(ctx context.Context, subjectID, clientID string) (*priorConsent, error) {
+	c, err := s.st.Consent(ctx, subjectID, clientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return &priorConsent{}, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return &priorConsent{c: c}, nil
+}
+
+// consentCheck passes when the subject already consented (prior), for
+// this client and Company, to every requested permission and the client
+// did not send prompt=consent; otherwise the subject is asked. It returns
+// the remembered consent when it passed.
+func consentCheck(v *validated, prior *priorConsent) (verdict, *store.Consent) {
 	vals := map[string]any{"requested": nonNil(consent.Keys(v.result)), "org_id": v.req.OrgID}
 	if v.req.Prompt != "" {
 		vals["prompt"] = v.req.Prompt
 	}
 	chk := verdict{consent.Check{Name: consent.CheckConsent, Outcome: consent.Ask, Message: "the subject is asked"}, ruleConsent, vals}
-	c, err := s.cfg.Store.Consent(ctx, subjectID, v.client.ID)
-	if err == nil {
+	c := prior.c
+	if c != nil {
 		vals["remembered"], vals["remembered_org_id"] = nonNil(c.Permissions), c.OrgID
 	}
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case c == nil:
 		vals["remembered"] = []string{}
-		return chk, nil, nil
-	case err != nil:
-		return chk, nil, err
+		return chk, nil
 	case v.req.Prompt == "consent":
 		chk.Message = "prompt=consent: the subject is asked again"
-		return chk, nil, nil
+		return chk, nil
 	case c.OrgID != v.req.OrgID || !consent.Covered(c.Permissions, consent.Keys(v.result)):
 		chk.Message = "the request asks for something the subject has not consented to yet"
-		return chk, nil, nil
+		return chk, nil
 	}
 	chk.Outcome, chk.Message = consent.Pass, "the subject consented to every requested permission on "+c.UpdatedAt.Format("2006-01-02 15:04 UTC")
-	return chk, c, nil
+	return chk, c
 }
 
 // companyCheck is the Company access of a request with org_id: the subject
 // may act for the Company (docs/service.md §2.2 rule 3). It returns the
 // Company's accounts when the subject may.
-func companyCheck(ctx context.Context, st World, co *store.Company, subjectID string) (verdict, []store.Account, error) {
+func companyCheck(ctx context.Context, st memberships, co *store.Company, subjectID string) (verdict, []store.Account, error) {
 	member, err := st.MemberOf(ctx, subjectID, co.ID)
 	if err != nil {
 		return verdict{}, nil, err
@@ -175,14 +193,20 @@ func companyCheck(ctx context.Context, st World, co *store.Company, subjectID st
 	return chk, ca, err
 }
 
+// memberships are what the Company check reads.
+type memberships interface {
+	MemberOf(ctx context.Context, subjectID, companyID string) (bool, error)
+	AccountsOf(ctx context.Context, subjectID, companyID string) ([]store.Account, error)
+}
+
 // resourceChecks are the resource's controls that a request can be checked
 // against before approval: identifiers must be the subject's own accounts,
 // and beneficiaries accounts of the project's operator Company (docs/service.md §2.3,
 // 2.4). Company access is checked in buildModel, where the Company's
 // accounts are gathered.
-func (s *Server) resourceChecks(ctx context.Context, v *validated, subjectID string, proj store.Project) ([]verdict, error) {
+func (s *consentFlow) resourceChecks(ctx context.Context, v *validated, subjectID string, proj store.Project) ([]verdict, error) {
 	var out []verdict
-	st := s.cfg.Store
+	st := s.st
 	var idents, benefs []string
 	for _, d := range v.result.Details {
 		if d.Type.Key == "bank_account" {
@@ -242,17 +266,12 @@ func (s *Server) resourceChecks(ctx context.Context, v *validated, subjectID str
 
 // consentToRemember is what an approval leaves as the subject's consent
 // for the client: the granted entries (a declined one is asked again),
-// added to what was consented before for the same Company, or replacing
-// it for another.
-func (s *Server) consentToRemember(ctx context.Context, p *pending, granted *catalog.Result, subject, accountID string) (*store.Consent, error) {
+// added to what was consented before (prior) for the same Company, or
+// replacing it for another.
+func consentToRemember(p *pending, prior *priorConsent, granted *catalog.Result, subject, accountID string, now time.Time) *store.Consent {
 	keys := consent.Keys(granted)
-	c := &store.Consent{SubjectID: subject, ClientID: p.v.client.ID, OrgID: p.v.req.OrgID, AccountID: accountID, UpdatedAt: s.cfg.Now()}
-	prev, err := s.cfg.Store.Consent(ctx, subject, p.v.client.ID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return nil, err
-	case prev.OrgID == c.OrgID:
+	c := &store.Consent{SubjectID: subject, ClientID: p.v.client.ID, OrgID: p.v.req.OrgID, AccountID: accountID, UpdatedAt: now}
+	if prev := prior.c; prev != nil && prev.OrgID == c.OrgID {
 		for _, k := range prev.Permissions {
 			if !slices.Contains(keys, k) {
 				keys = append(keys, k)
@@ -263,5 +282,5 @@ func (s *Server) consentToRemember(ctx context.Context, p *pending, granted *cat
 		}
 	}
 	c.Permissions = keys
-	return c, nil
+	return c
 }

@@ -2,11 +2,13 @@ package oauth
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +22,19 @@ import (
 // Connect Core §9): the client signs a short-lived JWT with a key whose
 // public part its credential registered (store.ClientSettings.JWKS) and
 // sends it as client_assertion. Such a client has no secret.
+
+// clientAuth authenticates clients at the endpoints that take a client
+// credential (token, introspection, revocation, PAR, the grant endpoint,
+// the native-consent API): client_secret_basic and client_secret_post
+// (checkSecret), private_key_jwt (checkAssertion). It reads clients
+// through the client cache and their keys from their settings or their
+// jwks_uri; the assertions' ids are single use (replayGuard).
+type clientAuth struct {
+	*base
+	sec    *securityCache
+	replay *replayGuard
+	jwks   *jwksCache // the keys of jwks_uri clients (jwksuri.go)
+}
 
 const (
 	// assertionType is the client_assertion_type of a JWT (RFC 7523 §2.2).
@@ -126,7 +141,7 @@ func unixTime(f float64) time.Time {
 // assertionClient authenticates the client of a request by its
 // client_assertion. Every refusal is invalid_client (RFC 7521 §4.2.1),
 // with a description that names the rule.
-func (s *Server) assertionClient(r *http.Request) (*store.Client, error) {
+func (s *clientAuth) assertionClient(r *http.Request) (*store.Client, error) {
 	form := r.PostForm
 	switch {
 	case len(form["client_assertion"]) != 1 || len(form["client_assertion_type"]) != 1:
@@ -147,7 +162,7 @@ func assertionRefusal(format string, a ...any) error {
 // The assertion comes in the form at the token, PAR, introspection and
 // revocation endpoints, and in the X-Client-Assertion header at the grant
 // endpoint (grant.go), which has no body.
-func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client, error) {
+func (s *clientAuth) checkAssertion(r *http.Request, tok, id string) (*store.Client, error) {
 	bad := assertionRefusal
 	h, err := readHeader("client_assertion", tok)
 	if err == nil {
@@ -183,7 +198,7 @@ func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client,
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return nil, bad("client_assertion's claims: %v", err)
 	}
-	cs, err := s.security(r.Context(), c)
+	cs, err := s.sec.get(r.Context(), c)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +206,7 @@ func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client,
 	if msg := claims.refusal(s.cfg.Now(), aud, cs.fapi2()); msg != "" {
 		return nil, bad("%s", msg)
 	}
-	err = s.useJTI(r.Context(), jtiKey("client_assertion", c.ID, claims.Jti), unixTime(*claims.Exp))
+	err = s.replay.useJTI(r.Context(), jtiKey("client_assertion", c.ID, claims.Jti), unixTime(*claims.Exp))
 	if errors.Is(err, errReplayed) {
 		return nil, bad("client_assertion's jti was used before: make a new assertion, with a new jti, for each request (RFC 7523 section 3)")
 	} else if err != nil {
@@ -204,14 +219,14 @@ func (s *Server) checkAssertion(r *http.Request, tok, id string) (*store.Client,
 // registered, inline or at its jwks_uri (jwksuri.go: fetched again when
 // the kept set lacks kid); a client unknown or without keys, or whose
 // jwks_uri cannot be fetched, is refused with bad.
-func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
+func (s *clientAuth) clientKeys(ctx context.Context, id, kid string, bad func(string, ...any) error) (*store.Client, *jose.JSONWebKeySet, error) {
 	c, err := s.clients.get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, bad("client authentication failed: client_id %s (the client_assertion's iss) is not a registered client", echo(id))
 	} else if err != nil {
 		return nil, nil, err
 	}
-	cs, err := s.security(ctx, c)
+	cs, err := s.sec.get(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,7 +236,7 @@ func (s *Server) clientKeys(ctx context.Context, id, kid string, bad func(string
 	case cs.keys != nil:
 		return c, cs.keys, nil
 	}
-	keys, err := s.fapi.jwks.keys(ctx, cs.JWKSURI, kid)
+	keys, err := s.jwks.keys(ctx, cs.JWKSURI, kid)
 	if err != nil {
 		// The caller is not authenticated yet: what the fetch met (the
 		// addresses a name resolves to, a refused connection, a status)
@@ -290,8 +305,119 @@ func verifyWith(jws *jose.JSONWebSignature, set *jose.JSONWebKeySet, kid string)
 
 // requestURL is the public URL of the endpoint a request was sent to: the
 // issuer's origin and the request's path.
-func (s *Server) requestURL(r *http.Request) string {
+func (s *base) requestURL(r *http.Request) string {
 	u := *s.issuerURL
 	u.Path, u.RawPath, u.RawQuery = r.URL.Path, "", ""
 	return u.String()
+}
+
+// basicAuth reads client_secret_basic credentials. RFC 6749 §2.3.1 has the
+// client form-urlencode id and secret before Base64, so they are decoded.
+func basicAuth(r *http.Request) (id, secret string, ok bool) {
+	u, p, ok := r.BasicAuth()
+	if !ok {
+		return "", "", false
+	}
+	id, err1 := url.QueryUnescape(u)
+	secret, err2 := url.QueryUnescape(p)
+	if err1 != nil || err2 != nil || id == "" {
+		return "", "", false
+	}
+	return id, secret, true
+}
+
+// checkSecret verifies a confidential client's secret in constant time.
+// how names the method the secret came by (client_secret_basic or
+// client_secret_post). An unknown client and a wrong secret get the same
+// refusal, which names the client_id sent, never the secret.
+func (s *clientAuth) checkSecret(ctx context.Context, id, secret, how string) (*store.Client, error) {
+	bad := &Error{Code: codeInvalidClient, Description: "client authentication failed: client_id " + echo(id) + " and the client_secret sent by " + how +
+		" are not those of a registered confidential client", challenge: `Basic realm="oauth"`}
+	c, err := s.clients.get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, bad
+	} else if err != nil {
+		return nil, err
+	}
+	if c.Type != store.Confidential || len(c.SecretHash) == 0 ||
+		subtle.ConstantTimeCompare(store.Hash(secret), c.SecretHash) != 1 {
+		return nil, bad
+	}
+	return c, nil
+}
+
+// authenticateClient identifies the client of a token, introspection or
+// revocation request: client_secret_basic or client_secret_post for a
+// confidential client, client_id alone for a public one (RFC 6749 §2.3 and
+// §3.2.1). Using two methods at once is refused.
+func (s *clientAuth) authenticateClient(r *http.Request) (*store.Client, error) {
+	id, secret, basic := basicAuth(r)
+	_, hasHeader := r.Header["Authorization"]
+	form := r.PostForm
+	postID, postSecret := form.Get("client_id"), form.Get("client_secret")
+	_, assertion := form["client_assertion"]
+	if _, typed := form["client_assertion_type"]; assertion || typed {
+		// private_key_jwt (clientauth.go).
+		if basic || hasHeader || postSecret != "" {
+			other := "client_secret in the body"
+			if basic || hasHeader {
+				other = "an Authorization header"
+			}
+			return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3): the request sent a client_assertion and "+other)
+		}
+		return s.assertionClient(r)
+	}
+	switch {
+	case hasHeader && !basic:
+		return nil, &Error{Code: codeInvalidClient, Description: "malformed HTTP Basic credentials: the Authorization header's scheme is " +
+			echo(authScheme(r)) + "; client_secret_basic sends Basic and the Base64 of the form-urlencoded client_id:client_secret (RFC 6749 §2.3.1)",
+			challenge: `Basic realm="oauth"`}
+	case basic && postSecret != "":
+		return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3): the request sent HTTP Basic credentials and client_secret in the body")
+	case basic:
+		if postID != "" && postID != id {
+			return nil, oauthErr(codeInvalidRequest, "client_id "+echo(postID)+" in the body differs from the client "+echo(id)+" of the HTTP Basic credentials")
+		}
+		return s.checkSecret(r.Context(), id, secret, "client_secret_basic")
+	case postSecret != "":
+		return s.checkSecret(r.Context(), postID, postSecret, "client_secret_post")
+	case postID == "":
+		return nil, &Error{Code: codeInvalidClient, Description: "client authentication is missing", challenge: `Basic realm="oauth"`}
+	}
+	c, err := s.clients.get(r.Context(), postID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oauthErr(codeInvalidClient, "client_id "+echo(postID)+" is unknown: no client is registered with this id")
+	} else if err != nil {
+		return nil, err
+	}
+	if c.Type != store.Public {
+		return nil, &Error{Code: codeInvalidClient, Description: "a confidential client must authenticate: client " + echo(c.ID) + " sent client_id alone, " +
+			"which is for public clients; send its secret (client_secret_basic or client_secret_post) or a client_assertion (private_key_jwt)", challenge: `Basic realm="oauth"`}
+	}
+	return c, nil
+}
+
+// authScheme is the scheme of the request's Authorization header, never
+// its credentials.
+func authScheme(r *http.Request) string {
+	scheme, _, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return scheme
+}
+
+// authenticateHost checks the host's own credential, sent with HTTP Basic
+// (RFC 6749 §2.3.1), and that the client holds the host role.
+func (s *clientAuth) authenticateHost(r *http.Request) (*store.Client, error) {
+	id, secret, ok := basicAuth(r)
+	if !ok {
+		return nil, &Error{Code: codeInvalidClient, Description: "authenticate with the host's client credential (HTTP Basic)",
+			challenge: `Basic realm="native-consent"`}
+	}
+	c, err := s.checkSecret(r.Context(), id, secret, "HTTP Basic")
+	if err != nil {
+		return nil, err
+	}
+	if !c.HasRole(store.RoleHost) {
+		return nil, oauthErr(codeUnauthorizedClient, "client "+echo(c.ID)+" may not use the native-consent API: it does not hold the host role")
+	}
+	return c, nil
 }

@@ -59,7 +59,27 @@ const (
 	codeBadCSRF       = "invalid_csrf_token"
 )
 
-func (s *Server) routeConnected(mux *http.ServeMux) {
+// connectedHandler answers the Connected Miniapps page and its JSON API,
+// under the browser session of the sign-in and consent pages
+// (browserSessions).
+type connectedHandler struct {
+	*base
+	st   connectedStore
+	sess *browserSessions
+}
+
+// connectedStore is what the Connected Miniapps page reads and writes: the
+// subject's grants, narrowed or revoked with the remembered consent they
+// leave (storage.go, SubjectGrants), and the subjects to sign in as.
+type connectedStore interface {
+	SubjectGrants
+	Grant(ctx context.Context, id string) (*store.Grant, error)
+	Consent(ctx context.Context, subjectID, clientID string) (*store.Consent, error)
+	subjects
+}
+
+// routes registers the page and its API.
+func (s *connectedHandler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+s.path(pathConnected), s.handleConnectedPage)
 	mux.HandleFunc("POST "+s.path(pathConnected), s.handleConnectedRevokeForm)
 	mux.HandleFunc("POST "+s.path(pathConnectedLogin), s.handleConnectedLoginForm)
@@ -126,12 +146,12 @@ func stamp(t time.Time) string {
 
 // connectedOf lists the subject's active grants by client, clients by
 // name.
-func (s *Server) connectedOf(ctx context.Context, subject string) ([]ConnectedClient, error) {
-	gs, err := s.cfg.Store.SubjectGrants(ctx, subject)
+func (s *connectedHandler) connectedOf(ctx context.Context, subject string) ([]ConnectedClient, error) {
+	gs, err := s.st.SubjectGrants(ctx, subject)
 	if err != nil {
 		return nil, err
 	}
-	cat := s.cat.Load()
+	cat := s.catalog()
 	byID := map[string]int{}
 	out := []ConnectedClient{}
 	for _, g := range gs {
@@ -185,7 +205,7 @@ func initial(name string) string {
 // with Sec-Fetch-Site same-origin (docs/security.md). A request with
 // neither header (a program) passes on to the CSRF check, which every
 // POST must pass as well.
-func (s *Server) sameOrigin(r *http.Request) *Error {
+func (s *connectedHandler) sameOrigin(r *http.Request) *Error {
 	site := r.Header.Values("Sec-Fetch-Site")
 	o := r.Header.Values("Origin")
 	refuse := func() *Error {
@@ -219,15 +239,15 @@ func csrfMatches(se *session, token string) bool {
 // consent loses those no other active grant of the client holds
 // (rememberedAfter); a grant left with nothing is revoked. It returns
 // the entries revoked, and whether the whole grant was.
-func (s *Server) revokeEntry(ctx context.Context, subject, grantID, entry string) (gone []string, whole bool, err error) {
-	g, err := s.cfg.Store.Grant(ctx, grantID)
+func (s *connectedHandler) revokeEntry(ctx context.Context, subject, grantID, entry string) (gone []string, whole bool, err error) {
+	g, err := s.st.Grant(ctx, grantID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (g.SubjectID != subject || g.Revoked()) {
 		return nil, false, oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: the signed-in subject has no active grant %q; GET %s lists them", grantID, pathConnectedAPI))
 	} else if err != nil {
 		return nil, false, err
 	}
 	now := s.cfg.Now()
-	held := consent.Held(s.cat.Load(), g.Scopes, g.Details, g.OrgID)
+	held := consent.Held(s.catalog(), g.Scopes, g.Details, g.OrgID)
 	all := make([]string, 0, len(held))
 	for _, p := range held {
 		all = append(all, p.Entry())
@@ -252,8 +272,21 @@ func (s *Server) revokeEntry(ctx context.Context, subject, grantID, entry string
 	for _, p := range revoked {
 		names = append(names, p.Entry())
 	}
-	scopes := slices.Clone(g.Scopes)
-	keep := make([]json.RawMessage, 0, len(raw))
+	scopes, keep := withoutRevoked(g.Scopes, raw, revoked)
+	if len(scopes)+len(keep) == 0 {
+		return all, true, s.revokeWhole(ctx, g, held, raw, now)
+	}
+	if err := s.narrow(ctx, g, scopes, keep, revoked, raw, now); err != nil {
+		return nil, false, err
+	}
+	return names, false, nil
+}
+
+// withoutRevoked are a grant's scopes and authorization_details less the
+// revoked entries.
+func withoutRevoked(granted []string, raw []json.RawMessage, revoked []consent.Permission) (scopes []string, keep []json.RawMessage) {
+	scopes = slices.Clone(granted)
+	keep = make([]json.RawMessage, 0, len(raw))
 	for _, p := range revoked {
 		if p.Kind == consent.KindScope {
 			scopes = slices.DeleteFunc(scopes, func(x string) bool { return x == p.Name })
@@ -264,36 +297,40 @@ func (s *Server) revokeEntry(ctx context.Context, subject, grantID, entry string
 			keep = append(keep, d)
 		}
 	}
-	if len(scopes)+len(keep) == 0 {
-		return all, true, s.revokeWhole(ctx, g, held, raw, now)
-	}
+	return scopes, keep
+}
+
+// narrow replaces grant g's entries by scopes and keep, and the
+// remembered consent by what is left of it, in one step
+// (SubjectGrants.NarrowGrant).
+func (s *connectedHandler) narrow(ctx context.Context, g *store.Grant, scopes []string, keep []json.RawMessage, revoked []consent.Permission, raw []json.RawMessage, now time.Time) error {
 	details, err := json.Marshal(keep)
 	if err != nil {
-		return nil, false, fmt.Errorf("oauth: grant %s: %w", g.ID, err)
+		return fmt.Errorf("oauth: grant %s: %w", g.ID, err)
 	}
 	remember, err := s.rememberedAfter(ctx, g, revoked, raw, now)
 	if err != nil {
-		return nil, false, err
+		return err
 	}
-	switch err := s.cfg.Store.NarrowGrant(ctx, g, scopes, details, remember); {
+	switch err := s.st.NarrowGrant(ctx, g, scopes, details, remember); {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, false, oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked or changed meanwhile; reload the list", g.ID))
+		return oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked or changed meanwhile; reload the list", g.ID))
 	case errors.Is(err, store.ErrGrantsChanged):
-		return nil, false, grantsChanged(g)
+		return grantsChanged(g)
 	case err != nil:
-		return nil, false, err
+		return err
 	}
-	return names, false, nil
+	return nil
 }
 
 // revokeWhole revokes the whole grant g, whose entries are held (raw: its
 // authorization_details objects).
-func (s *Server) revokeWhole(ctx context.Context, g *store.Grant, held []consent.Permission, raw []json.RawMessage, now time.Time) error {
+func (s *connectedHandler) revokeWhole(ctx context.Context, g *store.Grant, held []consent.Permission, raw []json.RawMessage, now time.Time) error {
 	remember, err := s.rememberedAfter(ctx, g, held, raw, now)
 	if err != nil {
 		return err
 	}
-	err = s.cfg.Store.RevokeSubjectGrant(ctx, g.SubjectID, g.ID, now, remember)
+	err = s.st.RevokeSubjectGrant(ctx, g.SubjectID, g.ID, now, remember)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked meanwhile; reload the list", g.ID))
@@ -319,8 +356,8 @@ func grantsChanged(g *store.Grant) error {
 // refuses the revocation if one of them changed meanwhile, also when they
 // keep every revoked entry and the consent stays as it is. It is nil when
 // no revoked entry is remembered.
-func (s *Server) rememberedAfter(ctx context.Context, g *store.Grant, revoked []consent.Permission, raw []json.RawMessage, now time.Time) (*store.Remember, error) {
-	c, err := s.cfg.Store.Consent(ctx, g.SubjectID, g.ClientID)
+func (s *connectedHandler) rememberedAfter(ctx context.Context, g *store.Grant, revoked []consent.Permission, raw []json.RawMessage, now time.Time) (*store.Remember, error) {
+	c, err := s.st.Consent(ctx, g.SubjectID, g.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
@@ -337,7 +374,7 @@ func (s *Server) rememberedAfter(ctx context.Context, g *store.Grant, revoked []
 	if len(perms) == len(c.Permissions) {
 		return nil, nil
 	}
-	gs, err := s.cfg.Store.SubjectGrants(ctx, g.SubjectID)
+	gs, err := s.st.SubjectGrants(ctx, g.SubjectID)
 	if err != nil {
 		return nil, err
 	}
@@ -376,24 +413,24 @@ var connectedNotices = map[string]string{
 
 // handleConnectedPage shows the signed-in subject's grants, or the sign-in
 // form when the browser is not signed in.
-func (s *Server) handleConnectedPage(w http.ResponseWriter, r *http.Request) {
+func (s *connectedHandler) handleConnectedPage(w http.ResponseWriter, r *http.Request) {
 	s.renderConnected(w, r, http.StatusOK, "", connectedNotices[r.URL.Query().Get("done")])
 }
 
-func (s *Server) renderConnected(w http.ResponseWriter, r *http.Request, status int, errMsg, notice string) {
-	se, err := s.ensureSession(w, r)
+func (s *connectedHandler) renderConnected(w http.ResponseWriter, r *http.Request, status int, errMsg, notice string) {
+	se, err := s.sess.ensureSession(w, r)
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
 	v := connectedView{Subject: se.subject(), CSRF: se.csrf, Clients: []ConnectedClient{}, Error: errMsg, Notice: notice}
 	if v.Subject == "" {
-		if v.Subjects, err = s.cfg.Store.Subjects(r.Context()); err != nil {
+		if v.Subjects, err = s.st.Subjects(r.Context()); err != nil {
 			s.errorPage(w, r, s.asError(r, err))
 			return
 		}
 	} else {
-		if sub, err := s.cfg.Store.Subject(r.Context(), v.Subject); err == nil {
+		if sub, err := s.st.Subject(r.Context(), v.Subject); err == nil {
 			v.SubjectName = sub.Profile.Name
 		}
 		if v.Clients, err = s.connectedOf(r.Context(), v.Subject); err != nil {
@@ -407,7 +444,7 @@ func (s *Server) renderConnected(w http.ResponseWriter, r *http.Request, status 
 // postedConnected checks a form post of the page: its Origin, the form,
 // and the CSRF token of the browser's session. On failure it has written
 // the error page and returns nil.
-func (s *Server) postedConnected(w http.ResponseWriter, r *http.Request) *session {
+func (s *connectedHandler) postedConnected(w http.ResponseWriter, r *http.Request) *session {
 	oe := s.sameOrigin(r)
 	if oe == nil {
 		if err := parsePostForm(w, r); err != nil {
@@ -417,7 +454,7 @@ func (s *Server) postedConnected(w http.ResponseWriter, r *http.Request) *sessio
 	var se *session
 	if oe == nil {
 		var err error
-		if se, err = s.sessionFrom(r); err != nil {
+		if se, err = s.sess.sessionFrom(r); err != nil {
 			oe = s.asError(r, err)
 		} else if se == nil || !csrfMatches(se, r.PostForm.Get("csrf")) {
 			oe = oauthErr(codeBadCSRF, "the form is stale or was not sent by this page; reload the page and try again")
@@ -435,17 +472,17 @@ func (s *Server) postedConnected(w http.ResponseWriter, r *http.Request) *sessio
 }
 
 // handleConnectedLoginForm signs the browser in as the chosen subject.
-func (s *Server) handleConnectedLoginForm(w http.ResponseWriter, r *http.Request) {
+func (s *connectedHandler) handleConnectedLoginForm(w http.ResponseWriter, r *http.Request) {
 	se := s.postedConnected(w, r)
 	if se == nil {
 		return
 	}
-	sub, err := s.cfg.Store.Subject(r.Context(), r.PostForm.Get("subject"))
+	sub, err := s.st.Subject(r.Context(), r.PostForm.Get("subject"))
 	if err != nil {
 		s.renderConnected(w, r, http.StatusBadRequest, "subject: pick one of the listed subjects", "")
 		return
 	}
-	if _, err := s.signIn(w, r, se, sub.ID); err != nil {
+	if _, err := s.sess.signIn(w, r, se, sub.ID); err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
@@ -454,7 +491,7 @@ func (s *Server) handleConnectedLoginForm(w http.ResponseWriter, r *http.Request
 
 // handleConnectedRevokeForm revokes an entry (form value entry) or the
 // whole grant (no entry) and shows the page again.
-func (s *Server) handleConnectedRevokeForm(w http.ResponseWriter, r *http.Request) {
+func (s *connectedHandler) handleConnectedRevokeForm(w http.ResponseWriter, r *http.Request) {
 	se := s.postedConnected(w, r)
 	if se == nil {
 		return
@@ -478,15 +515,15 @@ func (s *Server) handleConnectedRevokeForm(w http.ResponseWriter, r *http.Reques
 
 // handleConnectedAPI answers the session's subject, CSRF token and
 // grants; a browser without a session gets one (not signed in).
-func (s *Server) handleConnectedAPI(w http.ResponseWriter, r *http.Request) {
-	se, err := s.ensureSession(w, r)
+func (s *connectedHandler) handleConnectedAPI(w http.ResponseWriter, r *http.Request) {
+	se, err := s.sess.ensureSession(w, r)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
 	v := connectedView{Subject: se.subject(), CSRF: se.csrf, Clients: []ConnectedClient{}}
 	if v.Subject != "" {
-		if sub, err := s.cfg.Store.Subject(r.Context(), v.Subject); err == nil {
+		if sub, err := s.st.Subject(r.Context(), v.Subject); err == nil {
 			v.SubjectName = sub.Profile.Name
 		}
 		if v.Clients, err = s.connectedOf(r.Context(), v.Subject); err != nil {
@@ -499,12 +536,12 @@ func (s *Server) handleConnectedAPI(w http.ResponseWriter, r *http.Request) {
 
 // postedAPI checks a JSON post of the API: Origin, session, CSRF header,
 // and reads its body into v. On failure it has written the error.
-func (s *Server) postedAPI(w http.ResponseWriter, r *http.Request, v any) *session {
+func (s *connectedHandler) postedAPI(w http.ResponseWriter, r *http.Request, v any) *session {
 	if oe := s.sameOrigin(r); oe != nil {
 		writeJSONStatus(w, http.StatusForbidden, oe)
 		return nil
 	}
-	se, err := s.sessionFrom(r)
+	se, err := s.sess.sessionFrom(r)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return nil
@@ -529,7 +566,7 @@ func writeJSONStatus(w http.ResponseWriter, status int, oe *Error) {
 }
 
 // handleConnectedAPILogin signs the session in: {"subject": "sub_ana"}.
-func (s *Server) handleConnectedAPILogin(w http.ResponseWriter, r *http.Request) {
+func (s *connectedHandler) handleConnectedAPILogin(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Subject string `json:"subject"`
 	}
@@ -537,12 +574,12 @@ func (s *Server) handleConnectedAPILogin(w http.ResponseWriter, r *http.Request)
 	if se == nil {
 		return
 	}
-	sub, err := s.cfg.Store.Subject(r.Context(), in.Subject)
+	sub, err := s.st.Subject(r.Context(), in.Subject)
 	if err != nil {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, fmt.Sprintf("subject: %q is not a subject of this server", in.Subject)))
 		return
 	}
-	ns, err := s.signIn(w, r, se, sub.ID)
+	ns, err := s.sess.signIn(w, r, se, sub.ID)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -552,7 +589,7 @@ func (s *Server) handleConnectedAPILogin(w http.ResponseWriter, r *http.Request)
 
 // handleConnectedAPIRevoke revokes {"grant_id", "entry"}; without entry,
 // the whole grant.
-func (s *Server) handleConnectedAPIRevoke(w http.ResponseWriter, r *http.Request) {
+func (s *connectedHandler) handleConnectedAPIRevoke(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		GrantID string `json:"grant_id"`
 		Entry   string `json:"entry"`

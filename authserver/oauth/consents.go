@@ -13,8 +13,8 @@ import (
 // DELETE /native/consents/{client_id}?subject=S.
 
 // handleConsents lists a subject's remembered consents.
-func (s *Server) handleConsents(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.authenticateHost(r); err != nil {
+func (s *nativeHandler) handleConsents(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.auth.authenticateHost(r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
@@ -23,7 +23,7 @@ func (s *Server) handleConsents(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "subject: the query parameter is missing"))
 		return
 	}
-	cs, err := s.cfg.Store.Consents(r.Context(), sub)
+	cs, err := s.st.Consents(r.Context(), sub)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -35,8 +35,8 @@ func (s *Server) handleConsents(w http.ResponseWriter, r *http.Request) {
 
 // handleRevokeConsent forgets a subject's consent for a client and revokes
 // the grants made on it; the next request asks again.
-func (s *Server) handleRevokeConsent(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.authenticateHost(r); err != nil {
+func (s *nativeHandler) handleRevokeConsent(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.auth.authenticateHost(r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
@@ -45,7 +45,7 @@ func (s *Server) handleRevokeConsent(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "subject: the query parameter is missing"))
 		return
 	}
-	err := s.cfg.Store.RevokeConsent(r.Context(), sub, r.PathValue("client_id"), s.cfg.Now())
+	err := s.st.RevokeConsent(r.Context(), sub, r.PathValue("client_id"), s.cfg.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		s.writeJSONError(w, r, oauthErr(codeUnknownConsent, "the subject has no remembered consent for this client"))
 		return

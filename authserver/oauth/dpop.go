@@ -62,8 +62,18 @@ const dpopAlgs = "ES256 PS256 EdDSA"
 
 // initNonceKey reads the nonce key, creating it on first start (once
 // between instances starting at once on a shared database).
+// dpopVerifier checks DPoP proofs (RFC 9449) at the token and PAR
+// endpoints (tokenProof) and at the resources a DPoP-bound token is
+// presented to (checkBound). Proofs' ids are single use (replayGuard);
+// their nonces are the base's (newNonce, validNonce).
+type dpopVerifier struct {
+	*base
+	sec    *securityCache
+	replay *replayGuard
+}
+
 func (s *Server) initNonceKey(ctx context.Context) error {
-	st := s.fapi.st
+	st := s.store
 	return st.Exclusive(ctx, func() error {
 		k, err := st.Setting(ctx, settingNonceKey)
 		if errors.Is(err, store.ErrNotFound) {
@@ -76,16 +86,16 @@ func (s *Server) initNonceKey(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("oauth: nonce key: %w", err)
 		}
-		s.fapi.nonceKey = k
+		s.nonceKey = k
 		return nil
 	})
 }
 
 // newNonce returns a server nonce issued now.
-func (s *Server) newNonce() string {
+func (s *base) newNonce() string {
 	var b [8 + 16]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(s.cfg.Now().Unix()))
-	m := hmac.New(sha256.New, s.fapi.nonceKey)
+	m := hmac.New(sha256.New, s.nonceKey)
 	m.Write(b[:8])
 	copy(b[8:], m.Sum(nil))
 	return base64.RawURLEncoding.EncodeToString(b[:])
@@ -93,12 +103,12 @@ func (s *Server) newNonce() string {
 
 // validNonce reports whether n is a nonce of this server's, issued at
 // most nonceLife ago.
-func (s *Server) validNonce(n string) bool {
+func (s *base) validNonce(n string) bool {
 	b, err := base64.RawURLEncoding.DecodeString(n)
 	if err != nil || len(b) != 24 {
 		return false
 	}
-	m := hmac.New(sha256.New, s.fapi.nonceKey)
+	m := hmac.New(sha256.New, s.nonceKey)
 	m.Write(b[:8])
 	if !hmac.Equal(m.Sum(nil)[:16], b[8:]) {
 		return false
@@ -111,7 +121,7 @@ func (s *Server) validNonce(n string) bool {
 // dpopErr is a refused proof. At the token and PAR endpoints it is a 400
 // JSON error; at a resource, a 401 with a DPoP challenge (resourceErr).
 // A use_dpop_nonce refusal carries a fresh nonce (§8, §9).
-func (s *Server) dpopErr(code, desc string) *Error {
+func (s *base) dpopErr(code, desc string) *Error {
 	e := oauthErr(code, desc)
 	if code == codeUseDPoPNonce {
 		e.nonce = s.newNonce()
@@ -181,7 +191,7 @@ func (h htuRule) refusal(sent string) string {
 
 // checkProof checks the DPoP proof of r (RFC 9449 §4.3) and returns the
 // thumbprint of its key; "" and no error when r has none.
-func (s *Server) checkProof(r *http.Request, pc proofCheck) (string, error) {
+func (s *dpopVerifier) checkProof(r *http.Request, pc proofCheck) (string, error) {
 	vals := r.Header.Values(headerDPoP)
 	switch {
 	case len(vals) == 0:
@@ -202,7 +212,7 @@ func (s *Server) checkProof(r *http.Request, pc proofCheck) (string, error) {
 	case c.Nonce == "" && pc.nonce:
 		return "", s.dpopErr(codeUseDPoPNonce, "this client's DPoP proofs must carry a server nonce: use the one in the DPoP-Nonce header (RFC 9449 section 8)")
 	}
-	err := s.useJTI(r.Context(), jtiKey("dpop", jkt, c.Jti), unixTime(*c.Iat).Add(dpopPast+time.Second))
+	err := s.replay.useJTI(r.Context(), jtiKey("dpop", jkt, c.Jti), unixTime(*c.Iat).Add(dpopPast+time.Second))
 	if errors.Is(err, errReplayed) {
 		return "", s.dpopErr(codeInvalidDPoPProof, "the DPoP proof's jti was used before: make a new proof, with a new jti, for each request (RFC 9449 section 11.1)")
 	} else if err != nil {
@@ -295,8 +305,8 @@ func stripQuery(raw string) string {
 // tokenProof checks the DPoP proof of a token or PAR request for client c:
 // required when the client's tokens must be DPoP-bound, with a nonce when
 // it requires one. It returns the key's thumbprint, "" without a proof.
-func (s *Server) tokenProof(r *http.Request, c *store.Client) (string, error) {
-	cs, err := s.security(r.Context(), c)
+func (s *dpopVerifier) tokenProof(r *http.Request, c *store.Client) (string, error) {
+	cs, err := s.sec.get(r.Context(), c)
 	if err != nil {
 		return "", err
 	}
@@ -394,7 +404,7 @@ func presentedToken(r *http.Request) (tok string, dpop bool, err error) {
 // bound is not presented as DPoP. Refusals are 401 with a DPoP challenge
 // (RFC 9449 §7.1), and with a fresh nonce when the token's client
 // requires one.
-func (s *Server) checkBound(r *http.Request, tok string, dpop bool, g *store.Grant, method string, htu htuRule) error {
+func (s *dpopVerifier) checkBound(r *http.Request, tok string, dpop bool, g *store.Grant, method string, htu htuRule) error {
 	bound := tokenJKT(tok)
 	switch {
 	case bound == "" && !dpop:
@@ -406,7 +416,7 @@ func (s *Server) checkBound(r *http.Request, tok string, dpop bool, g *store.Gra
 	}
 	nonce := false
 	if c, err := s.clients.get(r.Context(), g.ClientID); err == nil {
-		cs, err := s.security(r.Context(), c)
+		cs, err := s.sec.get(r.Context(), c)
 		if err != nil {
 			return err
 		}
@@ -432,9 +442,9 @@ func (s *Server) checkBound(r *http.Request, tok string, dpop bool, g *store.Gra
 // Resource Server calls it, the proof its client sent it, forwarded, whose
 // htu is below the Resource Server's resource address (the Resource Server
 // checked its method and URL; here its key, token, age and single use).
-func (s *Server) grantProofCheck(c *store.Client, g *store.Grant) (string, htuRule) {
+func (s *base) grantProofCheck(c *store.Client, g *store.Grant) (string, htuRule) {
 	if c.ID == g.ClientID {
-		return http.MethodGet, sameURL(s.GrantEndpoint())
+		return http.MethodGet, sameURL(s.cfg.baseURL() + grantPathSuffix)
 	}
 	return "", htuRule{url: stripQuery(strings.TrimSuffix(s.resourceOf(c), "/")), resourceServer: c.ID}
 }

@@ -214,7 +214,7 @@ func catalogErr(err error) *Error {
 
 // asError returns err as a protocol error; anything else is a server_error
 // whose detail is logged, never shown.
-func (s *Server) asError(r *http.Request, err error) *Error {
+func (s *base) asError(r *http.Request, err error) *Error {
 	var oe *Error
 	if errors.As(err, &oe) {
 		return oe
@@ -295,7 +295,7 @@ func (oe *Error) describe() string { return errorDescription(oe.Description) }
 
 // writeJSONError writes an RFC 6749 §5.2 error body (token, introspection,
 // revocation, userinfo and native-consent endpoints).
-func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *base) writeJSONError(w http.ResponseWriter, r *http.Request, err error) {
 	oe := s.asError(r, err)
 	desc := oe.describe()
 	st := oe.statusCode()
@@ -319,7 +319,7 @@ func (s *Server) writeJSONError(w http.ResponseWriter, r *http.Request, err erro
 
 // writeGrantError writes the grant endpoint's error object, {"code", "status"}
 // (docs/service.md §4.1 and §7).
-func (s *Server) writeGrantError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *base) writeGrantError(w http.ResponseWriter, r *http.Request, err error) {
 	oe := s.asError(r, err)
 	st := oe.statusCode()
 	if writeDPoPHeaders(w, oe) {
@@ -336,7 +336,7 @@ func (s *Server) writeGrantError(w http.ResponseWriter, r *http.Request, err err
 
 // errorRedirect is the authorization error response (RFC 6749 §4.1.2.1) sent
 // to a redirect_uri that was verified first, with state and iss (RFC 9207 §2).
-func (s *Server) errorRedirect(redirectURI, state string, oe *Error) string {
+func (s *base) errorRedirect(redirectURI, state string, oe *Error) string {
 	q := url.Values{}
 	q.Set("error", oe.Code)
 	if desc := oe.describe(); desc != "" {

@@ -199,30 +199,19 @@ func groupOf(name string) string {
 // *ExplainError; a request the server would refuse is an Explanation
 // whose Verdict is refused.
 func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, error) {
-	q, err := explainQuery(ctx, s.clients, s.AuthorizationEndpoint(), s.Catalog(), in)
+	return s.flow.explain(ctx, in)
+}
+
+// explain is Server.Explain: the request checked as the authorization
+// endpoint checks it, and assessed as consentFlow assesses it, writing
+// nothing.
+func (s *consentFlow) explain(ctx context.Context, in ExplainRequest) (*Explanation, error) {
+	q, err := explainQuery(ctx, s.clients, s.endpoint(pathAuthorize), s.catalog(), in)
 	if err != nil {
 		return nil, err
 	}
 	subj := strings.TrimSpace(in.Subject)
-	if subj == "" {
-		return nil, &ExplainError{Code: "missing_field", Field: "/subject", Message: "name the subject who would decide, such as sub_ana"}
-	}
-	if _, err := s.cfg.Store.Subject(ctx, subj); errors.Is(err, store.ErrNotFound) {
-		subs, err := s.cfg.Store.Subjects(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var ids []string
-		for i, sb := range subs {
-			if i == maxSubjectsIn {
-				ids = append(ids, "...")
-				break
-			}
-			ids = append(ids, sb.ID)
-		}
-		return nil, &ExplainError{Code: "invalid_field", Field: "/subject",
-			Message: fmt.Sprintf("no subject %q; the subjects are %s", subj, strings.Join(ids, ", "))}
-	} else if err != nil {
+	if err := s.explainSubject(ctx, subj); err != nil {
 		return nil, err
 	}
 	req := ParseAuthorize(q)
@@ -234,7 +223,7 @@ func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, 
 	case ad != nil:
 		ex.Request.AuthorizationDetails = string(ad)
 	}
-	v, _, err := s.validateAuthorize(ctx, q)
+	v, _, err := s.requests.validateAuthorize(ctx, q)
 	if err == nil {
 		err = checkDPoPJKT(q)
 	}
@@ -247,22 +236,7 @@ func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, 
 		if !errors.As(err, &oe) {
 			return nil, err
 		}
-		failed := ExplainedCheck{Name: GroupRequest, Check: GroupRequest, Outcome: consent.Fail, Code: oe.Code, Rule: ruleRequest, Message: oe.Description, Values: reqVals}
-		if v.client != nil && oe.Violations != nil {
-			ex.Checks = append(ex.Checks, ExplainedCheck{Name: GroupRequest, Check: GroupRequest, Outcome: consent.Pass, Rule: ruleRequest, Values: reqVals})
-			var vs []map[string]any
-			for _, vi := range oe.Violations {
-				vs = append(vs, map[string]any{"pointer": vi.Pointer, "code": vi.Code, "message": vi.Message})
-			}
-			failed = ExplainedCheck{Name: consent.CheckCatalog, Check: GroupCatalog, Outcome: consent.Fail, Code: oe.Violations[0].Code,
-				Rule: ruleCatalog, Message: oe.Description, Values: map[string]any{"violations": vs}}
-		}
-		ex.Checks = append(ex.Checks, failed)
-		ex.Verdict, ex.RefusedBy = VerdictRefused, &failed
-		for _, g := range []string{GroupProjectApproval, GroupSubjectConsent, GroupResourceControls} {
-			ex.Checks = append(ex.Checks, ExplainedCheck{Name: g, Check: g, Outcome: OutcomeSkipped,
-				Rule: "not checked: the " + failed.Check + " check refused the request first"})
-		}
+		explainRefusal(ex, v, oe, reqVals)
 		return ex, nil
 	}
 	ex.Checks = append(ex.Checks, ExplainedCheck{Name: GroupRequest, Check: GroupRequest, Outcome: consent.Pass, Rule: ruleRequest, Values: reqVals})
@@ -272,6 +246,78 @@ func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, 
 	}
 	m := a.model
 	ex.Consent, ex.ConsentRemembered = m, m.Remembered
+	s.explainChecks(ex, a, v)
+	if f := m.Failed(); f != nil {
+		for i := range ex.Checks {
+			if ex.Checks[i].Name == f.Name {
+				ex.Verdict, ex.RefusedBy = VerdictRefused, &ex.Checks[i]
+				break
+			}
+		}
+		return ex, nil
+	}
+	cs, err := s.sec.get(ctx, v.client)
+	if err != nil {
+		return nil, err
+	}
+	ex.Verdict = VerdictApprovable
+	ex.Grant, ex.Tokens, err = explainGrant(s.cfg, cs, s.audience, v, m, subj)
+	return ex, err
+}
+
+// explainSubject checks the subject a dry run names: one of the seed
+// world's, listed when it is not.
+func (s *consentFlow) explainSubject(ctx context.Context, subj string) error {
+	if subj == "" {
+		return &ExplainError{Code: "missing_field", Field: "/subject", Message: "name the subject who would decide, such as sub_ana"}
+	}
+	_, err := s.st.Subject(ctx, subj)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	subs, err := s.st.Subjects(ctx)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for i, sb := range subs {
+		if i == maxSubjectsIn {
+			ids = append(ids, "...")
+			break
+		}
+		ids = append(ids, sb.ID)
+	}
+	return &ExplainError{Code: "invalid_field", Field: "/subject",
+		Message: fmt.Sprintf("no subject %q; the subjects are %s", subj, strings.Join(ids, ", "))}
+}
+
+// explainRefusal is the explanation of a request validateAuthorize
+// refused: the request's or the catalog's check failed, the three checks
+// of docs/service.md §1 skipped.
+func explainRefusal(ex *Explanation, v *validated, oe *Error, reqVals map[string]any) {
+	failed := ExplainedCheck{Name: GroupRequest, Check: GroupRequest, Outcome: consent.Fail, Code: oe.Code, Rule: ruleRequest, Message: oe.Description, Values: reqVals}
+	if v.client != nil && oe.Violations != nil {
+		ex.Checks = append(ex.Checks, ExplainedCheck{Name: GroupRequest, Check: GroupRequest, Outcome: consent.Pass, Rule: ruleRequest, Values: reqVals})
+		var vs []map[string]any
+		for _, vi := range oe.Violations {
+			vs = append(vs, map[string]any{"pointer": vi.Pointer, "code": vi.Code, "message": vi.Message})
+		}
+		failed = ExplainedCheck{Name: consent.CheckCatalog, Check: GroupCatalog, Outcome: consent.Fail, Code: oe.Violations[0].Code,
+			Rule: ruleCatalog, Message: oe.Description, Values: map[string]any{"violations": vs}}
+	}
+	ex.Checks = append(ex.Checks, failed)
+	ex.Verdict, ex.RefusedBy = VerdictRefused, &failed
+	for _, g := range []string{GroupProjectApproval, GroupSubjectConsent, GroupResourceControls} {
+		ex.Checks = append(ex.Checks, ExplainedCheck{Name: g, Check: g, Outcome: OutcomeSkipped,
+			Rule: "not checked: the " + failed.Check + " check refused the request first"})
+	}
+}
+
+// explainChecks adds the model's checks to ex, each with the rule and the
+// values it was made with, and the transaction limits checked at each
+// charge.
+func (s *consentFlow) explainChecks(ex *Explanation, a *assessment, v *validated) {
+	m := a.model
 	for _, c := range m.Checks {
 		ec := ExplainedCheck{Name: c.Name, Check: groupOf(c.Name), Outcome: c.Outcome, Code: c.Code, Message: c.Message}
 		switch vd, ok := a.verdicts[c.Name]; {
@@ -292,22 +338,6 @@ func (s *Server) Explain(ctx context.Context, in ExplainRequest) (*Explanation, 
 			Message: fmt.Sprintf("authorization_details/%d: each charge from %s to %s %s", *p.Index, p.Limits.Minimum, p.Limits.Maximum, p.Limits.Currency),
 			Values:  map[string]any{"index": *p.Index, "minimum": p.Limits.Minimum, "maximum": p.Limits.Maximum, "currency": p.Limits.Currency}})
 	}
-	if f := m.Failed(); f != nil {
-		for i := range ex.Checks {
-			if ex.Checks[i].Name == f.Name {
-				ex.Verdict, ex.RefusedBy = VerdictRefused, &ex.Checks[i]
-				break
-			}
-		}
-		return ex, nil
-	}
-	cs, err := s.security(ctx, v.client)
-	if err != nil {
-		return nil, err
-	}
-	ex.Verdict = VerdictApprovable
-	ex.Grant, ex.Tokens, err = explainGrant(s.cfg, cs, s.audience, v, m, subj)
-	return ex, err
 }
 
 // explainQuery is the query a dry run explains: that of in.AuthorizeURL,
@@ -321,28 +351,40 @@ func explainQuery(ctx context.Context, clients *clientCache, endpoint string, ca
 			return nil, &ExplainError{Code: "invalid_field", Field: "/authorize_url",
 				Message: "send either authorize_url or client_id, scope, authorization_details and org_id, not both"}
 		}
-		u, err := url.Parse(in.AuthorizeURL)
-		want, _ := url.Parse(endpoint)
-		if err != nil || u.Scheme != want.Scheme || u.Host != want.Host || u.Path != want.Path {
-			return nil, &ExplainError{Code: "invalid_field", Field: "/authorize_url",
-				Message: fmt.Sprintf("%q is not a URL of this server's authorization endpoint, %s", in.AuthorizeURL, endpoint)}
-		}
-		q := u.Query()
-		if r := q.Get("request_uri"); strings.HasPrefix(r, requestURIPrefix) {
-			return nil, &ExplainError{Code: "invalid_field", Field: "/authorize_url",
-				Message: "its request_uri names a pushed request, which is used once (RFC 9126 §4): explain the pushed parameters instead"}
-		}
-		id := q.Get("client_id")
-		if id == "" {
-			return nil, &ExplainError{Code: "invalid_field", Field: "/authorize_url", Message: "its query has no client_id"}
-		}
-		if _, err := clients.get(ctx, id); errors.Is(err, store.ErrNotFound) {
-			return nil, &ExplainError{Code: "invalid_field", Field: "/authorize_url", Message: fmt.Sprintf("its client_id %q names no client", id)}
-		} else if err != nil {
-			return nil, err
-		}
-		return q, nil
+		return explainURLQuery(ctx, clients, endpoint, in.AuthorizeURL)
 	}
+	return explainFieldsQuery(ctx, clients, cat, in)
+}
+
+// explainURLQuery is the query of an authorization URL to explain, which
+// must be this server's and name a client.
+func explainURLQuery(ctx context.Context, clients *clientCache, endpoint, authorizeURL string) (url.Values, error) {
+	u, err := url.Parse(authorizeURL)
+	want, _ := url.Parse(endpoint)
+	if err != nil || u.Scheme != want.Scheme || u.Host != want.Host || u.Path != want.Path {
+		return nil, &ExplainError{Code: "invalid_field", Field: "/authorize_url",
+			Message: fmt.Sprintf("%q is not a URL of this server's authorization endpoint, %s", authorizeURL, endpoint)}
+	}
+	q := u.Query()
+	if r := q.Get("request_uri"); strings.HasPrefix(r, requestURIPrefix) {
+		return nil, &ExplainError{Code: "invalid_field", Field: "/authorize_url",
+			Message: "its request_uri names a pushed request, which is used once (RFC 9126 §4): explain the pushed parameters instead"}
+	}
+	id := q.Get("client_id")
+	if id == "" {
+		return nil, &ExplainError{Code: "invalid_field", Field: "/authorize_url", Message: "its query has no client_id"}
+	}
+	if _, err := clients.get(ctx, id); errors.Is(err, store.ErrNotFound) {
+		return nil, &ExplainError{Code: "invalid_field", Field: "/authorize_url", Message: fmt.Sprintf("its client_id %q names no client", id)}
+	} else if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// explainFieldsQuery is the query a Miniapp would send for the fields of
+// in.
+func explainFieldsQuery(ctx context.Context, clients *clientCache, cat *catalog.Catalog, in ExplainRequest) (url.Values, error) {
 	id := strings.TrimSpace(in.ClientID)
 	if id == "" {
 		return nil, &ExplainError{Code: "missing_field", Field: "/client_id", Message: "name the client that would send the request, or send authorize_url"}
@@ -441,13 +483,13 @@ func explainGrant(cfg Config, cs *clientSecurity, audience func(*catalog.Result)
 	if err := m.Validate(d); err != nil {
 		return nil, nil, err
 	}
-	granted := consent.Granted(v.result, d)
-	details, err := consent.GrantedDetails(v.result, d)
+	gr, err := consent.GrantOf(v.result, d)
 	if err != nil {
 		return nil, nil, err
 	}
+	granted := gr.Result
 	req := v.req
-	g := &ExplainedGrant{ClientID: v.client.ID, Subject: subject, Scopes: nonNil(granted.Scopes), AuthorizationDetails: details,
+	g := &ExplainedGrant{ClientID: v.client.ID, Subject: subject, Scopes: nonNil(granted.Scopes), AuthorizationDetails: gr.Details,
 		OrgID: req.OrgID, AccountID: d.AccountID, CompanyAccountID: d.CompanyAccountID, Audience: audience(granted),
 		ConsumerInstallationID: installationID(v.client.ID, subject, req.OrgID)}
 	codeTTL := cfg.CodeTTL

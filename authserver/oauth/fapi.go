@@ -53,28 +53,14 @@ const fapi2CodeTTL = time.Minute
 // maxPARTTL is the bound FAPI 2.0 puts on a request_uri's expires_in.
 const maxPARTTL = 600 * time.Second
 
-// fapiState is what the FAPI 2.0 parts of a Server hold.
-type fapiState struct {
-	cfg    FAPIConfig
-	st     Storage
-	replay memReplay // single-use ids of a server that owns its database (replay.go)
-	// nonceKey authenticates DPoP server nonces (dpop.go).
-	nonceKey []byte
-	// jwks fetches and keeps the keys of jwks_uri clients (jwksuri.go).
-	jwks *jwksCache
-
-	mu  sync.RWMutex // guards sec and gen
-	sec map[string]*clientSecurity
-	gen uint64
-}
-
 // maxSecurityCache bounds the cached client settings; past it the cache
 // starts again empty, as clientCache does.
 const maxSecurityCache = 10_000
 
-// initFAPI checks the FAPI configuration and sets up its state.
+// initFAPI checks the FAPI configuration and sets up the pieces the
+// handlers share: the client settings cache, the single-use ids and the
+// DPoP nonce key.
 func (s *Server) initFAPI(ctx context.Context) error {
-	st := s.cfg.Store
 	c := s.cfg.FAPI
 	if c.PARTTL <= 0 {
 		c.PARTTL = time.Minute
@@ -89,14 +75,15 @@ func (s *Server) initFAPI(ctx context.Context) error {
 		c.MaxPushed = 100_000
 	}
 	s.cfg.FAPI = c
-	s.fapi = &fapiState{cfg: c, st: st, sec: map[string]*clientSecurity{}, jwks: newJWKSCache(c.LocalJWKSURI, s.cfg.Now)}
+	s.sec = &securityCache{st: s.store, m: map[string]*clientSecurity{}}
+	s.replay = &replayGuard{st: s.store, now: s.cfg.Now}
 	return s.initNonceKey(ctx)
 }
 
 // fapiRoutes registers the FAPI endpoints.
 func (s *Server) fapiRoutes(mux *http.ServeMux) {
 	// POST /oauth/par (RFC 9126 §2).
-	mux.HandleFunc("POST "+s.path(pathPAR), s.handlePAR)
+	mux.HandleFunc("POST "+s.path(pathPAR), s.par.handlePAR)
 }
 
 // fapiMetadata adds the FAPI members to the discovery document.
@@ -132,11 +119,25 @@ func (cs *clientSecurity) requirePAR() bool { return cs.RequirePAR || cs.fapi2()
 // requireDPoP reports whether the client's access tokens must be DPoP-bound.
 func (cs *clientSecurity) requireDPoP() bool { return cs.DPoPBound || cs.fapi2() }
 
-// security returns the settings of client c, cached like clients are.
-func (s *Server) security(ctx context.Context, c *store.Client) (*clientSecurity, error) {
-	f := s.fapi
+// securityCache keeps the clients' security settings (PAR, DPoP, the
+// FAPI 2.0 profile, their keys) in memory, as clientCache keeps clients.
+type securityCache struct {
+	st  settingsSource
+	mu  sync.RWMutex // guards m and gen
+	m   map[string]*clientSecurity
+	gen uint64 // incremented by every forget
+}
+
+// settingsSource is what the security cache reads.
+type settingsSource interface {
+	ClientSettings(ctx context.Context, clientID string) (store.ClientSettings, error)
+	Cacheable() bool
+}
+
+// get returns the settings of client c, cached like clients are.
+func (f *securityCache) get(ctx context.Context, c *store.Client) (*clientSecurity, error) {
 	f.mu.RLock()
-	cs, ok := f.sec[c.ID]
+	cs, ok := f.m[c.ID]
 	gen := f.gen
 	f.mu.RUnlock()
 	if ok && f.st.Cacheable() {
@@ -155,24 +156,23 @@ func (s *Server) security(ctx context.Context, c *store.Client) (*clientSecurity
 	}
 	f.mu.Lock()
 	if f.gen == gen {
-		if len(f.sec) >= maxSecurityCache {
-			clear(f.sec)
+		if len(f.m) >= maxSecurityCache {
+			clear(f.m)
 		}
-		f.sec[c.ID] = cs
+		f.m[c.ID] = cs
 	}
 	f.mu.Unlock()
 	return cs, nil
 }
 
-// forgetSecurity drops a client's cached settings ("" for every client's).
-func (s *Server) forgetSecurity(id string) {
-	f := s.fapi
+// forget drops a client's cached settings ("" for every client's).
+func (f *securityCache) forget(id string) {
 	f.mu.Lock()
 	f.gen++
 	if id == "" {
-		clear(f.sec)
+		clear(f.m)
 	} else {
-		delete(f.sec, id)
+		delete(f.m, id)
 	}
 	f.mu.Unlock()
 }

@@ -160,7 +160,7 @@ func FaultStatusCode(endpoint string, status int) string {
 // connection was dropped, or the client went away during a delay); oe is
 // the error the endpoint must answer with its own writer; neither means
 // the real answer follows (after a delay, marked injected).
-func (s *Server) injectFault(w http.ResponseWriter, r *http.Request, endpoint, clientID string, subject func() string) (oe *Error, done bool) {
+func (s *base) injectFault(w http.ResponseWriter, r *http.Request, endpoint, clientID string, subject func() string) (oe *Error, done bool) {
 	if s.cfg.Faults == nil || clientID == "" {
 		return nil, false
 	}
@@ -248,10 +248,18 @@ func dropConnection(w http.ResponseWriter) {
 	conn.Close()
 }
 
+// grantLookups are what grantSubject reads.
+type grantLookups interface {
+	PeekCode(ctx context.Context, hash []byte) (c *store.Code, used bool, err error)
+	Grant(ctx context.Context, id string) (*store.Grant, error)
+	LookupAccessToken(ctx context.Context, hash []byte) (*store.AccessToken, *store.Grant, error)
+	LookupRefreshToken(ctx context.Context, hash []byte) (*store.RefreshToken, *store.Grant, error)
+}
+
 // grantSubject is the subject of the grant behind the code, refresh token
 // or token of a token, revocation or introspection request, "" when it
 // names none this server knows: what a fault scoped to a subject matches.
-func grantSubject(ctx context.Context, st Storage, f url.Values) string {
+func grantSubject(ctx context.Context, st grantLookups, f url.Values) string {
 	if code := f.Get("code"); code != "" {
 		if rc, _, err := st.PeekCode(ctx, store.SecretKey(code)); err == nil {
 			if g, err := st.Grant(ctx, rc.GrantID); err == nil {

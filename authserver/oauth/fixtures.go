@@ -16,7 +16,7 @@ import (
 // CompleteGrant sets g's audience and consumerInstallationId as an
 // approval of granted sets them (docs/service.md §2.6).
 func (s *Server) CompleteGrant(g *store.Grant, granted *catalog.Result) {
-	g.Audience = s.audience(granted)
+	g.Audience = s.flow.audience(granted)
 	g.InstallationID = installationID(g.ClientID, g.SubjectID, g.OrgID)
 }
 
@@ -29,7 +29,7 @@ func (s *Server) MintAccessToken(ctx context.Context, g *store.Grant) (string, *
 	if err != nil {
 		return "", nil, 0, err
 	}
-	m, err := s.mint(c, g, g.Scopes, "", false, "", "")
+	m, err := s.token.mint(c, g, g.Scopes, "", false, "", "")
 	if err != nil {
 		return "", nil, 0, err
 	}

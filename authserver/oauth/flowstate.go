@@ -62,20 +62,32 @@ type pendingStore interface {
 // this decision.
 var errDecided = errors.New("oauth: the pending request was decided or has expired")
 
-// newFlowState picks where sessions and pending requests live.
-func (s *Server) newFlowState() {
-	cfg := s.cfg
+// flowStateStore is where flow state lives: the database's FlowState
+// while instances share it, and the grants an approval decided in memory
+// stores otherwise.
+type flowStateStore interface {
+	FlowState
+	grantWriter
+	Shared() bool
+}
+
+// newFlowState picks where sessions and pending requests live. A request
+// read back from a shared database is checked again with validate
+// (authzRequests.validateAuthorize).
+func newFlowState(cfg Config, st flowStateStore, validate validateFunc) (sessionStore, pendingStore) {
 	q := pendingQuotas{perClient: cfg.MaxPendingPerClient, perSource: cfg.MaxPendingPerSource,
 		browser: cfg.MaxPending, perHost: cfg.MaxPendingPerHost, ttl: cfg.ConsentTTL}
-	if !cfg.Store.Shared() {
-		s.sessions = newSessionSet(cfg.MaxSessionsPerSource, cfg.MaxSessions)
-		s.pending = &memPending{set: newPendingSet(q), st: cfg.Store}
-		return
+	if !st.Shared() {
+		return newSessionSet(cfg.MaxSessionsPerSource, cfg.MaxSessions), &memPending{set: newPendingSet(q), st: st}
 	}
-	s.sessions = &dbSessions{st: cfg.Store, perSource: cfg.MaxSessionsPerSource, total: cfg.MaxSessions,
-		anonPeriod: cfg.ConsentTTL / quotaPeriods, signedPeriod: cfg.SessionTTL / quotaPeriods}
-	s.pending = &dbPending{s: s, q: q}
+	return &dbSessions{st: st, perSource: cfg.MaxSessionsPerSource, total: cfg.MaxSessions,
+			anonPeriod: cfg.ConsentTTL / quotaPeriods, signedPeriod: cfg.SessionTTL / quotaPeriods},
+		&dbPending{st: st, q: q, validate: validate}
 }
+
+// validateFunc checks an authorization request's parameters
+// (authzRequests.validateAuthorize).
+type validateFunc func(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error)
 
 // quotaPeriods is how many quota periods a row's lifetime spans in the
 // database (store.Charge): a row counts against its quotas at most a
@@ -172,8 +184,9 @@ func (d *dbSessions) refusal(err error) error {
 // catalog in force then: a request whose client was removed meanwhile, or
 // changed its redirect URIs, is no longer valid.
 type dbPending struct {
-	s *Server
-	q pendingQuotas
+	st       FlowState
+	q        pendingQuotas
+	validate validateFunc // checks a request read back
 }
 
 func (d *dbPending) add(ctx context.Context, p *pending, now time.Time) error {
@@ -182,7 +195,7 @@ func (d *dbPending) add(ctx context.Context, p *pending, now time.Time) error {
 	for i, k := range keys {
 		c.Quotas = append(c.Quotas, store.Quota{Key: k, Limit: limits[i]})
 	}
-	err := d.s.cfg.Store.AddPending(ctx, &store.PendingRequest{IDHash: store.Hash(p.id), Params: p.v.params, Bind: []byte(p.session),
+	err := d.st.AddPending(ctx, &store.PendingRequest{IDHash: store.Hash(p.id), Params: p.v.params, Bind: []byte(p.session),
 		Source: p.source, Host: p.host, Subject: p.subject, ExpiresAt: p.expires}, c, now)
 	var qe *store.QuotaError
 	if errors.As(err, &qe) {
@@ -192,13 +205,13 @@ func (d *dbPending) add(ctx context.Context, p *pending, now time.Time) error {
 }
 
 func (d *dbPending) get(ctx context.Context, id string, now time.Time) (*pending, error) {
-	row, err := d.s.cfg.Store.Pending(ctx, store.Hash(id), now)
+	row, err := d.st.Pending(ctx, store.Hash(id), now)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
-	v, _, err := d.s.validateAuthorize(ctx, row.Params)
+	v, _, err := d.validate(ctx, row.Params)
 	if err != nil {
 		var oe *Error
 		if errors.As(err, &oe) {
@@ -217,7 +230,7 @@ func (d *dbPending) record(ctx context.Context, p *pending, subject string, m *c
 	if same {
 		return nil
 	}
-	err := d.s.cfg.Store.SetPendingSubject(ctx, store.Hash(p.id), subject)
+	err := d.st.SetPendingSubject(ctx, store.Hash(p.id), subject)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // decided meanwhile: the decision after this one says so
 	}
@@ -225,11 +238,11 @@ func (d *dbPending) record(ctx context.Context, p *pending, subject string, m *c
 }
 
 func (d *dbPending) drop(ctx context.Context, p *pending) error {
-	return d.s.cfg.Store.DeletePending(ctx, store.Hash(p.id))
+	return d.st.DeletePending(ctx, store.Hash(p.id))
 }
 
 func (d *dbPending) decide(ctx context.Context, p *pending, subject string, g *store.Grant, c *store.Code, remember *store.Consent, now time.Time) error {
-	err := d.s.cfg.Store.DecidePending(ctx, store.Hash(p.id), subject, now, g, c, remember)
+	err := d.st.DecidePending(ctx, store.Hash(p.id), subject, now, g, c, remember)
 	if errors.Is(err, store.ErrNotFound) {
 		return errDecided
 	}

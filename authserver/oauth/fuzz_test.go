@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 
@@ -16,6 +17,13 @@ import (
 // newTestServer returns a server on a seeded temporary database, without
 // listeners: the fuzz target calls validateAuthorize directly.
 func newTestServer(t testing.TB) *Server {
+	t.Helper()
+	return newTestServerOn(t, func(st *store.Store) Storage { return st })
+}
+
+// newTestServerOn is newTestServer on the storage wrap makes of the
+// database.
+func newTestServerOn(t testing.TB, wrap func(*store.Store) Storage) *Server {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, storetest.DB(t))
@@ -30,12 +38,15 @@ func newTestServer(t testing.TB) *Server {
 	if err := w.Load(ctx, st); err != nil {
 		t.Fatal(err)
 	}
+	if err := w.LoadPolicies(ctx, st, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	cat, err := catalog.New(catalog.Endpoints{BaseURL: "http://127.0.0.1:8600/bank",
 		SigningBaseURL: "http://127.0.0.1:8602/api", InvoicingBaseURL: "http://127.0.0.1:8603/api"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(ctx, Config{Issuer: "http://127.0.0.1:8600", Catalog: cat, Store: st})
+	s, err := New(ctx, Config{Issuer: "http://127.0.0.1:8600", Catalog: cat, Store: wrap(st)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +88,7 @@ func FuzzAuthorize(f *testing.F) {
 	s := newTestServer(f)
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, _ := url.ParseQuery(raw)
-		v, redirect, err := s.validateAuthorize(context.Background(), q)
+		v, redirect, err := s.requests.validateAuthorize(context.Background(), q)
 		if v == nil || v.req == nil {
 			t.Fatal("validateAuthorize returned no request")
 		}

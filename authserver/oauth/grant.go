@@ -63,9 +63,34 @@ func wellFormedJWT(tok string) bool {
 	return parts == 2 && seg > 0
 }
 
+// resourceHandler answers the service's resource endpoints: the grant
+// endpoint GET {base_url}/authorization (docs/service.md §4.1), for a
+// Resource Server authenticated with its own credential, and the charges
+// within a grant's transaction limits (charge.go). It reads tokens
+// through bearerTokens and stores nothing.
+type resourceHandler struct {
+	*base
+	auth   *clientAuth
+	dpop   *dpopVerifier
+	tokens *bearerTokens
+}
+
+// bearerTokens looks up the access tokens this server issued, for the
+// endpoints a token is presented to: userinfo, the grant endpoint, Grant
+// Management and charges.
+type bearerTokens struct {
+	*base
+	st accessTokens
+}
+
+// accessTokens is what bearerTokens reads.
+type accessTokens interface {
+	LookupAccessToken(ctx context.Context, hash []byte) (*store.AccessToken, *store.Grant, error)
+}
+
 // activeToken looks up an access token this server issued and reports why
 // it cannot be used: unknown, expired or revoked (itself or its grant).
-func (s *Server) activeToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
+func (s *bearerTokens) activeToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
 	at, g, err := s.issuedToken(ctx, tok)
 	if err != nil {
 		return nil, nil, err
@@ -78,8 +103,8 @@ func (s *Server) activeToken(ctx context.Context, tok string) (*store.AccessToke
 
 // issuedToken looks up an access token this server issued, whatever its
 // state.
-func (s *Server) issuedToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
-	at, g, err := s.cfg.Store.LookupAccessToken(ctx, store.AccessTokenKey(tok))
+func (s *bearerTokens) issuedToken(ctx context.Context, tok string) (*store.AccessToken, *store.Grant, error) {
+	at, g, err := s.st.LookupAccessToken(ctx, store.AccessTokenKey(tok))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil, oauthErr(codeInvalidToken, "the token was not issued by this server")
@@ -91,7 +116,7 @@ func (s *Server) issuedToken(ctx context.Context, tok string) (*store.AccessToke
 
 // usable reports why an issued token cannot be used now: it or its grant
 // was revoked, or it has expired.
-func (s *Server) usable(at *store.AccessToken, g *store.Grant) error {
+func (s *bearerTokens) usable(at *store.AccessToken, g *store.Grant) error {
 	switch {
 	case at.Revoked || g.Revoked():
 		return oauthErr(codeRevokedToken, "the token or its grant was revoked")
@@ -104,7 +129,7 @@ func (s *Server) usable(at *store.AccessToken, g *store.Grant) error {
 // mayReadGrant says whether an authenticated client may read a grant: the
 // client the grant was issued to (a developer debugging a permission), or a
 // Resource Server whose resource is in the grant's audience.
-func (s *Server) mayReadGrant(c *store.Client, g *store.Grant) bool {
+func (s *base) mayReadGrant(c *store.Client, g *store.Grant) bool {
 	if c.ID == g.ClientID {
 		return true
 	}
@@ -121,7 +146,7 @@ func (s *Server) mayReadGrant(c *store.Client, g *store.Grant) bool {
 // expired or was revoked (RFC 7662 §4 takes the same care for
 // introspection). Only an unknown token is named as such before the
 // audience check, because there is no grant to check the caller against.
-func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
+func (s *resourceHandler) handleGrant(w http.ResponseWriter, r *http.Request) {
 	c, err := s.grantCaller(r)
 	if err != nil {
 		s.writeGrantError(w, r, err)
@@ -132,7 +157,7 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 		s.writeGrantError(w, r, err)
 		return
 	}
-	at, g, err := s.issuedToken(r.Context(), tok)
+	at, g, err := s.tokens.issuedToken(r.Context(), tok)
 	if err != nil {
 		s.writeGrantError(w, r, err)
 		return
@@ -150,11 +175,11 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	method, htu := s.grantProofCheck(c, g)
-	if err := s.checkBound(r, tok, dpop, g, method, htu); err != nil {
+	if err := s.dpop.checkBound(r, tok, dpop, g, method, htu); err != nil {
 		s.writeGrantError(w, r, err)
 		return
 	}
-	if err := s.usable(at, g); err != nil {
+	if err := s.tokens.usable(at, g); err != nil {
 		s.writeGrantError(w, r, err)
 		return
 	}
@@ -177,13 +202,13 @@ func (s *Server) handleGrant(w http.ResponseWriter, r *http.Request) {
 // client_id, aud the issuer or this endpoint's URL, a jti used once),
 // with X-Client-Id optional beside it. A wrong secret is answered without
 // detail; a refused assertion names the rule, as at the token endpoint.
-func (s *Server) grantCaller(r *http.Request) (*store.Client, error) {
+func (s *resourceHandler) grantCaller(r *http.Request) (*store.Client, error) {
 	id, secret, assertion := r.Header.Get(headerClientID), r.Header.Get(headerClientSecret), r.Header.Get(headerClientAssertion)
 	switch {
 	case assertion != "" && secret != "":
 		return nil, oauthErr(codeInvalidClientCredentials, "send one credential: "+headerClientSecret+" or "+headerClientAssertion+", not both (RFC 6749 section 2.3)")
 	case assertion != "":
-		c, err := s.checkAssertion(r, assertion, id)
+		c, err := s.auth.checkAssertion(r, assertion, id)
 		if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
 			err = oauthErr(codeInvalidClientCredentials, oe.Description)
 		}
@@ -192,7 +217,7 @@ func (s *Server) grantCaller(r *http.Request) (*store.Client, error) {
 		return nil, oauthErr(codeMissingClientCredentials, "send the Resource Server's credential in "+headerClientID+" and "+headerClientSecret+
 			", or, for a credential with private_key_jwt, a client assertion in "+headerClientAssertion)
 	}
-	c, err := s.checkSecret(r.Context(), id, secret, headerClientSecret)
+	c, err := s.auth.checkSecret(r.Context(), id, secret, headerClientSecret)
 	if oe, ok := err.(*Error); ok && oe.Code == codeInvalidClient {
 		err = oauthErr(codeInvalidClientCredentials, oe.Description)
 	}

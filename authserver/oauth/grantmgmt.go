@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
@@ -56,9 +57,26 @@ func (s *Server) grantMetadata(md map[string]any) {
 }
 
 // grantRoutes registers the grant management endpoint.
-func (s *Server) grantRoutes(mux *http.ServeMux) {
+func (s *grantMgmtHandler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+s.path(pathGrants+"/{grant_id}"), s.handleGrantManagement)
 	mux.HandleFunc("DELETE "+s.path(pathGrants+"/{grant_id}"), s.handleGrantManagement)
+}
+
+// grantMgmtHandler answers the grant management endpoint (FAPI Grant
+// Management §6): a client reads or revokes a grant it holds a token of.
+// The request side (grant_management_action at the authorization
+// endpoint) is authzRequests' and consentFlow's.
+type grantMgmtHandler struct {
+	*base
+	st     liveGrants
+	dpop   *dpopVerifier
+	tokens *bearerTokens
+}
+
+// liveGrants are the grants of a grant_id.
+type liveGrants interface {
+	LiveGrant(ctx context.Context, grantID string) (*store.Grant, error)
+	RevokeGrantID(ctx context.Context, grantID string, now time.Time) (bool, error)
 }
 
 // checkGrantManagement checks grant_management_action and grant_id of a
@@ -66,7 +84,7 @@ func (s *Server) grantRoutes(mux *http.ServeMux) {
 // and replace name a live grant of this client, for the same Company;
 // a client or server that requires an action gets one. The subject is
 // checked once known (grantCheck).
-func (s *Server) checkGrantManagement(ctx context.Context, v *validated) error {
+func (s *authzRequests) checkGrantManagement(ctx context.Context, v *validated) error {
 	req := v.req
 	switch req.GrantManagementAction {
 	case "":
@@ -75,7 +93,7 @@ func (s *Server) checkGrantManagement(ctx context.Context, v *validated) error {
 		}
 		required := s.cfg.FAPI.RequireGrantManagementAction
 		if !required {
-			cs, err := s.security(ctx, v.client)
+			cs, err := s.sec.get(ctx, v.client)
 			if err != nil {
 				return err
 			}
@@ -98,7 +116,7 @@ func (s *Server) checkGrantManagement(ctx context.Context, v *validated) error {
 	if req.GrantID == "" {
 		return oauthErr(codeInvalidRequest, "grant_management_action="+req.GrantManagementAction+" needs the grant_id of the grant to change")
 	}
-	g, err := s.cfg.Store.LiveGrant(ctx, req.GrantID)
+	g, err := s.st.LiveGrant(ctx, req.GrantID)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || err == nil && g.ClientID != v.client.ID:
 		return oauthErr(codeInvalidGrantID, "grant_id names no live grant of this client (unknown, revoked, or another client's)")
@@ -134,8 +152,8 @@ func grantCheck(v *validated, subject string) (consent.Check, bool) {
 // since the request was checked; and the store supersedes it only as read
 // here (store.Grant.Supersedes), so that an entry the subject revokes
 // meanwhile (Connected Miniapps) is not brought back by the merge.
-func (s *Server) changeGrant(ctx context.Context, v *validated, g *store.Grant, granted *catalog.Result) error {
-	cur, err := s.cfg.Store.LiveGrant(ctx, v.req.GrantID)
+func (s *consentFlow) changeGrant(ctx context.Context, v *validated, g *store.Grant, granted *catalog.Result) error {
+	cur, err := s.st.LiveGrant(ctx, v.req.GrantID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (cur.ClientID != g.ClientID || cur.SubjectID != g.SubjectID) {
 		return oauthErr(codeInvalidGrantID, "grant_id names no live grant of this client and subject: it was revoked meanwhile")
 	} else if err != nil {
@@ -225,19 +243,19 @@ type grantScopes struct {
 // invalid_token for a token that is not active, 403 insufficient_scope
 // without the scope, 404 invalid_grant_id for a grant_id that names no
 // live grant of the token's client and subject (§6.4).
-func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
+func (s *grantMgmtHandler) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 	w.Header()["Cache-Control"] = headerNoStore
 	tok, dpop, err := presentedToken(r)
 	if err != nil {
 		s.writeJSONError(w, r, bearerErr(oauthErr(codeInvalidToken, "send the access token: Authorization: Bearer <token> (or DPoP)")))
 		return
 	}
-	at, tg, err := s.issuedToken(r.Context(), tok)
+	at, tg, err := s.tokens.issuedToken(r.Context(), tok)
 	if err == nil {
-		err = s.checkBound(r, tok, dpop, tg, r.Method, sameURL(s.endpoint(pathGrants)+"/"+r.PathValue("grant_id")))
+		err = s.dpop.checkBound(r, tok, dpop, tg, r.Method, sameURL(s.endpoint(pathGrants)+"/"+r.PathValue("grant_id")))
 	}
 	if err == nil {
-		if uerr := s.usable(at, tg); uerr != nil {
+		if uerr := s.tokens.usable(at, tg); uerr != nil {
 			err = oauthErr(codeInvalidToken, uerr.(*Error).Description)
 		}
 	}
@@ -269,7 +287,7 @@ func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 	// subject's consent). Another subject's grant is as unknown as one
 	// that does not exist.
 	id := r.PathValue("grant_id")
-	g, err := s.cfg.Store.LiveGrant(r.Context(), id)
+	g, err := s.st.LiveGrant(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (g.ClientID != tg.ClientID || g.SubjectID != tg.SubjectID) {
 		writeJSON(w, http.StatusNotFound, struct {
 			Error       string `json:"error"`
@@ -281,7 +299,7 @@ func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodDelete {
-		if _, err := s.cfg.Store.RevokeGrantID(r.Context(), id, s.cfg.Now()); err != nil {
+		if _, err := s.st.RevokeGrantID(r.Context(), id, s.cfg.Now()); err != nil {
 			s.writeJSONError(w, r, err)
 			return
 		}
@@ -292,9 +310,9 @@ func (s *Server) handleGrantManagement(w http.ResponseWriter, r *http.Request) {
 }
 
 // viewGrant groups a grant's scopes by the resource they are for.
-func (s *Server) viewGrant(g *store.Grant) grantView {
+func (s *grantMgmtHandler) viewGrant(g *store.Grant) grantView {
 	v := grantView{Scopes: []grantScopes{}}
-	cat := s.Catalog()
+	cat := s.catalog()
 	byRes := map[string]int{}
 	for _, name := range g.Scopes {
 		res := s.cfg.baseURL()

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -37,17 +38,17 @@ type introspection struct {
 // and a public client's client_id proves nothing); a token it may not see is
 // reported inactive, exactly as an unknown one (§2.2), so introspection
 // reveals nothing else.
-func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+func (s *tokenHandler) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	c, err := s.authenticateClient(r)
+	c, err := s.auth.authenticateClient(r)
 	if err == nil && c.Type != store.Confidential {
 		err = &Error{Code: codeInvalidClient, Description: "introspection needs a confidential client's credential", challenge: `Basic realm="oauth"`}
 	}
 	if err == nil {
-		if oe, done := s.injectFault(w, r, FaultIntrospection, c.ID, func() string { return grantSubject(r.Context(), s.cfg.Store, r.PostForm) }); done {
+		if oe, done := s.injectFault(w, r, FaultIntrospection, c.ID, func() string { return grantSubject(r.Context(), s.st, r.PostForm) }); done {
 			return
 		} else if oe != nil {
 			err = oe
@@ -62,30 +63,45 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "token is missing"))
 		return
 	}
-	now := s.cfg.Now()
-	out := introspection{}
-	if at, g, err := s.cfg.Store.LookupAccessToken(r.Context(), store.AccessTokenKey(tok)); err == nil {
-		if !at.Revoked && !g.Revoked() && now.Before(at.ExpiresAt) && s.mayReadGrant(c, g) {
-			out = s.describe(g, "Bearer", at.IssuedAt.Unix(), at.ExpiresAt.Unix(), at.JTI)
-			if jkt := tokenJKT(tok); jkt != "" {
-				out.TokenType, out.Cnf = "DPoP", &cnfClaim{Jkt: jkt}
-			}
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
-		s.writeJSONError(w, r, err)
-		return
-	} else if rt, g, err := s.cfg.Store.LookupRefreshToken(r.Context(), store.SecretKey(tok)); err == nil {
-		if !rt.Used && !g.Revoked() && now.Before(rt.ExpiresAt) && s.mayReadGrant(c, g) {
-			out = s.describe(g, "refresh_token", rt.IssuedAt.Unix(), rt.ExpiresAt.Unix(), "")
-		}
-	} else if !errors.Is(err, store.ErrNotFound) {
+	out, err := s.introspect(r.Context(), c, tok)
+	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) describe(g *store.Grant, typ string, iat, exp int64, jti string) introspection {
+// introspect describes a token to client c: an access token, else a
+// refresh token, active only when live and c may read its grant
+// (mayReadGrant); anything else is inactive, as an unknown token is.
+func (s *tokenHandler) introspect(ctx context.Context, c *store.Client, tok string) (introspection, error) {
+	now := s.cfg.Now()
+	at, g, err := s.st.LookupAccessToken(ctx, store.AccessTokenKey(tok))
+	if err == nil {
+		if !at.Revoked && !g.Revoked() && now.Before(at.ExpiresAt) && s.mayReadGrant(c, g) {
+			out := s.describe(g, "Bearer", at.IssuedAt.Unix(), at.ExpiresAt.Unix(), at.JTI)
+			if jkt := tokenJKT(tok); jkt != "" {
+				out.TokenType, out.Cnf = "DPoP", &cnfClaim{Jkt: jkt}
+			}
+			return out, nil
+		}
+		return introspection{}, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return introspection{}, err
+	}
+	rt, g, err := s.st.LookupRefreshToken(ctx, store.SecretKey(tok))
+	if err == nil {
+		if !rt.Used && !g.Revoked() && now.Before(rt.ExpiresAt) && s.mayReadGrant(c, g) {
+			return s.describe(g, "refresh_token", rt.IssuedAt.Unix(), rt.ExpiresAt.Unix(), ""), nil
+		}
+		return introspection{}, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return introspection{}, err
+	}
+	return introspection{}, nil
+}
+
+func (s *tokenHandler) describe(g *store.Grant, typ string, iat, exp int64, jti string) introspection {
 	out := introspection{Active: true, Scope: strings.Join(g.Scopes, " "), ClientID: g.ClientID, TokenType: typ,
 		Exp: exp, Iat: iat, Sub: g.SubjectID, Aud: audClaim(g.Audience), Iss: s.cfg.Issuer, Jti: jti, OrgID: g.OrgID,
 		GrantID: g.GrantManagementID()}
@@ -99,18 +115,18 @@ func (s *Server) describe(g *store.Grant, typ string, iat, exp int64, jti string
 // its whole grant (RFC 7009 §2.1 allows it; the grant's access tokens go
 // with it). A token that is unknown gets 200 as §2.2 requires, but a storage
 // failure is reported, never swallowed.
-func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+func (s *tokenHandler) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	varyOrigin(w)
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	c, err := s.authenticateClient(r)
+	c, err := s.auth.authenticateClient(r)
 	if err == nil {
 		err = allowOrigin(w, r, c)
 	}
 	if err == nil {
-		if oe, done := s.injectFault(w, r, FaultRevocation, c.ID, func() string { return grantSubject(r.Context(), s.cfg.Store, r.PostForm) }); done {
+		if oe, done := s.injectFault(w, r, FaultRevocation, c.ID, func() string { return grantSubject(r.Context(), s.st, r.PostForm) }); done {
 			return
 		} else if oe != nil {
 			err = oe
@@ -126,22 +142,22 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	at, g, err := s.cfg.Store.LookupAccessToken(ctx, store.AccessTokenKey(tok))
+	at, g, err := s.st.LookupAccessToken(ctx, store.AccessTokenKey(tok))
 	switch {
 	case err == nil:
 		if g.ClientID != c.ID {
 			s.writeJSONError(w, r, oauthErr(codeUnauthorizedClient, "the token was issued to another client"))
 			return
 		}
-		err = s.cfg.Store.RevokeAccessToken(ctx, at.Hash)
+		err = s.st.RevokeAccessToken(ctx, at.Hash)
 	case errors.Is(err, store.ErrNotFound):
 		var rg *store.Grant
-		if _, rg, err = s.cfg.Store.LookupRefreshToken(ctx, store.SecretKey(tok)); err == nil {
+		if _, rg, err = s.st.LookupRefreshToken(ctx, store.SecretKey(tok)); err == nil {
 			if rg.ClientID != c.ID {
 				s.writeJSONError(w, r, oauthErr(codeUnauthorizedClient, "the token was issued to another client"))
 				return
 			}
-			err = s.cfg.Store.RevokeGrant(ctx, rg.ID, s.cfg.Now())
+			err = s.st.RevokeGrant(ctx, rg.ID, s.cfg.Now())
 		} else if errors.Is(err, store.ErrNotFound) {
 			err = nil
 		}
@@ -157,7 +173,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 
 // handleUserinfo serves the OpenID Connect userinfo endpoint (OIDC Core
 // §5.3): the claims of the profile, email, phone and address scopes.
-func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
+func (s *tokenHandler) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 	varyOrigin(w)
 	bearerErr := func(code, desc string) {
 		s.writeJSONError(w, r, &Error{Code: code, Description: desc, bearer: true})
@@ -170,7 +186,7 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 	// The token's client is known before its state is said (cors.go): a
 	// page of an allowed origin reads that its token expired, a page of
 	// another origin learns nothing.
-	at, g, err := s.issuedToken(r.Context(), tok)
+	at, g, err := s.tokens.issuedToken(r.Context(), tok)
 	if err == nil {
 		var c *store.Client
 		if c, err = s.clients.get(r.Context(), g.ClientID); errors.Is(err, store.ErrNotFound) {
@@ -186,8 +202,8 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 				s.writeJSONError(w, r, oe)
 				return
 			}
-			if err = s.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r))); err == nil {
-				err = s.usable(at, g)
+			if err = s.dpop.checkBound(r, tok, dpop, g, r.Method, sameURL(s.requestURL(r))); err == nil {
+				err = s.tokens.usable(at, g)
 			}
 		}
 	}
@@ -203,26 +219,32 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 		bearerErr(codeInsufficientScope, "the token was not granted the openid scope")
 		return
 	}
-	sub, err := s.cfg.Store.Subject(r.Context(), g.SubjectID)
+	sub, err := s.st.Subject(r.Context(), g.SubjectID)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, userinfoClaims(sub, g.Scopes))
+}
+
+// userinfoClaims are the claims of a subject that a grant's scopes give
+// (OpenID Connect Core §5.4).
+func userinfoClaims(sub store.Subject, scopes []string) map[string]any {
 	out := map[string]any{"sub": sub.ID}
 	p := sub.Profile
-	if slices.Contains(g.Scopes, "profile") {
+	if slices.Contains(scopes, "profile") {
 		out["name"], out["given_name"], out["family_name"] = p.Name, p.GivenName, p.FamilyName
 	}
-	if slices.Contains(g.Scopes, "email") && p.Email != "" {
+	if slices.Contains(scopes, "email") && p.Email != "" {
 		out["email"], out["email_verified"] = p.Email, p.EmailVerified
 	}
-	if slices.Contains(g.Scopes, "phone") && p.PhoneNumber != "" {
+	if slices.Contains(scopes, "phone") && p.PhoneNumber != "" {
 		out["phone_number"], out["phone_number_verified"] = p.PhoneNumber, p.PhoneNumberVerified
 	}
-	if slices.Contains(g.Scopes, "addresses:read") && len(p.Addresses) > 0 {
+	if slices.Contains(scopes, "addresses:read") && len(p.Addresses) > 0 {
 		a := p.Addresses[0]
 		out["address"] = map[string]string{"street_address": a.StreetAddress, "locality": a.Locality,
 			"region": a.Region, "postal_code": a.PostalCode, "country": a.Country}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

@@ -1,11 +1,13 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -18,6 +20,28 @@ import (
 // authorization request it caught on behalf of a subject, shows the consent
 // model it gets back, and posts the subject's decision. The request goes
 // through validateAuthorize, the same checks as the authorization endpoint.
+
+// nativeHandler answers the native-consent API: a host client submits a
+// caught request (handleNativeSubmit), gets the consent model, and posts
+// the subject's decision (handleNativeDecision); it lists and revokes a
+// subject's remembered consents (consents.go). The host authenticates as
+// a client (clientAuth.authenticateHost); the request is checked by
+// authzRequests and decided through consentFlow, as the browser's is.
+type nativeHandler struct {
+	*base
+	st       rememberedConsents
+	auth     *clientAuth
+	requests *authzRequests
+	flow     *consentFlow
+	pending  pendingStore
+}
+
+// rememberedConsents are the consents a subject asked to be remembered, as
+// the host lists and revokes them.
+type rememberedConsents interface {
+	Consents(ctx context.Context, subjectID string) ([]*store.Consent, error)
+	RevokeConsent(ctx context.Context, subjectID, clientID string, now time.Time) error
+}
 
 // nativeSubmit is the body of POST /native/requests.
 type nativeSubmit struct {
@@ -58,28 +82,10 @@ type nativeError struct {
 	RedirectURL string `json:"redirect_url,omitempty"`
 }
 
-// authenticateHost checks the host's own credential, sent with HTTP Basic
-// (RFC 6749 §2.3.1), and that the client holds the host role.
-func (s *Server) authenticateHost(r *http.Request) (*store.Client, error) {
-	id, secret, ok := basicAuth(r)
-	if !ok {
-		return nil, &Error{Code: codeInvalidClient, Description: "authenticate with the host's client credential (HTTP Basic)",
-			challenge: `Basic realm="native-consent"`}
-	}
-	c, err := s.checkSecret(r.Context(), id, secret, "HTTP Basic")
-	if err != nil {
-		return nil, err
-	}
-	if !c.HasRole(store.RoleHost) {
-		return nil, oauthErr(codeUnauthorizedClient, "client "+echo(c.ID)+" may not use the native-consent API: it does not hold the host role")
-	}
-	return c, nil
-}
-
 // handleNativeSubmit validates a caught authorization request for a subject
 // and returns its consent model.
-func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
-	host, err := s.authenticateHost(r)
+func (s *nativeHandler) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
+	host, err := s.auth.authenticateHost(r)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -98,7 +104,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "subject is missing"))
 		return
 	}
-	v, redirect, err := s.authorizeRequest(r.Context(), q)
+	v, redirect, err := s.requests.authorizeRequest(r.Context(), q)
 	if redirect && v.client != nil {
 		// The same fault as at the browser's authorization endpoint
 		// (faults.go), in this API's error shape.
@@ -112,9 +118,9 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		var p *pending
-		if p, err = s.newPending(r.Context(), v, "", "", host.ID, body.Subject); err == nil {
+		if p, err = s.flow.newPending(r.Context(), v, "", "", host.ID, body.Subject); err == nil {
 			var m *consent.Model
-			if m, err = s.buildModel(r.Context(), p, body.Subject); err == nil {
+			if m, _, err = s.flow.buildModel(r.Context(), p, body.Subject); err == nil {
 				// A host shows its consent screen unless the model is
 				// remembered: prompt=none allows only that case.
 				if err = promptNone(v, m); err == nil {
@@ -142,7 +148,7 @@ func (s *Server) handleNativeSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 // nativeParams reads the request parameters of a submission.
-func (s *Server) nativeParams(b *nativeSubmit) (url.Values, error) {
+func (s *nativeHandler) nativeParams(b *nativeSubmit) (url.Values, error) {
 	switch {
 	case b.AuthorizationURL != "" && b.Parameters != nil:
 		return nil, oauthErr(codeInvalidRequest, "send authorization_url or parameters, not both")
@@ -157,7 +163,7 @@ func (s *Server) nativeParams(b *nativeSubmit) (url.Values, error) {
 			ep := *u
 			ep.RawQuery, ep.ForceQuery, ep.Fragment, ep.RawFragment = "", false, "", ""
 			return nil, oauthErr(codeInvalidRequest, "authorization_url is at "+echo(ep.String())+", not at this server's authorization endpoint "+
-				echo(s.AuthorizationEndpoint()))
+				echo(s.endpoint(pathAuthorize)))
 		}
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
@@ -206,8 +212,8 @@ func jsonKind(raw json.RawMessage) string {
 
 // handleNativeDecision applies the subject's decision and returns the URL
 // the client's redirect_uri must receive.
-func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
-	host, err := s.authenticateHost(r)
+func (s *nativeHandler) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
+	host, err := s.auth.authenticateHost(r)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -224,8 +230,9 @@ func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
 	}
 	var subj string
 	var m *consent.Model
+	var prior *priorConsent
 	if err == nil {
-		subj, m, err = s.recordedModel(r.Context(), p)
+		subj, m, prior, err = s.flow.recordedModel(r.Context(), p)
 	}
 	if err == nil && m == nil {
 		err = unknown
@@ -247,7 +254,7 @@ func (s *Server) handleNativeDecision(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, err.Error()))
 		return
 	}
-	to, err := s.decide(r.Context(), p, subj, d)
+	to, err := s.flow.decide(r.Context(), p, subj, d, prior)
 	if errors.Is(err, errDecided) {
 		err = unknown
 	}

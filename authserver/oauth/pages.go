@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -23,6 +24,25 @@ import (
 // escapes everything that came from the request (RAR consent screens have
 // rendered attacker-chosen text before), and both post forms protected by a
 // per-session CSRF token.
+
+// browserHandler answers a Miniapp in a plain browser tab: the
+// authorization endpoint (handleAuthorize), the sign-in page and the
+// consent page with their forms, and the pages' stylesheet. The request is
+// checked by authzRequests and decided through consentFlow.
+type browserHandler struct {
+	*base
+	st       subjects
+	sess     *browserSessions
+	requests *authzRequests
+	flow     *consentFlow
+	pending  pendingStore
+}
+
+// subjects are the seed world's subjects, whom the sign-in page offers.
+type subjects interface {
+	Subject(ctx context.Context, id string) (store.Subject, error)
+	Subjects(ctx context.Context) ([]store.Subject, error)
+}
 
 // pages are the parsed templates, parsed once.
 type pages struct {
@@ -64,7 +84,7 @@ func loadPages() (*pages, error) {
 
 // render executes a template into a buffer first, so that a template error
 // never leaves half a page.
-func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, t *template.Template, data any) {
+func (s *base) render(w http.ResponseWriter, r *http.Request, status int, t *template.Template, data any) {
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
 		s.log.ErrorContext(r.Context(), "oauth: render", "err", err)
@@ -86,7 +106,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, t *t
 
 // errorPage answers an authorization request whose redirect_uri could not be
 // verified (RFC 6749 §4.1.2.1): the error is shown, never redirected.
-func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
+func (s *base) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
 	// A page is not an authentication challenge: an unknown client is a bad
 	// request here, whatever the code's status at the token endpoint.
 	status := statusOf(oe.Code)
@@ -100,7 +120,7 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
 }
 
 // handleStatic serves the pages' stylesheet.
-func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
+func (s *browserHandler) handleStatic(w http.ResponseWriter, r *http.Request) {
 	if r.PathValue("file") != "style.css" {
 		http.NotFound(w, r)
 		return
@@ -112,8 +132,8 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
 
 // browserPending finds the pending request of a page, which must belong to
 // the browser's session: a request id alone lets no one else act on it.
-func (s *Server) browserPending(r *http.Request, id string) (*session, *pending, *Error) {
-	se, err := s.sessionFrom(r)
+func (s *browserHandler) browserPending(r *http.Request, id string) (*session, *pending, *Error) {
+	se, err := s.sess.sessionFrom(r)
 	var p *pending
 	if err == nil && se != nil {
 		p, err = s.pending.get(r.Context(), id, s.cfg.Now())
@@ -141,13 +161,13 @@ type loginData struct {
 }
 
 // handleLoginPage shows the seeded subjects.
-func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
+func (s *browserHandler) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	se, p, oe := s.browserPending(r, r.URL.Query().Get("request"))
 	if oe != nil {
 		s.errorPage(w, r, oe)
 		return
 	}
-	subs, err := s.cfg.Store.Subjects(r.Context())
+	subs, err := s.st.Subjects(r.Context())
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
@@ -159,7 +179,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 // itself, the browser session with its pending request, and the CSRF token
 // that must match the session's (one check for every post). On failure it
 // has written the error page and reports false.
-func (s *Server) postedPending(w http.ResponseWriter, r *http.Request) (*session, *pending, bool) {
+func (s *browserHandler) postedPending(w http.ResponseWriter, r *http.Request) (*session, *pending, bool) {
 	if err := parsePostForm(w, r); err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return nil, nil, false
@@ -176,19 +196,19 @@ func (s *Server) postedPending(w http.ResponseWriter, r *http.Request) (*session
 }
 
 // handleLoginSubmit signs the browser in as the chosen subject.
-func (s *Server) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
+func (s *browserHandler) handleLoginSubmit(w http.ResponseWriter, r *http.Request) {
 	se, p, ok := s.postedPending(w, r)
 	if !ok {
 		return
 	}
-	sub, err := s.cfg.Store.Subject(r.Context(), r.PostForm.Get("subject"))
+	sub, err := s.st.Subject(r.Context(), r.PostForm.Get("subject"))
 	if err != nil {
 		s.errorPage(w, r, oauthErr(codeInvalidRequest, "pick one of the listed subjects"))
 		return
 	}
 	// A new session id at sign-in, so that a session id known before it
 	// (session fixation) is worth nothing after it.
-	if _, err := s.signIn(w, r, se, sub.ID); err != nil {
+	if _, err := s.sess.signIn(w, r, se, sub.ID); err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
@@ -231,7 +251,7 @@ func loweredMaximums(m *consent.Model, form url.Values, declined []int) (lowered
 }
 
 // handleConsentPage shows the consent model of a pending request.
-func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
+func (s *browserHandler) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 	se, p, oe := s.browserPending(r, r.URL.Query().Get("request"))
 	if oe != nil {
 		s.errorPage(w, r, oe)
@@ -242,7 +262,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.path(pathLogin)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 		return
 	}
-	m, err := s.buildModel(r.Context(), p, subj)
+	m, prior, err := s.flow.buildModel(r.Context(), p, subj)
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
@@ -251,7 +271,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 	// asked again (docs/service.md §1, the subject's consent).
 	d := consent.Decision{Action: consent.Approve, AccountID: m.RememberedAccount}
 	if m.Remembered && m.Validate(d) == nil {
-		to, err := s.decide(r.Context(), p, subj, d)
+		to, err := s.flow.decide(r.Context(), p, subj, d, prior)
 		if errors.Is(err, errDecided) {
 			err = oauthErr(codeInvalidRequest, "this request was already decided")
 		}
@@ -266,7 +286,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleConsentSubmit applies the decision and redirects to the client.
-func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
+func (s *browserHandler) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 	se, p, ok := s.postedPending(w, r)
 	if !ok {
 		return
@@ -277,7 +297,7 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.path(pathConsent)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 		return
 	}
-	_, m, err := s.recordedModel(r.Context(), p)
+	_, m, prior, err := s.flow.recordedModel(r.Context(), p)
 	if err != nil {
 		s.errorPage(w, r, s.asError(r, err))
 		return
@@ -304,7 +324,7 @@ func (s *Server) handleConsentSubmit(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusBadRequest, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m, Error: err.Error(), Unchecked: un, Maximums: typed})
 		return
 	}
-	to, err := s.decide(r.Context(), p, subj, d)
+	to, err := s.flow.decide(r.Context(), p, subj, d, prior)
 	if errors.Is(err, errDecided) {
 		err = oauthErr(codeInvalidRequest, "this request was already decided")
 	}

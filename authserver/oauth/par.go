@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
@@ -33,6 +34,23 @@ const (
 	keyPushedAll    = "pushed all"
 )
 
+// parHandler answers the pushed authorization request endpoint (RFC 9126
+// §2): the client authenticates (clientAuth), the parameters are checked
+// (authzRequests) and kept under a request_uri, which
+// authzRequests.authorizeRequest takes later.
+type parHandler struct {
+	*base
+	st       pushedRequests
+	auth     *clientAuth
+	dpop     *dpopVerifier
+	requests *authzRequests
+}
+
+// pushedRequests is where pushed requests are kept.
+type pushedRequests interface {
+	AddPushed(ctx context.Context, p *store.PushedRequest, c store.Charge, now time.Time) error
+}
+
 // parResponse is RFC 9126 §2.2.
 type parResponse struct {
 	RequestURI string `json:"request_uri"`
@@ -44,12 +62,12 @@ type parResponse struct {
 var clientAuthParams = []string{"client_secret", "client_assertion", "client_assertion_type"}
 
 // handlePAR serves the pushed authorization request endpoint (RFC 9126 §2).
-func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
+func (s *parHandler) handlePAR(w http.ResponseWriter, r *http.Request) {
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	c, err := s.authenticateClient(r)
+	c, err := s.auth.authenticateClient(r)
 	if err == nil {
 		if oe, done := s.injectFault(w, r, FaultPAR, c.ID, nil); done {
 			return
@@ -74,7 +92,7 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 		delete(params, k)
 	}
 	params["client_id"] = []string{c.ID}
-	if _, _, err := s.validateAuthorize(r.Context(), params); err != nil {
+	if _, _, err := s.requests.validateAuthorize(r.Context(), params); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
@@ -91,7 +109,7 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 	ttl := s.cfg.FAPI.PARTTL
 	ch := store.Charge{Period: ttl / quotaPeriods, Quotas: []store.Quota{
 		{Key: keyPushedClient + c.ID, Limit: s.cfg.FAPI.MaxPushedPerClient}, {Key: keyPushedAll, Limit: s.cfg.FAPI.MaxPushed}}}
-	err = s.fapi.st.AddPushed(r.Context(), &store.PushedRequest{IDHash: store.Hash(id), ClientID: c.ID, Params: params,
+	err = s.st.AddPushed(r.Context(), &store.PushedRequest{IDHash: store.Hash(id), ClientID: c.ID, Params: params,
 		ExpiresAt: now.Add(ttl)}, ch, now)
 	var qe *store.QuotaError
 	if errors.As(err, &qe) {
@@ -111,13 +129,13 @@ func (s *Server) handlePAR(w http.ResponseWriter, r *http.Request) {
 
 // checkPushed is where the PAR endpoint checks what only it sees (a DPoP
 // proof, dpop.go); the parameters passed validateAuthorize.
-func (s *Server) checkPushed(r *http.Request, c *store.Client, params map[string][]string) error {
+func (s *parHandler) checkPushed(r *http.Request, c *store.Client, params map[string][]string) error {
 	if err := checkDPoPJKT(params); err != nil {
 		return err
 	}
 	// A proof at PAR binds the code to its key, as dpop_jkt does (RFC
 	// 9449 §10.1); both must then name the same key.
-	jkt, err := s.tokenProof(r, c)
+	jkt, err := s.dpop.tokenProof(r, c)
 	switch {
 	case err != nil:
 		return err
@@ -137,7 +155,7 @@ func (s *Server) checkPushed(r *http.Request, c *store.Client, params map[string
 // then validateAuthorize; then, for a request that was not pushed, whether
 // the client or the server requires PAR. redirect is validateAuthorize's:
 // whether an error may go to the verified redirect_uri.
-func (s *Server) authorizeRequest(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
+func (s *authzRequests) authorizeRequest(ctx context.Context, q map[string][]string) (v *validated, redirect bool, err error) {
 	params, pushed, err := s.pushedParams(ctx, q)
 	if err != nil {
 		return &validated{params: q, req: ParseAuthorize(q)}, false, err
@@ -155,7 +173,7 @@ func (s *Server) authorizeRequest(ctx context.Context, q map[string][]string) (v
 	}
 	required := s.cfg.FAPI.RequirePAR
 	if !required {
-		cs, serr := s.security(ctx, v.client)
+		cs, serr := s.sec.get(ctx, v.client)
 		if serr != nil {
 			return v, redirect, serr
 		}
@@ -179,7 +197,7 @@ func (s *Server) authorizeRequest(ctx context.Context, q map[string][]string) (v
 // Parameters sent beside client_id and request_uri are ignored: only the
 // pushed ones, which the client authenticated, count (FAPI 2.0 Security
 // Profile §5.3.2.2).
-func (s *Server) pushedParams(ctx context.Context, q map[string][]string) (map[string][]string, bool, error) {
+func (s *authzRequests) pushedParams(ctx context.Context, q map[string][]string) (map[string][]string, bool, error) {
 	uris := q["request_uri"]
 	if len(uris) == 0 || !strings.HasPrefix(uris[0], requestURIPrefix) {
 		return q, false, nil
@@ -196,7 +214,7 @@ func (s *Server) pushedParams(ctx context.Context, q map[string][]string) (map[s
 		return nil, false, oauthErr(codeInvalidRequest, "client_id is missing: send it with the request_uri (RFC 9126 section 4)")
 	}
 	id := strings.TrimPrefix(uris[0], requestURIPrefix)
-	p, err := s.fapi.st.TakePushed(ctx, store.Hash(id), clientID, s.cfg.Now())
+	p, err := s.st.TakePushed(ctx, store.Hash(id), clientID, s.cfg.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, oauthErr(codeInvalidRequestURI, "request_uri "+echo(uris[0])+" is unknown, has expired, was used already or was pushed by a client other than "+
 			echo(clientID)+": push the request again and use the new request_uri once, within its expires_in (RFC 9126 section 4)")

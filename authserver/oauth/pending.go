@@ -158,7 +158,12 @@ func (ps *pendingSet) len() int {
 // requests in a pendingSet, their models with them.
 type memPending struct {
 	set *pendingSet
-	st  Grants
+	st  grantWriter
+}
+
+// grantWriter is what an approval decided in memory stores.
+type grantWriter interface {
+	CreateGrantRemembering(ctx context.Context, g *store.Grant, c *store.Code, remember *store.Consent) error
 }
 
 func (m *memPending) add(_ context.Context, p *pending, now time.Time) error {

@@ -31,18 +31,33 @@ func jtiKey(kind, within, jti string) []byte {
 	return h[:]
 }
 
+// replayGuard accepts each single-use id once: in memory (mem) on a
+// server that owns its database, in the database (UsedIDs) while
+// instances share it.
+type replayGuard struct {
+	st  replayStore
+	mem memReplay
+	now func() time.Time
+}
+
+// replayStore is what the replay guard records ids in.
+type replayStore interface {
+	UsedIDs
+	Shared() bool
+}
+
 // useJTI records an id until exp (at most maxJTILife from now), or
 // returns errReplayed.
-func (s *Server) useJTI(ctx context.Context, key []byte, exp time.Time) error {
-	now := s.cfg.Now()
-	if s.fapi.st.Shared() {
-		err := s.fapi.st.UseJTI(ctx, key, exp, now)
+func (g *replayGuard) useJTI(ctx context.Context, key []byte, exp time.Time) error {
+	now := g.now()
+	if g.st.Shared() {
+		err := g.st.UseJTI(ctx, key, exp, now)
 		if errors.Is(err, store.ErrJTIUsed) {
 			return errReplayed
 		}
 		return err
 	}
-	return s.fapi.replay.use(key, exp, now)
+	return g.mem.use(key, exp, now)
 }
 
 // maxReplayEntries bounds the ids held in memory; past it a new one is

@@ -1,22 +1,3 @@
-// Package oauth is the reference authorization server's protocol side: the
-// OpenID Connect discovery and RFC 8414 metadata, JWKS, the authorization
-// endpoint with its browser sign-in and consent pages, the JSON
-// native-consent API for hosts, the token endpoint, userinfo, RFC 7662
-// introspection, RFC 7009 revocation and the service's grant endpoint
-// GET {base_url}/authorization (docs/service.md §4.1).
-//
-// Every security check sits in one function: exact redirect_uri match
-// (redirectAllowed), PKCE (verifyPKCE), client authentication
-// (authenticateClient), the catalog's reading of the request
-// (validateAuthorize), and the three checks of docs/service.md §1 beside the catalog
-// (checks.go: projectCheck, consentCheck, resourceChecks; transaction
-// limits in handleCharge). The dry run of a request (explain.go,
-// docs/dashboard.md "Explain") goes through the same functions and writes
-// nothing.
-//
-// What the server keeps between requests, and what its storage must
-// guarantee, is declared in storage.go (Storage); package store implements
-// it.
 package oauth
 
 import (
@@ -118,41 +99,10 @@ type Config struct {
 // BaseURL is {base_url}: the catalog's banking resource address.
 func (c Config) baseURL() string { return strings.TrimSuffix(c.Catalog.Endpoints().BaseURL, "/") }
 
-// Server serves the OAuth/OIDC endpoints. Build it with New.
-type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	keys     atomic.Pointer[keySet]
-	keysMu   sync.Mutex   // serialises reloadKeys
-	pending  pendingStore // in memory, or in a shared database (flowstate.go)
-	sessions sessionStore
-	clients  *clientCache
-	pages    *pages
-	fapi     *fapiState // PAR, DPoP, client settings (fapi.go)
-
-	issuerURL *url.URL
-	prefix    string // the issuer's path, below which every route is served ("" for none)
-	basePath  string // path of {base_url} on the issuer's origin
-
-	// cat is the catalog in force and metadata its discovery document.
-	// SetCatalog swaps both when the operator approves a Resource Server
-	// (docs/service.md §5.8), so a request is checked against one catalog throughout
-	// and discovery never advertises a type the catalog would refuse.
-	cat      atomic.Pointer[catalog.Catalog]
-	metadata atomic.Pointer[[]byte]
-}
-
-// New checks the configuration, loads (or on first start creates) the
-// signing keys and returns a server.
-func New(ctx context.Context, cfg Config) (*Server, error) {
-	if cfg.Issuer == "" || cfg.Catalog == nil || cfg.Store == nil {
-		return nil, errors.New("oauth: Issuer, Catalog and Store are required")
-	}
-	iu, err := url.Parse(cfg.Issuer)
-	if err != nil || (iu.Scheme != "https" && iu.Scheme != "http") || iu.Host == "" || iu.RawQuery != "" || iu.Fragment != "" ||
-		strings.HasSuffix(cfg.Issuer, "/") {
-		return nil, fmt.Errorf("oauth: issuer %q must be an http(s) URL without query, fragment or final slash", cfg.Issuer)
-	}
+// withDefaults is c with the defaults named on each field in place of
+// zero values.
+func (c Config) withDefaults() Config {
+	cfg := c
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -184,19 +134,100 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	defN(&cfg.MaxSessionsPerSource, 1_000)
 	defN(&cfg.MaxSessions, 250_000)
 	def(&cfg.SessionTTL, 12*time.Hour)
+	return cfg
+}
+
+// base is what every handler shares and none owns: the configuration's
+// values, the issuer's paths, the catalog in force, the client cache, the
+// pages' templates and the DPoP nonce key, with the helpers that write
+// answers and errors. It holds no storage: each handler names the storage
+// it uses in its own fields.
+type base struct {
+	cfg     Config
+	log     *slog.Logger
+	clients *clientCache
+	pages   *pages
+	// nonceKey authenticates DPoP server nonces (dpop.go).
+	nonceKey []byte
+
+	issuerURL *url.URL
+	prefix    string // the issuer's path, below which every route is served ("" for none)
+	basePath  string // path of {base_url} on the issuer's origin
+
+	// cat is the catalog in force (Server.SetCatalog), shared with the
+	// Server.
+	cat *atomic.Pointer[catalog.Catalog]
+}
+
+// catalog returns the catalog in force.
+func (s *base) catalog() *catalog.Catalog { return s.cat.Load() }
+
+// Server serves the OAuth/OIDC endpoints. Build it with New.
+type Server struct {
+	*base
+	keys     atomic.Pointer[keySet]
+	keysMu   sync.Mutex   // serialises reloadKeys
+	pending  pendingStore // in memory, or in a shared database (flowstate.go)
+	sessions sessionStore
+	store    Storage
+
+	// The pieces the handlers share (fapi.go, replay.go, clientauth.go,
+	// dpop.go, grant.go).
+	sec    *securityCache
+	replay *replayGuard
+	auth   *clientAuth
+	dpop   *dpopVerifier
+	tokens *bearerTokens
+
+	// The handlers.
+	requests  *authzRequests    // authorize.go
+	flow      *consentFlow      // authorize.go, checks.go
+	token     *tokenHandler     // token.go, introspect.go
+	sess      *browserSessions  // sessions.go
+	browser   *browserHandler   // pages.go, authorize.go
+	native    *nativeHandler    // native.go, consents.go
+	connected *connectedHandler // connected.go
+	grantMgmt *grantMgmtHandler // grantmgmt.go
+	resource  *resourceHandler  // grant.go, charge.go
+	par       *parHandler       // par.go
+
+	// cat is the catalog in force and metadata its discovery document.
+	// SetCatalog swaps both when the operator approves a Resource Server
+	// (docs/service.md §5.8), so a request is checked against one catalog throughout
+	// and discovery never advertises a type the catalog would refuse.
+	cat      atomic.Pointer[catalog.Catalog]
+	metadata atomic.Pointer[[]byte]
+}
+
+// New checks the configuration, loads (or on first start creates) the
+// signing keys and returns a server.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Issuer == "" || cfg.Catalog == nil || cfg.Store == nil {
+		return nil, errors.New("oauth: Issuer, Catalog and Store are required")
+	}
+	iu, err := url.Parse(cfg.Issuer)
+	if err != nil || (iu.Scheme != "https" && iu.Scheme != "http") || iu.Host == "" || iu.RawQuery != "" || iu.Fragment != "" ||
+		strings.HasSuffix(cfg.Issuer, "/") {
+		return nil, fmt.Errorf("oauth: issuer %q must be an http(s) URL without query, fragment or final slash", cfg.Issuer)
+	}
+	cfg = cfg.withDefaults()
 	bu, err := url.Parse(cfg.baseURL())
 	if err != nil || !origin.SameOrigin(bu, iu) || !strings.HasPrefix(bu.Path, iu.Path+"/") {
 		return nil, fmt.Errorf("oauth: base_url %q must be below the issuer %q", cfg.baseURL(), cfg.Issuer)
 	}
-	s := &Server{
+	s := &Server{store: cfg.Store}
+	s.base = &base{
 		cfg:       cfg,
 		log:       cfg.Logger,
 		clients:   newClientCache(cfg.Store),
 		issuerURL: iu,
 		prefix:    iu.Path,
 		basePath:  strings.TrimSuffix(bu.Path, "/"),
+		cat:       &s.cat,
 	}
-	s.newFlowState()
+	// No handler reaches the whole store: each is given, in wire, the
+	// narrow interfaces it declares.
+	s.base.cfg.Store = nil
 	if err := s.initFAPI(ctx); err != nil {
 		return nil, err
 	}
@@ -205,6 +236,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.keys.Store(ks)
+	s.wire(cfg.Store)
 	cfg.Store.OnChange(s.changed)
 	if err := s.SetCatalog(cfg.Catalog); err != nil {
 		return nil, err
@@ -214,6 +246,25 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// wire builds the shared pieces and the handlers, each given the part of
+// st it uses (the narrow interfaces declared beside each handler).
+func (s *Server) wire(st Storage) {
+	s.auth = &clientAuth{base: s.base, sec: s.sec, replay: s.replay, jwks: newJWKSCache(s.cfg.FAPI.LocalJWKSURI, s.cfg.Now)}
+	s.dpop = &dpopVerifier{base: s.base, sec: s.sec, replay: s.replay}
+	s.tokens = &bearerTokens{base: s.base, st: st}
+	s.requests = &authzRequests{base: s.base, st: st, sec: s.sec}
+	s.sessions, s.pending = newFlowState(s.cfg, st, s.requests.validateAuthorize)
+	s.flow = &consentFlow{base: s.base, st: st, sec: s.sec, requests: s.requests, pending: s.pending}
+	s.sess = &browserSessions{base: s.base, sessions: s.sessions}
+	s.browser = &browserHandler{base: s.base, st: st, sess: s.sess, requests: s.requests, flow: s.flow, pending: s.pending}
+	s.native = &nativeHandler{base: s.base, st: st, auth: s.auth, requests: s.requests, flow: s.flow, pending: s.pending}
+	s.token = &tokenHandler{base: s.base, st: st, auth: s.auth, dpop: s.dpop, tokens: s.tokens, sec: s.sec, keys: &s.keys}
+	s.connected = &connectedHandler{base: s.base, st: st, sess: s.sess}
+	s.grantMgmt = &grantMgmtHandler{base: s.base, st: st, dpop: s.dpop, tokens: s.tokens}
+	s.resource = &resourceHandler{base: s.base, auth: s.auth, dpop: s.dpop, tokens: s.tokens}
+	s.par = &parHandler{base: s.base, st: st, auth: s.auth, dpop: s.dpop, requests: s.requests}
 }
 
 // SetCatalog puts a catalog in force: Config.Catalog extended with the
@@ -257,11 +308,11 @@ const (
 )
 
 // endpoint returns the absolute URL of an endpoint path.
-func (s *Server) endpoint(path string) string { return s.cfg.Issuer + path }
+func (s *base) endpoint(path string) string { return s.cfg.Issuer + path }
 
 // path returns the path an endpoint is served at on the issuer's origin:
 // below the issuer's own path, if it has one.
-func (s *Server) path(p string) string { return s.prefix + p }
+func (s *base) path(p string) string { return s.prefix + p }
 
 // DiscoveryEndpoint is the OpenID Connect discovery document's URL: the
 // issuer followed by /.well-known/openid-configuration (OpenID Connect
@@ -303,23 +354,23 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// GET /oauth/jwks
 	mux.HandleFunc("GET "+s.path(pathJWKS), s.handleJWKS)
 	// GET and POST /oauth/authorize (OIDC Core §3.1.2.1 allows both).
-	mux.HandleFunc("GET "+s.path(pathAuthorize), s.handleAuthorize)
-	mux.HandleFunc("POST "+s.path(pathAuthorize), s.handleAuthorize)
+	mux.HandleFunc("GET "+s.path(pathAuthorize), s.browser.handleAuthorize)
+	mux.HandleFunc("POST "+s.path(pathAuthorize), s.browser.handleAuthorize)
 	// GET and POST /oauth/login: pick a seeded subject.
-	mux.HandleFunc("GET "+s.path(pathLogin), s.handleLoginPage)
-	mux.HandleFunc("POST "+s.path(pathLogin), s.handleLoginSubmit)
+	mux.HandleFunc("GET "+s.path(pathLogin), s.browser.handleLoginPage)
+	mux.HandleFunc("POST "+s.path(pathLogin), s.browser.handleLoginSubmit)
 	// GET and POST /oauth/consent: the browser consent page.
-	mux.HandleFunc("GET "+s.path(pathConsent), s.handleConsentPage)
-	mux.HandleFunc("POST "+s.path(pathConsent), s.handleConsentSubmit)
+	mux.HandleFunc("GET "+s.path(pathConsent), s.browser.handleConsentPage)
+	mux.HandleFunc("POST "+s.path(pathConsent), s.browser.handleConsentSubmit)
 	// GET /oauth/static/: the pages' stylesheet.
-	mux.HandleFunc("GET "+s.path(pathStatic+"{file}"), s.handleStatic)
+	mux.HandleFunc("GET "+s.path(pathStatic+"{file}"), s.browser.handleStatic)
 	// The subject's Connected Miniapps page and its JSON API (connected.go).
-	s.routeConnected(mux)
+	s.connected.routes(mux)
 	// POST /oauth/token
-	mux.HandleFunc("POST "+s.path(pathToken), s.handleToken)
+	mux.HandleFunc("POST "+s.path(pathToken), s.token.handleToken)
 	// GET and POST /oauth/userinfo (OIDC Core §5.3.1).
-	mux.HandleFunc("GET "+s.path(pathUserinfo), s.handleUserinfo)
-	mux.HandleFunc("POST "+s.path(pathUserinfo), s.handleUserinfo)
+	mux.HandleFunc("GET "+s.path(pathUserinfo), s.token.handleUserinfo)
+	mux.HandleFunc("POST "+s.path(pathUserinfo), s.token.handleUserinfo)
 	// OPTIONS /oauth/token, /oauth/revoke and /oauth/userinfo: the CORS
 	// preflight of browser-based public clients (cors.go); no other
 	// endpoint answers one.
@@ -327,30 +378,30 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("OPTIONS "+s.path(pathRevoke), handlePreflight("POST"))
 	mux.HandleFunc("OPTIONS "+s.path(pathUserinfo), handlePreflight("GET, POST"))
 	// POST /oauth/introspect (RFC 7662).
-	mux.HandleFunc("POST "+s.path(pathIntrospect), s.handleIntrospect)
+	mux.HandleFunc("POST "+s.path(pathIntrospect), s.token.handleIntrospect)
 	// POST /oauth/revoke (RFC 7009).
-	mux.HandleFunc("POST "+s.path(pathRevoke), s.handleRevoke)
+	mux.HandleFunc("POST "+s.path(pathRevoke), s.token.handleRevoke)
 	// POST /native/requests: a host submits a caught authorization request.
-	mux.HandleFunc("POST "+s.path(pathNative), s.handleNativeSubmit)
+	mux.HandleFunc("POST "+s.path(pathNative), s.native.handleNativeSubmit)
 	// POST /native/requests/{id}/decision: the host posts the subject's decision.
-	mux.HandleFunc("POST "+s.path(pathNative+"/{id}/decision"), s.handleNativeDecision)
+	mux.HandleFunc("POST "+s.path(pathNative+"/{id}/decision"), s.native.handleNativeDecision)
 	// GET /native/consents?subject=S: the subject's remembered consents.
-	mux.HandleFunc("GET "+s.path("/native/consents"), s.handleConsents)
+	mux.HandleFunc("GET "+s.path("/native/consents"), s.native.handleConsents)
 	// DELETE /native/consents/{client_id}?subject=S: revoke a consent.
-	mux.HandleFunc("DELETE "+s.path("/native/consents/{client_id}"), s.handleRevokeConsent)
+	mux.HandleFunc("DELETE "+s.path("/native/consents/{client_id}"), s.native.handleRevokeConsent)
 	// GET {base_url}/authorization (docs/service.md §4.1).
-	mux.HandleFunc("GET "+s.basePath+grantPathSuffix, s.handleGrant)
+	mux.HandleFunc("GET "+s.basePath+grantPathSuffix, s.resource.handleGrant)
 	// POST {base_url}/automatic-charges: a charge within the grant's
 	// transaction limits (docs/service.md §2.4).
-	mux.HandleFunc("POST "+s.basePath+pathCharges, s.handleCharge)
+	mux.HandleFunc("POST "+s.basePath+pathCharges, s.resource.handleCharge)
 	// The FAPI 2.0 endpoints (fapi.go).
 	s.fapiRoutes(mux)
 	// GET and DELETE {grant_management_endpoint}/{grant_id} (grantmgmt.go).
-	s.grantRoutes(mux)
+	s.grantMgmt.routes(mux)
 }
 
 // randomToken returns n random bytes, base64url-encoded without padding.
-func (s *Server) randomToken(n int) (string, error) {
+func (s *base) randomToken(n int) (string, error) {
 	b := make([]byte, n)
 	if _, err := io.ReadFull(s.cfg.Rand, b); err != nil {
 		return "", fmt.Errorf("oauth: random: %w", err)
@@ -361,13 +412,13 @@ func (s *Server) randomToken(n int) (string, error) {
 // resourceOf fills the placeholders of a Resource Server client's stored
 // resource ("{signing_base_url}"...), which the seed keeps unfilled because
 // the providers' ports may change between starts.
-func (s *Server) resourceOf(c *store.Client) string {
+func (s *base) resourceOf(c *store.Client) string {
 	return s.fill(c.Resource)
 }
 
 // fill replaces the endpoint placeholders of seeded values ({base_url},
 // {signing_base_url}, {signing_origin}...) with this run's addresses.
-func (s *Server) fill(v string) string { return s.cfg.Catalog.Fill(v) }
+func (s *base) fill(v string) string { return s.cfg.Catalog.Fill(v) }
 
 // clientCache keeps clients in memory: the token and grant endpoints read a
 // client on every request, and clients change only through Invalidate.
@@ -467,7 +518,7 @@ func (s *Server) reloadKeys() {
 	// create keys). keysMu keeps an older read from replacing a newer one.
 	s.keysMu.Lock()
 	defer s.keysMu.Unlock()
-	ks, err := loadKeysLocked(context.Background(), s.cfg.Store, s.cfg.Now)
+	ks, err := loadKeysLocked(context.Background(), s.store, s.cfg.Now)
 	if err != nil {
 		if s.log != nil {
 			s.log.Error("oauth: reloading the signing keys", "err", err)
@@ -478,7 +529,7 @@ func (s *Server) reloadKeys() {
 }
 
 func (s *Server) invalidateClients() {
-	s.forgetSecurity("")
+	s.sec.forget("")
 	s.clients.mu.Lock()
 	s.clients.gen++
 	clear(s.clients.m)
@@ -489,7 +540,7 @@ func (s *Server) invalidateClients() {
 // InvalidateClient drops a cached client; call it after changing the
 // client in the store.
 func (s *Server) InvalidateClient(id string) {
-	s.forgetSecurity(id)
+	s.sec.forget(id)
 	s.clients.mu.Lock()
 	s.clients.gen++
 	if old, ok := s.clients.m[id]; ok {

@@ -290,8 +290,15 @@ func (ss *sessionSet) internLocked(subject string) uint32 {
 	return i
 }
 
+// browserSessions gives browsers their session cookie and signs them in,
+// for the sign-in and consent pages and the Connected Miniapps page.
+type browserSessions struct {
+	*base
+	sessions sessionStore // in memory, or in a shared database (flowstate.go)
+}
+
 // newSession makes a session record with fresh id, CSRF token and binding.
-func (s *Server) newSession(r *http.Request, expires time.Time) (sessionKey, sessionRec, error) {
+func (s *browserSessions) newSession(r *http.Request, expires time.Time) (sessionKey, sessionRec, error) {
 	var k sessionKey
 	rec := sessionRec{source: sourceKeyOf(s.sourceOf(r)), expires: expires.UnixNano()}
 	for _, b := range [][]byte{k[:], rec.csrf[:], rec.bind[:]} {
@@ -328,7 +335,7 @@ func (ss *sessionSet) signIn(_ context.Context, old, k sessionKey, rec sessionRe
 }
 
 // sessionFrom returns the request's live session, or nil.
-func (s *Server) sessionFrom(r *http.Request) (*session, error) {
+func (s *browserSessions) sessionFrom(r *http.Request) (*session, error) {
 	k, ok := parseSessionCookie(r)
 	if !ok {
 		return nil, nil
@@ -338,7 +345,7 @@ func (s *Server) sessionFrom(r *http.Request) (*session, error) {
 
 // ensureSession returns the request's session, starting one (not signed
 // in) if needed.
-func (s *Server) ensureSession(w http.ResponseWriter, r *http.Request) (*session, error) {
+func (s *browserSessions) ensureSession(w http.ResponseWriter, r *http.Request) (*session, error) {
 	if se, err := s.sessionFrom(r); se != nil || err != nil {
 		return se, err
 	}
@@ -357,7 +364,7 @@ func (s *Server) ensureSession(w http.ResponseWriter, r *http.Request) (*session
 
 // setSessionCookie sends the session cookie, scoped to the issuer's path
 // so that other applications below the same host never receive it.
-func (s *Server) setSessionCookie(w http.ResponseWriter, se *session) {
+func (s *browserSessions) setSessionCookie(w http.ResponseWriter, se *session) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: se.id, Path: s.path("/"), HttpOnly: true,
 		Secure: s.issuerURL.Scheme == "https", SameSite: http.SameSiteLaxMode, Expires: se.expires})
 }
@@ -365,7 +372,7 @@ func (s *Server) setSessionCookie(w http.ResponseWriter, se *session) {
 // signIn replaces a session by a new one signed in as subject, with a new
 // id and CSRF token but the same binding, so the browser's pending
 // requests follow it without being looked for.
-func (s *Server) signIn(w http.ResponseWriter, r *http.Request, old *session, subject string) (*session, error) {
+func (s *browserSessions) signIn(w http.ResponseWriter, r *http.Request, old *session, subject string) (*session, error) {
 	now := s.cfg.Now()
 	k, rec, err := s.newSession(r, now.Add(s.cfg.SessionTTL))
 	if err != nil {

@@ -14,7 +14,10 @@ import (
 // package store's *Store is that value (SQLite for one process, PostgreSQL
 // for instances that share a database, docs/authserver.md "Storage").
 //
-// The interfaces are grouped by concern, each used by the code named on it:
+// The interfaces are grouped by concern, each used by the code named on it.
+// The handlers take narrower ones still, declared beside each handler
+// (doc.go, "Handlers"): Server.wire hands each the part of the Storage it
+// declares, and no handler holds the whole of it.
 //
 //   - Clients and World: the registered clients and the seed world
 //     (projects, subjects, companies, memberships, accounts). Read on

@@ -3,7 +3,6 @@ package oauth
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -12,103 +11,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
-
-// basicAuth reads client_secret_basic credentials. RFC 6749 §2.3.1 has the
-// client form-urlencode id and secret before Base64, so they are decoded.
-func basicAuth(r *http.Request) (id, secret string, ok bool) {
-	u, p, ok := r.BasicAuth()
-	if !ok {
-		return "", "", false
-	}
-	id, err1 := url.QueryUnescape(u)
-	secret, err2 := url.QueryUnescape(p)
-	if err1 != nil || err2 != nil || id == "" {
-		return "", "", false
-	}
-	return id, secret, true
-}
-
-// checkSecret verifies a confidential client's secret in constant time.
-// how names the method the secret came by (client_secret_basic or
-// client_secret_post). An unknown client and a wrong secret get the same
-// refusal, which names the client_id sent, never the secret.
-func (s *Server) checkSecret(ctx context.Context, id, secret, how string) (*store.Client, error) {
-	bad := &Error{Code: codeInvalidClient, Description: "client authentication failed: client_id " + echo(id) + " and the client_secret sent by " + how +
-		" are not those of a registered confidential client", challenge: `Basic realm="oauth"`}
-	c, err := s.clients.get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, bad
-	} else if err != nil {
-		return nil, err
-	}
-	if c.Type != store.Confidential || len(c.SecretHash) == 0 ||
-		subtle.ConstantTimeCompare(store.Hash(secret), c.SecretHash) != 1 {
-		return nil, bad
-	}
-	return c, nil
-}
-
-// authenticateClient identifies the client of a token, introspection or
-// revocation request: client_secret_basic or client_secret_post for a
-// confidential client, client_id alone for a public one (RFC 6749 §2.3 and
-// §3.2.1). Using two methods at once is refused.
-func (s *Server) authenticateClient(r *http.Request) (*store.Client, error) {
-	id, secret, basic := basicAuth(r)
-	_, hasHeader := r.Header["Authorization"]
-	form := r.PostForm
-	postID, postSecret := form.Get("client_id"), form.Get("client_secret")
-	_, assertion := form["client_assertion"]
-	if _, typed := form["client_assertion_type"]; assertion || typed {
-		// private_key_jwt (clientauth.go).
-		if basic || hasHeader || postSecret != "" {
-			other := "client_secret in the body"
-			if basic || hasHeader {
-				other = "an Authorization header"
-			}
-			return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3): the request sent a client_assertion and "+other)
-		}
-		return s.assertionClient(r)
-	}
-	switch {
-	case hasHeader && !basic:
-		return nil, &Error{Code: codeInvalidClient, Description: "malformed HTTP Basic credentials: the Authorization header's scheme is " +
-			echo(authScheme(r)) + "; client_secret_basic sends Basic and the Base64 of the form-urlencoded client_id:client_secret (RFC 6749 §2.3.1)",
-			challenge: `Basic realm="oauth"`}
-	case basic && postSecret != "":
-		return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3): the request sent HTTP Basic credentials and client_secret in the body")
-	case basic:
-		if postID != "" && postID != id {
-			return nil, oauthErr(codeInvalidRequest, "client_id "+echo(postID)+" in the body differs from the client "+echo(id)+" of the HTTP Basic credentials")
-		}
-		return s.checkSecret(r.Context(), id, secret, "client_secret_basic")
-	case postSecret != "":
-		return s.checkSecret(r.Context(), postID, postSecret, "client_secret_post")
-	case postID == "":
-		return nil, &Error{Code: codeInvalidClient, Description: "client authentication is missing", challenge: `Basic realm="oauth"`}
-	}
-	c, err := s.clients.get(r.Context(), postID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, oauthErr(codeInvalidClient, "client_id "+echo(postID)+" is unknown: no client is registered with this id")
-	} else if err != nil {
-		return nil, err
-	}
-	if c.Type != store.Public {
-		return nil, &Error{Code: codeInvalidClient, Description: "a confidential client must authenticate: client " + echo(c.ID) + " sent client_id alone, " +
-			"which is for public clients; send its secret (client_secret_basic or client_secret_post) or a client_assertion (private_key_jwt)", challenge: `Basic realm="oauth"`}
-	}
-	return c, nil
-}
-
-// authScheme is the scheme of the request's Authorization header, never
-// its credentials.
-func authScheme(r *http.Request) string {
-	scheme, _, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	return scheme
-}
 
 // parsePostForm reads an application/x-www-form-urlencoded body.
 func parsePostForm(w http.ResponseWriter, r *http.Request) error {
@@ -117,6 +24,40 @@ func parsePostForm(w http.ResponseWriter, r *http.Request) error {
 		return bodyErr(err, "the body must be application/x-www-form-urlencoded")
 	}
 	return nil
+}
+
+// tokenHandler answers the endpoints a client presents a credential or a
+// token to: the token endpoint (RFC 6749 §3.2: the code exchange and the
+// refresh), RFC 7662 introspection, RFC 7009 revocation and userinfo
+// (OpenID Connect Core §5.3). It signs tokens with the server's keys.
+type tokenHandler struct {
+	*base
+	st     tokenStore
+	auth   *clientAuth
+	dpop   *dpopVerifier
+	tokens *bearerTokens // userinfo's token
+	sec    *securityCache
+	keys   *atomic.Pointer[keySet] // the signing keys (keys.go)
+}
+
+// tokenStore is what the token, introspection, revocation and userinfo
+// endpoints read and write (storage.go says what each must guarantee).
+type tokenStore interface {
+	// The code exchange.
+	PeekCode(ctx context.Context, hash []byte) (c *store.Code, used bool, err error)
+	RedeemCode(ctx context.Context, hash []byte, now time.Time) (*store.Code, error)
+	RedeemCodeFor(ctx context.Context, hash []byte, now time.Time, at *store.AccessToken, rt *store.RefreshToken) error
+	Grant(ctx context.Context, id string) (*store.Grant, error)
+	// The refresh.
+	UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (*store.RefreshToken, error)
+	AddTokens(ctx context.Context, at *store.AccessToken, rt *store.RefreshToken) error
+	// Introspection and revocation.
+	LookupAccessToken(ctx context.Context, hash []byte) (*store.AccessToken, *store.Grant, error)
+	LookupRefreshToken(ctx context.Context, hash []byte) (*store.RefreshToken, *store.Grant, error)
+	RevokeAccessToken(ctx context.Context, hash []byte) error
+	RevokeGrant(ctx context.Context, id string, now time.Time) error
+	// Userinfo's claims.
+	Subject(ctx context.Context, id string) (store.Subject, error)
 }
 
 // tokenResponse is RFC 6749 §5.1 with RFC 9396 §7 and OIDC Core §3.1.3.3.
@@ -134,18 +75,18 @@ type tokenResponse struct {
 }
 
 // handleToken serves the token endpoint (RFC 6749 §3.2).
-func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
+func (s *tokenHandler) handleToken(w http.ResponseWriter, r *http.Request) {
 	varyOrigin(w)
 	if err := parsePostForm(w, r); err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
-	c, err := s.authenticateClient(r)
+	c, err := s.auth.authenticateClient(r)
 	if err == nil {
 		err = allowOrigin(w, r, c)
 	}
 	if err == nil {
-		if oe, done := s.injectFault(w, r, FaultToken, c.ID, func() string { return grantSubject(r.Context(), s.cfg.Store, r.PostForm) }); done {
+		if oe, done := s.injectFault(w, r, FaultToken, c.ID, func() string { return grantSubject(r.Context(), s.st, r.PostForm) }); done {
 			return
 		} else if oe != nil {
 			err = oe
@@ -156,7 +97,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A DPoP proof binds the tokens to its key (dpop.go).
-	jkt, err := s.tokenProof(r, c)
+	jkt, err := s.dpop.tokenProof(r, c)
 	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
@@ -199,7 +140,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 // revokes its grant: the client presented it twice (RFC 6749 §4.1.2).
 // The refresh token is checked in the same order (refresh).
 // jkt is the thumbprint of the request's DPoP key, "" without a proof.
-func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
+func (s *tokenHandler) exchangeCode(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
 	code := f.Get("code")
 	if code == "" {
 		return nil, oauthErr(codeInvalidRequest, "code is missing")
@@ -207,7 +148,7 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 	now := s.cfg.Now()
 	hash := store.SecretKey(code)
 	replay := oauthErr(codeInvalidGrant, "the code was already used; every token issued from it is revoked")
-	rc, used, err := s.cfg.Store.PeekCode(ctx, hash)
+	rc, used, err := s.st.PeekCode(ctx, hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, oauthErr(codeInvalidGrant, "unknown code")
@@ -224,22 +165,10 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 		}
 		return nil, replay
 	}
-	var refusal *Error
-	switch {
-	case now.After(rc.ExpiresAt):
-		refusal = oauthErr(codeInvalidGrant, fmt.Sprintf("the code has expired: at %s, %s ago; redeem a code at once, within its lifetime",
-			rc.ExpiresAt.UTC().Format(time.RFC3339), now.Sub(rc.ExpiresAt).Round(time.Second)))
-	case f.Get("redirect_uri") == "":
-		refusal = oauthErr(codeInvalidGrant, "redirect_uri is missing: send the authorization request's, "+echo(rc.RedirectURI)+" (RFC 6749 §4.1.3)")
-	case f.Get("redirect_uri") != rc.RedirectURI:
-		refusal = oauthErr(codeInvalidGrant, "redirect_uri "+echo(f.Get("redirect_uri"))+" differs from the authorization request's, "+
-			echo(rc.RedirectURI)+": they must be identical (RFC 6749 §4.1.3)")
-	case !verifyPKCE(rc.Challenge, f.Get("code_verifier")):
-		refusal = oauthErr(codeInvalidGrant, pkceRefusal(rc.Challenge, f.Get("code_verifier")))
-	}
+	refusal := codeRefusal(rc, f, now)
 	var g *store.Grant
 	if refusal == nil {
-		if g, err = s.cfg.Store.Grant(ctx, rc.GrantID); err != nil {
+		if g, err = s.st.Grant(ctx, rc.GrantID); err != nil {
 			return nil, err
 		}
 		if g.Revoked() {
@@ -262,13 +191,32 @@ func (s *Server) exchangeCode(ctx context.Context, c *store.Client, f url.Values
 	if err != nil {
 		return nil, err
 	}
-	err = s.cfg.Store.RedeemCodeFor(ctx, hash, now, m.at, m.rt)
+	err = s.st.RedeemCodeFor(ctx, hash, now, m.at, m.rt)
 	if errors.Is(err, store.ErrReplayed) {
 		return nil, replay
 	} else if err != nil {
 		return nil, err
 	}
 	return m.resp, nil
+}
+
+// codeRefusal checks a code's redemption (RFC 6749 §4.1.3, RFC 7636
+// §4.6): unexpired, the authorization request's redirect_uri, and the
+// PKCE verifier of its challenge.
+func codeRefusal(rc *store.Code, f url.Values, now time.Time) *Error {
+	switch {
+	case now.After(rc.ExpiresAt):
+		return oauthErr(codeInvalidGrant, fmt.Sprintf("the code has expired: at %s, %s ago; redeem a code at once, within its lifetime",
+			rc.ExpiresAt.UTC().Format(time.RFC3339), now.Sub(rc.ExpiresAt).Round(time.Second)))
+	case f.Get("redirect_uri") == "":
+		return oauthErr(codeInvalidGrant, "redirect_uri is missing: send the authorization request's, "+echo(rc.RedirectURI)+" (RFC 6749 §4.1.3)")
+	case f.Get("redirect_uri") != rc.RedirectURI:
+		return oauthErr(codeInvalidGrant, "redirect_uri "+echo(f.Get("redirect_uri"))+" differs from the authorization request's, "+
+			echo(rc.RedirectURI)+": they must be identical (RFC 6749 §4.1.3)")
+	case !verifyPKCE(rc.Challenge, f.Get("code_verifier")):
+		return oauthErr(codeInvalidGrant, pkceRefusal(rc.Challenge, f.Get("code_verifier")))
+	}
+	return nil
 }
 
 // proofKey says which DPoP key a request's proof was made with, for a
@@ -300,6 +248,68 @@ func pkceRefusal(challenge, verifier string) string {
 		", not the authorization request's code_challenge " + echo(challenge) + " (RFC 7636 §4.6)"
 }
 
+// refreshRefusal checks a refresh token before it is spent: issued to
+// the client that sent it, its grant live and itself unexpired (a used one
+// goes on to be spent, whose replay revokes the grant), and presented with
+// the DPoP key it is bound to.
+func refreshRefusal(c *store.Client, rt *store.RefreshToken, g *store.Grant, tok, jkt string, now time.Time) error {
+	switch {
+	case g.ClientID != c.ID:
+		return oauthErr(codeInvalidGrant, "the refresh token was issued to another client: to "+echo(g.ClientID)+", not to "+echo(c.ID)+", which sent it")
+	case !rt.Used && g.Revoked():
+		return oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
+	case !rt.Used && now.After(rt.ExpiresAt):
+		return oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
+	case secretJKT(tok) != "" && secretJKT(tok) != jkt:
+		return oauthErr(codeInvalidGrant, "the refresh token is bound to a DPoP key, "+echo(secretJKT(tok))+"; "+proofKey(jkt)+
+			": present a DPoP proof made with that key (RFC 9449 section 5)")
+	}
+	return nil
+}
+
+// refreshScopes are the scopes a refresh asks for: the grant's, or fewer
+// (RFC 6749 §6).
+func refreshScopes(g *store.Grant, scope string) ([]string, error) {
+	if scope == "" {
+		return g.Scopes, nil
+	}
+	scopes := strings.Fields(scope)
+	for _, x := range scopes {
+		if !slices.Contains(g.Scopes, x) {
+			return nil, oauthErr(codeInvalidScope, "scope "+echo(x)+" was not granted: the grant's scopes are "+echoList(g.Scopes)+
+				"; a refresh may narrow them, never widen (RFC 6749 §6)")
+		}
+	}
+	return scopes, nil
+}
+
+// rotate spends a refresh token and returns its grant as it is after the
+// spend. A used token goes on to UseRefreshToken, whose replay revokes the
+// grant: its owner presented it twice.
+func (s *tokenHandler) rotate(ctx context.Context, rt *store.RefreshToken, key []byte, now time.Time) (*store.Grant, error) {
+	if _, err := s.st.UseRefreshToken(ctx, key, now); err != nil {
+		switch {
+		case errors.Is(err, store.ErrReplayed):
+			return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
+		case errors.Is(err, store.ErrNotFound):
+			return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
+		}
+		return nil, err
+	}
+	// The grant may have been revoked between the read and the spend.
+	g, err := s.st.Grant(ctx, rt.GrantID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case g.Revoked():
+		return nil, oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
+	case now.After(rt.ExpiresAt):
+		return nil, oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
+	}
+	return g, nil
+}
+
 // refreshExpired is the refusal of a refresh token past its expiry.
 func refreshExpired(at, now time.Time) string {
 	return fmt.Sprintf("the refresh token has expired: at %s, %s ago; authorize again", at.UTC().Format(time.RFC3339), now.Sub(at).Round(time.Second))
@@ -308,8 +318,8 @@ func refreshExpired(at, now time.Time) string {
 // spend marks a code used after a refused redemption. A code already
 // spent is a replay, which revokes its grant; that is the outcome wanted
 // here too, so ErrReplayed is not an error of spend.
-func (s *Server) spend(ctx context.Context, hash []byte, now time.Time) error {
-	_, err := s.cfg.Store.RedeemCode(ctx, hash, now)
+func (s *tokenHandler) spend(ctx context.Context, hash []byte, now time.Time) error {
+	_, err := s.st.RedeemCode(ctx, hash, now)
 	if err != nil && !errors.Is(err, store.ErrReplayed) && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -320,7 +330,7 @@ func (s *Server) spend(ctx context.Context, hash []byte, now time.Time) error {
 // §4.14.2): the presented token is spent, and presenting it again revokes
 // the grant. A client of the fapi2 profile keeps its token instead.
 // jkt is the thumbprint of the request's DPoP key, "" without a proof.
-func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
+func (s *tokenHandler) refresh(ctx context.Context, c *store.Client, f url.Values, jkt string) (*tokenResponse, error) {
 	tok := f.Get("refresh_token")
 	if tok == "" {
 		return nil, oauthErr(codeInvalidRequest, "refresh_token is missing")
@@ -333,39 +343,25 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 	// another client, or a wider scope, without the owner's secret, and
 	// the owner's next refresh would then be a replay that revokes the
 	// grant (RFC 9700 §4.14.2 wants the binding checked first).
-	rt, g, err := s.cfg.Store.LookupRefreshToken(ctx, key)
+	rt, g, err := s.st.LookupRefreshToken(ctx, key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
 	case err != nil:
 		return nil, err
 	}
-	switch {
-	case g.ClientID != c.ID:
-		return nil, oauthErr(codeInvalidGrant, "the refresh token was issued to another client: to "+echo(g.ClientID)+", not to "+echo(c.ID)+", which sent it")
-	case !rt.Used && g.Revoked():
-		return nil, oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
-	case !rt.Used && now.After(rt.ExpiresAt):
-		return nil, oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
-	case secretJKT(tok) != "" && secretJKT(tok) != jkt:
-		return nil, oauthErr(codeInvalidGrant, "the refresh token is bound to a DPoP key, "+echo(secretJKT(tok))+"; "+proofKey(jkt)+
-			": present a DPoP proof made with that key (RFC 9449 section 5)")
+	if err := refreshRefusal(c, rt, g, tok, jkt, now); err != nil {
+		return nil, err
 	}
-	scopes := g.Scopes
-	if sc := f.Get("scope"); sc != "" {
-		scopes = strings.Fields(sc)
-		for _, x := range scopes {
-			if !slices.Contains(g.Scopes, x) {
-				return nil, oauthErr(codeInvalidScope, "scope "+echo(x)+" was not granted: the grant's scopes are "+echoList(g.Scopes)+
-					"; a refresh may narrow them, never widen (RFC 6749 §6)")
-			}
-		}
+	scopes, err := refreshScopes(g, f.Get("scope"))
+	if err != nil {
+		return nil, err
 	}
 	// A client of the fapi2 profile keeps its refresh token: FAPI 2.0
 	// Security Profile §5.3.2.1 asks for no rotation. The token stays
 	// valid until it expires or the grant is revoked, and the answer has
 	// no refresh_token (RFC 6749 §6: a new one is optional).
-	cs, err := s.security(ctx, c)
+	cs, err := s.sec.get(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -375,37 +371,19 @@ func (s *Server) refresh(ctx context.Context, c *store.Client, f url.Values, jkt
 			return nil, err
 		}
 		m.resp.RefreshToken = ""
-		if err := s.cfg.Store.AddTokens(ctx, m.at, nil); err != nil {
+		if err := s.st.AddTokens(ctx, m.at, nil); err != nil {
 			return nil, err
 		}
 		return m.resp, nil
 	}
-	// A used token goes on to UseRefreshToken, whose replay revokes the
-	// grant: its owner presented it twice.
-	if _, err = s.cfg.Store.UseRefreshToken(ctx, key, now); err != nil {
-		switch {
-		case errors.Is(err, store.ErrReplayed):
-			return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
-		case errors.Is(err, store.ErrNotFound):
-			return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
-		}
+	if g, err = s.rotate(ctx, rt, key, now); err != nil {
 		return nil, err
-	}
-	// The grant may have been revoked between the read and the spend.
-	if g, err = s.cfg.Store.Grant(ctx, rt.GrantID); err != nil {
-		return nil, err
-	}
-	switch {
-	case g.Revoked():
-		return nil, oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
-	case now.After(rt.ExpiresAt):
-		return nil, oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
 	}
 	m, err := s.mint(c, g, scopes, "", true, jkt, secretJKT(tok))
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cfg.Store.AddTokens(ctx, m.at, m.rt); err != nil {
+	if err := s.st.AddTokens(ctx, m.at, m.rt); err != nil {
 		return nil, err
 	}
 	return m.resp, nil
@@ -420,7 +398,7 @@ type minted struct {
 
 // mint signs the tokens of a grant; the caller stores them. jkt binds the
 // access token to a DPoP key, rtJKT the refresh token ("" for none).
-func (s *Server) mint(c *store.Client, g *store.Grant, scopes []string, nonce string, withID bool, jkt, rtJKT string) (*minted, error) {
+func (s *tokenHandler) mint(c *store.Client, g *store.Grant, scopes []string, nonce string, withID bool, jkt, rtJKT string) (*minted, error) {
 	now := s.cfg.Now()
 	jti, err := store.NewJTI(s.cfg.Rand, now)
 	if err != nil {

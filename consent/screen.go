@@ -1,8 +1,12 @@
-// Package consent turns an authorization request that the catalog has
-// validated into the consent screen's model: who asks (project and client),
-// for whom (subject, company), each permission with its catalog meaning, its
-// actions and limits, and the bank accounts the subject may choose from; and
-// it checks the subject's Decision against that model.
+// Package consent holds the whole consent decision. It turns an
+// authorization request that the catalog has validated into the consent
+// screen's model (screen.go: Build): who asks (project and client), for
+// whom (subject, company), each permission with its catalog meaning, its
+// actions and limits, the bank accounts the subject may choose from, and,
+// from the subject's remembered consent, whether the screen may be skipped
+// (remember.go). It checks the subject's Decision against that model
+// (decision.go: Validate) and says what a decision grants, in one call
+// (grant.go: GrantOf).
 //
 // The model is plain data, JSON-serialisable, free of HTTP and storage: the
 // reference server's consent page, its native-consent API and the host's
@@ -10,12 +14,8 @@
 package consent
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -290,6 +290,11 @@ type Input struct {
 	Checks []Check
 	// OrgID is the request's org_id, "" without one.
 	OrgID string
+	// Remembered is the subject's remembered consent for the client when
+	// it covers every requested permission (the caller's CheckConsent
+	// passed), nil otherwise. Build decides whether the model is
+	// Remembered (remember.go).
+	Remembered *Remembered
 }
 
 // Build makes the consent model of a valid request.
@@ -350,6 +355,7 @@ func Build(cat *catalog.Catalog, in Input) *Model {
 		}
 		m.Checks = append(m.Checks, chk)
 	}
+	m.remember(in.Remembered)
 	return m
 }
 
@@ -429,279 +435,6 @@ func limitsOf(obj map[string]any) *Limits {
 	return l
 }
 
-// Decision actions.
-const (
-	Approve = "approve"
-	Deny    = "deny"
-)
-
-// Decision is the subject's answer.
-//
-// An approval grants every requested entry except those it declines: a
-// scope by name in DeclinedScopes, an authorization_details object by its
-// index in DeclinedDetails. A decision without them approves everything,
-// as before per-entry consent. `openid` in an OpenID Connect request
-// cannot be declined (Permission.Fixed), and an approval that declines
-// every entry is a denial (access_denied).
-type Decision struct {
-	// Action is Approve or Deny.
-	Action string `json:"action"`
-	// AccountID names the chosen account when a granted detail needs one.
-	// When granted details bind accounts of both owners (a bank_account
-	// and an automatic-charge detail), it names the subject's account and
-	// CompanyAccountID the Company's.
-	AccountID string `json:"account_id,omitempty"`
-	// CompanyAccountID names the Company's account bound by granted
-	// automatic-charge details; without it AccountID serves for them too.
-	CompanyAccountID string `json:"company_account_id,omitempty"`
-	// DeclinedScopes are requested scopes the subject does not grant.
-	DeclinedScopes []string `json:"declined_scopes,omitempty"`
-	// DeclinedDetails are the indexes in authorization_details of the
-	// requested objects the subject does not grant.
-	DeclinedDetails []int `json:"declined_details,omitempty"`
-	// LoweredMaximums lower the `transaction.maximum` of granted
-	// automatic-charge objects (docs/service.md §2.4): the subject allows
-	// smaller charges than the Miniapp asked for, never larger ones.
-	LoweredMaximums []LoweredMaximum `json:"lowered_maximums,omitempty"`
-}
-
-// LoweredMaximum is the subject's own `transaction.maximum` for the
-// granted object at Index of authorization_details: an amount
-// (docs/service.md §2.2 rule 5) from the requested minimum up to the
-// requested maximum.
-type LoweredMaximum struct {
-	Index   int    `json:"index"`
-	Maximum string `json:"maximum"`
-}
-
-// Errors of Validate.
-var (
-	ErrUnknownAction     = errors.New("consent: action must be \"approve\" or \"deny\"")
-	ErrNotApprovable     = errors.New("consent: a check failed; the request can only be denied")
-	ErrAccountRequired   = errors.New("consent: approving this request needs an account_id from the offered accounts")
-	ErrAccountNotOffered = errors.New("consent: account_id is not one of the offered accounts")
-	// ErrNotRequested is a declined entry the request does not hold.
-	ErrNotRequested = errors.New("consent: a declined entry is not one of the requested permissions")
-	// ErrFixed is a declined entry that cannot be declined (openid).
-	ErrFixed = errors.New("consent: a fixed entry cannot be declined")
-	// ErrRuleBroken is a decision whose granted entries break a catalog
-	// rule between entries (company-identity without company-addresses).
-	ErrRuleBroken = errors.New("consent: the granted entries break a catalog rule")
-	// ErrBadMaximum is a lowered maximum that names no granted
-	// automatic-charge object, is not an amount, or is outside the
-	// requested minimum and maximum.
-	ErrBadMaximum = errors.New("consent: a lowered maximum is not valid")
-)
-
-// Validate checks a decision against the model: its action, that a check
-// failing refuses an approval, the declined entries (requested, not
-// fixed), the rules between entries (Permission.Requires, and on a model
-// made by Build the catalog's own check of what would be granted), and the
-// account when a granted detail needs one. An approval that declines
-// everything is valid: it is a denial (Denies).
-func (m *Model) Validate(d Decision) error {
-	switch d.Action {
-	case Deny:
-		return nil
-	case Approve:
-	default:
-		return ErrUnknownAction
-	}
-	if !m.Approvable() {
-		return ErrNotApprovable
-	}
-	scopes, details, err := m.granted(d)
-	if err != nil {
-		return err
-	}
-	if len(scopes)+len(details) == 0 {
-		return nil // a denial
-	}
-	if err := m.checkRules(scopes, details); err != nil {
-		return err
-	}
-	if err := m.checkMaximums(d.LoweredMaximums, details); err != nil {
-		return err
-	}
-	var owners []string
-	for _, owner := range []string{OwnerSubject, OwnerCompany} {
-		if slices.ContainsFunc(m.Permissions, func(p Permission) bool {
-			return p.Kind == KindDetail && p.NeedsAccount && p.AccountOwner == owner && p.Index != nil && slices.Contains(details, *p.Index)
-		}) {
-			owners = append(owners, owner)
-		}
-	}
-	for _, owner := range owners {
-		field, id := d.accountField(owner)
-		if len(owners) == 2 && owner == OwnerCompany && d.CompanyAccountID == "" {
-			// account_id names the subject's: the Company's needs its own.
-			field, id = "company_account_id", ""
-		}
-		if id == "" {
-			return fmt.Errorf("%w: the %s's account for the granted details that bind one (%s)", ErrAccountRequired, ownerWord(owner), field)
-		}
-		if !slices.ContainsFunc(m.Accounts, func(a Account) bool { return a.ID == id && a.Owner == owner }) {
-			return fmt.Errorf("%w: %s %s is not one of the offered accounts of the %s", ErrAccountNotOffered, field, id, ownerWord(owner))
-		}
-	}
-	return nil
-}
-
-// AccountFor returns the account a decision binds to the details of an
-// owner: CompanyAccountID for the Company when given, else AccountID.
-func (d Decision) AccountFor(owner string) string {
-	_, id := d.accountField(owner)
-	return id
-}
-
-func (d Decision) accountField(owner string) (field, id string) {
-	if owner == OwnerCompany && d.CompanyAccountID != "" {
-		return "company_account_id", d.CompanyAccountID
-	}
-	return "account_id", d.AccountID
-}
-
-// granted returns the scopes and detail indexes an approval grants, after
-// checking that each declined entry is requested and may be declined.
-func (m *Model) granted(d Decision) (scopes []string, details []int, err error) {
-	for i, name := range d.DeclinedScopes {
-		k := slices.IndexFunc(m.Permissions, func(p Permission) bool { return p.Kind == KindScope && p.Name == name })
-		if k < 0 {
-			return nil, nil, fmt.Errorf("%w: declined_scopes[%d] %q is not a requested scope; name one of the scopes in permissions", ErrNotRequested, i, name)
-		}
-		if m.Permissions[k].Fixed {
-			return nil, nil, fmt.Errorf("%w: declined_scopes[%d] %q is the sign-in of an OpenID Connect request; approve it or deny the whole request", ErrFixed, i, name)
-		}
-	}
-	for i, idx := range d.DeclinedDetails {
-		if !slices.ContainsFunc(m.Permissions, func(p Permission) bool { return p.Kind == KindDetail && p.Index != nil && *p.Index == idx }) {
-			return nil, nil, fmt.Errorf("%w: declined_details[%d] %d is not the index of a requested authorization_details object; use the index of a detail in permissions", ErrNotRequested, i, idx)
-		}
-	}
-	for _, p := range m.Permissions {
-		switch {
-		case p.Kind == KindScope && !slices.Contains(d.DeclinedScopes, p.Name):
-			scopes = append(scopes, p.Name)
-		case p.Kind == KindDetail && p.Index != nil && !slices.Contains(d.DeclinedDetails, *p.Index):
-			details = append(details, *p.Index)
-		}
-	}
-	return scopes, details, nil
-}
-
-// checkRules refuses a grant that breaks a rule between entries: first
-// the model's own Requires (what a host that has only the JSON model can
-// check), then, on a model made by Build, the catalog's check of the
-// request that would be granted.
-func (m *Model) checkRules(scopes []string, details []int) error {
-	for _, p := range m.Permissions {
-		if !grants(p, scopes, details) {
-			continue
-		}
-		for _, r := range p.Requires {
-			if !grants(Permission{Kind: r.Kind, Name: r.Name, Index: r.Index}, scopes, details) {
-				return fmt.Errorf("%w: %s", ErrRuleBroken, r.Message)
-			}
-		}
-	}
-	if m.cat == nil {
-		return nil
-	}
-	if vs := m.recheck(scopes, details); len(vs) > 0 {
-		v := vs[0]
-		return fmt.Errorf("%w: %s: %s (%s); grant the entries it needs as well, or decline it too", ErrRuleBroken, v.Pointer, v.Message, v.Code)
-	}
-	return nil
-}
-
-// checkMaximums checks the lowered maximums of a decision: each names a
-// granted object with a transaction (an automatic charge), once, and is an
-// amount from the requested minimum to the requested maximum.
-func (m *Model) checkMaximums(lowered []LoweredMaximum, details []int) error {
-	for i, lm := range lowered {
-		at := fmt.Sprintf("lowered_maximums[%d]", i)
-		k := slices.IndexFunc(m.Permissions, func(p Permission) bool { return p.Kind == KindDetail && p.Index != nil && *p.Index == lm.Index })
-		switch {
-		case k < 0:
-			return fmt.Errorf("%w: %s.index %d is not the index of a requested authorization_details object", ErrBadMaximum, at, lm.Index)
-		case m.Permissions[k].Limits == nil || m.Permissions[k].Limits.Maximum == "":
-			return fmt.Errorf("%w: %s.index %d has no transaction.maximum to lower (only an automatic charge has one)", ErrBadMaximum, at, lm.Index)
-		case !slices.Contains(details, lm.Index):
-			return fmt.Errorf("%w: %s.index %d is declined; lower the maximum of a granted object only", ErrBadMaximum, at, lm.Index)
-		case slices.ContainsFunc(lowered[:i], func(o LoweredMaximum) bool { return o.Index == lm.Index }):
-			return fmt.Errorf("%w: %s.index %d is named twice; give one maximum per object", ErrBadMaximum, at, lm.Index)
-		}
-		l := m.Permissions[k].Limits
-		v, ok := amount(lm.Maximum)
-		if !ok {
-			return fmt.Errorf("%w: %s.maximum %q is not an amount (digits, no leading zero, at most 15: %s)", ErrBadMaximum, at, lm.Maximum, catalog.AmountPattern)
-		}
-		lo, _ := amount(l.Minimum)
-		hi, _ := amount(l.Maximum)
-		if v < lo || v > hi {
-			return fmt.Errorf("%w: %s.maximum %s is outside the requested limits; give an amount from %s (transaction.minimum) to %s (transaction.maximum)", ErrBadMaximum, at, lm.Maximum, l.Minimum, l.Maximum)
-		}
-	}
-	return nil
-}
-
-// amount reads an amount of docs/service.md §2.2 rule 5.
-func amount(s string) (int64, bool) {
-	if !amountRe.MatchString(s) {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	return v, err == nil
-}
-
-var amountRe = regexp.MustCompile(catalog.AmountPattern)
-
-// grants reports whether p is among the granted entries.
-func grants(p Permission, scopes []string, details []int) bool {
-	if p.Kind == KindScope {
-		return slices.Contains(scopes, p.Name)
-	}
-	return p.Index != nil && slices.Contains(details, *p.Index)
-}
-
-// recheck runs the catalog on the request that would be granted: the
-// granted scopes with their resources, the granted objects as requested,
-// the same org_id. The request was valid whole, so any violation is a rule
-// between entries that declining broke. Pointers into authorization_details
-// are given with the objects' indexes in the original request.
-func (m *Model) recheck(scopes []string, details []int) []catalog.Violation {
-	req := catalog.Request{Scope: strings.Join(scopes, " "), OrgID: m.orgID}
-	for _, s := range scopes {
-		if sc, ok := m.cat.Scope(s); ok && !slices.Contains(req.Resource, sc.Resource) {
-			req.Resource = append(req.Resource, sc.Resource)
-		}
-	}
-	var texts [][]byte
-	for _, det := range m.res.Details {
-		if slices.Contains(details, det.Index) {
-			texts = append(texts, det.JSON)
-		}
-	}
-	if len(texts) > 0 {
-		req.AuthorizationDetails = json.RawMessage("[" + string(bytes.Join(texts, []byte(","))) + "]")
-	}
-	vs := m.cat.Check(req).Violations
-	const prefix = "/authorization_details/"
-	for i, v := range vs {
-		if !strings.HasPrefix(v.Pointer, prefix) {
-			continue
-		}
-		num, rest, _ := strings.Cut(v.Pointer[len(prefix):], "/")
-		if k, err := strconv.Atoi(num); err == nil && k >= 0 && k < len(details) {
-			if rest != "" {
-				rest = "/" + rest
-			}
-			vs[i].Pointer = prefix + strconv.Itoa(details[k]) + rest
-		}
-	}
-	return vs
-}
-
 // requirements fills in Permission.Requires: for each entry that can be
 // declined, the catalog checks the request without it, and every object
 // that a violation then points at requires that entry.
@@ -757,92 +490,6 @@ func label(p Permission) string {
 		name = p.Name
 	}
 	return fmt.Sprintf("authorization_details/%d (%s)", *p.Index, name)
-}
-
-// Granted is what a decision grants of a request: the requested scopes
-// and objects less the declined ones (all of them for a denial). The
-// decision must have passed Validate.
-func Granted(res *catalog.Result, d Decision) *catalog.Result {
-	g := &catalog.Result{}
-	if d.Action != Approve {
-		return g
-	}
-	for _, s := range res.Scopes {
-		if !slices.Contains(d.DeclinedScopes, s) {
-			g.Scopes = append(g.Scopes, s)
-		}
-	}
-	for _, det := range res.Details {
-		if slices.Contains(d.DeclinedDetails, det.Index) {
-			continue
-		}
-		if k := slices.IndexFunc(d.LoweredMaximums, func(lm LoweredMaximum) bool { return lm.Index == det.Index }); k >= 0 {
-			det = lowered(det, d.LoweredMaximums[k].Maximum)
-		}
-		g.Details = append(g.Details, det)
-	}
-	return g
-}
-
-// lowered is det with its transaction.maximum set to maximum: what the
-// grant holds, and what is remembered as consented (Keys), so that the
-// requested maximum is asked for again.
-func lowered(det catalog.Detail, maximum string) catalog.Detail {
-	t, ok := det.Object["transaction"].(map[string]any)
-	if !ok {
-		return det
-	}
-	obj := maps.Clone(det.Object)
-	tx := maps.Clone(t)
-	tx["maximum"] = maximum
-	obj["transaction"] = tx
-	det.Object = obj
-	if js, err := json.Marshal(obj); err == nil {
-		det.JSON = js
-	}
-	return det
-}
-
-// Denies reports whether a decision, which passed Validate, is a denial:
-// "deny", or an approval that declines every requested entry.
-func Denies(res *catalog.Result, d Decision) bool {
-	g := Granted(res, d)
-	return len(g.Scopes)+len(g.Details) == 0
-}
-
-// NeedsAccount reports whether a detail of res binds an account.
-func NeedsAccount(res *catalog.Result) bool {
-	return slices.ContainsFunc(res.Details, func(d catalog.Detail) bool { o, _ := accountNeed(d); return o != "" })
-}
-
-// GrantedDetails returns the authorization_details that an approval grants:
-// the requested objects it does not decline, with the chosen account bound
-// in place of a selection (bank_account gets `identifiers`,
-// automatic-charge gets `sources`). The decision must have passed
-// Validate.
-func GrantedDetails(res *catalog.Result, d Decision) (json.RawMessage, error) {
-	granted := Granted(res, d).Details
-	out := make([]map[string]any, 0, len(granted))
-	for _, det := range granted {
-		obj := make(map[string]any, len(det.Object))
-		for k, v := range det.Object {
-			obj[k] = v
-		}
-		if owner, _ := accountNeed(det); owner != "" && d.AccountFor(owner) != "" {
-			field := "identifiers"
-			if owner == OwnerCompany {
-				field = "sources"
-			}
-			delete(obj, "selection")
-			obj[field] = []string{d.AccountFor(owner)}
-		}
-		out = append(out, obj)
-	}
-	js, err := json.Marshal(out)
-	if err != nil {
-		return nil, fmt.Errorf("consent: %w", err)
-	}
-	return js, nil
 }
 
 func str(v any) string { s, _ := v.(string); return s }
