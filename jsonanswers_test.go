@@ -26,10 +26,6 @@ var notJSON = map[string]string{
 	"bench/internal/flow/flow.go": "resp.Body",                        // the bench module: standard library only
 }
 
-// pending are the folders whose sites are converted after the rework of
-// those packages.
-var pending = []string{"authserver/oauth/", "host/hosttest/"}
-
 // TestJSONAnswersThroughJSONHTTP fails on a hand-written read of an HTTP
 // answer outside package jsonhttp (but the reads above).
 func TestJSONAnswersThroughJSONHTTP(t *testing.T) {
@@ -44,11 +40,6 @@ func TestJSONAnswersThroughJSONHTTP(t *testing.T) {
 			return nil
 		}
 		path = filepath.ToSlash(path)
-		for _, p := range pending {
-			if strings.HasPrefix(path, p) {
-				return nil
-			}
-		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
 
@@ -165,21 +165,19 @@ func (c *jwksCache) fetch(ctx context.Context, uri string) (*jose.JSONWebKeySet,
 		return nil, fmt.Errorf("the jwks_uri %s cannot be requested: %v", uri, err)
 	}
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("the jwks_uri %s could not be fetched: %v", uri, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the jwks_uri %s answered %s, not 200 with the JWK Set", uri, resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBody+1))
-	if err != nil {
-		return nil, fmt.Errorf("the jwks_uri %s: reading the set: %v", uri, err)
-	}
-	if len(body) > maxJWKSBody {
+	a, err := jsonhttp.Do(c.hc, req, maxJWKSBody)
+	var je *jsonhttp.Error
+	switch {
+	case errors.Is(err, jsonhttp.ErrTooLarge):
 		return nil, fmt.Errorf("the jwks_uri %s serves more than %d bytes: a JWK Set of a few public keys is far smaller", uri, maxJWKSBody)
+	case errors.As(err, &je) && je.Status == 0:
+		return nil, fmt.Errorf("the jwks_uri %s could not be fetched: %v", uri, je.Err)
+	case err != nil:
+		return nil, fmt.Errorf("the jwks_uri %s: reading the set: %v", uri, err)
+	case a.Status != http.StatusOK:
+		return nil, fmt.Errorf("the jwks_uri %s answered %s, not 200 with the JWK Set", uri, a.StatusText)
 	}
+	body := a.Body
 	set := new(jose.JSONWebKeySet)
 	if err := json.Unmarshal(body, set); err != nil {
 		return nil, fmt.Errorf("the jwks_uri %s does not serve a JWK Set (RFC 7517 section 5): %v", uri, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/host"
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // World is the world of the end-to-end tests: the reference authorization
@@ -106,13 +106,11 @@ func Start() (*World, error) {
 	var meta struct {
 		Token string `json:"token_endpoint"`
 	}
-	resp, err := http.Get(e.Svc.URL + "/.well-known/openid-configuration")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.Svc.URL+"/.well-known/openid-configuration", nil)
 	if err != nil {
 		return nil, err
 	}
-	err = json.NewDecoder(resp.Body).Decode(&meta)
-	resp.Body.Close()
-	if err != nil {
+	if _, err := jsonhttp.Call(nil, req, 1<<20, &meta); err != nil {
 		return nil, err
 	}
 	e.Token = meta.Token
