@@ -163,6 +163,13 @@ type Config struct {
 	// that a replayed code still revokes its grant and an expired token is
 	// still named expired; zero means 24 hours.
 	PurgeKeep time.Duration
+	// MetricsAddr, when set, serves the Prometheus metrics of this
+	// instance (package metrics; docs/deploy.md, "Metrics") at
+	// metrics.Path on this HOST:PORT, which must be on loopback unless
+	// MetricsPublic; "" serves none and records none.
+	MetricsAddr string
+	// MetricsPublic allows a MetricsAddr off loopback.
+	MetricsPublic bool
 }
 
 // URLs are the public addresses of a running server: Config's public
@@ -179,6 +186,9 @@ type URLs struct {
 	Grant            string `json:"grant_endpoint"`
 	Native           string `json:"native_consent_endpoint"`
 	PAR              string `json:"pushed_authorization_request_endpoint"`
+	// Metrics is the Prometheus metrics' URL on the metrics listener
+	// (Config.MetricsAddr), "" without one.
+	Metrics string `json:"metrics,omitempty"`
 }
 
 // ListenAddrs are the addresses a running server's roles listen on
@@ -188,6 +198,7 @@ type ListenAddrs struct {
 	Dashboard string `json:"dashboard"`
 	Signing   string `json:"signing"`
 	Invoicing string `json:"invoicing"`
+	Metrics   string `json:"metrics,omitempty"` // Config.MetricsAddr's listener; "" without one
 }
 
 // Credential is a client with its secret for this run (empty for a public
@@ -274,9 +285,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
+	mx, err := newMetrics(cfg)
+	if err != nil {
+		return nil, err
+	}
 	// The database first: a second server on the same file is refused
 	// with its owner's name and addresses, before it competes for ports.
-	st, err := store.OpenWith(ctx, cfg.DB, store.Options{Logger: cfg.Logger})
+	st, err := store.OpenWith(ctx, cfg.DB, store.Options{Logger: cfg.Logger, Metrics: mx})
 	if err != nil {
 		return nil, err
 	}
@@ -304,6 +319,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		roles = append(roles, &role{name: a.name, ln: ln})
 	}
+	metricsLn, err := listenMetrics(cfg, mx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && metricsLn != nil {
+			metricsLn.Close()
+		}
+	}()
 	s := &Server{rand: cfg.Rand, st: st}
 	s.listen = ListenAddrs{Service: roles[0].ln.Addr().String(), Dashboard: roles[1].ln.Addr().String(),
 		Signing: roles[2].ln.Addr().String(), Invoicing: roles[3].ln.Addr().String()}
@@ -351,6 +375,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	oc.Issuer, oc.Catalog, oc.Store, oc.Now, oc.Rand, oc.Logger = s.urls.Issuer, s.cat, s.st, cfg.Now, cfg.Rand, cfg.Logger
 	oc.TrustedProxies = cfg.HTTP.TrustedProxies
+	oc.Store, oc.Metrics = meterStorage(s.st, mx), mx
 	oc.FAPI.LocalJWKSURI = oc.FAPI.LocalJWKSURI || local
 	if s.oauth, err = oauth.New(ctx, oc); err != nil {
 		return nil, err
@@ -447,9 +472,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	hc := cfg.HTTP.WithDefaults()
 	for _, r := range roles {
-		hs := httplimit.Server(s.health.wrap(r.h), hc, errorLog)
+		hs := httplimit.Server(mx.Wrap(r.name, s.health.wrap(r.h), HealthPath, ReadyPath), hc, errorLog)
 		s.servers = append(s.servers, hs)
 		go hs.Serve(httplimit.NewListener(r.ln, hc.MaxConnsPerSource, hc.TrustedProxies))
+	}
+	if metricsLn != nil {
+		s.serveMetrics(mx, metricsLn, hc, errorLog)
 	}
 	s.stopPurge, s.purgeDone = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(cfg)
@@ -837,7 +865,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) shutdown(ctx context.Context) error {
 	s.Drain()
-	names := []string{"service", "dashboard", "signing", "invoicing"}
+	names := []string{"service", "dashboard", "signing", "invoicing", "metrics"}
 	errs := make([]error, len(s.servers))
 	var wg sync.WaitGroup
 	for i, hs := range s.servers {

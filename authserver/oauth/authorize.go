@@ -296,6 +296,7 @@ func (s *Server) newPending(ctx context.Context, v *validated, session, source, 
 	if err := s.pending.add(ctx, p, now); err != nil {
 		return nil, err
 	}
+	s.cfg.Metrics.SignInStarted(host != "")
 	return p, nil
 }
 
@@ -460,6 +461,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 		if err := s.pending.decide(ctx, p, subject, nil, nil, nil, s.cfg.Now()); err != nil {
 			return "", err
 		}
+		s.cfg.Metrics.Decided(p.host != "", false, false)
 		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
 	}
 	if !consent.NeedsAccount(granted) {
@@ -513,6 +515,7 @@ func (s *Server) decide(ctx context.Context, p *pending, subject string, d conse
 	} else if err != nil {
 		return "", err
 	}
+	s.cfg.Metrics.Decided(p.host != "", true, remember != nil)
 	q := url.Values{"code": {code}, "iss": {s.cfg.Issuer}}
 	if req.State != "" {
 		q.Set("state", req.State)

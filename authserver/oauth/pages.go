@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/assets"
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/consent"
 )
@@ -87,6 +88,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, t *t
 // errorPage answers an authorization request whose redirect_uri could not be
 // verified (RFC 6749 §4.1.2.1): the error is shown, never redirected.
 func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
+	metrics.Refused(r, oe.Code)
 	// A page is not an authentication challenge: an unknown client is a bad
 	// request here, whatever the code's status at the token endpoint.
 	status := statusOf(oe.Code)
