@@ -97,6 +97,65 @@ type Metrics struct {
 	notLag    prometheus.Histogram
 
 	codes, errs, kinds capped
+
+	// The series of each route and store operation, found without
+	// hashing label values on every request (WithLabelValues).
+	seriesMu sync.RWMutex
+	routes   map[routeKey]*routeSeries
+	ops      map[string]*opSeries
+}
+
+// routeKey names a request's series; code is the status as written.
+type routeKey struct {
+	role, method, route string
+	code                int
+}
+
+type routeSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// outcomes are the Outcome constants, in opSeries.n's order.
+var outcomes = [...]string{OutcomeOK, OutcomeNotFound, OutcomeRefused, OutcomeError}
+
+type opSeries struct {
+	duration prometheus.Observer
+	n        [len(outcomes)]prometheus.Counter
+}
+
+// route returns the series of a request.
+func (m *Metrics) route(k routeKey) *routeSeries {
+	m.seriesMu.RLock()
+	rs := m.routes[k]
+	m.seriesMu.RUnlock()
+	if rs != nil {
+		return rs
+	}
+	rs = &routeSeries{requests: m.requests.WithLabelValues(k.role, k.method, k.route, m.codes.get(strconv.Itoa(k.code))),
+		duration: m.duration.WithLabelValues(k.role, k.method, k.route)}
+	m.seriesMu.Lock()
+	m.routes[k] = rs
+	m.seriesMu.Unlock()
+	return rs
+}
+
+// op returns the series of a store operation.
+func (m *Metrics) op(name string) *opSeries {
+	m.seriesMu.RLock()
+	os := m.ops[name]
+	m.seriesMu.RUnlock()
+	if os != nil {
+		return os
+	}
+	os = &opSeries{duration: m.storeTime.WithLabelValues(name)}
+	for i, o := range outcomes {
+		os.n[i] = m.storeOps.WithLabelValues(name, o)
+	}
+	m.seriesMu.Lock()
+	m.ops[name] = os
+	m.seriesMu.Unlock()
+	return os
 }
 
 // Sub-millisecond to seconds: a cached read takes microseconds, a durable
@@ -110,7 +169,7 @@ var (
 // New returns the server's metrics, registered with Go's runtime and
 // process collectors in a registry of their own.
 func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+	m := &Metrics{reg: prometheus.NewRegistry(), routes: map[routeKey]*routeSeries{}, ops: map[string]*opSeries{}}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 		m.reg.MustRegister(c)
@@ -171,8 +230,9 @@ func (m *Metrics) Wrap(role string, next http.Handler, fixed ...string) http.Han
 		if status == 0 {
 			status = http.StatusOK // nothing written: net/http answers 200
 		}
-		m.requests.WithLabelValues(role, method, route, m.codes.get(strconv.Itoa(status))).Inc()
-		m.duration.WithLabelValues(role, method, route).Observe(time.Since(start).Seconds())
+		rs := m.route(routeKey{role: role, method: method, route: route, code: status})
+		rs.requests.Inc()
+		rs.duration.Observe(time.Since(start).Seconds())
 		if rec.refusal != "" && status >= 300 {
 			m.refusals.WithLabelValues(route, m.errs.get(rec.refusal)).Inc()
 		}
@@ -312,8 +372,15 @@ func (m *Metrics) StoreOp(op string, start time.Time, outcome string) {
 	if m == nil {
 		return
 	}
-	m.storeTime.WithLabelValues(op).Observe(time.Since(start).Seconds())
-	m.storeOps.WithLabelValues(op, outcome).Inc()
+	os := m.op(op)
+	os.duration.Observe(time.Since(start).Seconds())
+	for i, o := range outcomes {
+		if o == outcome {
+			os.n[i].Inc()
+			return
+		}
+	}
+	os.n[len(outcomes)-1].Inc() // not an Outcome constant: an error
 }
 
 // Queued is the time a write or read enters a batcher's queue, for Batch;
