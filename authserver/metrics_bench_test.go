@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -24,8 +25,8 @@ import (
 
 // BenchmarkMetricsCost runs a browser flow and a native flow, each to its
 // token, on two servers side by side in one run, one without metrics and
-// one with them (Config.MetricsAddr), in turn within every iteration (the
-// order rotating), so that a machine's load falls on both alike. It
+// one with them (Config.MetricsAddr), in turn within every iteration (in
+// a random order), so that a machine's load falls on both alike. It
 // reports the process's CPU time (user and system, getrusage) and the
 // wall time per flow of each, and how much more the metered flows cost
 // (docs/deploy.md, "Metrics"; BENCHMARKS.md, "Metrics off and on").
@@ -37,9 +38,11 @@ func BenchmarkMetricsCost(b *testing.B) {
 	cpu, wall := map[key]time.Duration{}, map[key]time.Duration{}
 	order := []key{{false, false}, {false, true}, {true, false}, {true, true}}
 	n := 0
-	for i := 0; b.Loop(); i++ {
-		for j := range order {
-			k := order[(i+j)%len(order)]
+	for b.Loop() {
+		// A new order each time: what a flow leaves behind (a collection
+		// due, a write to flush) falls on any of the four alike.
+		for _, j := range mrand.Perm(len(order)) {
+			k := order[j]
 			c0, w0 := cpuTime(b), time.Now()
 			if err := servers[k.metrics].flow(k.native); err != nil {
 				b.Fatal(err)
