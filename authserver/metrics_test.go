@@ -148,8 +148,16 @@ func TestMetricsCountFlows(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], want)
 		}
 	}
-	if got["miniapp_host_store_batch_size{batch=sqlite_write}"] == 0 || got["miniapp_host_store_batch_wait_seconds{batch=sqlite_write}"] == 0 {
-		t.Errorf("no SQLite write batch recorded")
+	// The store's batchers: the SQLite writer's, or on PostgreSQL the
+	// native flows' admissions and the decisions and redemptions.
+	batches := []string{"sqlite_write"}
+	if storetest.UsesPostgres() {
+		batches = []string{"pg_admit", "pg_durable"}
+	}
+	for _, b := range batches {
+		if got["miniapp_host_store_batch_size{batch="+b+"}"] == 0 || got["miniapp_host_store_batch_wait_seconds{batch="+b+"}"] == 0 {
+			t.Errorf("no batch of %s recorded", b)
+		}
 	}
 	if t.Failed() {
 		var all []string
