@@ -41,6 +41,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver/dashboard"
 	"github.com/miniapp-host/miniapp-host/authserver/devctl"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/oauth"
 	"github.com/miniapp-host/miniapp-host/authserver/providers"
 	"github.com/miniapp-host/miniapp-host/authserver/seed"
@@ -166,6 +167,13 @@ type Config struct {
 	// that a replayed code still revokes its grant and an expired token is
 	// still named expired; zero means 24 hours.
 	PurgeKeep time.Duration
+	// MetricsAddr, when set, serves the Prometheus metrics of this
+	// instance (package metrics; docs/deploy.md, "Metrics") at
+	// metrics.Path on this HOST:PORT, which must be on loopback unless
+	// MetricsPublic; "" serves none and records none.
+	MetricsAddr string
+	// MetricsPublic allows a MetricsAddr off loopback.
+	MetricsPublic bool
 }
 
 // URLs are the public addresses of a running server: Config's public
@@ -182,6 +190,9 @@ type URLs struct {
 	Grant            string `json:"grant_endpoint"`
 	Native           string `json:"native_consent_endpoint"`
 	PAR              string `json:"pushed_authorization_request_endpoint"`
+	// Metrics is the Prometheus metrics' URL on the metrics listener
+	// (Config.MetricsAddr), "" without one.
+	Metrics string `json:"metrics,omitempty"`
 }
 
 // ListenAddrs are the addresses a running server's roles listen on
@@ -191,6 +202,7 @@ type ListenAddrs struct {
 	Dashboard string `json:"dashboard"`
 	Signing   string `json:"signing"`
 	Invoicing string `json:"invoicing"`
+	Metrics   string `json:"metrics,omitempty"` // Config.MetricsAddr's listener; "" without one
 }
 
 // Credential is a client with its secret for this run (empty for a public
@@ -262,6 +274,32 @@ type role struct {
 	h    http.Handler
 }
 
+// fillDefaults gives cfg the listener and the randomness Start uses when
+// it names none.
+func (cfg *Config) fillDefaults() {
+	if cfg.Listen == nil {
+		cfg.Listen = net.Listen
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+}
+
+// listenAll listens on every role's address and, with mx, the metrics'
+// (nil without): all of them, or none.
+func listenAll(cfg Config, mx *metrics.Metrics) ([]*role, net.Listener, error) {
+	roles, err := listenRoles(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	metricsLn, err := listenMetrics(cfg, mx)
+	if err != nil {
+		closeRoles(roles)
+		return nil, nil, err
+	}
+	return roles, metricsLn, nil
+}
+
 // Start opens the database, listens on every role's address and serves
 // until Close.
 func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
@@ -271,15 +309,14 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Listen == nil {
-		cfg.Listen = net.Listen
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
+	cfg.fillDefaults()
+	mx, err := newMetrics(cfg)
+	if err != nil {
+		return nil, err
 	}
 	// The database first: a second server on the same file is refused
 	// with its owner's name and addresses, before it competes for ports.
-	st, err := store.OpenWith(ctx, cfg.DB, store.Options{Logger: cfg.Logger})
+	st, err := store.OpenWith(ctx, cfg.DB, store.Options{Logger: cfg.Logger, Metrics: mx})
 	if err != nil {
 		return nil, err
 	}
@@ -288,13 +325,16 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			st.Close()
 		}
 	}()
-	roles, err := listenRoles(cfg)
+	roles, metricsLn, err := listenAll(cfg, mx)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			closeRoles(roles)
+			if metricsLn != nil {
+				metricsLn.Close()
+			}
 		}
 	}()
 	s := &Server{rand: cfg.Rand, st: st}
@@ -325,6 +365,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	oc.Issuer, oc.Catalog, oc.Store, oc.Now, oc.Rand, oc.Logger = s.urls.Issuer, s.cat, s.st, cfg.Now, cfg.Rand, cfg.Logger
 	oc.TrustedProxies = cfg.HTTP.TrustedProxies
+	oc.Store, oc.Metrics = meterStorage(s.st, mx), mx
 	oc.FAPI.LocalJWKSURI = oc.FAPI.LocalJWKSURI || local
 	if s.oauth, err = oauth.New(ctx, oc); err != nil {
 		return nil, err
@@ -352,7 +393,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		"signing": "http://" + s.listen.Signing, "invoicing": "http://" + s.listen.Invoicing}); err != nil {
 		return nil, err
 	}
-	s.serve(cfg, roles)
+	s.serve(cfg, roles, mx, metricsLn)
 	return s, nil
 }
 
@@ -484,8 +525,9 @@ func (s *Server) providerHandlers(cfg Config, faults *devctl.Faults) (signing, i
 }
 
 // serve serves every role behind the health gate and the connection
-// limits of cfg.HTTP, and starts the purge loop.
-func (s *Server) serve(cfg Config, roles []*role) {
+// limits of cfg.HTTP (each counted by mx), the metrics on metricsLn (when
+// not nil), and starts the purge loop.
+func (s *Server) serve(cfg Config, roles []*role, mx *metrics.Metrics, metricsLn net.Listener) {
 	s.health = &health{ping: s.st.Ping, timeout: cfg.ReadyTimeout, log: cfg.Logger}
 	if s.health.timeout <= 0 {
 		s.health.timeout = DefaultReadyTimeout
@@ -496,9 +538,12 @@ func (s *Server) serve(cfg Config, roles []*role) {
 	}
 	hc := cfg.HTTP.WithDefaults()
 	for _, r := range roles {
-		hs := httplimit.Server(s.health.wrap(r.h), hc, errorLog)
+		hs := httplimit.Server(mx.Wrap(r.name, s.health.wrap(r.h), HealthPath, ReadyPath), hc, errorLog)
 		s.servers = append(s.servers, hs)
 		go hs.Serve(httplimit.NewListener(r.ln, hc.MaxConnsPerSource, hc.TrustedProxies))
+	}
+	if metricsLn != nil {
+		s.serveMetrics(mx, metricsLn, hc, errorLog)
 	}
 	s.stopPurge, s.purgeDone = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(cfg)
@@ -924,7 +969,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) shutdown(ctx context.Context) error {
 	s.Drain()
-	names := []string{"service", "dashboard", "signing", "invoicing"}
+	names := []string{"service", "dashboard", "signing", "invoicing", "metrics"}
 	errs := make([]error, len(s.servers))
 	var wg sync.WaitGroup
 	for i, hs := range s.servers {

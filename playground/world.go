@@ -80,7 +80,8 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 	}()
 	if w.srv, err = authserver.Start(ctx, authserver.Config{DB: cfg.db, ServiceAddr: cfg.addrs.Service,
 		DashboardAddr: cfg.addrs.Dashboard, SigningAddr: cfg.addrs.Signing, InvoicingAddr: cfg.addrs.Invoicing,
-		Now: cfg.now, Logger: cfg.logger, Secrets: hostSecrets(cfg.hostSecret), OperatorKey: cfg.operatorKey}); err != nil {
+		Now: cfg.now, Logger: cfg.logger, Secrets: hostSecrets(cfg.hostSecret), OperatorKey: cfg.operatorKey,
+		MetricsAddr: "127.0.0.1:0"}); err != nil { // the server's Prometheus metrics, on a free loopback port
 		return nil, fmt.Errorf("playground: %w", err)
 	}
 	u := w.srv.URLs()

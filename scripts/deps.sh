@@ -36,7 +36,9 @@ esac
 # The store's tests run a temporary PostgreSQL server from Debian's postgresql (authserver/store/pgserver).
 # WebKitGTK runs its web processes in a sandbox with bubblewrap (/usr/bin/bwrap) and
 # xdg-dbus-proxy (docs/webkitgtk.md, "The web process sandbox").
-pkgs=(pkg-config gcc libgtk-3-dev xvfb xauth chromium xdotool imagemagick webkit2gtk-driver postgresql bubblewrap xdg-dbus-proxy)
+# The metrics test scrapes a running server with a real Prometheus server (Debian's prometheus;
+# docs/deploy.md, "Metrics").
+pkgs=(pkg-config gcc libgtk-3-dev xvfb xauth chromium xdotool imagemagick webkit2gtk-driver postgresql bubblewrap xdg-dbus-proxy prometheus)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 

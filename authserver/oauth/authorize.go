@@ -371,6 +371,7 @@ func (s *consentFlow) newPending(ctx context.Context, v *validated, session, sou
 	if err := s.pending.add(ctx, p, now); err != nil {
 		return nil, err
 	}
+	s.cfg.Metrics.SignInStarted(host != "")
 	return p, nil
 }
 
@@ -527,6 +528,7 @@ func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d 
 		if err := s.pending.decide(ctx, p, subject, nil, nil, nil, s.cfg.Now()); err != nil {
 			return "", err
 		}
+		s.cfg.Metrics.Decided(p.host != "", false, false)
 		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
 	}
 	granted := gr.Result
@@ -576,6 +578,7 @@ func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d 
 	} else if err != nil {
 		return "", err
 	}
+	s.cfg.Metrics.Decided(p.host != "", true, remember != nil)
 	q := url.Values{"code": {code}, "iss": {s.cfg.Issuer}}
 	if req.State != "" {
 		q.Set("state", req.State)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/consent"
 	"github.com/miniapp-host/miniapp-host/redact"
@@ -217,6 +218,7 @@ func catalogErr(err error) *Error {
 func (s *base) asError(r *http.Request, err error) *Error {
 	var oe *Error
 	if errors.As(err, &oe) {
+		metrics.Refused(r, oe.Code)
 		return oe
 	}
 	ctx, path := context.Background(), ""
@@ -224,6 +226,7 @@ func (s *base) asError(r *http.Request, err error) *Error {
 		ctx, path = r.Context(), r.URL.Path
 	}
 	s.log.ErrorContext(ctx, "oauth: internal error", "path", path, "err", err)
+	metrics.Refused(r, codeServerError)
 	return oauthErr(codeServerError, "the server could not complete the request")
 }
 

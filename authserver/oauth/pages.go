@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/assets"
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/consent"
 )
@@ -107,6 +108,7 @@ func (s *base) render(w http.ResponseWriter, r *http.Request, status int, t *tem
 // errorPage answers an authorization request whose redirect_uri could not be
 // verified (RFC 6749 §4.1.2.1): the error is shown, never redirected.
 func (s *base) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
+	metrics.Refused(r, oe.Code)
 	// A page is not an authentication challenge: an unknown client is a bad
 	// request here, whatever the code's status at the token endpoint.
 	status := statusOf(oe.Code)

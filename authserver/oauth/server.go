@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -94,6 +95,9 @@ type Config struct {
 	// Faults, on a development server only, injects QA's faults at the
 	// endpoints (faults.go); nil injects none.
 	Faults FaultHook
+
+	// Metrics counts sign-ins, consent decisions and tokens (docs/deploy.md, "Metrics"); nil counts none.
+	Metrics *metrics.Metrics
 }
 
 // BaseURL is {base_url}: the catalog's banking resource address.

@@ -121,6 +121,7 @@ func (s *tokenHandler) handleToken(w http.ResponseWriter, r *http.Request) {
 	if jkt != "" {
 		w.Header().Set(headerDPoPNonce, s.newNonce()) // the nonce for the next proof (RFC 9449 §8)
 	}
+	s.cfg.Metrics.TokenIssued(r.PostForm.Get("grant_type"))
 	writeJSON(w, http.StatusOK, resp)
 }
 

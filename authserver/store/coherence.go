@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 )
 
 // Cache coherence between processes. Each process keeps caches of what the
@@ -104,11 +106,12 @@ func (s *core) announce(tx *sql.Tx, c Change) error {
 	if s.pg == nil {
 		return nil
 	}
-	p := s.coh.instance + " " + c.Kind
+	p := s.coh.instance + s.metrics.Stamp() + " " + c.Kind
 	if c.Kind == ChangedGrant {
 		p += " " + strconv.FormatInt(c.At.Unix(), 10)
 	}
 	p += " " + c.Key
+	s.metrics.NotificationSent(c.Kind)
 	_, err := tx.Exec(`SELECT pg_notify(?, ?)`, notifyChannel, p)
 	return wrap("notify", err)
 }
@@ -117,6 +120,7 @@ func (s *core) announce(tx *sql.Tx, c Change) error {
 // own changes and for payloads it does not understand.
 func (s *core) parseChange(p string) (Change, bool) {
 	inst, rest, _ := strings.Cut(p, " ")
+	inst, sent := metrics.SplitStamp(inst) // the sender's Stamp, when it has metrics
 	if inst == s.coh.instance {
 		return Change{}, false
 	}
@@ -130,6 +134,7 @@ func (s *core) parseChange(p string) (Change, bool) {
 		}
 		c.At, c.Key = time.Unix(sec, 0), id
 	}
+	s.metrics.NotificationReceived(kind, sent)
 	return c, true
 }
 

@@ -7,8 +7,11 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 )
 
 // Group commit on PostgreSQL: the one-statement writes of a native flow
@@ -67,9 +70,10 @@ const (
 
 // groupOp is a write waiting in a batch.
 type groupOp struct {
-	out  groupOutcome
-	err  error // with groupLost
-	done chan struct{}
+	out    groupOutcome
+	err    error // with groupLost
+	done   chan struct{}
+	queued time.Time // metrics.Metrics.Queued
 }
 
 func (o *groupOp) finish(out groupOutcome, err error) {
@@ -160,6 +164,7 @@ func newAdmitOp(p *PendingRequest, params string, bind []byte, q Quota, start by
 // admitGrouped is addPendingPG, batched with concurrent admissions.
 func (s *core) admitGrouped(ctx context.Context, p *PendingRequest, params string, bind []byte, q Quota, start byte, end, now int64) (full bool, err error) {
 	op := newAdmitOp(p, params, bind, q, start, end, now)
+	op.queued = s.metrics.Queued()
 	if err := enqueue(s.quit, s.pg.groups.admit, op, &op.groupOp); err != nil {
 		return false, err
 	}
@@ -178,6 +183,7 @@ func (s *core) admitGrouped(ctx context.Context, p *PendingRequest, params strin
 // statement back and every admission runs alone (addPendingPG), which
 // admits those that fit.
 func (s *core) admitBatch(batch []*admitOp) {
+	s.metrics.Batch(metrics.BatchPGAdmit, len(batch), batch[0].queued)
 	if len(batch) == 1 {
 		batch[0].finish(groupAlone, nil)
 		return
@@ -258,6 +264,7 @@ func (s *core) redeemGrouped(ctx context.Context, hash []byte, at *AccessToken, 
 // it, alone when the caller is to run its own statement, an error (named
 // what) when the batch's connection was lost.
 func (s *core) durable(op *durableOp, what string) (done, alone bool, err error) {
+	op.queued = s.metrics.Queued()
 	if err := enqueue(s.quit, s.pg.groups.durable, op, &op.groupOp); err != nil {
 		return false, false, err
 	}
@@ -284,6 +291,7 @@ func (s *core) durable(op *durableOp, what string) (done, alone bool, err error)
 // tokens. Two redemptions of one code in a batch spend it once: the other
 // is not found, and the general path takes it for the replay it is.
 func (s *core) durableBatch(batch []*durableOp) {
+	s.metrics.Batch(metrics.BatchPGDurable, len(batch), batch[0].queued)
 	if len(batch) == 1 {
 		batch[0].finish(groupAlone, nil)
 		return

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"sync"
 	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 )
 
 // Grouped reads on PostgreSQL: the reads by key that another instance's
@@ -73,6 +75,8 @@ func (l *pgLookups) start(s *core, wg *sync.WaitGroup) {
 			}
 			return g.ID, g, finishGrant(g)
 		}}
+	l.pending.m, l.code.m, l.grant.m = s.metrics, s.metrics, s.metrics
+	l.pending.name, l.code.name, l.grant.name = metrics.BatchPGReadPending, metrics.BatchPGReadCode, metrics.BatchPGReadGrant
 	wg.Add(3)
 	go groupWorker(wg, s.quit, l.pending.ops, func(b []*lookupOp[pendingRow]) { l.pending.run(s.r, b) })
 	go groupWorker(wg, s.quit, l.code.ops, func(b []*lookupOp[codeRow]) { l.code.run(s.r, b) })
@@ -85,6 +89,8 @@ type lookup[V any] struct {
 	query string // the row's columns, its key first, WHERE key = ANY(?)
 	bytea bool   // the key is BYTEA (else TEXT)
 	scan  func(*sql.Rows) (key string, row V, err error)
+	m     *metrics.Metrics // batch sizes and waits, as name; nil records none
+	name  string
 }
 
 // lookupOp is a read waiting in a batch: found, or alone when the caller
@@ -95,12 +101,15 @@ type lookupOp[V any] struct {
 	found bool
 	alone bool
 	done  chan struct{}
+	// queued is when the read entered the queue (metrics.Metrics.Queued).
+	queued time.Time
 }
 
 // get reads key in a batch of reads of its kind. alone is true when the
 // caller is to run its own query.
 func (l *lookup[V]) get(quit <-chan struct{}, key string) (row V, found, alone bool, err error) {
 	op := &lookupOp[V]{key: key, done: make(chan struct{})}
+	op.queued = l.m.Queued()
 	select {
 	case l.ops <- op:
 	case <-quit:
@@ -112,6 +121,7 @@ func (l *lookup[V]) get(quit <-chan struct{}, key string) (row V, found, alone b
 
 // run reads a batch's keys in one query.
 func (l *lookup[V]) run(db *sql.DB, batch []*lookupOp[V]) {
+	l.m.Batch(l.name, len(batch), batch[0].queued)
 	finish := func(alone bool) {
 		for _, op := range batch {
 			op.alone = alone

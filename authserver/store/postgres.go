@@ -113,6 +113,7 @@ func openPostgres(ctx context.Context, dsn string, o Options) (_ *Store, err err
 		}
 	}()
 	s := newStore(&core{w: db, r: db, pg: &pgState{cfg: cfg, async: adb}, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), quit: make(chan struct{})})
+	s.metrics = o.Metrics
 	if err := s.stmts.prepare(ctx, db, db); err != nil {
 		return nil, err
 	}

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 )
 
 // ErrNotFound is returned when a looked-up record does not exist.
@@ -112,6 +114,8 @@ type core struct {
 	coh coherence // notifications between processes (coherence.go)
 
 	uses grantUses // grants used since the last flush (subjectgrants.go)
+
+	metrics *metrics.Metrics // batches and notifications (docs/deploy.md, "Metrics"); nil records none
 }
 
 // Options tune OpenWith.
@@ -119,6 +123,8 @@ type Options struct {
 	// Logger receives notices about the files (a mode tightened); nil
 	// discards them.
 	Logger *slog.Logger
+	// Metrics records the store's batches and notifications; nil none.
+	Metrics *metrics.Metrics
 }
 
 // Open opens a database and brings its schema up to date. It is OpenWith
@@ -217,6 +223,7 @@ func OpenWith(ctx context.Context, path string, o Options) (_ *Store, err error)
 	cp.SetMaxOpenConns(1)
 	s := newStore(&core{lock: lock, w: w, r: r, cp: cp, cache: newCache(cachedRecords), consents: newConsentCache(consentCacheBytes), ops: make(chan *writeOp),
 		quit: make(chan struct{}), writerDone: make(chan struct{}), cpDone: make(chan struct{})})
+	s.metrics = o.Metrics
 	go s.writer()
 	go s.checkpointer()
 	if err := s.stmts.prepare(ctx, w, r); err != nil {

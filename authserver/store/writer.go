@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 )
 
 // errClosed is returned by writes after Close.
@@ -16,8 +19,9 @@ const maxBatch = 256
 
 // writeOp is one write waiting for the writer goroutine.
 type writeOp struct {
-	fn   func(tx *sql.Tx) error
-	done chan error
+	fn     func(tx *sql.Tx) error
+	done   chan error
+	queued time.Time // metrics.Metrics.Queued
 }
 
 // write runs fn in a write transaction and returns once it is committed.
@@ -49,6 +53,7 @@ func (s *core) writeFlowState(ctx context.Context, fn func(tx *sql.Tx) error) er
 
 func (s *core) writeSQLite(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	op.queued = s.metrics.Queued()
 	select {
 	case s.ops <- op:
 	case <-s.quit:
@@ -89,6 +94,7 @@ func (s *core) writer() {
 				break fill
 			}
 		}
+		s.metrics.Batch(metrics.BatchSQLiteWrite, len(batch), batch[0].queued)
 		s.runBatch(batch)
 	}
 }

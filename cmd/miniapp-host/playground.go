@@ -348,6 +348,7 @@ func printPlayground(e env, p *playground.Playground, data, opKeySource string, 
 	} {
 		row(l[0], l[1])
 	}
+	row("metrics", s.Metrics+"  (Prometheus; docs/deploy.md, \"Metrics\")")
 	if data == "" {
 		data = "a temporary folder, removed on exit"
 	}

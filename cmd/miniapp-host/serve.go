@@ -14,6 +14,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/authserver"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
+	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
@@ -61,6 +62,8 @@ type serveFlags struct {
 	trusted, db, addr, dash, signing, invoicing *string
 	issuer, dashURL, signURL, invURL            *string
 	trustAny, verbose                           *bool
+	metricsAddr                                 *string // --metrics-addr, with --metrics-public (docs/deploy.md, "Metrics")
+	metricsPublic                               *bool
 	drain, shutdownTimeout                      *time.Duration
 	secrets                                     secretFlags
 	dashOrigins                                 originFlags
@@ -70,6 +73,7 @@ type serveFlags struct {
 func serveUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--issuer URL] [--dashboard-url URL] [--signing-url URL] [--invoicing-url URL]")
 	fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--trust-any-proxy] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
+	fmt.Fprintln(w, "                          [--metrics-addr HOST:PORT [--metrics-public]]")
 	fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
 	fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
 	fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES, "+operatorKeyEnv+" (a flag wins)")
@@ -96,6 +100,8 @@ func newServeFlags(fs *flag.FlagSet, e env) *serveFlags {
 	fs.Var(&f.dashOrigins, "dashboard-origin", "an origin, beside the dashboard's own, whose web pages may change state through the dashboard API (repeatable; docs/dashboard.md)")
 	f.opKey = operatorKeyFlag(fs, e)
 	f.verbose = fs.Bool("v", false, "log internal errors to stderr")
+	f.metricsAddr = fs.String("metrics-addr", "", "serve Prometheus metrics at /metrics on this loopback HOST:PORT, such as 127.0.0.1:9464 (docs/deploy.md, \"Metrics\"); default none")
+	f.metricsPublic = fs.Bool("metrics-public", false, "allow a --metrics-addr off loopback (keep it behind a firewall: the metrics say how the server is used)")
 	return f
 }
 
@@ -171,7 +177,12 @@ func (f *serveFlags) config(e env, source map[string]string) (authserver.Config,
 	cfg := authserver.Config{DB: *f.db, ServiceAddr: *f.addr, DashboardAddr: *f.dash, SigningAddr: *f.signing,
 		InvoicingAddr: *f.invoicing, Issuer: *f.issuer, DashboardURL: *f.dashURL, SigningURL: *f.signURL, InvoicingURL: *f.invURL,
 		Secrets: f.secrets, OperatorKey: opKey, DashboardOrigins: f.dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies},
-		TrustAnyProxy: *f.trustAny}
+		TrustAnyProxy: *f.trustAny, MetricsAddr: *f.metricsAddr, MetricsPublic: *f.metricsPublic}
+	if *f.metricsAddr != "" {
+		if err := metrics.CheckAddr(*f.metricsAddr, *f.metricsPublic); err != nil {
+			return cfg, usageError(e, "serve", metricsMessage(err)), false
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError(e, "serve", configMessage(err, source)), false
 	}
@@ -229,6 +240,9 @@ func printServe(e env, srv *authserver.Server, db, opKeySource string, public bo
 		{"signing_base_url", u.SigningBaseURL}, {"invoicing_base_url", u.InvoicingBaseURL},
 	} {
 		fmt.Fprintf(e.stdout, "%-20s%s\n", l[0], l[1])
+	}
+	if u.Metrics != "" {
+		fmt.Fprintf(e.stdout, "%-20s%s\n", "metrics", u.Metrics)
 	}
 	if public {
 		// The public addresses above are the proxy's; say where this
@@ -309,6 +323,8 @@ func settingMessage(se *authserver.SettingError, proxySource string) string {
 		return fmt.Sprintf("--secret %s=…: %s", se.Key, se.Rule)
 	case "HTTP.TrustedProxies":
 		return fmt.Sprintf("%s %s: %s", proxySource, se.Key, se.Rule)
+	case "MetricsAddr":
+		return metricsMessage(&metrics.AddrError{Addr: se.Key, Rule: se.Rule})
 	}
 	return se.Error()
 }
@@ -360,4 +376,18 @@ func printOperatorKey(w io.Writer, width int, key, source, dashboard string) {
 		fmt.Fprintf(w, "%-*s%s  (review: miniapp-host review list --dashboard %s --key KEY, or %s=KEY; docs/dashboard.md)\n",
 			width, "operator key", key, dashboard, operatorKeyEnv)
 	}
+}
+
+// metricsMessage names --metrics-addr in the refusal of its address, with
+// the fix.
+func metricsMessage(err error) string {
+	ae, ok := err.(*metrics.AddrError)
+	if !ok {
+		return "--metrics-addr: " + err.Error()
+	}
+	msg := fmt.Sprintf("--metrics-addr %q: %s", ae.Addr, ae.Rule)
+	if ae.Rule == metrics.NotLoopback {
+		msg += "; give a loopback address such as 127.0.0.1:9464, or add --metrics-public to serve them on this one"
+	}
+	return msg
 }

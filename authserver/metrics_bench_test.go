@@ -1,0 +1,247 @@
+package authserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/miniapp-host/miniapp-host/authserver"
+)
+
+// BenchmarkMetricsCost runs a browser flow and a native flow, each to its
+// token, on two servers side by side in one run, one without metrics and
+// one with them (Config.MetricsAddr), in turn within every iteration (in
+// a random order), so that a machine's load falls on both alike. It
+// reports the process's CPU time (user and system, getrusage) and the
+// wall time per flow of each, and how much more the metered flows cost
+// (docs/deploy.md, "Metrics"; BENCHMARKS.md, "Metrics off and on").
+func BenchmarkMetricsCost(b *testing.B) {
+	servers := map[bool]*benchServer{false: newBenchServer(b, ""), true: newBenchServer(b, "127.0.0.1:0")}
+	type key struct {
+		native, metrics bool
+	}
+	cpu, wall := map[key]time.Duration{}, map[key]time.Duration{}
+	order := []key{{false, false}, {false, true}, {true, false}, {true, true}}
+	n := 0
+	for b.Loop() {
+		// A new order each time: what a flow leaves behind (a collection
+		// due, a write to flush) falls on any of the four alike.
+		for _, j := range mrand.Perm(len(order)) {
+			k := order[j]
+			c0, w0 := cpuTime(b), time.Now()
+			if err := servers[k.metrics].flow(k.native); err != nil {
+				b.Fatal(err)
+			}
+			wall[k] += time.Since(w0)
+			cpu[k] += cpuTime(b) - c0
+		}
+		n++
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	for _, f := range []struct {
+		name   string
+		native bool
+	}{{"browser", false}, {"native", true}} {
+		off, on := key{f.native, false}, key{f.native, true}
+		b.ReportMetric(per(cpu[off]), "cpu-µs/"+f.name+"-off")
+		b.ReportMetric(per(cpu[on]), "cpu-µs/"+f.name+"-on")
+		b.ReportMetric(per(wall[off]), "wall-µs/"+f.name+"-off")
+		b.ReportMetric(per(wall[on]), "wall-µs/"+f.name+"-on")
+		b.ReportMetric(100*(float64(cpu[on])/float64(cpu[off])-1), "cpu-%/"+f.name+"-on-vs-off")
+	}
+}
+
+// cpuTime is the process's CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchServer is a reference server on SQLite with the public test client,
+// and the HTTP client of its flows.
+type benchServer struct {
+	srv *authserver.Server
+	u   authserver.URLs
+	hc  *http.Client
+}
+
+func newBenchServer(b *testing.B, metricsAddr string) *benchServer {
+	b.Helper()
+	cfg := authserver.Config{DB: filepath.Join(b.TempDir(), "bench.db"), Secrets: map[string]string{hostID: hostSecret}, MetricsAddr: metricsAddr}
+	// Every flow is a new browser from 127.0.0.1: lift the per-source caps.
+	cfg.OAuth.MaxSessionsPerSource, cfg.OAuth.MaxPendingPerSource = 1<<30, 1<<30
+	srv, err := authserver.Start(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	if _, err := srv.RegisterClient(context.Background(), authserver.ClientSpec{ID: publicID, RedirectURIs: []string{publicRedir},
+		AllowedOrigins: []string{"https://app.example"}}); err != nil {
+		b.Fatal(err)
+	}
+	return &benchServer{srv: srv, u: srv.URLs(), hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
+}
+
+// flow runs one sign-in of sub_ana for the public client, in a browser or
+// through the native-consent API, and redeems its code.
+func (s *benchServer) flow(native bool) error {
+	vb := make([]byte, 32)
+	rand.Read(vb)
+	verifier := base64.RawURLEncoding.EncodeToString(vb)
+	q := url.Values{"client_id": {publicID}, "redirect_uri": {publicRedir}, "response_type": {"code"},
+		"scope": {"openid profile offline_access"}, "resource": {s.u.BaseURL}, "state": {"st"}, "nonce": {"n"},
+		"code_challenge": {s256(verifier)}, "code_challenge_method": {"S256"}, "prompt": {"consent"}} // the consent page every time
+	authURL := s.u.Authorization + "?" + q.Encode()
+	var code string
+	var err error
+	if native {
+		code, err = s.nativeCode(authURL)
+	} else {
+		code, err = s.browserCode(authURL)
+	}
+	if err != nil {
+		return err
+	}
+	resp, err := s.hc.PostForm(s.u.Token, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {publicRedir},
+		"code_verifier": {verifier}, "client_id": {publicID}})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("token: %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func (s *benchServer) nativeCode(authURL string) (string, error) {
+	post := func(u string, body any) (map[string]any, error) {
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(raw))
+		asHost(req)
+		resp, err := s.hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode >= 300 {
+			return nil, fmt.Errorf("%s: %d %v %v", u, resp.StatusCode, m, err)
+		}
+		return m, nil
+	}
+	m, err := post(s.u.Native, map[string]any{"authorization_url": authURL, "subject": subAna})
+	if err != nil {
+		return "", err
+	}
+	id, _ := m["request_id"].(string)
+	if m, err = post(s.u.Native+"/"+id+"/decision", map[string]string{"action": "approve"}); err != nil {
+		return "", err
+	}
+	to, _ := m["redirect_url"].(string)
+	u, err := url.Parse(to)
+	if err != nil || u.Query().Get("code") == "" {
+		return "", fmt.Errorf("decision: redirect %q", to)
+	}
+	return u.Query().Get("code"), nil
+}
+
+// browserCode signs in and approves in a new browser (a cookie jar of its
+// own, sharing the connections), as browserCode of the tests does.
+func (s *benchServer) browserCode(authURL string) (string, error) {
+	jar, _ := cookiejar.New(nil)
+	iu, _ := url.Parse(s.u.Issuer)
+	hc := &http.Client{Jar: jar, Transport: s.hc.Transport, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Host != iu.Host {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	resp, err := hc.Get(authURL)
+	for _, set := range []url.Values{{"subject": {subAna}}, {"action": {"approve"}}} {
+		if err != nil {
+			return "", err
+		}
+		action, values, ferr := benchForm(resp)
+		if ferr != nil {
+			return "", ferr
+		}
+		for k, v := range set {
+			values[k] = v
+		}
+		resp, err = hc.PostForm(action, values)
+	}
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.StatusCode != http.StatusSeeOther || loc.Query().Get("code") == "" {
+		return "", fmt.Errorf("consent: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return loc.Query().Get("code"), nil
+}
+
+// benchForm reads the first form of a page as parseForm does: its action
+// and the values a browser sends by default.
+func benchForm(resp *http.Response) (string, url.Values, error) {
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", nil, fmt.Errorf("%s: %d", resp.Request.URL, resp.StatusCode)
+	}
+	doc, err := html.Parse(resp.Body)
+	if err != nil {
+		return "", nil, err
+	}
+	values, action := url.Values{}, ""
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			attr := map[string]string{}
+			checked, disabled := false, false
+			for _, a := range n.Attr {
+				attr[a.Key] = a.Val
+				checked = checked || a.Key == "checked"
+				disabled = disabled || a.Key == "disabled"
+			}
+			switch {
+			case n.Data == "form" && action == "":
+				action = attr["action"]
+			case n.Data == "input" && (attr["type"] == "hidden" || attr["type"] == "text" || attr["type"] == "radio" && checked ||
+				attr["type"] == "checkbox" && checked && !disabled):
+				values.Add(attr["name"], attr["value"])
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if action == "" {
+		return "", nil, errors.New("no form on " + resp.Request.URL.String())
+	}
+	a, err := resp.Request.URL.Parse(action)
+	if err != nil {
+		return "", nil, err
+	}
+	return a.String(), values, nil
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeMetrics: serve --metrics-addr prints the metrics' URL and
+// serves Prometheus' exposition there, with the requests it answered.
+func TestServeMetrics(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out, errs, done := startServe(t, ctx, env{args: []string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0",
+		"--metrics-addr", "127.0.0.1:0"}})
+	issuer, metricsURL := printed(t, out.String(), "issuer"), printed(t, out.String(), "metrics")
+	if !strings.HasPrefix(metricsURL, "http://127.0.0.1:") || strings.HasPrefix(metricsURL, "http://127.0.0.1:0/") || !strings.HasSuffix(metricsURL, "/metrics") {
+		t.Fatalf("metrics line %q, want http://127.0.0.1:PORT/metrics with the bound port", metricsURL)
+	}
+	resp, err := http.Get(issuer + "/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, w := range []string{`miniapp_host_http_requests_total{code="200",method="GET",role="service",route="/.well-known/openid-configuration"} 1`,
+		"# TYPE miniapp_host_http_request_duration_seconds histogram", "go_goroutines ", "process_cpu_seconds_total "} {
+		if !strings.Contains(string(body), w) {
+			t.Errorf("the metrics lack %q:\n%s", w, body)
+		}
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+}
+
+// TestServeRefusesMetricsAddress: a metrics address off loopback without
+// --metrics-public, and one another process holds, are usage errors naming
+// --metrics-addr, the address and the fix; nothing is printed on stdout.
+func TestServeRefusesMetricsAddress(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"every interface", []string{"--metrics-addr", "0.0.0.0:9464"}, []string{`--metrics-addr "0.0.0.0:9464"`, "not a loopback address", "--metrics-public", "127.0.0.1:9464"}},
+		{"no host", []string{"--metrics-addr", ":9464"}, []string{`--metrics-addr ":9464"`, "not a loopback address", "--metrics-public"}},
+		{"no port", []string{"--metrics-addr", "localhost"}, []string{`--metrics-addr "localhost"`, "HOST:PORT"}},
+		{"taken", []string{"--metrics-addr", held.Addr().String()}, []string{`--metrics-addr "` + held.Addr().String() + `"`, "another process may hold it", "choose another"}},
+		{"taken and public", []string{"--metrics-addr", held.Addr().String(), "--metrics-public"}, []string{`--metrics-addr "` + held.Addr().String() + `"`, "another process may hold it"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			args := append([]string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0"}, tc.args...)
+			code := run(t.Context(), env{args: args, stdout: &out, stderr: &errs, getenv: func(string) string { return "" }})
+			if code != exitUsage || out.Len() != 0 {
+				t.Fatalf("exit %d, want %d and nothing printed: %s %s", code, exitUsage, out.String(), errs.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs.String(), w) {
+					t.Errorf("error lacks %q:\n%s", w, errs.String())
+				}
+			}
+		})
+	}
+}
