@@ -158,14 +158,7 @@ func (r *privateRig) round(t *testing.T, subject string) {
 		t.Fatalf("Execute Script: %d %q", status, v)
 	}
 	r.sample(t)
-	consent := "/session/" + sid + "/miniapp-host/consent"
-	wd.until("the consent screen", "GET", consent, nil, func(s int, _ json.RawMessage) bool { return s == 200 })
-	if status, v := wd.do("POST", consent+"/approve", map[string]any{}); status != 200 || string(v) != `{"decision":"approved"}` {
-		t.Fatalf("approve: %d %s", status, v)
-	}
-	wd.until("the signed-in page", "POST", "/session/"+sid+"/execute/sync",
-		map[string]any{"script": `return location.href + " " + document.body.dataset.signedIn`, "args": []any{}},
-		func(s int, v json.RawMessage) bool { return s == 200 && string(v) == strconv.Quote(r.origin+"/ true") })
+	r.signIn(wd, sid)
 	if status, v := wd.do("DELETE", "/session/"+sid, nil); status != 200 || string(v) != "null" {
 		t.Fatalf("Delete Session: %d %s", status, v)
 	}
@@ -174,21 +167,36 @@ func (r *privateRig) round(t *testing.T, subject string) {
 	}
 }
 
+// signIn approves the consent screen of session sid through the front's
+// extension command and waits for the demo's signed-in page.
+func (r *privateRig) signIn(wd wdClient, sid string) {
+	t := wd.t
+	t.Helper()
+	consent := "/session/" + sid + "/miniapp-host/consent"
+	wd.until("the consent screen", "GET", consent, nil, func(s int, _ json.RawMessage) bool { return s == 200 })
+	if status, v := wd.do("POST", consent+"/approve", map[string]any{}); status != 200 || string(v) != `{"decision":"approved"}` {
+		t.Fatalf("approve: %d %s", status, v)
+	}
+	wd.until("the signed-in page", "POST", "/session/"+sid+"/execute/sync",
+		map[string]any{"script": `return location.href + " " + document.body.dataset.signedIn`, "args": []any{}},
+		func(s int, v json.RawMessage) bool { return s == 200 && string(v) == strconv.Quote(r.origin+"/ true") })
+}
+
 // leftovers is what the rig's ended sessions may not leave: processes
 // (bwrap, webdriver-session, the host, WebKitWebDriver, WebKit's), found
 // both as this process's descendants and by the rig's marker, and session
 // folders in $TMPDIR.
-func (r *privateRig) leftovers() (procs, folders []string) {
-	r.t.Helper()
-	procs = descendants(r.t, os.Getpid())
-	for _, p := range markedProcesses(r.t, r.marker) {
+func (r *privateRig) leftovers(t *testing.T) (procs, folders []string) {
+	t.Helper()
+	procs = descendants(t, os.Getpid())
+	for _, p := range markedProcesses(t, r.marker) {
 		if !slices.Contains(procs, p) {
 			procs = append(procs, p)
 		}
 	}
 	folders, err := filepath.Glob(filepath.Join(os.TempDir(), "miniapp-host-webdriver-*"))
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return procs, folders
 }
@@ -288,13 +296,13 @@ func openFiles(t *testing.T) []string {
 // process's descriptors back to fds (connections a session's end closes
 // close on the far side's goroutines a moment later). It fails naming what
 // is left after a bound well past any of it.
-func (r *privateRig) settle(what string, fds int, baseline []string) {
-	r.t.Helper()
+func (r *privateRig) settle(t *testing.T, what string, fds int, baseline []string) {
+	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-		procs, folders := r.leftovers()
-		open := openFiles(r.t)
+		procs, folders := r.leftovers(t)
+		open := openFiles(t)
 		ids := r.f.Sessions()
 		if len(procs) == 0 && len(folders) == 0 && len(ids) == 0 && (fds == 0 || len(open) <= fds) {
 			return
@@ -306,7 +314,7 @@ func (r *privateRig) settle(what string, fds int, baseline []string) {
 					extra = append(extra, o)
 				}
 			}
-			r.t.Fatalf("%s: left behind: sessions %q, processes %q, folders %q, %d descriptors (want at most %d), new ones %q",
+			t.Fatalf("%s: left behind: sessions %q, processes %q, folders %q, %d descriptors (want at most %d), new ones %q",
 				what, ids, procs, folders, len(open), fds, extra)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -365,18 +373,18 @@ func TestWebDriverFrontSoak(t *testing.T) {
 		if !t.Run(fmt.Sprintf("alone-%d", i), alone) {
 			break
 		}
-		r.settle(fmt.Sprintf("after round %d (alone)", i), level, baseline)
+		r.settle(t, fmt.Sprintf("after round %d (alone)", i), level, baseline)
 		if !t.Run(fmt.Sprintf("pair-%d", i), pair) {
 			break
 		}
-		r.settle(fmt.Sprintf("after round %d (two side by side)", i), level, baseline)
+		r.settle(t, fmt.Sprintf("after round %d (two side by side)", i), level, baseline)
 		rounds += 2
 		sessions += 3
 		if minutes > 0 {
 			t.Logf("soak: round %d done at %.1f minutes: %d sessions, %d descriptors", i, time.Since(start).Minutes(), sessions, len(openFiles(t)))
 		}
 	}
-	procs, _ := r.leftovers()
+	procs, _ := r.leftovers(t)
 	t.Logf("soak: %d rounds, %d sessions in %.1f minutes; descriptors %d before the first session, %d at the end; processes left %d; most at once: %d processes, %d descriptors",
 		rounds, sessions, time.Since(start).Minutes(), level, len(openFiles(t)), len(procs), r.most, r.mostFDs)
 }
