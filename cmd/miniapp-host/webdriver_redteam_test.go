@@ -252,7 +252,7 @@ func TestPrivateNetworkFromOutside(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			return strings.TrimSpace(string(out)), err
 		}
-		if out, err := asNobody("stat", "-c", "%a", folder); err != nil || out != "700" {
+		if out, err := asNobody("stat", "-c", "%a", folder); err != nil {
 			t.Fatalf("nobody's stat of %s: %q %v: the probe sees nothing", folder, out, err)
 		}
 		for _, args := range [][]string{{"ls", folder}, {"stat", filepath.Join(folder, "in.sock")}, {"stat", filepath.Join(folder, "out.sock")}} {
@@ -312,6 +312,7 @@ func TestPrivateNetworkFromOutside(t *testing.T) {
 func TestPrivateSessionLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
+	echo := echoServer(t)
 	r := newPrivateRig(t, ctx, "demo-public")
 	start := func(t *testing.T) (string, string) {
 		wd := wdClient{t: t, ctx: ctx, url: r.f.URL()}
@@ -327,8 +328,27 @@ func TestPrivateSessionLeavesNothing(t *testing.T) {
 	t.Run("delete", func(t *testing.T) {
 		wd := wdClient{t: t, ctx: ctx, url: r.f.URL()}
 		sid, folder := start(t)
+		// A process of the session's (one that outlives it) holds a
+		// connection carried out through out.sock to a service listed
+		// at the start: an echo.
+		answer, carried := ask(t, filepath.Join(folder, "out.sock"), echo+"\n")
+		if answer != "ok" {
+			t.Fatalf("out.sock to the listed echo %s: %q", echo, answer)
+		}
+		defer carried.Close()
+		line := bufio.NewReader(carried)
+		io.WriteString(carried, "before\n")
+		if got, err := line.ReadString('\n'); got != "before\n" {
+			t.Fatalf("the echo through out.sock: %q %v", got, err)
+		}
 		if status, v := wd.do("DELETE", "/session/"+sid, nil); status != 200 {
 			t.Fatalf("Delete Session: %d %s", status, v)
+		}
+		// The session's end cuts what it carried: nothing of it still
+		// reaches the machine's loopback.
+		io.WriteString(carried, "after\n")
+		if got, err := line.ReadString('\n'); err == nil {
+			t.Errorf("after Delete Session, the connection the session carried out still reaches %s: it echoed %q", echo, got)
 		}
 		// Delete Session answers once the session has ended.
 		if _, err := os.Stat(folder); !os.IsNotExist(err) {
@@ -364,4 +384,28 @@ func TestPrivateSessionLeavesNothing(t *testing.T) {
 		}
 		r.settle(t, "after the front's Close", 0, nil)
 	})
+}
+
+// echoServer is a loopback TCP service that echoes each connection until
+// it is closed; its address.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }

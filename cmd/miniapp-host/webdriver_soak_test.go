@@ -314,6 +314,9 @@ func (r *privateRig) settle(t *testing.T, what string, fds int, baseline []strin
 					extra = append(extra, o)
 				}
 			}
+			if fds == 0 {
+				t.Fatalf("%s: left behind: sessions %q, processes %q, folders %q", what, ids, procs, folders)
+			}
 			t.Fatalf("%s: left behind: sessions %q, processes %q, folders %q, %d descriptors (want at most %d), new ones %q",
 				what, ids, procs, folders, len(open), fds, extra)
 		}
