@@ -158,7 +158,7 @@ func (s *supervisor) run(ctx context.Context, stdin io.Reader, stdout io.Writer)
 			continue
 		}
 		s.listeners = append(s.listeners, ln)
-		go carry(ln, func(context.Context) (string, error) { return addr, nil },
+		go carry(ln, nil, func(context.Context) (string, error) { return addr, nil },
 			func(ctx context.Context, target string) (net.Conn, error) { return dialThrough(ctx, out, target) })
 	}
 	inLn, err := net.Listen("unix", filepath.Join(s.spec.Folder, inSocket))
@@ -166,7 +166,7 @@ func (s *supervisor) run(ctx context.Context, stdin io.Reader, stdout io.Writer)
 		return 1, err
 	}
 	s.listeners = append(s.listeners, inLn)
-	go carry(inLn, readTarget(loopbackTarget), dialTCP)
+	go carry(inLn, nil, readTarget(loopbackTarget), dialTCP)
 
 	inspector, err := s.freePort()
 	if err != nil {
@@ -250,32 +250,88 @@ func watch(cmd *exec.Cmd) chan struct{} {
 	return done
 }
 
+// carried is the connections a carrier holds, both ends of each: a
+// session's end closes them (closeAll), so that nothing it carried still
+// reaches an address once it has ended, whatever the far end does with
+// a half-closed connection. The zero value is ready; a nil one tracks
+// nothing.
+type carried struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// add tracks c; false (and c closed) once closeAll has run.
+func (s *carried) add(c net.Conn) bool {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.Close()
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[net.Conn]struct{}{}
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+// done closes c and forgets it.
+func (s *carried) done(c net.Conn) {
+	c.Close()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// closeAll closes every connection held, and every one added later.
+func (s *carried) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
+}
+
 // carry accepts connections on ln until it is closed; for each, target
 // names where it goes (reading it from the connection if need be) and
-// dial reaches it, then both are joined until either side ends.
-func carry(ln net.Listener, target func(context.Context) (string, error), dial func(ctx context.Context, addr string) (net.Conn, error)) {
+// dial reaches it, then both are joined until either side ends or held
+// (when not nil) closes them all.
+func carry(ln net.Listener, held *carried, target func(context.Context) (string, error), dial func(ctx context.Context, addr string) (net.Conn, error)) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
+		if !held.add(c) {
+			continue
+		}
 		go func() {
+			defer held.done(c)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			addr, err := targetOf(ctx, c, target)
 			if err != nil {
-				c.Close()
 				return
 			}
 			up, err := dial(ctx, addr)
 			if err != nil {
 				answer(c, err)
-				c.Close()
 				return
 			}
+			if !held.add(up) {
+				return
+			}
+			defer held.done(up)
 			if err := answer(c, nil); err != nil {
-				up.Close()
-				c.Close()
 				return
 			}
 			join(c, up)
@@ -484,6 +540,7 @@ func procAddr(h string) (netip.Addr, bool) {
 type privateSession struct {
 	folder  string         // holds in.sock and out.sock; only the front's user opens it
 	out     net.Listener   // out.sock: the session's way to the machine's loopback
+	carried carried        // the connections carried out through out.sock
 	control io.WriteCloser // the supervisor's standard input: closing it ends the session
 }
 
@@ -505,7 +562,7 @@ func (f *Front) startPrivate(ctx context.Context, s *session, args []string) (ho
 	if p.out, err = net.Listen("unix", filepath.Join(folder, outSocket)); err != nil {
 		return info, fmt.Errorf("webdriverfront: %w", err)
 	}
-	go carry(p.out, readTarget(func(addr string) error {
+	go carry(p.out, &p.carried, readTarget(func(addr string) error {
 		if !slices.Contains(mirror, addr) {
 			return errNotMirrored(addr)
 		}
@@ -582,5 +639,10 @@ func (p *privateSession) stop(s *session, grace time.Duration) {
 	if p.out != nil {
 		p.out.Close()
 	}
+	// What the session carried out ends with it: a connection whose
+	// far side ignores the session's end of it would otherwise keep the
+	// front's descriptors, and a process of the session's that outlived
+	// it its way to the machine's loopback.
+	p.carried.closeAll()
 	os.RemoveAll(p.folder)
 }

@@ -68,7 +68,7 @@ func TestCarryOnlyWhatItMirrors(t *testing.T) {
 	}
 	defer ln.Close()
 	mirror := []string{listed.Listener.Addr().String()}
-	go carry(ln, readTarget(func(addr string) error {
+	go carry(ln, nil, readTarget(func(addr string) error {
 		if !slices.Contains(mirror, addr) {
 			return errNotMirrored(addr)
 		}
