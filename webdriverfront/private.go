@@ -161,13 +161,6 @@ func (s *supervisor) run(ctx context.Context, stdin io.Reader, stdout io.Writer)
 		go carry(ln, nil, func(context.Context) (string, error) { return addr, nil },
 			func(ctx context.Context, target string) (net.Conn, error) { return dialThrough(ctx, out, target) })
 	}
-	inLn, err := net.Listen("unix", filepath.Join(s.spec.Folder, inSocket))
-	if err != nil {
-		return 1, err
-	}
-	s.listeners = append(s.listeners, inLn)
-	go carry(inLn, nil, readTarget(loopbackTarget), dialTCP)
-
 	inspector, err := s.freePort()
 	if err != nil {
 		return 1, err
@@ -176,6 +169,12 @@ func (s *supervisor) run(ctx context.Context, stdin io.Reader, stdout io.Writer)
 	if err != nil {
 		return 1, err
 	}
+	inLn, err := net.Listen("unix", filepath.Join(s.spec.Folder, inSocket))
+	if err != nil {
+		return 1, err
+	}
+	s.listeners = append(s.listeners, inLn)
+	go carry(inLn, nil, readTarget(notTheInspector(inspector)), dialTCP)
 	host := exec.Command(s.spec.Host[0], s.spec.Host[1:]...)
 	host.Env = append(os.Environ(), "WEBKIT_INSPECTOR_SERVER=127.0.0.1:"+strconv.Itoa(inspector))
 	host.Stdout, host.Stderr = s.log, s.log
@@ -401,6 +400,22 @@ func loopbackTarget(addr string) error {
 		return fmt.Errorf("%q is not a loopback address and port", addr)
 	}
 	return nil
+}
+
+// notTheInspector allows the session's own loopback but the inspector's
+// port: the front needs the driver and the automation channel only, and
+// nothing but the session's driver is to attach to the inspector, even
+// through the front's folder.
+func notTheInspector(inspector int) func(string) error {
+	return func(addr string) error {
+		if err := loopbackTarget(addr); err != nil {
+			return err
+		}
+		if ap, _ := netip.ParseAddrPort(addr); int(ap.Port()) == inspector {
+			return fmt.Errorf("%s is the session's inspector: only its driver attaches to it", addr)
+		}
+		return nil
+	}
 }
 
 // dialThrough connects to addr through the carrier listening on the Unix

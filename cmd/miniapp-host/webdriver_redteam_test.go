@@ -264,14 +264,17 @@ func TestPrivateNetworkFromOutside(t *testing.T) {
 
 	in := filepath.Join(folder, "in.sock")
 	_, driverArgs := r.sessionProcess(t, "WebKitWebDriver")
-	port := ""
+	port, inspector := "", ""
 	for _, a := range driverArgs {
 		if p, ok := strings.CutPrefix(a, "--port="); ok {
 			port = p
 		}
+		if t, ok := strings.CutPrefix(a, "--target="); ok {
+			inspector = t
+		}
 	}
-	if port == "" {
-		t.Fatalf("the session's WebKitWebDriver names no --port: %q", driverArgs)
+	if port == "" || inspector == "" {
+		t.Fatalf("the session's WebKitWebDriver names no --port or --target: %q", driverArgs)
 	}
 	answer, c := ask(t, in, "127.0.0.1:"+port+"\n")
 	if answer != "ok" {
@@ -289,6 +292,7 @@ func TestPrivateNetworkFromOutside(t *testing.T) {
 		{"an address without a port", "127.0.0.1\n", "is not a loopback address and port"},
 		{"garbage", "\x16\x03\x01\x00\xff\xfe\n", "is not a loopback address and port"},
 		{"a long line", "127.0.0.1:" + port + strings.Repeat(" ", 5000) + "\n", "an address line over 300 bytes"},
+		{"the inspector", inspector + "\n", "is the session's inspector"},
 	} {
 		if answer, conn := ask(t, in, c.line); conn != nil || !strings.HasPrefix(answer, "refused: ") || !strings.Contains(answer, c.want) {
 			t.Errorf("in.sock given %s: %q, want refused naming %q", c.name, answer, c.want)
