@@ -201,32 +201,10 @@ func (r *privateRig) leftovers(t *testing.T) (procs, folders []string) {
 	return procs, folders
 }
 
-// descendants lists the processes under pid as "PID NAME", from the
-// parent pid in /proc/*/stat.
+// descendants lists the processes under pid as "PID NAME".
 func descendants(t *testing.T, pid int) []string {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // it ended meanwhile
-		}
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) < 2 {
-			continue
-		}
-		if ppid, err := strconv.Atoi(fields[1]); err == nil {
-			children[ppid] = append(children[ppid], p)
-		}
-	}
+	children := processChildren(t)
 	var out []string
 	queue := slices.Clone(children[pid])
 	for len(queue) > 0 {

@@ -72,6 +72,29 @@ func randomSecret(t *testing.T, label string) string {
 // the parent pid in /proc/*/stat.
 func webkitProcesses(t *testing.T, pid int) map[string][]int {
 	t.Helper()
+	children := processChildren(t)
+	found := map[string][]int{}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		queue = append(queue, children[p]...)
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if err != nil {
+			continue
+		}
+		name := filepath.Base(string(bytes.SplitN(cmdline, []byte{0}, 2)[0]))
+		if p != pid && strings.HasPrefix(name, "WebKit") {
+			found[name] = append(found[name], p)
+		}
+	}
+	return found
+}
+
+// processChildren maps each process to its children, from the parent pid
+// in /proc/*/stat.
+func processChildren(t *testing.T) map[int][]int {
+	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
@@ -95,22 +118,7 @@ func webkitProcesses(t *testing.T, pid int) map[string][]int {
 			children[ppid] = append(children[ppid], p)
 		}
 	}
-	found := map[string][]int{}
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		queue = append(queue, children[p]...)
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
-		if err != nil {
-			continue
-		}
-		name := filepath.Base(string(bytes.SplitN(cmdline, []byte{0}, 2)[0]))
-		if p != pid && strings.HasPrefix(name, "WebKit") {
-			found[name] = append(found[name], p)
-		}
-	}
-	return found
+	return children
 }
 
 // assertNoSecretInWebKit reads the environment of every WebKit process
@@ -420,29 +428,11 @@ func TestWebDriverFront(t *testing.T) {
 	secret := randomSecret(t, "front-secret")
 	p := startPlayground(t, ctx, secret)
 	origin := demo(t, ctx, p, "demo-confidential")
-	driver, err := exec.LookPath("WebKitWebDriver")
-	if err != nil {
-		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
-	}
+	driver := webKitWebDriver(t)
 	log := &syncWriter{}
-	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret, OperatorKey: p.OperatorKey(),
+	f := testFront(t, webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret, OperatorKey: p.OperatorKey(),
 		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log,
-		Network: webdriverfront.NetworkPrivate, Supervisor: []string{os.Args[0], "webdriver-session"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- f.Serve() }()
-	t.Cleanup(func() {
-		f.Close()
-		<-served
-		if t.Failed() {
-			t.Logf("the front's log:\n%s", log.String())
-		}
-	})
+		Network: webdriverfront.NetworkPrivate, Supervisor: []string{os.Args[0], "webdriver-session"}}, log)
 	wd := wdClient{t: t, ctx: ctx, url: f.URL()}
 
 	status, v := wd.do("POST", "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
@@ -641,28 +631,10 @@ func TestWebDriverFrontKeepsItsService(t *testing.T) {
 	p := startPlayground(t, ctx, secret)
 	origin := demo(t, ctx, p, "demo-confidential")
 	hostile := newHostileService(t, p)
-	driver, err := exec.LookPath("WebKitWebDriver")
-	if err != nil {
-		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
-	}
+	driver := webKitWebDriver(t)
 	log := &syncWriter{}
-	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
-		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- f.Serve() }()
-	t.Cleanup(func() {
-		f.Close()
-		<-served
-		if t.Failed() {
-			t.Logf("the front's log:\n%s", log.String())
-		}
-	})
+	f := testFront(t, webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
+		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv("XDG_DATA_HOME=" + t.TempDir()), Log: log}, log)
 	wd := wdClient{t: t, ctx: ctx, url: f.URL()}
 	newSession := func(args ...string) (int, json.RawMessage) {
 		return wd.do("POST", "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
@@ -769,30 +741,12 @@ func TestInspectorOutOfReach(t *testing.T) {
 	secret := randomSecret(t, "front-secret")
 	p := startPlayground(t, ctx, secret)
 	origin := demo(t, ctx, p, "demo-public")
-	driver, err := exec.LookPath("WebKitWebDriver")
-	if err != nil {
-		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
-	}
+	driver := webKitWebDriver(t)
 	marker := "XDG_DATA_HOME=" + t.TempDir()
 	log := &syncWriter{}
-	f, err := webdriverfront.New(webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
+	f := testFront(t, webdriverfront.Config{Addr: "127.0.0.1:0", Driver: driver, Host: os.Args[0], Secret: secret,
 		Dashboard: p.Services().Dashboard, Service: p.Services().Issuer, Env: childEnv(marker), Log: log,
-		Network: webdriverfront.NetworkPrivate, Supervisor: []string{os.Args[0], "webdriver-session"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- f.Serve() }()
-	t.Cleanup(func() {
-		f.Close()
-		<-served
-		if t.Failed() {
-			t.Logf("the front's log:\n%s", log.String())
-		}
-	})
+		Network: webdriverfront.NetworkPrivate, Supervisor: []string{os.Args[0], "webdriver-session"}}, log)
 	wd := wdClient{t: t, ctx: ctx, url: f.URL()}
 	status, v := wd.do("POST", "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
 		"webkitgtk:browserOptions": map[string]any{"args": []string{"open", "--webdriver", "--origin", origin, "--id", "demo-public",
@@ -912,6 +866,39 @@ func hostSocketsHere(t *testing.T, pid int) []string {
 		}
 	}
 	return shown
+}
+
+// webKitWebDriver is WebKitWebDriver's path.
+func webKitWebDriver(t *testing.T) string {
+	t.Helper()
+	driver, err := exec.LookPath("WebKitWebDriver")
+	if err != nil {
+		t.Fatalf("WebKitWebDriver is not installed (Debian package webkit2gtk-driver; scripts/deps.sh installs it): %v", err)
+	}
+	return driver
+}
+
+// testFront starts a front of cfg on loopback until the test ends; its
+// log is shown when the test fails.
+func testFront(t *testing.T, cfg webdriverfront.Config, log *syncWriter) *webdriverfront.Front {
+	t.Helper()
+	f, err := webdriverfront.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- f.Serve() }()
+	t.Cleanup(func() {
+		f.Close()
+		<-served
+		if t.Failed() {
+			t.Logf("the front's log:\n%s", log.String())
+		}
+	})
+	return f
 }
 
 // inspectedProcess finds, as `ps e` would, a process whose environment
