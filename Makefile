@@ -23,7 +23,7 @@ webkit_env = WEBKIT_API=$(1) GOFLAGS='$(call webkit_goflags,$(1))'
 USER_GOFLAGS := $(GOFLAGS)
 export GOFLAGS = $(call webkit_goflags,$(webkit_api))
 
-.PHONY: all deps webkit build run test vet lint bench bench-sbs soak clean
+.PHONY: all deps webkit build jaeger run test vet lint bench bench-sbs soak clean
 
 all: build
 
@@ -60,6 +60,7 @@ $(STATICCHECK):
 # Jaeger's all-in-one, the trace store the trace tests send a sign-in's spans to (docs/deploy.md,
 # "Traces"); pinned in its own module, tools/jaeger, so its dependencies stay out of ours.
 JAEGER := $(BIN)/jaeger
+jaeger: $(JAEGER)
 $(JAEGER): tools/jaeger/go.mod tools/jaeger/go.sum
 	cd tools/jaeger && GOFLAGS= $(GO) build -o $(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger
 
