@@ -169,6 +169,11 @@ func New(cfg Config) (*Front, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Front{cfg: cfg, log: &syncWriter{w: cfg.Log}, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
 	f.srv = &http.Server{Handler: f, ReadHeaderTimeout: 30 * time.Second}
+	if cfg.Network == NetworkPrivate {
+		for _, folder := range removeStaleFolders(os.TempDir()) {
+			fmt.Fprintf(f.log, "webdriver: removed %s, a session folder left by a front that was killed\n", folder)
+		}
+	}
 	return f, nil
 }
 

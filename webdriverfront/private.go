@@ -554,6 +554,7 @@ func procAddr(h string) (netip.Addr, bool) {
 // privateSession is a session's private network, on the front's side.
 type privateSession struct {
 	folder  string         // holds in.sock and out.sock; only the front's user opens it
+	lock    *os.File       // the folder's lock file, locked while the session lives (stale.go)
 	out     net.Listener   // out.sock: the session's way to the machine's loopback
 	carried carried        // the connections carried out through out.sock
 	control io.WriteCloser // the supervisor's standard input: closing it ends the session
@@ -564,12 +565,15 @@ type privateSession struct {
 // waits for both: the host's automation channel, the driver's /status.
 func (f *Front) startPrivate(ctx context.Context, s *session, args []string) (host.AutomationInfo, error) {
 	var info host.AutomationInfo
-	folder, err := os.MkdirTemp("", "miniapp-host-webdriver-") // mode 0700
+	folder, err := os.MkdirTemp("", folderPrefix) // mode 0700
 	if err != nil {
 		return info, fmt.Errorf("webdriverfront: the session's folder: %w", err)
 	}
 	p := &privateSession{folder: folder}
 	s.private = p
+	if p.lock, err = lockFolder(folder); err != nil {
+		return info, fmt.Errorf("webdriverfront: the session's folder: %w", err)
+	}
 	mirror, err := loopbackListeners()
 	if err != nil {
 		return info, fmt.Errorf("webdriverfront: the machine's loopback services: %w", err)
@@ -660,4 +664,7 @@ func (p *privateSession) stop(s *session, grace time.Duration) {
 	// it its way to the machine's loopback.
 	p.carried.closeAll()
 	os.RemoveAll(p.folder)
+	if p.lock != nil {
+		p.lock.Close()
+	}
 }
