@@ -62,9 +62,19 @@ func TestGrantEndpointErrors(t *testing.T) {
 				req.Header.Set("X-Client-Id", tc.id)
 				req.Header.Set("X-Client-Secret", tc.secret)
 			}
-			st, m, _ := e.do(req)
+			st, m, h := e.do(req)
 			if st != tc.status || m["code"] != tc.code || m["status"] != float64(tc.status) {
 				t.Fatalf("want %d %s, got %d %v", tc.status, tc.code, st, m)
+			}
+			// RFC 6750 §3.1: a token that was sent and refused is
+			// invalid_token in the challenge, whatever the body's own code
+			// says of it; a request without one, or refused for its client
+			// credential, gets the challenge without an error.
+			challenge := h.Get("WWW-Authenticate")
+			wantError := strings.HasSuffix(tc.code, "_token") && tc.code != "missing_token"
+			if st == 401 && (!strings.HasPrefix(challenge, `Bearer realm="`) ||
+				strings.Contains(challenge, `error="invalid_token"`) != wantError) {
+				t.Errorf("WWW-Authenticate %q: want the realm, with error=\"invalid_token\" %v", challenge, wantError)
 			}
 		})
 	}

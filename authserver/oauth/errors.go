@@ -328,7 +328,15 @@ func (s *base) writeGrantError(w http.ResponseWriter, r *http.Request, err error
 	if writeDPoPHeaders(w, oe) {
 		st = http.StatusUnauthorized
 	} else if st == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="`+s.cfg.baseURL()+`"`)
+		challenge := `Bearer realm="` + s.cfg.baseURL() + `"`
+		switch oe.Code {
+		case codeMalformedToken, codeInvalidToken, codeExpiredToken, codeRevokedToken:
+			// RFC 6750 §3.1: the token sent was refused. Without a token
+			// (missing_token), or for the Resource Server's own credential,
+			// the challenge carries no error code.
+			challenge += `, error="invalid_token", error_description="` + oe.describe() + `"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	writeJSON(w, st, struct {
 		Code    string `json:"code"`
