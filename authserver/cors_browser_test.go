@@ -147,6 +147,39 @@ func TestCORSInChromium(t *testing.T) {
 		t.Fatalf("replayed code from %s: %+v", app, r)
 	}
 
+	// A DPoP-bound token (RFC 9449), the proof made with WebCrypto as a
+	// single-page app makes it: the preflight lets the DPoP header through,
+	// and the page reads the DPoP-Nonce the answer carries for its next
+	// proof (RFC 9449 §8).
+	c2, v2 := code()
+	f := url.Values{"grant_type": {"authorization_code"}, "code": {c2}, "redirect_uri": {redirect},
+		"code_verifier": {v2}, "client_id": {id}}
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`(async () => {
+		const b64 = (b) => btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+		const txt = (o) => b64(new TextEncoder().encode(JSON.stringify(o)));
+		const key = await crypto.subtle.generateKey({name: "ECDSA", namedCurve: "P-256"}, false, ["sign"]);
+		const jwk = await crypto.subtle.exportKey("jwk", key.publicKey);
+		const input = txt({typ: "dpop+jwt", alg: "ES256", jwk: {kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y}}) + "." +
+			txt({jti: crypto.randomUUID(), htm: "POST", htu: `+jsonOf(t, e.u.Token)+`, iat: `+jsonOf(t, e.clock.Now().Unix())+`});
+		const sig = await crypto.subtle.sign({name: "ECDSA", hash: "SHA-256"}, key.privateKey, new TextEncoder().encode(input));
+		try {
+			const r = await fetch(`+jsonOf(t, e.u.Token)+`, {method: "POST", headers: {DPoP: input + "." + b64(sig)},
+				body: new URLSearchParams(`+jsonOf(t, f.Encode())+`)});
+			return {status: r.status, body: await r.json(), nonce: r.headers.get("DPoP-Nonce") || ""};
+		} catch (e) {
+			return {status: 0, error: String(e)};
+		}
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := out["body"].(map[string]any); out["status"] != float64(http.StatusOK) || body["token_type"] != "DPoP" {
+		t.Fatalf("DPoP token from %s: %v", app, out)
+	}
+	if out["nonce"] == "" {
+		t.Errorf("DPoP token from %s: the page cannot read the DPoP-Nonce of the answer (Access-Control-Expose-Headers)", app)
+	}
+
 	// Back on the other origin, a valid token does not open userinfo.
 	if err := chromedp.Do(ctx, chromedp.Navigate(other+"/")); err != nil {
 		t.Fatal(err)

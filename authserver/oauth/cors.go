@@ -36,15 +36,17 @@ const corsMaxAge = "600"
 
 var (
 	headerVaryOrigin  = []string{"Origin"}
-	headerCORSHeaders = []string{"Authorization, Content-Type"}
-	headerCORSExpose  = []string{"WWW-Authenticate"}
+	// DPoP: a browser-based client's proof (RFC 9449 §4.1); DPoP-Nonce
+	// the nonce its next proof must carry (§8, §9).
+	headerCORSHeaders = []string{"Authorization, Content-Type, DPoP"}
+	headerCORSExpose  = []string{"WWW-Authenticate, DPoP-Nonce"}
 )
 
 // handlePreflight answers the CORS preflight of an endpoint whose methods
 // are allowed (Fetch standard, "CORS-preflight fetch"): any well-formed
-// origin is echoed, with the methods, the two request headers a client
+// origin is echoed, with the methods, the three request headers a client
 // sends (Authorization for HTTP Basic or a Bearer token, Content-Type for
-// the form) and no Access-Control-Allow-Credentials. An OPTIONS request that
+// the form, DPoP for a proof of RFC 9449 §4.1) and no Access-Control-Allow-Credentials. An OPTIONS request that
 // is no preflight (no Access-Control-Request-Method), or whose Origin is
 // absent, repeated, "null" or not an origin, gets 204 without any
 // Access-Control-* header.
