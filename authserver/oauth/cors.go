@@ -35,7 +35,7 @@ import (
 const corsMaxAge = "600"
 
 var (
-	headerVaryOrigin  = []string{"Origin"}
+	headerVaryOrigin = []string{"Origin"}
 	// DPoP: a browser-based client's proof (RFC 9449 §4.1); DPoP-Nonce
 	// the nonce its next proof must carry (§8, §9).
 	headerCORSHeaders = []string{"Authorization, Content-Type, DPoP"}
