@@ -45,7 +45,7 @@ func runExplain(ctx context.Context, e env) int {
 	if msg != "" {
 		return usageError(e, cmd, msg)
 	}
-	c := &dashboard.Client{BaseURL: *dash, Key: dashboardKey("review", *key)}
+	c := &dashboard.Client{BaseURL: *dash, Key: dashboardKey(e, "review", *key)}
 	out, err := c.Do(ctx, http.MethodPost, "/api/dev/explain", body)
 	if err != nil {
 		return explainFailed(e, *dash, *asJSON, err)

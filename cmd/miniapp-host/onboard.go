@@ -438,7 +438,7 @@ func runDashboard(ctx context.Context, e env, group string) int {
 	if err != nil {
 		return usageError(e, cmd, err.Error())
 	}
-	k := dashboardKey(group, *key)
+	k := dashboardKey(e, group, *key)
 	c := &dashboard.Client{BaseURL: *dash, Key: k}
 	out, err := c.Do(ctx, req.method, req.path, req.body)
 	if err != nil {
@@ -492,12 +492,12 @@ func pickAction(e env, group string, acts map[string]action) (name string, code 
 
 // dashboardKey is the key to send: --key, else for review the operator
 // key's variable (which serve and playground read), else keyEnv.
-func dashboardKey(group, key string) string {
+func dashboardKey(e env, group, key string) string {
 	if key == "" && group == "review" {
-		key = os.Getenv(operatorKeyEnv)
+		key = e.envVar(operatorKeyEnv)
 	}
 	if key == "" {
-		key = os.Getenv(keyEnv)
+		key = e.envVar(keyEnv)
 	}
 	return key
 }

@@ -19,7 +19,7 @@ import (
 func cli(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errs bytes.Buffer
-	code := run(context.Background(), env{args: args, stdin: strings.NewReader(stdin), stdout: &out, stderr: &errs})
+	code := run(context.Background(), env{args: args, stdin: strings.NewReader(stdin), stdout: &out, stderr: &errs, getenv: os.Getenv})
 	return code, out.String(), errs.String()
 }
 
@@ -84,6 +84,20 @@ func TestDashboardCommands(t *testing.T) {
 	}
 	if code, out, _ = cli(t, "", "rs", "list", "--dashboard", d); code != exitOK || !strings.Contains(out, sub.AssignedID) {
 		t.Fatalf("rs list: %d %s", code, out)
+	}
+
+	// The keys come from the command's own environment (what main
+	// passes), not from the process's: review reads the operator key's
+	// variable, the other groups MINIAPP_HOST_KEY.
+	t.Setenv(keyEnv, "")
+	vars := map[string]string{operatorKeyEnv: "op-key-for-the-cli-tests", keyEnv: prj.Key}
+	for _, args := range [][]string{{"review", "list", "--dashboard", d}, {"credential", "list", "--dashboard", d, "--project", prj.ID}} {
+		var out, errs bytes.Buffer
+		code := run(context.Background(), env{args: args, stdin: strings.NewReader(""), stdout: &out, stderr: &errs,
+			getenv: func(k string) string { return vars[k] }})
+		if code != exitOK {
+			t.Errorf("%v with the keys in its environment: %d %s", args, code, errs.String())
+		}
 	}
 }
 
