@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,6 +135,7 @@ type Flow struct {
 	dropped     int
 	codes       []string // fingerprints of the codes issued in the flow
 	authorizeID int      // the authorize entry, for the consent model
+	traceID     string   // the flow's trace (SetTraceID), "" untraced
 }
 
 // BeginFlow records the start of a flow with the caught authorization
@@ -191,6 +193,17 @@ func (la *Launch) Injected(x Exchange) {
 	}
 	l.mu.Unlock()
 	f.Add(x)
+}
+
+// SetTraceID records the id of the flow's trace, 32 hexadecimal digits
+// (W3C Trace Context §3.2.2.3); anything else is ignored.
+func (f *Flow) SetTraceID(id string) {
+	if f == nil || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return
+	}
+	f.log.mu.Lock()
+	f.traceID = id
+	f.log.mu.Unlock()
 }
 
 // ID is the flow's id in the log.
@@ -349,6 +362,9 @@ type FlowSummary struct {
 	Entries   int        `json:"entries"`
 	// Dropped counts the entries dropped beyond Config.MaxEntries.
 	Dropped int `json:"dropped,omitempty"`
+	// TraceID is the W3C trace id of the flow's trace (docs/deploy.md,
+	// "Traces"), "" when the host's tracing is off or did not sample it.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // FlowExport is one flow with its entries, oldest first
@@ -360,7 +376,8 @@ type FlowExport struct {
 
 func (f *Flow) summaryLocked() FlowSummary {
 	s := FlowSummary{ID: f.id, Launch: f.launch.ID, Origin: f.launch.Origin, MiniappID: f.launch.MiniappID,
-		ClientID: f.clientID, Started: f.started, Outcome: f.outcome, Detail: f.detail, Entries: len(f.entries), Dropped: f.dropped}
+		ClientID: f.clientID, Started: f.started, Outcome: f.outcome, Detail: f.detail, Entries: len(f.entries), Dropped: f.dropped,
+		TraceID: f.traceID}
 	if !f.ended.IsZero() {
 		e := f.ended
 		s.Ended = &e
