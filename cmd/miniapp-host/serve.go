@@ -17,6 +17,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // secretFlags collects repeated --secret CLIENT_ID=SECRET values.
@@ -123,6 +124,14 @@ func runServe(ctx context.Context, e env) int {
 	if !ok {
 		return code
 	}
+	tp, code, ok := startTraces(ctx, e, "serve", telemetry.Options{Service: telemetry.ServerService})
+	if !ok {
+		return code
+	}
+	// After the server's shutdown: its last spans are flushed, within
+	// telemetry.ShutdownTimeout.
+	defer tp.Shutdown(context.WithoutCancel(ctx))
+	cfg.Traces = tp
 	srv, err := authserver.Start(ctx, cfg)
 	if err != nil {
 		return serveStartError(e, err, source)
@@ -130,8 +139,28 @@ func runServe(ctx context.Context, e env) int {
 	_, opKeySource := f.opKey()
 	public := *f.issuer != "" || *f.dashURL != "" || *f.signURL != "" || *f.invURL != ""
 	printServe(e, srv, *f.db, opKeySource, public)
+	if tp.Enabled() {
+		fmt.Fprintf(e.stdout, "%-20s%s\n", "traces", tp.Endpoint())
+	}
 	<-ctx.Done()
 	return stopServe(e, srv, *f.drain, *f.shutdownTimeout)
+}
+
+// startTraces starts the tracing the OTEL_* variables configure (package
+// telemetry; docs/deploy.md, "Traces"): off without an endpoint; a
+// malformed variable is a usage error of cmd naming it, its rule and the
+// fix.
+func startTraces(ctx context.Context, e env, cmd string, o telemetry.Options) (*telemetry.Provider, int, bool) {
+	o.Getenv = e.envVar
+	tp, err := telemetry.Start(ctx, o)
+	if err != nil {
+		if _, ok := err.(*telemetry.EnvError); ok {
+			return nil, usageError(e, cmd, err.Error()), false
+		}
+		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		return nil, exitUndecided, false
+	}
+	return tp, 0, true
 }
 
 // fromEnv gives each flag not on the command line its environment
