@@ -23,7 +23,7 @@ webkit_env = WEBKIT_API=$(1) GOFLAGS='$(call webkit_goflags,$(1))'
 USER_GOFLAGS := $(GOFLAGS)
 export GOFLAGS = $(call webkit_goflags,$(webkit_api))
 
-.PHONY: all deps webkit build run test vet lint bench bench-sbs soak clean
+.PHONY: all deps webkit build jaeger run test vet lint bench bench-sbs soak clean
 
 all: build
 
@@ -57,6 +57,13 @@ run: build
 $(STATICCHECK):
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+# Jaeger's all-in-one, the trace store the trace tests send a sign-in's spans to (docs/deploy.md,
+# "Traces"); pinned in its own module, tools/jaeger, so its dependencies stay out of ours.
+JAEGER := $(BIN)/jaeger
+jaeger: $(JAEGER)
+$(JAEGER): tools/jaeger/go.mod tools/jaeger/go.sum
+	cd tools/jaeger && GOFLAGS= $(GO) build -o $(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger
+
 vet: webkit
 	$(GO) vet ./...
 
@@ -78,7 +85,7 @@ test: DEPS_FLAGS = --all-webkit-apis
 # One package at a time (-p 1): every package's windows share the one virtual display, and a
 # window another package maps over the host's test window takes the clicks its tests send
 # through the X server (xdotool) at the test window's coordinates.
-test: lint
+test: lint $(JAEGER)
 	$(XVFB) $(GO) test -race -count=1 -p 1 ./...
 	@echo "test: the benchmark drivers' shared flow (bench/go.mod, a module of its own)"
 	cd bench && GOFLAGS= $(GO) test -race -count=1 ./...

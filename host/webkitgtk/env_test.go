@@ -105,10 +105,21 @@ func evalJSON(t *testing.T, js string, v any) {
 	}
 }
 
-// pollFor waits up to 10 s for cond.
+// testDeadline is how long a wait of the test may last: until shortly
+// before the test binary's own -timeout, so a loaded machine makes a test
+// slower, never red; a condition that never comes still fails with what
+// was awaited, before the runner's panic would hide it.
+func testDeadline(t *testing.T) time.Time {
+	if d, ok := t.Deadline(); ok {
+		return d.Add(-30 * time.Second)
+	}
+	return time.Now().Add(10 * time.Minute)
+}
+
+// pollFor waits for cond until testDeadline.
 func pollFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testDeadline(t)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -117,10 +128,10 @@ func pollFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// pollJS evaluates js until it returns want, for up to 10 s.
+// pollJS evaluates js until it returns want, until testDeadline.
 func pollJS(t *testing.T, js, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testDeadline(t)
 	var got string
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
