@@ -32,6 +32,8 @@ type queue struct {
 	once  sync.Once
 
 	full, failed, exported atomic.Uint64
+
+	rest []sdktrace.ReadOnlySpan // the loop's batch not sent when it stopped; read after done
 }
 
 var _ sdktrace.SpanProcessor = (*queue)(nil)
@@ -84,6 +86,7 @@ func (q *queue) loop() {
 			close(ack)
 			continue
 		case <-q.stop:
+			q.rest = batch // Shutdown exports it, after done
 			return
 		}
 		q.export(context.Background(), batch)
@@ -149,12 +152,11 @@ func (q *queue) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			// An export in flight holds the loop: it ends within its
 			// own timeout; what is queued is not sent.
-			q.failed.Add(uint64(len(q.in)))
+			q.failed.Add(uint64(len(q.in))) // dropped: counted as failed
 			err = ctx.Err()
 			return
 		}
-		rest := q.take(nil)
-		q.export(ctx, rest)
+		q.export(ctx, q.take(q.rest))
 		err = q.exp.Shutdown(ctx)
 	})
 	return err
