@@ -125,7 +125,7 @@ func Endpoint(getenv func(string) string) (string, error) {
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return "", &EnvError{Var: name, Value: v, Rule: "its port is not a number from 1 to 65535",
-				Fix: "give the collector's OTLP/HTTP port, 4318 by default"}
+				Fix: "give the collector's OTLP/HTTP address such as http://127.0.0.1:4318, or unset it to turn tracing off"}
 		}
 	}
 	if name == EnvEndpoint {

@@ -78,6 +78,7 @@ func serveUsage(w io.Writer) {
 	fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
 	fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
 	fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES, "+operatorKeyEnv+" (a flag wins)")
+	fmt.Fprintln(w, "traces: OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER send spans over OTLP/HTTP; none without an endpoint (docs/deploy.md, \"Traces\")")
 }
 
 func newServeFlags(fs *flag.FlagSet, e env) *serveFlags {

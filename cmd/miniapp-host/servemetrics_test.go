@@ -80,3 +80,61 @@ func TestServeRefusesMetricsAddress(t *testing.T) {
 		})
 	}
 }
+
+// TestServeRefusesOTLPEndpoint: a malformed OTEL_EXPORTER_OTLP_ENDPOINT
+// (or its traces-specific variable) is a usage error naming the
+// variable, the rule and the fix, before anything is served.
+func TestServeRefusesOTLPEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name, v, value string
+	}{
+		{"no scheme", "OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318"},
+		{"traces, not http", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "grpc://127.0.0.1:4317"},
+		{"bad port", "OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:70000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			args := []string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0"}
+			code := run(t.Context(), env{args: args, stdout: &out, stderr: &errs,
+				getenv: func(k string) string { return map[string]string{tc.v: tc.value}[k] }})
+			if code != exitUsage || out.Len() != 0 {
+				t.Fatalf("exit %d, want %d and nothing printed: %s %s", code, exitUsage, out.String(), errs.String())
+			}
+			for _, w := range []string{tc.v + ` "` + tc.value + `"`, "http://127.0.0.1:4318", "unset it"} {
+				if !strings.Contains(errs.String(), w) {
+					t.Errorf("error lacks %q:\n%s", w, errs.String())
+				}
+			}
+		})
+	}
+}
+
+// TestPlaygroundRefusesTraceUI: a --trace-ui (or MINIAPP_HOST_TRACE_UI)
+// that is no http or https URL with {trace_id} is a usage error naming
+// it, with an example.
+func TestPlaygroundRefusesTraceUI(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		env    string
+		source string
+	}{
+		{"flag without placeholder", []string{"--trace-ui", "http://localhost:16686/trace/"}, "", "--trace-ui"},
+		{"env not http", nil, "javascript:alert(1)//{trace_id}", "MINIAPP_HOST_TRACE_UI"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			args := append([]string{"playground", "--no-window", "--addr", "127.0.0.1:0", "--launcher-addr", "127.0.0.1:0"}, tc.args...)
+			code := run(t.Context(), env{args: args, stdout: &out, stderr: &errs,
+				getenv: func(k string) string { return map[string]string{"MINIAPP_HOST_TRACE_UI": tc.env}[k] }})
+			if code != exitUsage || out.Len() != 0 {
+				t.Fatalf("exit %d, want %d and nothing printed: %s %s", code, exitUsage, out.String(), errs.String())
+			}
+			for _, w := range []string{tc.source, "{trace_id}", "http://localhost:16686/trace/{trace_id}"} {
+				if !strings.Contains(errs.String(), w) {
+					t.Errorf("error lacks %q:\n%s", w, errs.String())
+				}
+			}
+		})
+	}
+}
