@@ -378,8 +378,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Traces.Enabled() {
 		tr = cfg.Traces.Tracer(tracerScope)
 		oc.Tracer = tr
-		mx.CountDroppedSpans(cfg.Traces.Dropped)
 	}
+	// Zero without traces: the series exists for an alert either way.
+	mx.CountDroppedSpans(cfg.Traces.Dropped)
 	oc.Store, oc.Metrics = meterStorage(s.st, mx, tr), mx
 	oc.FAPI.LocalJWKSURI = oc.FAPI.LocalJWKSURI || local
 	if s.oauth, err = oauth.New(ctx, oc); err != nil {
