@@ -68,7 +68,7 @@ func BenchmarkMetricsCost(b *testing.B) {
 }
 
 // cpuTime is the process's CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
+func cpuTime(b testing.TB) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)

@@ -32,8 +32,9 @@ type Span struct {
 
 // Sink is an OTLP/HTTP receiver at URL (the traces endpoint).
 type Sink struct {
-	URL  string
-	hang bool
+	URL     string
+	hang    bool
+	discard bool // answer without decoding or keeping (a benchmark's)
 
 	mu      sync.Mutex
 	spans   []Span
@@ -44,6 +45,14 @@ type Sink struct {
 
 // NewSink starts a receiver on 127.0.0.1 until the test ends.
 func NewSink(t testing.TB) *Sink { return start(t, false) }
+
+// NewDiscardSink starts a receiver that accepts every export without
+// decoding or keeping it: the cheapest collector, for a benchmark.
+func NewDiscardSink(t testing.TB) *Sink {
+	s := start(t, false)
+	s.discard = true
+	return s
+}
 
 // NewHangingSink starts a receiver that reads each export and never
 // answers it until the test ends.
@@ -79,6 +88,10 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) {
 		case <-s.release:
 		case <-r.Context().Done():
 		}
+		return
+	}
+	if s.discard {
+		w.Header().Set("Content-Type", "application/x-protobuf")
 		return
 	}
 	var req collectorpb.ExportTraceServiceRequest
