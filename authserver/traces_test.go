@@ -169,6 +169,10 @@ func TestTracesUnreachableEndpoint(t *testing.T) {
 	if got := m[`miniapp_host_trace_spans_dropped_total{reason=export_failed}`]; got == 0 {
 		t.Errorf("miniapp_host_trace_spans_dropped_total{reason=export_failed} = %v after failed exports; metrics %v", got, m)
 	}
+	// The spans' wrapper keeps the metrics' route labels.
+	if got := m[`miniapp_host_http_requests_total{code=201,method=POST,role=service,route=/native/requests}`]; got != 3 {
+		t.Errorf("requests of route /native/requests: %v, want 3 with tracing on; metrics %v", got, m)
+	}
 }
 
 // TestTracesHangingEndpoint: with an OTLP endpoint that accepts an export
