@@ -11,7 +11,9 @@ import (
 	"github.com/miniapp-host/miniapp-host/telemetry/telemetrytest"
 )
 
-func envOf(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+func envOf(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
 
 // TestEndpoint: the traces URL of the standard variables, the
 // traces-specific one first; a malformed one is an *EnvError naming the
