@@ -18,6 +18,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/redact"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // consentFlows runs the window's consent flows: the native consent of a
@@ -180,8 +181,9 @@ func (c *consentFlows) claim(f *flow, u *url.URL) error {
 	}
 	c.flow = f
 	f.clientID, f.redirectURI = u.Query().Get("client_id"), u.Query().Get("redirect_uri")
-	f.net = f.app.NetLog.BeginFlow(u)
 	c.w.startSpan(f)
+	f.net = f.app.NetLog.BeginTracedFlow(u, telemetry.SampledTraceID(f.span.SpanContext()))
+	f.span.SetAttributes(attribute.String(attrFlow, f.net.ID()))
 	if f.net != nil {
 		// The view's requests belong to this flow until it has ended and
 		// the page it led to has loaded (viewLoaded).

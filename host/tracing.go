@@ -34,21 +34,20 @@ const (
 	attrClientID     = "miniapp.client_id"
 )
 
-// startSpan starts f's root span and records its trace id in f's
-// network log (netlog.Flow.SetTraceID) when it is sampled.
+// startSpan starts f's root span, before f's network log flow begins
+// (claim names the trace in it, netlog.Launch.BeginTracedFlow).
 func (w *Window) startSpan(f *flow) {
 	root := f.root
 	if root == "" {
 		root = spanCaught
 	}
-	attrs := []attribute.KeyValue{attribute.String(attrFlow, f.net.ID())}
+	var attrs []attribute.KeyValue
 	if f.app != nil && f.app.ClientID != "" {
 		// The registered client the Miniapp signs in as, checked
 		// against the caught request (start).
 		attrs = append(attrs, attribute.String(attrClientID, f.app.ClientID))
 	}
 	_, f.span = w.tracer.Start(context.Background(), root, trace.WithAttributes(attrs...))
-	f.net.SetTraceID(telemetry.SampledTraceID(f.span.SpanContext()))
 }
 
 // context is a context of f's root span, for its calls.

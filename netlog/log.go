@@ -140,7 +140,12 @@ type Flow struct {
 
 // BeginFlow records the start of a flow with the caught authorization
 // request u: its first entry is u decoded.
-func (la *Launch) BeginFlow(u *url.URL) *Flow {
+func (la *Launch) BeginFlow(u *url.URL) *Flow { return la.BeginTracedFlow(u, "") }
+
+// BeginTracedFlow is BeginFlow for a flow of the trace traceID
+// (SetTraceID's rule), named before the flow's first entry is published:
+// whoever hears of the flow reads its trace id with it.
+func (la *Launch) BeginTracedFlow(u *url.URL, traceID string) *Flow {
 	if la == nil {
 		return nil
 	}
@@ -150,6 +155,9 @@ func (la *Launch) BeginFlow(u *url.URL) *Flow {
 	l.nextFlow++
 	f := &Flow{log: l, id: fmt.Sprintf("f%d", l.nextFlow), launch: la, clientID: u.Query().Get("client_id"),
 		started: now, outcome: OutcomeRunning}
+	if traceIDRule(traceID) {
+		f.traceID = traceID
+	}
 	l.flows = append(l.flows, f)
 	if len(l.flows) > l.cfg.MaxFlows {
 		l.flows = slices.Delete(l.flows, 0, len(l.flows)-l.cfg.MaxFlows)
@@ -198,12 +206,18 @@ func (la *Launch) Injected(x Exchange) {
 // SetTraceID records the id of the flow's trace, 32 hexadecimal digits
 // (W3C Trace Context §3.2.2.3); anything else is ignored.
 func (f *Flow) SetTraceID(id string) {
-	if f == nil || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+	if f == nil || !traceIDRule(id) {
 		return
 	}
 	f.log.mu.Lock()
 	f.traceID = id
 	f.log.mu.Unlock()
+}
+
+// traceIDRule reports whether id is a trace id: 32 lower-case
+// hexadecimal digits, not all zero (W3C Trace Context §3.2.2.3).
+func traceIDRule(id string) bool {
+	return len(id) == 32 && strings.Trim(id, "0123456789abcdef") == "" && strings.Trim(id, "0") != ""
 }
 
 // ID is the flow's id in the log.

@@ -14,12 +14,13 @@ func TestFlowTraceID(t *testing.T) {
 	l := New(Config{})
 	la := l.BeginLaunch("https://app.example", "app", "c1")
 	u, _ := url.Parse("https://as.example/oauth/authorize?client_id=c1")
-	traced, untraced := la.BeginFlow(u), la.BeginFlow(u)
 	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
-	traced.SetTraceID(id)
+	traced, untraced := la.BeginTracedFlow(u, id), la.BeginTracedFlow(u, "00000000000000000000000000000000")
 	untraced.SetTraceID("4BF92F3577B34DA6A3CE929D0E0E4736\"><script>")
+	later := la.BeginFlow(u)
+	later.SetTraceID(id)
 	for _, s := range l.Flows() {
-		want := map[string]string{traced.ID(): id, untraced.ID(): ""}[s.ID]
+		want := map[string]string{traced.ID(): id, untraced.ID(): "", later.ID(): id}[s.ID]
 		if s.TraceID != want {
 			t.Errorf("flow %s: trace id %q, want %q", s.ID, s.TraceID, want)
 		}

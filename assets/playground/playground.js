@@ -1155,7 +1155,10 @@
   function updateFlow(f, env) {
     const d = (env && env.data) || {};
     if (d.client_id && !f.clientID) f.clientID = str(d.client_id);
-    if (env && env.kind === "flow.ended" && d.outcome) model.outcomes.set(f.id, { outcome: str(d.outcome), detail: str(d.detail) });
+    if (env && env.kind === "flow.ended" && d.outcome) {
+      model.outcomes.set(f.id, { outcome: str(d.outcome), detail: str(d.detail) });
+      if (!model.traces.has(f.id)) refreshOutcomes(); // a trace id the first read missed
+    }
     const known = model.outcomes.get(f.id);
     const status = known ? known.outcome : "running";
     f.status = status;
