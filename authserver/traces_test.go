@@ -2,13 +2,18 @@ package authserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/store/storetest"
 	"github.com/miniapp-host/miniapp-host/telemetry"
 	"github.com/miniapp-host/miniapp-host/telemetry/telemetrytest"
 )
@@ -218,4 +223,58 @@ func TestTracesHangingEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+}
+
+// TestTracesOfAJWKSURIFetch: the server's fetch of a client's jwks_uri is
+// a client span under the endpoint's span that sends its W3C traceparent
+// to the key host.
+func TestTracesOfAJWKSURIFetch(t *testing.T) {
+	sink := telemetrytest.NewSink(t)
+	tp := startTraces(t, telemetry.ServerService, map[string]string{telemetry.EnvTracesEndpoint: sink.URL})
+	e := startWith(t, storetest.DB(t), &clock{t: time.Now()}, func(c *authserver.Config) { c.Traces = tp })
+	prj, key := e.fapiProject()
+	s1 := newSigner(t, jose.ES256)
+	set, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{s1.public()}})
+	sent := make(chan string, 1)
+	kh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case sent <- r.Header.Get("Traceparent"):
+		default:
+		}
+		w.Header().Set("Content-Type", "application/jwk-set+json")
+		w.Write(set)
+	}))
+	defer kh.Close()
+	c := e.mustDash(http.StatusCreated, "POST", "/api/projects/"+prj+"/credentials", key, map[string]any{
+		"type": "confidential", "redirect_uris": []string{keyedRedirect}, "token_endpoint_auth_method": "private_key_jwt",
+		"jwks_uri": kh.URL + "/jwks.json", "profile": "fapi2"})
+	kc := keyedClient{id: c["client_id"].(string), project: prj, key: key, signers: []signer{s1}}
+	_, challenge := pkce(t)
+	if st, m, _ := e.post(e.parEndpoint(), withAssertion(kc.params(e, challenge), s1.sign(t, kc.claims(e, e.u.Issuer), "JWT", false)), "", ""); st != http.StatusCreated {
+		t.Fatalf("PAR: %d %v", st, m)
+	}
+	traceparent := <-sent
+	if err := tp.ForceFlush(waitCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var fetch, par telemetrytest.Span
+	if !sink.Wait(waitCtx(t), func(got []telemetrytest.Span, _ int) bool {
+		for _, s := range got {
+			switch s.Name {
+			case "jwks_uri.fetch":
+				fetch = s
+			case "POST /oauth/par":
+				par = s
+			}
+		}
+		return fetch.SpanID != "" && par.SpanID != ""
+	}) {
+		t.Fatalf("no jwks_uri.fetch and POST /oauth/par spans: %+v", sink.Spans())
+	}
+	if fetch.ParentSpanID != par.SpanID || fetch.Kind != 3 || fetch.Attrs["server.address"] != "127.0.0.1" {
+		t.Errorf("jwks_uri.fetch %+v, want a client span under POST /oauth/par (%s)", fetch, par.SpanID)
+	}
+	if want := "00-" + fetch.TraceID + "-" + fetch.SpanID + "-01"; traceparent != want {
+		t.Errorf("the key host got traceparent %q, want the fetch span's %q", traceparent, want)
+	}
 }
