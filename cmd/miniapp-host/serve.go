@@ -139,10 +139,7 @@ func runServe(ctx context.Context, e env) int {
 	}
 	_, opKeySource := f.opKey()
 	public := *f.issuer != "" || *f.dashURL != "" || *f.signURL != "" || *f.invURL != ""
-	printServe(e, srv, *f.db, opKeySource, public)
-	if tp.Enabled() {
-		fmt.Fprintf(e.stdout, "%-20s%s\n", "traces", tp.Endpoint())
-	}
+	printServe(e, srv, *f.db, opKeySource, public, tp.Endpoint())
 	<-ctx.Done()
 	return stopServe(e, srv, *f.drain, *f.shutdownTimeout)
 }
@@ -258,7 +255,7 @@ func serveStartError(e env, err error, source map[string]string) int {
 // printServe prints what serve started: its warnings, every address (with
 // public addresses, also where this instance listens), the operator key,
 // the seeded clients and the seed world's subjects.
-func printServe(e env, srv *authserver.Server, db, opKeySource string, public bool) {
+func printServe(e env, srv *authserver.Server, db, opKeySource string, public bool, traces string) {
 	for _, w := range srv.Warnings() {
 		fmt.Fprintln(e.stderr, "miniapp-host: serve: warning:", w)
 	}
@@ -273,6 +270,9 @@ func printServe(e env, srv *authserver.Server, db, opKeySource string, public bo
 	}
 	if u.Metrics != "" {
 		fmt.Fprintf(e.stdout, "%-20s%s\n", "metrics", u.Metrics)
+	}
+	if traces != "" {
+		fmt.Fprintf(e.stdout, "%-20s%s\n", "traces", traces) // docs/deploy.md, "Traces"
 	}
 	if public {
 		// The public addresses above are the proxy's; say where this

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/miniapp-host/miniapp-host/telemetry/telemetrytest"
 )
 
 // TestServeMetrics: serve --metrics-addr prints the metrics' URL and
@@ -136,5 +139,42 @@ func TestPlaygroundRefusesTraceUI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServeTraces: serve with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and
+// OTEL_SERVICE_NAME prints the traces URL and exports a span per request,
+// named by its route pattern, under that service name; at exit the last
+// spans are flushed.
+func TestServeTraces(t *testing.T) {
+	sink := telemetrytest.NewSink(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	vars := map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": sink.URL, "OTEL_SERVICE_NAME": "auth-eu-1"}
+	out, errs, done := startServe(t, ctx, env{args: []string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0"},
+		getenv: func(k string) string { return vars[k] }})
+	if got := printed(t, out.String(), "traces"); got != sink.URL {
+		t.Errorf("traces line %q, want %s", got, sink.URL)
+	}
+	resp, err := http.Get(printed(t, out.String(), "issuer") + "/.well-known/openid-configuration?x=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel() // the spans are flushed at exit: no wait for the batch's delay
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	wctx, wcancel := context.WithTimeout(t.Context(), time.Minute)
+	defer wcancel()
+	if !sink.Wait(wctx, func(spans []telemetrytest.Span, _ int) bool {
+		for _, s := range spans {
+			if s.Name == "GET /.well-known/openid-configuration" && s.Service == "auth-eu-1" && s.Attrs["http.response.status_code"] == "200" {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no span of the discovery request of service auth-eu-1: %+v", sink.Spans())
 	}
 }
