@@ -2,6 +2,7 @@ package authserver
 
 import (
 	"net/http"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -19,12 +20,18 @@ const tracerScope = "github.com/miniapp-host/miniapp-host/authserver"
 // when it sends one: named by the method and the route pattern the role's
 // http.ServeMux matched (metrics.Route: the metrics' route label, never
 // the raw path or query), with the role and the status code (docs/deploy.md,
-// "Traces"). Without a tracer it returns next.
+// "Traces"). The probes of the fixed paths (/healthz, /readyz) make no
+// span: a load balancer's checks would bury the sign-ins. Without a
+// tracer it returns next.
 func traceRole(tr trace.Tracer, role string, next http.Handler, fixed ...string) http.Handler {
 	if tr == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slices.Contains(fixed, r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		ctx := telemetry.Extract(r.Context(), r.Header)
 		ctx, span := tr.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("miniapp.role", role), attribute.String("http.request.method", r.Method)))

@@ -156,11 +156,13 @@ func TestServeTraces(t *testing.T) {
 	if got := printed(t, out.String(), "traces"); got != sink.URL {
 		t.Errorf("traces line %q, want %s", got, sink.URL)
 	}
-	resp, err := http.Get(printed(t, out.String(), "issuer") + "/.well-known/openid-configuration?x=1")
-	if err != nil {
-		t.Fatal(err)
+	for _, p := range []string{"/healthz", "/.well-known/openid-configuration?x=1"} {
+		resp, err := http.Get(printed(t, out.String(), "issuer") + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
 	cancel() // the spans are flushed at exit: no wait for the batch's delay
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs.String())
@@ -176,5 +178,10 @@ func TestServeTraces(t *testing.T) {
 		return false
 	}) {
 		t.Fatalf("no span of the discovery request of service auth-eu-1: %+v", sink.Spans())
+	}
+	for _, s := range sink.Spans() {
+		if strings.Contains(s.Name, "?") || strings.Contains(s.Name, "healthz") {
+			t.Errorf("span %q: a query in a name, or a probe's span", s.Name)
+		}
 	}
 }
