@@ -35,7 +35,7 @@ func runOpen(ctx context.Context, e env) int {
 	if !ok {
 		return code
 	}
-	defer tp.Shutdown(context.WithoutCancel(ctx))
+	defer stopTraces(ctx, e, "open", tp)
 	cfg.Traces = tp
 	err := host.Open(ctx, webkitgtk.New, cfg)
 	var rej *resolver.Rejection

@@ -158,8 +158,8 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	}
 	// After the servers and the window stop: their last spans are
 	// flushed, within telemetry.ShutdownTimeout.
-	defer serverTP.Shutdown(context.WithoutCancel(ctx))
-	defer hostTP.Shutdown(context.WithoutCancel(ctx))
+	defer stopTraces(ctx, e, name, serverTP)
+	defer stopTraces(ctx, e, name, hostTP)
 	cfg := playground.Config{DataDir: *f.data, Profiles: launchprofile.DefaultPath(), Addrs: f.addrs(), Network: l.network,
 		Traces: serverTP, TraceUI: traceUI}
 	// `open` reads the same variable: with it, `open --dashboard <this

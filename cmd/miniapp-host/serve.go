@@ -131,7 +131,7 @@ func runServe(ctx context.Context, e env) int {
 	}
 	// After the server's shutdown: its last spans are flushed, within
 	// telemetry.ShutdownTimeout.
-	defer tp.Shutdown(context.WithoutCancel(ctx))
+	defer stopTraces(ctx, e, "serve", tp)
 	cfg.Traces = tp
 	srv, err := authserver.Start(ctx, cfg)
 	if err != nil {
@@ -142,6 +142,16 @@ func runServe(ctx context.Context, e env) int {
 	printServe(e, srv, *f.db, opKeySource, public, tp.Endpoint())
 	<-ctx.Done()
 	return stopServe(e, srv, *f.drain, *f.shutdownTimeout)
+}
+
+// stopTraces flushes tp's spans at exit (within telemetry.ShutdownTimeout)
+// and says on stderr how many it dropped, with the endpoint to check.
+func stopTraces(ctx context.Context, e env, cmd string, tp *telemetry.Provider) {
+	tp.Shutdown(context.WithoutCancel(ctx))
+	if full, failed := tp.Dropped(); full+failed > 0 {
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: traces: %d spans dropped (%d with the queue full, %d in exports that failed or timed out): is the collector at %s up?\n",
+			cmd, full+failed, full, failed, tp.Endpoint())
+	}
 }
 
 // startTraces starts the tracing the OTEL_* variables configure (package

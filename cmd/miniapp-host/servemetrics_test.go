@@ -185,3 +185,36 @@ func TestServeTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTracesUnreachable: with an OTLP endpoint that refuses
+// connections serve answers as ever, and at exit says how many spans it
+// dropped and which collector to check.
+func TestServeTracesUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String() + "/v1/traces"
+	ln.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out, errs, done := startServe(t, ctx, env{args: []string{"serve", "--db", filepath.Join(t.TempDir(), "a.db"), "--addr", "127.0.0.1:0"},
+		getenv: func(k string) string { return map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": refused}[k] }})
+	resp, err := http.Get(printed(t, out.String(), "issuer") + "/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("discovery: %d", resp.StatusCode)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	for _, w := range []string{"spans dropped", "in exports that failed", refused} {
+		if !strings.Contains(errs.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errs.String())
+		}
+	}
+}
