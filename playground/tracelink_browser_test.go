@@ -23,7 +23,9 @@ func TestTraceLinkInChromium(t *testing.T) {
 	la := p.netlog.BeginLaunch("http://127.0.0.1:1", "traced", "demo-public")
 	u, _ := url.Parse("http://127.0.0.1:2/oauth/authorize?client_id=demo-public")
 	traced, untraced := la.BeginTracedFlow(u, id), la.BeginFlow(u)
-	sel := func(f string) string { return `document.querySelector('#timeline .flow[data-flow="` + f + `"] .trace')` }
+	sel := func(f string) string {
+		return `document.querySelector('#timeline .flow[data-flow="` + f + `"] .trace')`
+	}
 	poll(t, ctx, "the traced flow's link", sel(traced.ID())+` && `+sel(traced.ID())+`.querySelector("a") !== null`)
 	got := eval[[]string](t, ctx, `[`+sel(traced.ID())+`.querySelector("a").href, `+sel(traced.ID())+`.textContent, String(`+sel(traced.ID())+`.hidden)]`)
 	if want := []string{"http://127.0.0.1:16686/trace/" + id, "trace " + id, "false"}; len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
