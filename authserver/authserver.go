@@ -38,6 +38,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/miniapp-host/miniapp-host/authserver/dashboard"
 	"github.com/miniapp-host/miniapp-host/authserver/devctl"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
@@ -47,6 +49,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver/seed"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // Paths of the resource addresses on their origins: {base_url} is the
@@ -174,6 +177,12 @@ type Config struct {
 	MetricsAddr string
 	// MetricsPublic allows a MetricsAddr off loopback.
 	MetricsPublic bool
+	// Traces, when enabled, records the spans of every endpoint, the
+	// consent model, the three checks, the store calls and the jwks_uri
+	// fetches (package telemetry; docs/deploy.md, "Traces"); nil or off
+	// records none. Its dropped spans are counted in the metrics. The
+	// caller shuts it down after Shutdown.
+	Traces *telemetry.Provider
 }
 
 // URLs are the public addresses of a running server: Config's public
@@ -365,7 +374,14 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	oc.Issuer, oc.Catalog, oc.Store, oc.Now, oc.Rand, oc.Logger = s.urls.Issuer, s.cat, s.st, cfg.Now, cfg.Rand, cfg.Logger
 	oc.TrustedProxies = cfg.HTTP.TrustedProxies
-	oc.Store, oc.Metrics = meterStorage(s.st, mx), mx
+	var tr trace.Tracer
+	if cfg.Traces.Enabled() {
+		tr = cfg.Traces.Tracer(tracerScope)
+		oc.Tracer = tr
+	}
+	// Zero without traces: the series exists for an alert either way.
+	mx.CountDroppedSpans(cfg.Traces.Dropped)
+	oc.Store, oc.Metrics = meterStorage(s.st, mx, tr), mx
 	oc.FAPI.LocalJWKSURI = oc.FAPI.LocalJWKSURI || local
 	if s.oauth, err = oauth.New(ctx, oc); err != nil {
 		return nil, err
@@ -393,7 +409,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		"signing": "http://" + s.listen.Signing, "invoicing": "http://" + s.listen.Invoicing}); err != nil {
 		return nil, err
 	}
-	s.serve(cfg, roles, mx, metricsLn)
+	s.serve(cfg, roles, mx, tr, metricsLn)
 	return s, nil
 }
 
@@ -527,7 +543,7 @@ func (s *Server) providerHandlers(cfg Config, faults *devctl.Faults) (signing, i
 // serve serves every role behind the health gate and the connection
 // limits of cfg.HTTP (each counted by mx), the metrics on metricsLn (when
 // not nil), and starts the purge loop.
-func (s *Server) serve(cfg Config, roles []*role, mx *metrics.Metrics, metricsLn net.Listener) {
+func (s *Server) serve(cfg Config, roles []*role, mx *metrics.Metrics, tr trace.Tracer, metricsLn net.Listener) {
 	s.health = &health{ping: s.st.Ping, timeout: cfg.ReadyTimeout, log: cfg.Logger}
 	if s.health.timeout <= 0 {
 		s.health.timeout = DefaultReadyTimeout
@@ -538,7 +554,7 @@ func (s *Server) serve(cfg Config, roles []*role, mx *metrics.Metrics, metricsLn
 	}
 	hc := cfg.HTTP.WithDefaults()
 	for _, r := range roles {
-		hs := httplimit.Server(mx.Wrap(r.name, s.health.wrap(r.h), HealthPath, ReadyPath), hc, errorLog)
+		hs := httplimit.Server(mx.Wrap(r.name, traceRole(tr, r.name, s.health.wrap(r.h), HealthPath, ReadyPath), HealthPath, ReadyPath), hc, errorLog)
 		s.servers = append(s.servers, hs)
 		go hs.Serve(httplimit.NewListener(r.ln, hc.MaxConnsPerSource, hc.TrustedProxies))
 	}

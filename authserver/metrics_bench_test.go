@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // BenchmarkMetricsCost runs a browser flow and a native flow, each to its
@@ -67,7 +68,7 @@ func BenchmarkMetricsCost(b *testing.B) {
 }
 
 // cpuTime is the process's CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
+func cpuTime(b testing.TB) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
@@ -81,11 +82,20 @@ type benchServer struct {
 	srv *authserver.Server
 	u   authserver.URLs
 	hc  *http.Client
+	// ctx is the context of the native-consent calls: its span, when it
+	// has one, is sent as their traceparent, as the host sends its own.
+	ctx context.Context
 }
 
-func newBenchServer(b *testing.B, metricsAddr string) *benchServer {
+func newBenchServer(b testing.TB, metricsAddr string) *benchServer {
+	return newBenchServerWith(b, func(c *authserver.Config) { c.MetricsAddr = metricsAddr })
+}
+
+// newBenchServerWith is newBenchServer with the configuration set changes.
+func newBenchServerWith(b testing.TB, set func(*authserver.Config)) *benchServer {
 	b.Helper()
-	cfg := authserver.Config{DB: filepath.Join(b.TempDir(), "bench.db"), Secrets: map[string]string{hostID: hostSecret}, MetricsAddr: metricsAddr}
+	cfg := authserver.Config{DB: filepath.Join(b.TempDir(), "bench.db"), Secrets: map[string]string{hostID: hostSecret}}
+	set(&cfg)
 	// Every flow is a new browser from 127.0.0.1: lift the per-source caps.
 	cfg.OAuth.MaxSessionsPerSource, cfg.OAuth.MaxPendingPerSource = 1<<30, 1<<30
 	srv, err := authserver.Start(context.Background(), cfg)
@@ -97,7 +107,7 @@ func newBenchServer(b *testing.B, metricsAddr string) *benchServer {
 		AllowedOrigins: []string{"https://app.example"}}); err != nil {
 		b.Fatal(err)
 	}
-	return &benchServer{srv: srv, u: srv.URLs(), hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
+	return &benchServer{srv: srv, u: srv.URLs(), hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}, ctx: context.Background()}
 }
 
 // flow runs one sign-in of sub_ana for the public client, in a browser or
@@ -136,8 +146,9 @@ func (s *benchServer) flow(native bool) error {
 func (s *benchServer) nativeCode(authURL string) (string, error) {
 	post := func(u string, body any) (map[string]any, error) {
 		raw, _ := json.Marshal(body)
-		req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(raw))
+		req, _ := http.NewRequestWithContext(s.ctx, http.MethodPost, u, bytes.NewReader(raw))
 		asHost(req)
+		telemetry.Inject(s.ctx, req.Header)
 		resp, err := s.hc.Do(req)
 		if err != nil {
 			return nil, err

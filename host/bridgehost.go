@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 
 	"github.com/miniapp-host/miniapp-host/bridge"
@@ -136,7 +137,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 	ch := make(chan outcome, 1)
 	w := h.w
 	app, gen := w.mount()
-	f := &flow{gen: gen, app: app}
+	f := &flow{gen: gen, app: app, root: spanBridge}
 	f.deliver = func(_ context.Context, r *url.URL) { ch <- outcome{redirect: r} }
 	f.fail = func(err error) { ch <- outcome{err: err} }
 	if err := w.flows.begin(f, u, nil); err != nil {
@@ -149,6 +150,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 		// The page went away: the flow ends in the network log first, then
 		// the consent leaves the screen.
 		f.net.End(netlog.OutcomeAbandoned, "the page went away: "+ctx.Err().Error())
+		f.endSpan(netlog.OutcomeAbandoned)
 		if w.flows.end(f) {
 			w.hv.hide()
 		}
@@ -160,6 +162,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 			outcome = netlog.OutcomeAbandoned
 		}
 		f.net.End(outcome, out.err.Error())
+		f.endSpan(outcome)
 		if se := serverRefusal(out.err); se != nil {
 			return bridge.AuthorizeResult{}, se
 		}
@@ -172,13 +175,17 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 			outcome, detail = netlog.OutcomeError, err.Error()
 		}
 		f.net.End(outcome, detail)
+		f.endSpan(outcome)
 		return bridge.AuthorizeResult{}, err
 	}
 	// The token request is the flow's last exchange (netlog.Into).
-	ctx = context.WithValue(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindToken), oauth2.HTTPClient, netlog.Client(h.cfg.HTTP))
+	ctx, span := w.tracer.Start(trace.ContextWithSpan(ctx, f.span), spanCodeExchange, trace.WithSpanKind(trace.SpanKindClient))
+	ctx = context.WithValue(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindToken), oauth2.HTTPClient, tracedClient(netlog.Client(h.cfg.HTTP)))
 	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	endSpan(span, err)
 	if err != nil {
 		f.net.End(netlog.OutcomeError, "code exchange: "+err.Error())
+		f.endSpan(netlog.OutcomeError)
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode != "" {
 			return bridge.AuthorizeResult{}, serverRefused("the token endpoint", re.ErrorCode, re.ErrorDescription)
@@ -186,6 +193,7 @@ func (h *bridgeHost) Authorize(ctx context.Context, req bridge.AuthorizeRequest)
 		return bridge.AuthorizeResult{}, fmt.Errorf("host: authorize: code exchange: %w", err)
 	}
 	f.net.End(netlog.OutcomeCompleted, "")
+	f.endSpan(netlog.OutcomeCompleted)
 	res := bridge.AuthorizeResult{AccessToken: tok.AccessToken, TokenType: tok.TokenType, ExpiresIn: tok.ExpiresIn}
 	res.Scope, _ = tok.Extra("scope").(string)
 	res.IDToken, _ = tok.Extra("id_token").(string)

@@ -10,11 +10,15 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/consent"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/redact"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // consentFlows runs the window's consent flows: the native consent of a
@@ -61,6 +65,10 @@ type flow struct {
 	// net records the flow's exchanges; nil when the Miniapp has no
 	// network log.
 	net *netlog.Flow
+	// root is the name of the flow's root span (spanCaught, spanBridge),
+	// and span the span, from claim to the flow's end (tracing.go).
+	root string
+	span trace.Span
 }
 
 // shownEvent describes a consent screen for the automation channel: the
@@ -115,7 +123,7 @@ var errFlowAbandoned = errors.New("host: the authorization was abandoned")
 func (c *consentFlows) start(u *url.URL, nav bridge.NavigationEvent) {
 	w := c.w
 	app, gen := w.mount()
-	f := &flow{gen: gen, app: app}
+	f := &flow{gen: gen, app: app, root: spanCaught}
 	f.deliver = func(ctx context.Context, redirect *url.URL) { c.complete(ctx, f, redirect) }
 	f.fail = func(err error) { c.showError(f, err) }
 	if app != nil && app.ClientID != "" && u.Query().Get("client_id") != app.ClientID {
@@ -173,7 +181,9 @@ func (c *consentFlows) claim(f *flow, u *url.URL) error {
 	}
 	c.flow = f
 	f.clientID, f.redirectURI = u.Query().Get("client_id"), u.Query().Get("redirect_uri")
-	f.net = f.app.NetLog.BeginFlow(u)
+	c.w.startSpan(f)
+	f.net = f.app.NetLog.BeginTracedFlow(u, telemetry.SampledTraceID(f.span.SpanContext()))
+	f.span.SetAttributes(attribute.String(attrFlow, f.net.ID()))
 	if f.net != nil {
 		// The view's requests belong to this flow until it has ended and
 		// the page it led to has loaded (viewLoaded).
@@ -187,7 +197,7 @@ func (c *consentFlows) claim(f *flow, u *url.URL) error {
 // final redirect, a remembered consent); on f's goroutine.
 func (c *consentFlows) ask(f *flow, u *url.URL) {
 	w := c.w
-	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
+	ctx, cancel := context.WithTimeout(f.context(), w.opts.FlowTimeout)
 	defer cancel()
 	subject := w.opts.Subject
 	if f.app.Subject != "" {
@@ -302,7 +312,7 @@ func (c *consentFlows) decide(d consent.Decision) {
 	}
 	w.emit(Event{Kind: EventConsentDecided, Detail: d.Action})
 	w.publish(decidedEvent(d, f.net.ID()))
-	ctx, cancel := context.WithTimeout(context.Background(), w.opts.FlowTimeout)
+	ctx, cancel := context.WithTimeout(f.context(), w.opts.FlowTimeout)
 	defer cancel()
 	redirect, err := f.app.Consent.Decide(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindNativeConsent), id, d)
 	w.hv.hide()
@@ -325,6 +335,8 @@ func (c *consentFlows) complete(ctx context.Context, f *flow, redirect *url.URL)
 		c.showError(f, fmt.Errorf("host: the authorization response goes to %s, outside the Miniapp's allowed origins", origin.Of(redirect)))
 		return
 	}
+	ctx, span := w.tracer.Start(ctx, spanComplete, trace.WithAttributes(attribute.Bool("miniapp.confidential", app.Confidential)))
+	defer span.End()
 	next := redirect
 	if app.Confidential {
 		// The host makes the callback request itself, with the view's
@@ -336,13 +348,18 @@ func (c *consentFlows) complete(ctx context.Context, f *flow, redirect *url.URL)
 			c.showError(f, err)
 			return
 		}
-		res, err := callback(netlog.Into(ctx, f.net, netlog.SourceHost, netlog.KindCallback), netlog.Client(w.opts.HTTPClient),
+		cctx, cspan := w.tracer.Start(ctx, spanCallback, trace.WithSpanKind(trace.SpanKindClient))
+		res, err := callback(netlog.Into(cctx, f.net, netlog.SourceHost, netlog.KindCallback), netlog.Client(w.opts.HTTPClient),
 			redirect, header, app.StartURL, time.Now())
+		endSpan(cspan, err)
 		if err != nil {
 			c.showError(f, err)
 			return
 		}
-		if err := w.addCookies(ctx, res.Cookies); err != nil {
+		cctx, cspan = w.tracer.Start(ctx, spanCookieSync, trace.WithAttributes(attribute.Int("miniapp.cookies", len(res.Cookies))))
+		err = w.addCookies(cctx, res.Cookies)
+		endSpan(cspan, err)
+		if err != nil {
 			c.showError(f, err)
 			return
 		}
@@ -356,11 +373,15 @@ func (c *consentFlows) complete(ctx context.Context, f *flow, redirect *url.URL)
 	}
 	if w.stale(f.gen) {
 		f.net.End(netlog.OutcomeAbandoned, "another Miniapp was mounted before the flow completed")
+		f.endSpan(netlog.OutcomeAbandoned)
 		return
 	}
 	// The network log ends the flow before the event announces it: whoever
 	// reads the log on hearing the event sees the flow's outcome.
-	f.net.End(responseOutcome(redirect))
+	outcome, detail := responseOutcome(redirect)
+	f.net.End(outcome, detail)
+	span.End()
+	f.endSpan(outcome)
 	w.emit(Event{Kind: EventCompleted, URL: next.String()})
 	w.Navigate(next.String())
 }
@@ -385,8 +406,10 @@ func (c *consentFlows) showError(f *flow, err error) {
 	w := c.w
 	if errors.Is(err, errFlowAbandoned) {
 		f.net.End(netlog.OutcomeAbandoned, err.Error())
+		f.endSpan(netlog.OutcomeAbandoned)
 	} else {
 		f.net.End(netlog.OutcomeError, err.Error())
+		f.endSpan(netlog.OutcomeError)
 	}
 	w.emit(Event{Kind: EventError, Detail: err.Error()})
 	if !w.stale(f.gen) && !errors.Is(err, errFlowAbandoned) {

@@ -8,10 +8,14 @@ import (
 	"net/http"
 	"net/url"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/miniapp-host/miniapp-host/consent"
 	"github.com/miniapp-host/miniapp-host/jsonhttp"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // NativeConsent is the [ConsentService] of the reference authorization
@@ -53,7 +57,7 @@ func (n *NativeConsent) Begin(ctx context.Context, authorize *url.URL, subject s
 		Request   *consent.Request `json:"request"`
 	}
 	body := map[string]string{"authorization_url": authorize.String(), "subject": subject}
-	err := n.post(ctx, n.Endpoint, body, &out)
+	err := n.post(ctx, spanNativeBegin, n.Endpoint, body, &out)
 	if ne, ok := err.(*NativeError); ok && ne.RedirectURL != "" {
 		// An error the client must receive at its verified redirect_uri
 		// (RFC 6749 4.1.2.1): delivered like any authorization response.
@@ -77,7 +81,7 @@ func (n *NativeConsent) Decide(ctx context.Context, requestID string, d consent.
 	var out struct {
 		RedirectURL string `json:"redirect_url"`
 	}
-	if err := n.post(ctx, n.Endpoint+"/"+url.PathEscape(requestID)+"/decision", d, &out); err != nil {
+	if err := n.post(ctx, spanNativeDecide, n.Endpoint+"/"+url.PathEscape(requestID)+"/decision", d, &out); err != nil {
 		return nil, err
 	}
 	u, err := origin.ParseURL(out.RedirectURL)
@@ -87,7 +91,13 @@ func (n *NativeConsent) Decide(ctx context.Context, requestID string, d consent.
 	return u, nil
 }
 
-func (n *NativeConsent) post(ctx context.Context, endpoint string, in, out any) error {
+// post sends one call, a client span named name under ctx's span whose
+// W3C traceparent (https://www.w3.org/TR/trace-context/) the request
+// carries, so that the service's spans of the call are its children.
+func (n *NativeConsent) post(ctx context.Context, name, endpoint string, in, out any) (err error) {
+	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerScope).Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("http.request.method", http.MethodPost)))
+	defer func() { endSpan(span, err) }()
 	b, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("host: native consent: %w", err)
@@ -97,12 +107,14 @@ func (n *NativeConsent) post(ctx context.Context, endpoint string, in, out any) 
 		return fmt.Errorf("host: native consent: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	telemetry.Inject(ctx, req.Header)
 	req.SetBasicAuth(url.QueryEscape(n.ClientID), url.QueryEscape(n.ClientSecret))
 	// A flow's calls are recorded in its network log (netlog.Into).
 	a, err := jsonhttp.Do(netlog.Client(n.HTTP), req, 4<<20)
 	if err != nil {
 		return fmt.Errorf("host: native consent: %w", err)
 	}
+	span.SetAttributes(attribute.Int("http.response.status_code", a.Status))
 	if !a.OK() {
 		ne := &NativeError{Status: a.Status}
 		if json.Unmarshal(a.Body, ne) != nil || ne.Code == "" {

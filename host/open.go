@@ -19,6 +19,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/netshape"
 	"github.com/miniapp-host/miniapp-host/privatefile"
 	"github.com/miniapp-host/miniapp-host/resolver"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // OpenConfig is what `miniapp-host open` passes to [Open].
@@ -61,6 +62,8 @@ type OpenConfig struct {
 	// HTTP is the client for discovery, resolution and the callback;
 	// http.DefaultClient when nil.
 	HTTP *http.Client
+	// Traces records each sign-in as a trace (Options.Traces); nil: none.
+	Traces *telemetry.Provider
 	// Log receives one line per step; io.Discard when nil.
 	Log io.Writer
 	// OnResolved is told the resolver's answer (a *resolver.Miniapp, or a
@@ -225,7 +228,7 @@ func Open(ctx context.Context, newEngine NewEngine, cfg OpenConfig) error {
 	width, height := windowFor(cfg.Device)
 	w, err := NewWindow(newEngine, Options{Title: "Miniapp Host", DataDir: dir, DataRoot: root, Ephemeral: cfg.Ephemeral,
 		FirstOrigin: cfg.Origin, FirstID: cfg.ID, Subject: cfg.Subject, Width: width, Height: height, Device: cfg.Device,
-		HTTPClient: cfg.HTTP, Events: bus, DevTools: cfg.DevTools, WebDriver: cfg.WebDriver, NetworkProxy: cfg.Automation})
+		HTTPClient: cfg.HTTP, Events: bus, DevTools: cfg.DevTools, WebDriver: cfg.WebDriver, NetworkProxy: cfg.Automation, Traces: cfg.Traces})
 	if err != nil {
 		return err
 	}

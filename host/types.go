@@ -11,6 +11,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/netlog"
 	"github.com/miniapp-host/miniapp-host/netshape"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // Options configure the window. The zero value of each field has the
@@ -37,6 +38,11 @@ type Options struct {
 	Subject string
 	// HTTPClient makes the confidential callback request; http.DefaultClient.
 	HTTPClient *http.Client
+	// Traces records each sign-in as a trace (docs/deploy.md, "Traces"):
+	// the caught navigation its root span, the native-consent calls, which
+	// send its W3C traceparent to the service, and the completion; nil
+	// or off records none.
+	Traces *telemetry.Provider
 	// OpenExternal opens a URL in the system browser; xdg-open.
 	OpenExternal func(u string)
 	// HangTimeout is how long an unresponsive page may hang before its

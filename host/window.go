@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/miniapp-host/miniapp-host/bridge"
 	"github.com/miniapp-host/miniapp-host/consent"
 	"github.com/miniapp-host/miniapp-host/netlog"
@@ -39,7 +41,10 @@ type Window struct {
 
 	eng  Engine
 	opts Options
-	key  string // proves a bridge message came from the top frame's host script
+	// tracer records the sign-ins' spans (tracing.go): Options.Traces',
+	// a no-op one without.
+	tracer trace.Tracer
+	key    string // proves a bridge message came from the top frame's host script
 
 	// sink receives the engine's reports (EngineEvents) and keeps the
 	// Miniapp view's page as the engine reported it, under its own lock.
@@ -113,7 +118,7 @@ func NewWindow(newEngine NewEngine, opts Options) (*Window, error) {
 		return nil, err
 	}
 	dev.set(opts.Device)
-	w := &Window{opts: opts, listeners: map[int]func(Event){}, stop: make(chan struct{}), dev: dev}
+	w := &Window{opts: opts, listeners: map[int]func(Event){}, stop: make(chan struct{}), dev: dev, tracer: opts.Traces.Tracer(tracerScope)}
 	w.hv = &hostView{page: page, emit: w.emit}
 	var k [16]byte
 	if _, err := rand.Read(k[:]); err != nil {

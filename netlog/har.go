@@ -20,6 +20,8 @@ type HARLog struct {
 	Creator HARCreator `json:"creator"`
 	Entries []HAREntry `json:"entries"`
 	Comment string     `json:"comment,omitempty"`
+	// TraceID is the flow's trace id (FlowSummary.TraceID).
+	TraceID string `json:"_trace_id,omitempty"`
 }
 
 // HARCreator names the program that wrote the document.
@@ -135,7 +137,7 @@ func (l *Log) HAR(id string) (*HAR, bool) {
 	h := &HAR{Log: HARLog{Version: "1.2", Creator: HARCreator{Name: l.cfg.Creator, Version: l.cfg.Version},
 		Entries: make([]HAREntry, 0, len(x.Entries)),
 		Comment: "flow " + x.ID + " of " + x.Origin + " (" + x.MiniappID + "), client " + x.ClientID + ", " + x.Outcome +
-			"; secrets are redacted (docs/host.md, \"Network log\")"}}
+			"; secrets are redacted (docs/host.md, \"Network log\")", TraceID: x.TraceID}}
 	for _, e := range x.Entries {
 		h.Log.Entries = append(h.Log.Entries, harEntry(e))
 	}

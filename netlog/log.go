@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,11 +135,17 @@ type Flow struct {
 	dropped     int
 	codes       []string // fingerprints of the codes issued in the flow
 	authorizeID int      // the authorize entry, for the consent model
+	traceID     string   // the flow's trace (SetTraceID), "" untraced
 }
 
 // BeginFlow records the start of a flow with the caught authorization
 // request u: its first entry is u decoded.
-func (la *Launch) BeginFlow(u *url.URL) *Flow {
+func (la *Launch) BeginFlow(u *url.URL) *Flow { return la.BeginTracedFlow(u, "") }
+
+// BeginTracedFlow is BeginFlow for a flow of the trace traceID
+// (SetTraceID's rule), named before the flow's first entry is published:
+// whoever hears of the flow reads its trace id with it.
+func (la *Launch) BeginTracedFlow(u *url.URL, traceID string) *Flow {
 	if la == nil {
 		return nil
 	}
@@ -148,6 +155,9 @@ func (la *Launch) BeginFlow(u *url.URL) *Flow {
 	l.nextFlow++
 	f := &Flow{log: l, id: fmt.Sprintf("f%d", l.nextFlow), launch: la, clientID: u.Query().Get("client_id"),
 		started: now, outcome: OutcomeRunning}
+	if traceIDRule(traceID) {
+		f.traceID = traceID
+	}
 	l.flows = append(l.flows, f)
 	if len(l.flows) > l.cfg.MaxFlows {
 		l.flows = slices.Delete(l.flows, 0, len(l.flows)-l.cfg.MaxFlows)
@@ -191,6 +201,23 @@ func (la *Launch) Injected(x Exchange) {
 	}
 	l.mu.Unlock()
 	f.Add(x)
+}
+
+// SetTraceID records the id of the flow's trace, 32 hexadecimal digits
+// (W3C Trace Context §3.2.2.3); anything else is ignored.
+func (f *Flow) SetTraceID(id string) {
+	if f == nil || !traceIDRule(id) {
+		return
+	}
+	f.log.mu.Lock()
+	f.traceID = id
+	f.log.mu.Unlock()
+}
+
+// traceIDRule reports whether id is a trace id: 32 lower-case
+// hexadecimal digits, not all zero (W3C Trace Context §3.2.2.3).
+func traceIDRule(id string) bool {
+	return len(id) == 32 && strings.Trim(id, "0123456789abcdef") == "" && strings.Trim(id, "0") != ""
 }
 
 // ID is the flow's id in the log.
@@ -349,6 +376,9 @@ type FlowSummary struct {
 	Entries   int        `json:"entries"`
 	// Dropped counts the entries dropped beyond Config.MaxEntries.
 	Dropped int `json:"dropped,omitempty"`
+	// TraceID is the W3C trace id of the flow's trace (docs/deploy.md,
+	// "Traces"), "" when the host's tracing is off or did not sample it.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // FlowExport is one flow with its entries, oldest first
@@ -360,7 +390,8 @@ type FlowExport struct {
 
 func (f *Flow) summaryLocked() FlowSummary {
 	s := FlowSummary{ID: f.id, Launch: f.launch.ID, Origin: f.launch.Origin, MiniappID: f.launch.MiniappID,
-		ClientID: f.clientID, Started: f.started, Outcome: f.outcome, Detail: f.detail, Entries: len(f.entries), Dropped: f.dropped}
+		ClientID: f.clientID, Started: f.started, Outcome: f.outcome, Detail: f.detail, Entries: len(f.entries), Dropped: f.dropped,
+		TraceID: f.traceID}
 	if !f.ended.IsZero() {
 		e := f.ended
 		s.Ended = &e

@@ -167,10 +167,13 @@ type session struct {
 		Message   string `json:"message"`
 	} `json:"window"`
 	Subject string `json:"subject"`
+	// TraceUI is Config.TraceUI: where the inspector links a flow's
+	// trace id; "" without one.
+	TraceUI string `json:"trace_ui,omitempty"`
 }
 
 func (p *Playground) handleSession(w http.ResponseWriter, r *http.Request) {
-	s := session{Launcher: p.origin, AutomationURL: p.auto.URL(), Services: p.Services(), Subject: p.Subject()}
+	s := session{Launcher: p.origin, AutomationURL: p.auto.URL(), Services: p.Services(), Subject: p.Subject(), TraceUI: p.cfg.TraceUI}
 	s.Window.Available = p.cfg.Opener != nil
 	if s.Window.Available {
 		s.Window.Message = "Miniapps open in the desktop window."

@@ -20,6 +20,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/netshape"
 	"github.com/miniapp-host/miniapp-host/origin"
 	"github.com/miniapp-host/miniapp-host/resolver"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // Addrs are the listen addresses of everything the playground serves. Each
@@ -103,6 +104,14 @@ type Config struct {
 	// names none (`playground --network`, `--mock`; docs/playground.md,
 	// "Network conditions and mocks").
 	Network netshape.Conditions
+	// Traces records the reference server's spans (authserver.Config.Traces;
+	// docs/deploy.md, "Traces"); nil: none. The caller shuts it down.
+	Traces *telemetry.Provider
+	// TraceUI is the address of a trace's page in a trace UI, with
+	// telemetry.TraceIDPlaceholder for its id (telemetry.CheckTraceUI):
+	// the inspector links each flow's trace there (docs/playground.md,
+	// "Inspector"); "": trace ids without links.
+	TraceUI string
 }
 
 // Playground is a running playground. Close stops every part.
@@ -163,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 	p.obs = &observer{bus: p.bus, base: p.cfg.HTTP.Transport, client: p.cfg.HTTP, log: p.cfg.Logger, netlog: p.netlog}
 	if p.world, err = startWorld(ctx, worldConfig{
 		db: filepath.Join(dir, "authserver.db"), addrs: cfg.Addrs, now: cfg.Now, logger: p.cfg.Logger, obs: p.obs,
-		hostSecret: cfg.HostSecret, operatorKey: cfg.OperatorKey,
+		hostSecret: cfg.HostSecret, operatorKey: cfg.OperatorKey, traces: cfg.Traces,
 	}); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver/seed"
 	"github.com/miniapp-host/miniapp-host/demoapps"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // Services are the reference server's addresses, as authserver reports
@@ -67,6 +68,8 @@ type worldConfig struct {
 	hostSecret string
 	// operatorKey fixes the dashboard's operator key; "" a random one.
 	operatorKey string
+	// traces records the server's spans; nil: none.
+	traces *telemetry.Provider
 }
 
 // startWorld starts the reference server, then the demo Miniapps, and
@@ -81,7 +84,7 @@ func startWorld(ctx context.Context, cfg worldConfig) (_ *world, err error) {
 	if w.srv, err = authserver.Start(ctx, authserver.Config{DB: cfg.db, ServiceAddr: cfg.addrs.Service,
 		DashboardAddr: cfg.addrs.Dashboard, SigningAddr: cfg.addrs.Signing, InvoicingAddr: cfg.addrs.Invoicing,
 		Now: cfg.now, Logger: cfg.logger, Secrets: hostSecrets(cfg.hostSecret), OperatorKey: cfg.operatorKey,
-		MetricsAddr: "127.0.0.1:0"}); err != nil { // the server's Prometheus metrics, on a free loopback port
+		MetricsAddr: "127.0.0.1:0", Traces: cfg.traces}); err != nil { // the server's Prometheus metrics, on a free loopback port
 		return nil, fmt.Errorf("playground: %w", err)
 	}
 	u := w.srv.URLs()

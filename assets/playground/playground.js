@@ -407,8 +407,13 @@
 
   // ---- Session, subjects, Web Inspector --------------------------------
 
+  // traceUI is the trace UI's address with {trace_id} (GET /api/session's
+  // trace_ui, from --trace-ui): each flow's trace id links there.
+  let traceUI = "";
+
   async function loadSession() {
     const s = await api("GET", "/api/session");
+    traceUI = typeof s.trace_ui === "string" ? s.trace_ui : "";
     if (s.window.available) $("window-status").hidden = true;
     else notice("window-status", s.window.message);
     const d = $("services");
@@ -1033,6 +1038,7 @@
     groupByKey: new Map(),
     flowById: new Map(),
     outcomes: new Map(), // flow id → {outcome, detail}, from flow.ended and GET /api/flows
+    traces: new Map(), // flow id → its trace id, from GET /api/flows
     kinds: new Set(),
   };
   const rowPool = []; // rows of dropped events, emptied, for takeRow
@@ -1100,8 +1106,9 @@
       duration: el("span", { class: "duration" }),
       har,
       harResult: el("span", { class: "har-result", hidden: "" }),
+      trace: el("span", { class: "trace mono", hidden: "" }),
     };
-    const head = el("div", { class: "flow-head" }, f.parts.title, f.parts.badge, f.parts.duration, har, f.parts.harResult);
+    const head = el("div", { class: "flow-head" }, f.parts.title, f.parts.badge, f.parts.duration, f.parts.trace, har, f.parts.harResult);
     const evs = el("ol", { class: "events" });
     f.node = el("div", { class: "flow", "data-flow": id, "data-status": f.status }, head, evs);
     f.head = head;
@@ -1109,7 +1116,30 @@
     g.flows.push(f);
     g.body.append(f.node);
     model.flowById.set(id, f);
+    // The flow's trace id is in the log from its start: read it now.
+    refreshOutcomes();
     return f;
+  }
+
+  // showTrace shows a flow's trace id (docs/playground.md, "Trace ids"),
+  // a link to the trace UI when one is configured (an http or https
+  // address only).
+  function showTrace(f) {
+    const id = model.traces.get(f.id);
+    const p = f.parts;
+    if (!id || p.trace.dataset.trace === id) return;
+    p.trace.dataset.trace = id;
+    p.trace.replaceChildren();
+    let href = "";
+    if (traceUI) {
+      try {
+        const u = new URL(traceUI.split("{trace_id}").join(encodeURIComponent(id)));
+        if (u.protocol === "http:" || u.protocol === "https:") href = u.href;
+      } catch (_) { /* no link */ }
+    }
+    const label = "trace " + id;
+    p.trace.append(href ? el("a", { href, target: "_blank", rel: "noopener noreferrer", title: "this flow's trace in the trace UI" }, label) : label);
+    p.trace.hidden = false;
   }
 
   // flowFor is the flow an event names, made in its launch group the first
@@ -1125,7 +1155,10 @@
   function updateFlow(f, env) {
     const d = (env && env.data) || {};
     if (d.client_id && !f.clientID) f.clientID = str(d.client_id);
-    if (env && env.kind === "flow.ended" && d.outcome) model.outcomes.set(f.id, { outcome: str(d.outcome), detail: str(d.detail) });
+    if (env && env.kind === "flow.ended" && d.outcome) {
+      model.outcomes.set(f.id, { outcome: str(d.outcome), detail: str(d.detail) });
+      if (!model.traces.has(f.id)) refreshOutcomes(); // a trace id the first read missed
+    }
     const known = model.outcomes.get(f.id);
     const status = known ? known.outcome : "running";
     f.status = status;
@@ -1138,6 +1171,7 @@
     if (known && known.detail) p.badge.title = known.detail; else p.badge.removeAttribute("title");
     setText(p.badge, status);
     setText(p.duration, f.events.length + " event" + (f.events.length > 1 ? "s" : "") + ", " + fmtDuration(dur));
+    showTrace(f);
   }
 
   // refreshOutcomes reads every flow's outcome from GET /api/flows: the
@@ -1149,8 +1183,9 @@
     let list;
     try { list = (await api("GET", "/api/flows")).flows || []; } catch (_) { return; }
     for (const x of list) {
-      if (!x || typeof x.id !== "string" || !x.outcome || x.outcome === "running") continue;
-      model.outcomes.set(x.id, { outcome: str(x.outcome), detail: str(x.detail) });
+      if (!x || typeof x.id !== "string") continue;
+      if (typeof x.trace_id === "string" && /^[0-9a-f]{32}$/.test(x.trace_id)) model.traces.set(x.id, x.trace_id);
+      if (x.outcome && x.outcome !== "running") model.outcomes.set(x.id, { outcome: str(x.outcome), detail: str(x.detail) });
       const f = model.flowById.get(x.id);
       if (f && f.events.length) updateFlow(f, null);
     }

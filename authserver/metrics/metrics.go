@@ -239,6 +239,11 @@ func (m *Metrics) Wrap(role string, next http.Handler, fixed ...string) http.Han
 	})
 }
 
+// Route is the route label of a request r that a role's http.ServeMux
+// served (Wrap's): the path of its pattern, one of fixed, or Unmatched.
+// The server's spans are named by it too (docs/deploy.md, "Traces").
+func Route(r *http.Request, fixed []string) string { return routeOf(r, fixed) }
+
 // routeOf is the route label of a served request: its pattern's path.
 func routeOf(r *http.Request, fixed []string) string {
 	p := r.Pattern
@@ -497,6 +502,28 @@ func labelValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// CountDroppedSpans registers miniapp_host_trace_spans_dropped_total,
+// read from dropped at each scrape: the spans the server's tracing
+// dropped, by reason (queue_full: the exporter fell behind; export_failed:
+// the OTLP endpoint refused, failed or did not answer in time), see
+// docs/deploy.md, "Traces".
+func (m *Metrics) CountDroppedSpans(dropped func() (queueFull, exportFailed uint64)) {
+	if m == nil {
+		return
+	}
+	for i, reason := range []string{"queue_full", "export_failed"} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: "trace_spans_dropped_total",
+			Help:        "Spans of the server's traces dropped before a collector took them, by reason: queue_full (the exporter fell behind), export_failed (the OTLP endpoint refused, failed or did not answer in time).",
+			ConstLabels: prometheus.Labels{"reason": reason}}, func() float64 {
+			full, failed := dropped()
+			if i == 0 {
+				return float64(full)
+			}
+			return float64(failed)
+		}))
+	}
 }
 
 // AddrError is CheckAddr's refusal of a metrics address.

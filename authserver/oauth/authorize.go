@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
@@ -442,21 +444,29 @@ func (s *consentFlow) assess(ctx context.Context, v *validated, subjectID string
 	}
 	// The three checks of docs/service.md §1, in the order a developer reads them:
 	// the project's approval, the subject's consent, the resource's controls.
-	projChk, err := s.projectCheck(ctx, v)
+	cctx, span := s.cfg.startSpan(ctx, spanCheckProject)
+	projChk, err := s.projectCheck(cctx, v)
+	verdictSpan(span, projChk)
 	if err != nil {
 		return nil, err
 	}
-	prior, err := s.readPrior(ctx, sub.ID, c.ID)
+	cctx, span = s.cfg.startSpan(ctx, spanCheckConsent)
+	prior, err := s.readPrior(cctx, sub.ID, c.ID)
 	if err != nil {
+		span.End()
 		return nil, err
 	}
 	a.prior = prior
 	consentChk, remembered := consentCheck(v, prior)
-	resChks, err := s.resourceChecks(ctx, v, sub.ID, proj)
+	verdictSpan(span, consentChk)
+	cctx, span = s.cfg.startSpan(ctx, spanCheckResource)
+	resChks, err := s.resourceChecks(cctx, v, sub.ID, proj)
 	if err != nil {
+		span.End()
 		return nil, err
 	}
 	add(projChk, consentChk)
+	resVds := resChks
 	in := consent.Input{
 		Project: consent.Party{ID: proj.ID, Name: proj.Name},
 		Client:  consent.Client{ID: c.ID, Name: c.Name, Type: string(c.Type)},
@@ -466,13 +476,16 @@ func (s *consentFlow) assess(ctx context.Context, v *validated, subjectID string
 	}
 	if co := v.company; co != nil {
 		in.Company = &consent.Company{ID: co.ID, Name: co.Name, LegalID: co.LegalID, Country: co.Country}
-		chk, ca, err := companyCheck(ctx, st, co, sub.ID)
+		chk, ca, err := companyCheck(cctx, st, co, sub.ID)
 		if err != nil {
+			span.End()
 			return nil, err
 		}
 		accts = append(accts, ca...)
 		add(chk)
+		resVds = append([]verdict{chk}, resChks...)
 	}
+	verdictSpan(span, resVds...)
 	for _, a := range accts {
 		owner := consent.OwnerSubject
 		if a.CompanyID != "" {
@@ -489,7 +502,9 @@ func (s *consentFlow) assess(ctx context.Context, v *validated, subjectID string
 	if remembered != nil {
 		in.Remembered = &consent.Remembered{AccountID: remembered.AccountID}
 	}
+	_, span = s.cfg.startSpan(ctx, spanConsentBuild)
 	m := consent.Build(v.cat, in)
+	span.End()
 	a.model = m
 	return a, nil
 }
@@ -516,7 +531,14 @@ func (s *consentFlow) recordedModel(ctx context.Context, p *pending) (string, *c
 // (at two instances); the later one gets errDecided. prior is the
 // subject's remembered consent when the caller read it in this request
 // (buildModel, recordedModel); nil, decide reads it: once per decision.
-func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d consent.Decision, prior *priorConsent) (string, error) {
+func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d consent.Decision, prior *priorConsent) (_ string, err error) {
+	ctx, span := s.cfg.startSpan(ctx, spanConsentDecide, attribute.String("miniapp.consent.action", d.Action))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, "")
+		}
+		span.End()
+	}()
 	req := p.v.req
 	// The grant is what the subject did not decline (docs/native-consent.md,
 	// "2. Post the decision"); declining everything is a denial.

@@ -17,9 +17,13 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miniapp-host/miniapp-host/jsonhttp"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // Keys at a jwks_uri (RFC 7591 §2; OpenID Connect Core §10.1.1 on key
@@ -59,6 +63,7 @@ type jwksCache struct {
 	hc      *http.Client
 	now     func() time.Time
 	timeout time.Duration // of one fetch: jwksTimeout
+	tracer  trace.Tracer  // a client span per fetch, its traceparent sent (docs/deploy.md, "Traces")
 
 	mu      sync.Mutex
 	entries map[string]*jwksEntry
@@ -93,6 +98,7 @@ func newJWKSCache(local bool, now func() time.Time) *jwksCache {
 			return errors.New("the jwks_uri redirects: register the URL that serves the set")
 		}},
 		now:     now,
+		tracer:  noTracer,
 		entries: map[string]*jwksEntry{},
 	}
 }
@@ -156,7 +162,7 @@ func (c *jwksCache) keys(ctx context.Context, uri, kid string) (*jose.JSONWebKey
 }
 
 // fetch GETs the JWK Set at uri and checks it.
-func (c *jwksCache) fetch(ctx context.Context, uri string) (*jose.JSONWebKeySet, error) {
+func (c *jwksCache) fetch(ctx context.Context, uri string) (_ *jose.JSONWebKeySet, err error) {
 	// A caller that goes away does not cut the fetch others wait for.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
@@ -164,7 +170,17 @@ func (c *jwksCache) fetch(ctx context.Context, uri string) (*jose.JSONWebKeySet,
 	if err != nil {
 		return nil, fmt.Errorf("the jwks_uri %s cannot be requested: %v", uri, err)
 	}
+	ctx, span := c.tracer.Start(ctx, spanJWKSFetch, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("http.request.method", http.MethodGet), attribute.String("server.address", req.URL.Hostname())))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, "")
+		}
+		span.End()
+	}()
+	req = req.WithContext(ctx)
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
+	telemetry.Inject(ctx, req.Header)
 	a, err := jsonhttp.Do(c.hc, req, maxJWKSBody)
 	var je *jsonhttp.Error
 	switch {

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -98,6 +100,10 @@ type Config struct {
 
 	// Metrics counts sign-ins, consent decisions and tokens (docs/deploy.md, "Metrics"); nil counts none.
 	Metrics *metrics.Metrics
+
+	// Tracer records the spans of the consent model, the three checks and
+	// the jwks_uri fetches (docs/deploy.md, "Traces"); nil records none.
+	Tracer trace.Tracer
 }
 
 // BaseURL is {base_url}: the catalog's banking resource address.
@@ -256,6 +262,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 // st it uses (the narrow interfaces declared beside each handler).
 func (s *Server) wire(st Storage) {
 	s.auth = &clientAuth{base: s.base, sec: s.sec, replay: s.replay, jwks: newJWKSCache(s.cfg.FAPI.LocalJWKSURI, s.cfg.Now)}
+	if s.cfg.Tracer != nil {
+		s.auth.jwks.tracer = s.cfg.Tracer
+	}
 	s.dpop = &dpopVerifier{base: s.base, sec: s.sec, replay: s.replay}
 	s.tokens = &bearerTokens{base: s.base, st: st}
 	s.requests = &authzRequests{base: s.base, st: st, sec: s.sec}

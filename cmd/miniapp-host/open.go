@@ -14,6 +14,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/host/webkitgtk"
 	"github.com/miniapp-host/miniapp-host/redact"
 	"github.com/miniapp-host/miniapp-host/resolver"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // runOpen is `miniapp-host open`: resolve a Miniapp and run it in a
@@ -30,6 +31,12 @@ func runOpen(ctx context.Context, e env) int {
 		fmt.Fprintln(e.stderr, "miniapp-host: open:", host.ErrNoWebview)
 		return exitUsage
 	}
+	tp, code, ok := startTraces(ctx, e, "open", telemetry.Options{Service: telemetry.HostService, FixedService: true})
+	if !ok {
+		return code
+	}
+	defer stopTraces(ctx, e, "open", tp)
+	cfg.Traces = tp
 	err := host.Open(ctx, webkitgtk.New, cfg)
 	var rej *resolver.Rejection
 	switch {

@@ -22,6 +22,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/launchprofile"
 	"github.com/miniapp-host/miniapp-host/playground"
 	"github.com/miniapp-host/miniapp-host/redact"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // defaultLauncherAddr is the launcher's address; playground.Layout places
@@ -40,8 +41,9 @@ func runPlayground(ctx context.Context, e env) int {
 	fs := newFlagSet("playground", func(w io.Writer) {
 		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--operator-key KEY] [--browser] [--no-window] [--devtools] [-v]")
 		fmt.Fprintln(w, "       [--layout side|tabs] [--device NAME|WxH@DPR] [--landscape] [--theme light|dark] [--locale TAG] [--zoom Z]")
-		fmt.Fprintln(w, "       [--network slow-3g|fast-3g|offline|LATENCY/DOWN/UP] [--mock FILE]")
+		fmt.Fprintln(w, "       [--network slow-3g|fast-3g|offline|LATENCY/DOWN/UP] [--mock FILE] [--trace-ui URL]")
 		fmt.Fprintln(w, "prints every address (the ports actually bound, also with port 0), then serves until the window is closed or Ctrl-C")
+		fmt.Fprintln(w, "traces: OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) sends the host's and the server's spans there (docs/deploy.md, \"Traces\")")
 	})
 	f := playgroundFlags(fs, e)
 	args, code, ok := parseFlags(e, fs, e.args)
@@ -60,6 +62,7 @@ type pgFlags struct {
 	addr, launcher, data, layout         *string
 	browser, noWindow, devtools, verbose *bool
 	device                               *deviceFlags
+	traceUI                              *string // --trace-ui, else traceUIEnv
 	launch                               *launch // read once (readLaunch)
 	devAddr                              string  // where `dev` serves its folder, "" for none
 }
@@ -88,7 +91,32 @@ func playgroundFlags(fs *flag.FlagSet, e env) *pgFlags {
 		verbose:  fs.Bool("v", false, "log internal errors and the window's events (the Miniapp's console messages among them) to stderr"),
 		layout:   fs.String("layout", "side", "side: the launcher and its inspector beside the Miniapp's device; tabs: each in a tab of its own"),
 		device:   addDeviceFlags(fs),
+		traceUI:  fs.String("trace-ui", "", "a trace's page in a trace UI, with {trace_id} for its id, such as http://localhost:16686/trace/{trace_id} (Jaeger): the inspector links each flow's trace there (default: $"+traceUIEnv+"; docs/playground.md)"),
 	}
+}
+
+// traceUIEnv is the environment variable of --trace-ui.
+const traceUIEnv = "MINIAPP_HOST_TRACE_UI"
+
+// traces starts the server's and the host's tracing (startTraces) and
+// reads --trace-ui, else traceUIEnv, checked (telemetry.CheckTraceUI).
+func (f *pgFlags) traces(ctx context.Context, e env, name string) (server, hostTP *telemetry.Provider, traceUI string, code int, ok bool) {
+	traceUI, source := *f.traceUI, "--trace-ui"
+	if traceUI == "" {
+		traceUI, source = e.envVar(traceUIEnv), traceUIEnv
+	}
+	if traceUI != "" {
+		if err := telemetry.CheckTraceUI(traceUI); err != nil {
+			return nil, nil, "", usageError(e, name, source+" "+err.Error()), false
+		}
+	}
+	if server, code, ok = startTraces(ctx, e, name, telemetry.Options{Service: telemetry.ServerService}); !ok {
+		return nil, nil, "", code, false
+	}
+	if hostTP, code, ok = startTraces(ctx, e, name, telemetry.Options{Service: telemetry.HostService, FixedService: true}); !ok {
+		return nil, nil, "", code, false
+	}
+	return server, hostTP, traceUI, 0, true
 }
 
 // addrs is the playground's port layout from --addr and --launcher-addr,
@@ -124,7 +152,16 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	if l.start != "" || l.profile.Origin != "" {
 		return usageError(e, name, "--start and a profile of a published Miniapp are for a launch: use open --profile, or launch the profile from the launcher")
 	}
-	cfg := playground.Config{DataDir: *f.data, Profiles: launchprofile.DefaultPath(), Addrs: f.addrs(), Network: l.network}
+	serverTP, hostTP, traceUI, code, ok := f.traces(ctx, e, name)
+	if !ok {
+		return code
+	}
+	// After the servers and the window stop: their last spans are
+	// flushed, within telemetry.ShutdownTimeout.
+	defer stopTraces(ctx, e, name, serverTP)
+	defer stopTraces(ctx, e, name, hostTP)
+	cfg := playground.Config{DataDir: *f.data, Profiles: launchprofile.DefaultPath(), Addrs: f.addrs(), Network: l.network,
+		Traces: serverTP, TraceUI: traceUI}
 	// `open` reads the same variable: with it, `open --dashboard <this
 	// playground's dashboard>` completes consents against this server.
 	cfg.HostSecret = secrets[host.HostSecretEnv]
@@ -141,7 +178,7 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 			return exitUsage
 		}
 		return runPlaygroundWindow(ctx, e, cfg, windowChoices{data: *f.data, opKeySource: opKeySource, browser: *f.browser,
-			verbose: *f.verbose, devtools: *f.devtools, layout: layout, device: l.device}, started)
+			verbose: *f.verbose, devtools: *f.devtools, layout: layout, device: l.device, traces: hostTP}, started)
 	}
 	p, err := playground.Start(ctx, cfg)
 	if err != nil {
@@ -172,6 +209,7 @@ type windowChoices struct {
 	browser, verbose, devtools bool
 	layout                     host.Layout
 	device                     host.DeviceSettings
+	traces                     *telemetry.Provider // the host's
 }
 
 func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, c windowChoices, started func(*playground.Playground)) int {
@@ -197,7 +235,7 @@ func runPlaygroundWindow(ctx context.Context, e env, cfg playground.Config, c wi
 	}
 	cfg.Bus = bridge.NewBus(nil)
 	w, err := host.NewWindow(webkitgtk.New, host.Options{Title: "Miniapp Host playground", Width: size.Width, Height: size.Height,
-		DataDir: dir, Events: cfg.Bus, Launcher: true, DevTools: devtools, Layout: c.layout, Device: c.device, NetworkProxy: true})
+		DataDir: dir, Events: cfg.Bus, Launcher: true, DevTools: devtools, Layout: c.layout, Device: c.device, NetworkProxy: true, Traces: c.traces})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "miniapp-host: playground:", err)
 		if errors.Is(err, host.ErrNoDisplay) {

@@ -17,6 +17,7 @@ import (
 	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/origin"
+	"github.com/miniapp-host/miniapp-host/telemetry"
 )
 
 // secretFlags collects repeated --secret CLIENT_ID=SECRET values.
@@ -77,6 +78,7 @@ func serveUsage(w io.Writer) {
 	fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
 	fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
 	fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES, "+operatorKeyEnv+" (a flag wins)")
+	fmt.Fprintln(w, "traces: OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER send spans over OTLP/HTTP; none without an endpoint (docs/deploy.md, \"Traces\")")
 }
 
 func newServeFlags(fs *flag.FlagSet, e env) *serveFlags {
@@ -123,15 +125,50 @@ func runServe(ctx context.Context, e env) int {
 	if !ok {
 		return code
 	}
+	tp, code, ok := startTraces(ctx, e, "serve", telemetry.Options{Service: telemetry.ServerService})
+	if !ok {
+		return code
+	}
+	// After the server's shutdown: its last spans are flushed, within
+	// telemetry.ShutdownTimeout.
+	defer stopTraces(ctx, e, "serve", tp)
+	cfg.Traces = tp
 	srv, err := authserver.Start(ctx, cfg)
 	if err != nil {
 		return serveStartError(e, err, source)
 	}
 	_, opKeySource := f.opKey()
 	public := *f.issuer != "" || *f.dashURL != "" || *f.signURL != "" || *f.invURL != ""
-	printServe(e, srv, *f.db, opKeySource, public)
+	printServe(e, srv, *f.db, opKeySource, public, tp.Endpoint())
 	<-ctx.Done()
 	return stopServe(e, srv, *f.drain, *f.shutdownTimeout)
+}
+
+// stopTraces flushes tp's spans at exit (within telemetry.ShutdownTimeout)
+// and says on stderr how many it dropped, with the endpoint to check.
+func stopTraces(ctx context.Context, e env, cmd string, tp *telemetry.Provider) {
+	tp.Shutdown(context.WithoutCancel(ctx))
+	if full, failed := tp.Dropped(); full+failed > 0 {
+		fmt.Fprintf(e.stderr, "miniapp-host: %s: traces: %d spans dropped (%d with the queue full, %d in exports that failed or timed out): is the collector at %s up?\n",
+			cmd, full+failed, full, failed, tp.Endpoint())
+	}
+}
+
+// startTraces starts the tracing the OTEL_* variables configure (package
+// telemetry; docs/deploy.md, "Traces"): off without an endpoint; a
+// malformed variable is a usage error of cmd naming it, its rule and the
+// fix.
+func startTraces(ctx context.Context, e env, cmd string, o telemetry.Options) (*telemetry.Provider, int, bool) {
+	o.Getenv = e.envVar
+	tp, err := telemetry.Start(ctx, o)
+	if err != nil {
+		if _, ok := err.(*telemetry.EnvError); ok {
+			return nil, usageError(e, cmd, err.Error()), false
+		}
+		fmt.Fprintln(e.stderr, "miniapp-host:", err)
+		return nil, exitUndecided, false
+	}
+	return tp, 0, true
 }
 
 // fromEnv gives each flag not on the command line its environment
@@ -228,7 +265,7 @@ func serveStartError(e env, err error, source map[string]string) int {
 // printServe prints what serve started: its warnings, every address (with
 // public addresses, also where this instance listens), the operator key,
 // the seeded clients and the seed world's subjects.
-func printServe(e env, srv *authserver.Server, db, opKeySource string, public bool) {
+func printServe(e env, srv *authserver.Server, db, opKeySource string, public bool, traces string) {
 	for _, w := range srv.Warnings() {
 		fmt.Fprintln(e.stderr, "miniapp-host: serve: warning:", w)
 	}
@@ -243,6 +280,9 @@ func printServe(e env, srv *authserver.Server, db, opKeySource string, public bo
 	}
 	if u.Metrics != "" {
 		fmt.Fprintf(e.stdout, "%-20s%s\n", "metrics", u.Metrics)
+	}
+	if traces != "" {
+		fmt.Fprintf(e.stdout, "%-20s%s\n", "traces", traces) // docs/deploy.md, "Traces"
 	}
 	if public {
 		// The public addresses above are the proxy's; say where this
