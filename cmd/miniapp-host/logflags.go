@@ -27,6 +27,12 @@ func addLogFlags(fs *flag.FlagSet) *logFlags {
 	return l
 }
 
+// check reports a bad value of either flag, before anything starts.
+func (l *logFlags) check() error {
+	_, err := l.logger(io.Discard, false)
+	return err
+}
+
 // logger is the server's logger writing to w, or nil when the log is off
 // (neither flag given, and not on); a bad value is an error naming the
 // flag and the values it takes.

@@ -60,8 +60,8 @@ type pgFlags struct {
 	browser, noWindow, devtools, verbose *bool
 	device                               *deviceFlags
 	log                                  *logFlags // --log-format, --log-level
-	launch                               *launch // read once (readLaunch)
-	devAddr                              string  // where `dev` serves its folder, "" for none
+	launch                               *launch   // read once (readLaunch)
+	devAddr                              string    // where `dev` serves its folder, "" for none
 }
 
 // readLaunch reads the device flags and the profile they name, once.
