@@ -498,7 +498,7 @@ func (s *Server) dashboardHandler(cfg Config, localJWKSURI bool, faults *devctl.
 		dc.RefreshCatalog = func(ctx context.Context) error { return s.refreshCatalog(ctx, cfg.Logger) }
 	}
 	if faults != nil {
-		ctl, err := devctl.New(devctl.Config{Clock: s.clock, Logger: cfg.Logger, Faults: faults,
+		ctl, err := devctl.New(devctl.Config{Clock: s.clock, Logger: cfg.Logger, Faults: faults, Events: s.events,
 			Fixtures: s.st, Authority: s.oauth, Explain: explainFor(s.oauth)})
 		if err != nil {
 			return nil, fmt.Errorf("authserver: %w", err)

@@ -166,6 +166,26 @@ func itoa(n int64) string { return strings.TrimSpace(strings.Replace(jsonNum(n),
 
 func jsonNum(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
+// The operator's fixture reset (a development control) revokes the
+// subject's grants: each a grant.revoked by the operator.
+func TestEventsOperatorRevocation(t *testing.T) {
+	e := start(t)
+	_, c := pkce(t)
+	e.nativeCode(e.authParams(c), subAna, map[string]string{"action": "approve"})
+	approved := e.eventsOf("kind=consent.approved")
+	if st, m := e.dashRaw(http.MethodPost, "/api/dev/fixtures/reset", `{"subject":"`+subAna+`"}`); st != http.StatusOK {
+		t.Fatalf("fixture reset: %d %v", st, m)
+	}
+	evs := e.eventsOf("kind=grant.revoked")
+	if len(approved) != 1 || len(evs) != 1 || evs[0].GrantID != approved[0].GrantID || evs[0].Actor != audit.ActorOperator ||
+		evs[0].Subject != subAna || evs[0].Detail["via"] != "fixture_reset" {
+		t.Fatalf("approved %s; revoked %s", jsonOf(t, approved), jsonOf(t, evs))
+	}
+	if ch := e.eventsOf("kind=dashboard.changed"); len(ch) != 1 || ch[0].Actor != audit.ActorOperator || ch[0].Detail["path"] != "/api/dev/fixtures/reset" {
+		t.Fatalf("the control itself: %s", jsonOf(t, ch))
+	}
+}
+
 // A denial at the consent screen is a consent.denied of the subject.
 func TestEventsDenied(t *testing.T) {
 	e := start(t)
