@@ -16,6 +16,7 @@ import (
 
 	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/dashboard"
+	"github.com/miniapp-host/miniapp-host/jsonhttp"
 )
 
 // runEvents lists the server's audit events, or follows them
@@ -147,15 +148,19 @@ func streamEvents(ctx context.Context, dash, key string, q url.Values, after int
 	if err != nil {
 		return after, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		ae := &dashboard.APIError{Status: resp.StatusCode, Body: body}
-		if json.Unmarshal(body, &ae.Err) != nil || ae.Err.Code == "" {
-			return after, fmt.Errorf("dashboard: %s without an error object", resp.Status)
+		// A refusal: the dashboard's error object, read like every answer.
+		a, err := jsonhttp.Read(resp, 1<<20)
+		if err != nil {
+			return after, fmt.Errorf("dashboard: %w", err)
+		}
+		ae := &dashboard.APIError{Status: a.Status, Body: a.Body}
+		if json.Unmarshal(a.Body, &ae.Err) != nil || ae.Err.Code == "" {
+			return after, fmt.Errorf("dashboard: %s without an error object", a.StatusText)
 		}
 		return after, ae
 	}
+	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	id := after
