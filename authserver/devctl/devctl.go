@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 )
 
@@ -30,6 +31,9 @@ type Config struct {
 	// Logger receives internal errors, never shown to callers; nil
 	// discards them.
 	Logger *slog.Logger
+	// Events records the grants a fixture reset revokes (docs/deploy.md,
+	// "Audit events"); nil records none.
+	Events *audit.Recorder
 
 	// Faults are the faults the endpoints inject (faults.go): the same
 	// set must be the server's oauth.Config.Faults and the providers'

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
@@ -980,6 +981,10 @@ func (c *Controls) handleFixtureReset(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.writeError(w, r, err)
 		return
+	}
+	for _, id := range out.Grants {
+		c.cfg.Events.Record(r.Context(), audit.Event{Kind: audit.GrantRevoked, ClientID: b.ClientID, Subject: b.Subject, GrantID: id,
+			Actor: audit.ActorOperator, Outcome: audit.OutcomeOK, Detail: map[string]string{"via": "fixture_reset"}})
 	}
 	sum := resetSummary{ConsentsForgotten: len(out.Consents), GrantsRevoked: len(out.Grants), GrantIDs: out.Grants, Consents: []string{}}
 	if sum.GrantIDs == nil {

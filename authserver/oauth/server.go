@@ -17,6 +17,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -104,6 +105,9 @@ type Config struct {
 	// Tracer records the spans of the consent model, the three checks and
 	// the jwks_uri fetches (docs/deploy.md, "Traces"); nil records none.
 	Tracer trace.Tracer
+
+	// Events records the audit events (docs/deploy.md, "Audit events"), and counts in Metrics what they decide; nil records none.
+	Events *audit.Recorder
 }
 
 // BaseURL is {base_url}: the catalog's banking resource address.

@@ -46,10 +46,15 @@ func TestReadmeCommandBlock(t *testing.T) {
 		return out.String()
 	}
 	shown := map[string]bool{}
+	envAssignRE := regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
 	flagRE := regexp.MustCompile(`(?:^|[\s\[|])--?([a-z][a-z0-9-]*)`)
 	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
 		cmdline, _, _ := strings.Cut(line, "#")
 		fields := strings.Fields(cmdline)
+		// Variables set for the one command, as a shell takes them.
+		for len(fields) > 0 && envAssignRE.MatchString(fields[0]) {
+			fields = fields[1:]
+		}
 		if len(fields) < 2 || fields[0] != "miniapp-host" {
 			t.Errorf("README command line %q does not start with miniapp-host COMMAND", line)
 			continue
