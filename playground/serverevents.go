@@ -41,14 +41,25 @@ type followers struct {
 	ctx  context.Context
 	stop context.CancelFunc
 
-	mu sync.Mutex // guards n
-	n  int
+	mu   sync.Mutex // guards n
+	n    int
+	left *sync.Cond // signalled when a stream ends
 }
 
 func newFollowers() *followers {
 	f := &followers{}
+	f.left = sync.NewCond(&f.mu)
 	f.ctx, f.stop = context.WithCancel(context.Background())
 	return f
+}
+
+// waitBelow returns once fewer than n streams are followed.
+func (f *followers) waitBelow(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.n >= n {
+		f.left.Wait()
+	}
 }
 
 // acquire takes a place, or reports that every place is taken.
@@ -64,6 +75,7 @@ func (f *followers) acquire() (release func(), ok bool) {
 		once.Do(func() {
 			f.mu.Lock()
 			f.n--
+			f.left.Broadcast()
 			f.mu.Unlock()
 		})
 	}, true
@@ -75,7 +87,7 @@ var errTooManyFollowers = &apiError{http.StatusTooManyRequests, "too_many_follow
 
 // auditQuery is the page's filter as the dashboard's query: the page's
 // parameters passed on as they are, since the dashboard is the one that
-// checks them (docs/dashboard.md, "Audit events").
+// checks them (docs/dashboard.md, "Events").
 func auditQuery(r *http.Request) (string, *apiError) {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
