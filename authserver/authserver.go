@@ -38,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/dashboard"
 	"github.com/miniapp-host/miniapp-host/authserver/devctl"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
@@ -174,6 +175,9 @@ type Config struct {
 	MetricsAddr string
 	// MetricsPublic allows a MetricsAddr off loopback.
 	MetricsPublic bool
+	// EventsKeep is how many audit events the database keeps, the newest
+	// (docs/deploy.md, "Audit events"); zero means audit.DefaultKeep.
+	EventsKeep int
 }
 
 // URLs are the public addresses of a running server: Config's public
@@ -258,6 +262,7 @@ type Server struct {
 	opKey   string
 	warns   []string      // Warnings
 	clock   *devctl.Clock // the development clock; nil unless the issuer is on loopback
+	events  *audit.Recorder
 
 	stopPurge chan struct{} // closed by Shutdown
 	purgeDone chan struct{} // closed when the purge loop has returned
@@ -338,6 +343,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	s := &Server{rand: cfg.Rand, st: st}
+	s.events = audit.New(audit.Config{Store: st, Metrics: mx, Logger: cfg.Logger, Now: cfg.Now, Keep: cfg.EventsKeep})
+	defer func() {
+		if err != nil {
+			s.events.Close()
+		}
+	}()
 	s.setAddresses(cfg, roles)
 	s.cat, err = catalog.New(catalog.Endpoints{BaseURL: s.urls.BaseURL, SigningBaseURL: s.urls.SigningBaseURL,
 		InvoicingBaseURL: s.urls.InvoicingBaseURL})
@@ -365,7 +376,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	oc.Issuer, oc.Catalog, oc.Store, oc.Now, oc.Rand, oc.Logger = s.urls.Issuer, s.cat, s.st, cfg.Now, cfg.Rand, cfg.Logger
 	oc.TrustedProxies = cfg.HTTP.TrustedProxies
-	oc.Store, oc.Metrics = meterStorage(s.st, mx), mx
+	oc.Store, oc.Metrics, oc.Events = meterStorage(s.st, mx), mx, s.events
 	oc.FAPI.LocalJWKSURI = oc.FAPI.LocalJWKSURI || local
 	if s.oauth, err = oauth.New(ctx, oc); err != nil {
 		return nil, err
@@ -380,10 +391,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.urls.Authorization, s.urls.Token = s.oauth.AuthorizationEndpoint(), s.oauth.TokenEndpoint()
 	s.urls.Grant, s.urls.Native, s.urls.PAR = s.oauth.GrantEndpoint(), s.oauth.NativeEndpoint(), s.oauth.PAREndpoint()
 
-	roles[0].h = s.oauth.Handler()
+	roles[0].h = s.events.Wrap(s.oauth.Handler(), false)
 	if roles[1].h, err = s.dashboardHandler(cfg, oc.FAPI.LocalJWKSURI, faults); err != nil {
 		return nil, err
 	}
+	roles[1].h = s.events.Wrap(roles[1].h, true)
 	if roles[2].h, roles[3].h, err = s.providerHandlers(cfg, faults); err != nil {
 		return nil, err
 	}
@@ -475,7 +487,7 @@ func (s *Server) dashboardHandler(cfg Config, localJWKSURI bool, faults *devctl.
 	dc := dashboard.Config{Store: s.st, Catalog: s.oauth.Catalog, SetCatalog: s.oauth.SetCatalog,
 		InvalidateClient: s.oauth.InvalidateClient, Now: now, Rand: cfg.Rand, Logger: cfg.Logger,
 		Origin: s.urls.Dashboard, AllowedOrigins: cfg.DashboardOrigins, Issuer: s.urls.Issuer,
-		LocalJWKSURI: localJWKSURI}
+		LocalJWKSURI: localJWKSURI, Events: s.events}
 	if s.st.Shared() {
 		// An approval extends the catalog every instance approved.
 		dc.RefreshCatalog = func(ctx context.Context) error { return s.refreshCatalog(ctx, cfg.Logger) }
@@ -969,6 +981,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) shutdown(ctx context.Context) error {
 	s.Drain()
+	s.events.StopFollowers() // an event stream never ends by itself
 	names := []string{"service", "dashboard", "signing", "invoicing", "metrics"}
 	errs := make([]error, len(s.servers))
 	var wg sync.WaitGroup
@@ -983,8 +996,12 @@ func (s *Server) shutdown(ctx context.Context) error {
 	wg.Wait()
 	close(s.stopPurge)
 	<-s.purgeDone
+	s.events.Close() // what is queued is stored before the store closes
 	return errors.Join(append(errs, s.st.Close())...)
 }
+
+// Events is the server's audit event log (docs/deploy.md, "Audit events").
+func (s *Server) Events() *audit.Recorder { return s.events }
 
 // Close shuts the server down (Shutdown), giving requests in flight at
 // most 5 seconds.

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -88,6 +89,10 @@ type Config struct {
 	// operator credential only. Nil, as on every server whose issuer is
 	// not on loopback, answers those routes 403 development_only.
 	Dev http.Handler
+	// Events is the audit event log of the events API (events.go) and
+	// records the dashboard's own events; nil answers that API 503
+	// events_unavailable.
+	Events *audit.Recorder
 }
 
 // OperatorKeySetting is the store setting holding the SHA-256 hash of the
@@ -204,6 +209,11 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/miniapps", s.handleMiniapps)
 	// GET /api/resource-servers: the approved Resource Servers with their ids (docs/service.md §2.8); public.
 	mux.HandleFunc("GET /api/resource-servers", s.handleResourceServers)
+
+	// GET /api/events: audit events, ?client= ?subject= ?kind= ?after= ?limit= (operator).
+	mux.HandleFunc("GET /api/events", s.operator(s.handleEvents))
+	// GET /api/events/stream: audit events as server-sent events, the same filters and Last-Event-ID (operator).
+	mux.HandleFunc("GET /api/events/stream", s.operator(s.handleEventsStream))
 
 	// /api/dev/...: the development controls (operator; development servers only).
 	mux.HandleFunc("/api/dev/", s.handleDev)

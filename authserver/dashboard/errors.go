@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
@@ -72,6 +73,10 @@ func statusOf(code string) int {
 		return http.StatusInternalServerError
 	case codeContentTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case codeTooManyFollowers:
+		return http.StatusTooManyRequests
+	case codeEventsUnavailable:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusBadRequest
 }
@@ -85,6 +90,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		e = &Error{Code: codeInternal}
 	}
 	st := statusOf(e.Code)
+	audit.Refused(r, audit.Refusal{Error: e.Code, Rule: e.Message, Field: e.Field}, r.PathValue("client_id"), "")
+	if st == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "5")
+	}
 	if st == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dashboard"`)
 	}
@@ -168,6 +177,7 @@ func (s *Server) project(h func(http.ResponseWriter, *http.Request, store.Projec
 			s.writeError(w, r, &Error{Code: codeInvalidKey, Field: "Authorization", Message: "the key is not the key of project " + id})
 			return
 		}
+		audit.SetActor(r, audit.Project(id))
 		p, err := s.st.Project(r.Context(), id)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -200,6 +210,7 @@ func (s *Server) operatorFor(msg string, h http.HandlerFunc) http.HandlerFunc {
 			s.writeError(w, r, &Error{Code: codeOperatorOnly, Field: "Authorization", Message: msg})
 			return
 		}
+		audit.SetActor(r, audit.ActorOperator)
 		h(w, r)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/origin"
 )
@@ -538,5 +539,7 @@ func (s *Server) handleRemoveCredential(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	s.cfg.InvalidateClient(c.ID)
+	s.cfg.Events.Record(r.Context(), audit.Event{Kind: audit.GrantRevoked, ClientID: c.ID, Actor: audit.Project(p.ID),
+		Outcome: audit.OutcomeOK, Detail: map[string]string{"via": "credential_removed"}})
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -230,7 +230,7 @@ func redirectErr(c *store.Client, uri string) *Error {
 		why = "a redirect_uri must not have a fragment (RFC 6749 §3.1.2)"
 	}
 	return oauthErr(codeInvalidRequest, fmt.Sprintf("redirect_uri %s is not registered for client %s; its registered redirect URIs are %s: %s",
-		echo(uri), echo(c.ID), echoList(c.RedirectURIs), why))
+		echo(uri), echo(c.ID), echoList(c.RedirectURIs), why)).compared("redirect_uri", uri, strings.Join(c.RedirectURIs, " "))
 }
 
 // requestObjectErr refuses the request-object parameters, which this
@@ -371,7 +371,7 @@ func (s *consentFlow) newPending(ctx context.Context, v *validated, session, sou
 	if err := s.pending.add(ctx, p, now); err != nil {
 		return nil, err
 	}
-	s.cfg.Metrics.SignInStarted(host != "")
+	s.signInStarted(ctx, p)
 	return p, nil
 }
 
@@ -528,7 +528,7 @@ func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d 
 		if err := s.pending.decide(ctx, p, subject, nil, nil, nil, s.cfg.Now()); err != nil {
 			return "", err
 		}
-		s.cfg.Metrics.Decided(p.host != "", false, false)
+		s.decided(ctx, p, subject, false, "", false)
 		return s.errorRedirect(req.RedirectURI, req.State, oauthErr(codeAccessDenied, "the subject denied the request")), nil
 	}
 	granted := gr.Result
@@ -578,7 +578,7 @@ func (s *consentFlow) decide(ctx context.Context, p *pending, subject string, d 
 	} else if err != nil {
 		return "", err
 	}
-	s.cfg.Metrics.Decided(p.host != "", true, remember != nil)
+	s.decided(ctx, p, subject, true, g.ID, remember != nil)
 	q := url.Values{"code": {code}, "iss": {s.cfg.Issuer}}
 	if req.State != "" {
 		q.Set("state", req.State)

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/consent"
@@ -331,6 +332,9 @@ func (s *connectedHandler) revokeWhole(ctx context.Context, g *store.Grant, held
 		return err
 	}
 	err = s.st.RevokeSubjectGrant(ctx, g.SubjectID, g.ID, now, remember)
+	if err == nil {
+		s.grantRevoked(ctx, g.ClientID, g.SubjectID, g.ID, audit.Subject(g.SubjectID), "connected_apps")
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return oauthErr(codeUnknownGrant, fmt.Sprintf("grant_id: grant %s was revoked meanwhile; reload the list", g.ID))

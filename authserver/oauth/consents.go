@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
@@ -36,7 +37,8 @@ func (s *nativeHandler) handleConsents(w http.ResponseWriter, r *http.Request) {
 // handleRevokeConsent forgets a subject's consent for a client and revokes
 // the grants made on it; the next request asks again.
 func (s *nativeHandler) handleRevokeConsent(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.auth.authenticateHost(r); err != nil {
+	host, err := s.auth.authenticateHost(r)
+	if err != nil {
 		s.writeJSONError(w, r, err)
 		return
 	}
@@ -45,7 +47,10 @@ func (s *nativeHandler) handleRevokeConsent(w http.ResponseWriter, r *http.Reque
 		s.writeJSONError(w, r, oauthErr(codeInvalidRequest, "subject: the query parameter is missing"))
 		return
 	}
-	err := s.st.RevokeConsent(r.Context(), sub, r.PathValue("client_id"), s.cfg.Now())
+	err = s.st.RevokeConsent(r.Context(), sub, r.PathValue("client_id"), s.cfg.Now())
+	if err == nil {
+		s.grantRevoked(r.Context(), r.PathValue("client_id"), sub, "", audit.Host(host.ID), "consent_revoked")
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		s.writeJSONError(w, r, oauthErr(codeUnknownConsent, "the subject has no remembered consent for this client"))
 		return

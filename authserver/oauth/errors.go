@@ -14,7 +14,6 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
-	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/consent"
 	"github.com/miniapp-host/miniapp-host/redact"
@@ -43,6 +42,9 @@ type Error struct {
 	// status, when not 0, is the HTTP status of an injected fault
 	// (faults.go) in place of statusOf's.
 	status int
+	// field, sent and expected say what was compared, for the audit
+	// event (compared, events.go).
+	field, sent, expected string
 }
 
 // statusCode is the HTTP status oe is answered with.
@@ -218,7 +220,7 @@ func catalogErr(err error) *Error {
 func (s *base) asError(r *http.Request, err error) *Error {
 	var oe *Error
 	if errors.As(err, &oe) {
-		metrics.Refused(r, oe.Code)
+		s.refused(r, oe)
 		return oe
 	}
 	ctx, path := context.Background(), ""
@@ -226,8 +228,9 @@ func (s *base) asError(r *http.Request, err error) *Error {
 		ctx, path = r.Context(), r.URL.Path
 	}
 	s.log.ErrorContext(ctx, "oauth: internal error", "path", path, "err", err)
-	metrics.Refused(r, codeServerError)
-	return oauthErr(codeServerError, "the server could not complete the request")
+	internal := oauthErr(codeServerError, "the server could not complete the request")
+	s.refused(r, internal)
+	return internal
 }
 
 // errorDescription makes desc a valid error_description. RFC 6749

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/catalog"
 	"github.com/miniapp-host/miniapp-host/consent"
@@ -303,6 +304,7 @@ func (s *grantMgmtHandler) handleGrantManagement(w http.ResponseWriter, r *http.
 			s.writeJSONError(w, r, err)
 			return
 		}
+		s.grantRevoked(r.Context(), g.ClientID, g.SubjectID, g.ID, audit.Client(g.ClientID), "grant_management")
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
@@ -149,7 +150,9 @@ func (s *tokenHandler) handleRevoke(w http.ResponseWriter, r *http.Request) {
 			s.writeJSONError(w, r, oauthErr(codeUnauthorizedClient, "the token was issued to another client"))
 			return
 		}
-		err = s.st.RevokeAccessToken(ctx, at.Hash)
+		if err = s.st.RevokeAccessToken(ctx, at.Hash); err == nil {
+			s.grantRevoked(ctx, g.ClientID, g.SubjectID, g.ID, audit.Client(c.ID), "revocation_access_token")
+		}
 	case errors.Is(err, store.ErrNotFound):
 		var rg *store.Grant
 		if _, rg, err = s.st.LookupRefreshToken(ctx, store.SecretKey(tok)); err == nil {
@@ -157,7 +160,9 @@ func (s *tokenHandler) handleRevoke(w http.ResponseWriter, r *http.Request) {
 				s.writeJSONError(w, r, oauthErr(codeUnauthorizedClient, "the token was issued to another client"))
 				return
 			}
-			err = s.st.RevokeGrant(ctx, rg.ID, s.cfg.Now())
+			if err = s.st.RevokeGrant(ctx, rg.ID, s.cfg.Now()); err == nil {
+				s.grantRevoked(ctx, rg.ClientID, rg.SubjectID, rg.ID, audit.Client(c.ID), "revocation")
+			}
 		} else if errors.Is(err, store.ErrNotFound) {
 			err = nil
 		}

@@ -124,6 +124,7 @@ func (s *nativeHandler) handleNativeSubmit(w http.ResponseWriter, r *http.Reques
 				// A host shows its consent screen unless the model is
 				// remembered: prompt=none allows only that case.
 				if err = promptNone(v, m); err == nil {
+					s.consentShown(r.Context(), p, body.Subject)
 					writeJSON(w, http.StatusCreated, nativeRequest{RequestID: p.id, ExpiresIn: int64(s.cfg.ConsentTTL.Seconds()), Consent: m,
 						Request: readOf(v)})
 					return

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/miniapp-host/miniapp-host/assets"
-	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/consent"
 )
@@ -108,7 +107,7 @@ func (s *base) render(w http.ResponseWriter, r *http.Request, status int, t *tem
 // errorPage answers an authorization request whose redirect_uri could not be
 // verified (RFC 6749 §4.1.2.1): the error is shown, never redirected.
 func (s *base) errorPage(w http.ResponseWriter, r *http.Request, oe *Error) {
-	metrics.Refused(r, oe.Code)
+	s.refused(r, oe)
 	// A page is not an authentication challenge: an unknown client is a bad
 	// request here, whatever the code's status at the token endpoint.
 	status := statusOf(oe.Code)
@@ -214,6 +213,7 @@ func (s *browserHandler) handleLoginSubmit(w http.ResponseWriter, r *http.Reques
 		s.errorPage(w, r, s.asError(r, err))
 		return
 	}
+	s.signedIn(r.Context(), p, sub.ID)
 	http.Redirect(w, r, s.path(pathConsent)+"?request="+url.QueryEscape(p.id), http.StatusSeeOther)
 }
 
@@ -284,6 +284,7 @@ func (s *browserHandler) handleConsentPage(w http.ResponseWriter, r *http.Reques
 		http.Redirect(w, r, to, http.StatusSeeOther)
 		return
 	}
+	s.consentShown(r.Context(), p, subj)
 	s.render(w, r, http.StatusOK, s.pages.consent, consentData{RequestID: p.id, CSRF: se.csrf, Model: m})
 }
 

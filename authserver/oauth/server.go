@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -98,6 +99,8 @@ type Config struct {
 
 	// Metrics counts sign-ins, consent decisions and tokens (docs/deploy.md, "Metrics"); nil counts none.
 	Metrics *metrics.Metrics
+	// Events records the audit events (docs/deploy.md, "Audit events"), and counts in Metrics what they decide; nil records none.
+	Events *audit.Recorder
 }
 
 // BaseURL is {base_url}: the catalog's banking resource address.

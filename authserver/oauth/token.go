@@ -72,6 +72,8 @@ type tokenResponse struct {
 	// GrantID names the grant (FAPI Grant Management §5.3), for a merge,
 	// a replace, or the grant management endpoint.
 	GrantID string `json:"grant_id,omitempty"`
+	// grant is the grant the tokens are of, for the audit event; never written.
+	grant *store.Grant
 }
 
 // handleToken serves the token endpoint (RFC 6749 §3.2).
@@ -121,7 +123,7 @@ func (s *tokenHandler) handleToken(w http.ResponseWriter, r *http.Request) {
 	if jkt != "" {
 		w.Header().Set(headerDPoPNonce, s.newNonce()) // the nonce for the next proof (RFC 9449 §8)
 	}
-	s.cfg.Metrics.TokenIssued(r.PostForm.Get("grant_type"))
+	s.tokenIssued(r, c.ID, resp)
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -213,9 +215,9 @@ func codeRefusal(rc *store.Code, f url.Values, now time.Time) *Error {
 		return oauthErr(codeInvalidGrant, "redirect_uri is missing: send the authorization request's, "+echo(rc.RedirectURI)+" (RFC 6749 §4.1.3)")
 	case f.Get("redirect_uri") != rc.RedirectURI:
 		return oauthErr(codeInvalidGrant, "redirect_uri "+echo(f.Get("redirect_uri"))+" differs from the authorization request's, "+
-			echo(rc.RedirectURI)+": they must be identical (RFC 6749 §4.1.3)")
+			echo(rc.RedirectURI)+": they must be identical (RFC 6749 §4.1.3)").compared("redirect_uri", f.Get("redirect_uri"), rc.RedirectURI)
 	case !verifyPKCE(rc.Challenge, f.Get("code_verifier")):
-		return oauthErr(codeInvalidGrant, pkceRefusal(rc.Challenge, f.Get("code_verifier")))
+		return oauthErr(codeInvalidGrant, pkceRefusal(rc.Challenge, f.Get("code_verifier"))).compared("code_challenge", s256Of(f.Get("code_verifier")), rc.Challenge)
 	}
 	return nil
 }
@@ -419,7 +421,7 @@ func (s *tokenHandler) mint(c *store.Client, g *store.Grant, scopes []string, no
 		return nil, err
 	}
 	resp := &tokenResponse{AccessToken: at, TokenType: tokenType, ExpiresIn: int64(s.cfg.AccessTokenTTL.Seconds()), Scope: scope,
-		GrantID: g.GrantManagementID()}
+		GrantID: g.GrantManagementID(), grant: g}
 	if string(g.Details) != "[]" && len(g.Details) > 0 {
 		resp.AuthorizationDetails = g.Details
 	}

@@ -115,6 +115,8 @@ type core struct {
 
 	uses grantUses // grants used since the last flush (subjectgrants.go)
 
+	events eventState // audit events' trims and instance id (events.go)
+
 	metrics *metrics.Metrics // batches and notifications (docs/deploy.md, "Metrics"); nil records none
 }
 
@@ -484,6 +486,8 @@ DROP INDEX refresh_tokens_grant;
 	grantManagementMigration,
 	// 8: the subject's view of its grants (subjectgrants.go).
 	subjectGrantsMigration,
+	// 9: the audit events (events.go).
+	eventsMigration,
 }
 
 // migrate applies the migrations the database has not seen, each in its own
