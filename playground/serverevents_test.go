@@ -261,7 +261,9 @@ func TestServerEventsAPI(t *testing.T) {
 		}
 	}
 	// A query that is no query at all is the launcher's own refusal.
-	var e struct{ Error struct{ Code, Message string } }
+	var e struct {
+		Error struct{ Code, Message string }
+	}
 	if st := call(t, p, http.MethodGet, "/api/server-events?client=%zz", nil, &e); st != http.StatusBadRequest || e.Error.Code != "invalid_request" {
 		t.Errorf("a malformed query: %d %+v", st, e.Error)
 	}
@@ -296,7 +298,9 @@ func TestServerEventsAPI(t *testing.T) {
 		}
 		more = append(more, s)
 	}
-	var tm struct{ Error struct{ Code, Message string } }
+	var tm struct {
+		Error struct{ Code, Message string }
+	}
 	if st := call(t, p, http.MethodGet, "/api/server-events/stream", nil, &tm); st != http.StatusTooManyRequests || tm.Error.Code != "too_many_followers" {
 		t.Errorf("a ninth stream: %d %+v, want 429 too_many_followers", st, tm.Error)
 	}
