@@ -187,6 +187,29 @@ func TestServerEventsInChromium(t *testing.T) {
 		poll(t, ctx, "the list cleared", `document.querySelectorAll("#sev-list > li").length === 0`)
 	})
 
+	t.Run("bounded", func(t *testing.T) {
+		// ?events-keep=3: the pane keeps the newest three, newest last,
+		// and says so; a new event pushes the oldest out.
+		u := strings.Replace(x.p.LauncherURL(), "/#", "/?events-keep=3#", 1)
+		if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, ctx, "the pane live again", `document.getElementById("sev-status").dataset.state === "live"`)
+		_, list, _ := listAudit(t, x.p, "")
+		var want []string
+		for _, e := range list[len(list)-3:] {
+			want = append(want, jsInt(e.ID))
+		}
+		ids := `[...document.querySelectorAll("#sev-list > li")].map((li) => li.dataset.id).join(" ")`
+		pollOr(t, ctx, "the newest three", ids+` === "`+strings.Join(want, " ")+`"`, ids)
+		if s := eval[string](t, ctx, `document.getElementById("sev-status").textContent`); !strings.Contains(s, "the latest 3 kept") {
+			t.Errorf("the status says %q", s)
+		}
+		refuseRedirect(t, x.p, "http://127.0.0.1:3/not-registered")
+		pollOr(t, ctx, "the refusal last, three rows", `(() => { const li = document.querySelectorAll("#sev-list > li");
+			return li.length === 3 && li[2].dataset.kind === "request.refused" && li[0].dataset.id === "`+want[1]+`"; })()`, ids)
+	})
+
 	// The operator key was never in what the tab received (while the
 	// recording saw the events themselves).
 	all := got.String()

@@ -7,9 +7,10 @@
 
 (function () {
   const $ = (id) => document.getElementById(id);
-  // The automation token, which playground.js (loaded first) took from the
-  // fragment and kept for this tab.
-  const token = sessionStorage.getItem("playground-token") || "";
+  // The automation token, in the fragment of the launcher URL or kept for
+  // this tab; this script runs before playground.js, which keeps it and
+  // cleans the address bar (the query with it).
+  const token = new URLSearchParams(location.hash.slice(1)).get("token") || sessionStorage.getItem("playground-token") || "";
   const search = new URLSearchParams(location.search);
 
   // keep bounds the list: the oldest rows go beyond it (a row is reused
