@@ -178,6 +178,9 @@ type Config struct {
 	// EventsKeep is how many audit events the database keeps, the newest
 	// (docs/deploy.md, "Audit events"); zero means audit.DefaultKeep.
 	EventsKeep int
+	// EventsOff records no audit event (the events API answers 503
+	// events_unavailable): the cost benchmarks' server without them.
+	EventsOff bool
 }
 
 // URLs are the public addresses of a running server: Config's public
@@ -343,7 +346,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	s := &Server{rand: cfg.Rand, st: st}
-	s.events = audit.New(audit.Config{Store: st, Metrics: mx, Logger: cfg.Logger, Now: cfg.Now, Keep: cfg.EventsKeep})
+	if !cfg.EventsOff {
+		s.events = audit.New(audit.Config{Store: st, Metrics: mx, Logger: cfg.Logger, Now: cfg.Now, Keep: cfg.EventsKeep})
+	}
 	defer func() {
 		if err != nil {
 			s.events.Close()

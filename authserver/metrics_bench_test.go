@@ -25,13 +25,15 @@ import (
 
 // BenchmarkMetricsCost runs a browser flow and a native flow, each to its
 // token, on two servers side by side in one run, one without metrics and
-// one with them (Config.MetricsAddr), in turn within every iteration (in
+// audit events (Config.EventsOff) and one with both (Config.MetricsAddr),
+// in turn within every iteration (in
 // a random order), so that a machine's load falls on both alike. It
 // reports the process's CPU time (user and system, getrusage) and the
 // wall time per flow of each, and how much more the metered flows cost
 // (docs/deploy.md, "Metrics"; BENCHMARKS.md, "Metrics off and on").
 func BenchmarkMetricsCost(b *testing.B) {
-	servers := map[bool]*benchServer{false: newBenchServer(b, ""), true: newBenchServer(b, "127.0.0.1:0")}
+	off := func(c *authserver.Config) { c.EventsOff = true }
+	servers := map[bool]*benchServer{false: newBenchServer(b, "", off), true: newBenchServer(b, "127.0.0.1:0")}
 	type key struct {
 		native, metrics bool
 	}
@@ -83,9 +85,12 @@ type benchServer struct {
 	hc  *http.Client
 }
 
-func newBenchServer(b *testing.B, metricsAddr string) *benchServer {
+func newBenchServer(b *testing.B, metricsAddr string, set ...func(*authserver.Config)) *benchServer {
 	b.Helper()
 	cfg := authserver.Config{DB: filepath.Join(b.TempDir(), "bench.db"), Secrets: map[string]string{hostID: hostSecret}, MetricsAddr: metricsAddr}
+	for _, f := range set {
+		f(&cfg)
+	}
 	// Every flow is a new browser from 127.0.0.1: lift the per-source caps.
 	cfg.OAuth.MaxSessionsPerSource, cfg.OAuth.MaxPendingPerSource = 1<<30, 1<<30
 	srv, err := authserver.Start(context.Background(), cfg)

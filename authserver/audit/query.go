@@ -78,7 +78,11 @@ func ParseQuery(v url.Values) (Query, error) {
 	var q Query
 	for name, vs := range v {
 		if !slices.Contains(params, name) {
-			return q, &FilterError{Field: name, Rule: "not a parameter of the events API",
+			field := truncate(name)
+			if field == "" {
+				field = "(a parameter without a name)"
+			}
+			return q, &FilterError{Field: field, Rule: "not a parameter of the events API",
 				Fix: "use client, subject, kind, after or limit (docs/dashboard.md, \"Events\")"}
 		}
 		if len(vs) > 1 {

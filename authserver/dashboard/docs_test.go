@@ -28,7 +28,8 @@ func TestCodesAreDocumented(t *testing.T) {
 	for _, code := range []string{codeInvalidBody, codeMissingField, codeInvalidField, codeUnknownScope, codeUnknownType,
 		codeInvalidDeclaration, codeManifestRejected, codeNotConfidential, codeMissingKey, codeInvalidKey, codeOperatorOnly,
 		codeClientNotFound, codeCredentialNotFound, codeSubmissionNotFound, codeIssuerUnknown, codeAlreadyDecided,
-		codeDeclarationClash, codeInternal, codeOriginNotAllowed, codeUnsupportedMediaType, codeHostNotAllowed} {
+		codeDeclarationClash, codeInternal, codeOriginNotAllowed, codeUnsupportedMediaType, codeHostNotAllowed,
+		codeInvalidFilter, codeTooManyFollowers, codeEventsUnavailable} {
 		t.Run(code, func(t *testing.T) {
 			row, ok := rows[code]
 			if !ok {

@@ -31,6 +31,9 @@ func runDev(ctx context.Context, e env) int {
 	if !ok {
 		return code
 	}
+	if err := f.log.check(); err != nil {
+		return usageError(e, "dev", err.Error())
+	}
 	l, err := f.readLaunch()
 	if err != nil {
 		return usageError(e, "dev", err.Error())

@@ -72,6 +72,7 @@ func commands() map[string]command {
 		"rs":                {"declare a Resource Server for review, or list the approved ones", dashboardCommand("rs")},
 		"miniapp":           {"submit a published Miniapp's manifest for review, or list the approved ones", dashboardCommand("miniapp")},
 		"review":            {"operator: list, approve or reject submissions", dashboardCommand("review")},
+		"events":            {"operator: list or follow the server's audit events (docs/dashboard.md, Events)", runEvents},
 		"fault":             {"development server: inject faults at its endpoints (docs/dashboard.md, Faults)", devCommand("fault")},
 		"clock":             {"development server: advance, set, reset or show its clock (docs/dashboard.md)", devCommand("clock")},
 		"fixture":           {"development server: apply a fixture file of test identities and decisions, or forget a subject's or client's", runFixture},

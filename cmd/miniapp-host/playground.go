@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -40,7 +39,7 @@ func runPlayground(ctx context.Context, e env) int {
 	fs := newFlagSet("playground", func(w io.Writer) {
 		fmt.Fprintln(w, "usage: miniapp-host playground [--addr HOST:PORT] [--launcher-addr HOST:PORT] [--data DIR] [--operator-key KEY] [--browser] [--no-window] [--devtools] [-v]")
 		fmt.Fprintln(w, "       [--layout side|tabs] [--device NAME|WxH@DPR] [--landscape] [--theme light|dark] [--locale TAG] [--zoom Z]")
-		fmt.Fprintln(w, "       [--network slow-3g|fast-3g|offline|LATENCY/DOWN/UP] [--mock FILE]")
+		fmt.Fprintln(w, "       [--network slow-3g|fast-3g|offline|LATENCY/DOWN/UP] [--mock FILE] [--log-format text|json] [--log-level debug|info|warn|error]")
 		fmt.Fprintln(w, "prints every address (the ports actually bound, also with port 0), then serves until the window is closed or Ctrl-C")
 	})
 	f := playgroundFlags(fs, e)
@@ -60,8 +59,9 @@ type pgFlags struct {
 	addr, launcher, data, layout         *string
 	browser, noWindow, devtools, verbose *bool
 	device                               *deviceFlags
-	launch                               *launch // read once (readLaunch)
-	devAddr                              string  // where `dev` serves its folder, "" for none
+	log                                  *logFlags // --log-format, --log-level
+	launch                               *launch   // read once (readLaunch)
+	devAddr                              string    // where `dev` serves its folder, "" for none
 }
 
 // readLaunch reads the device flags and the profile they name, once.
@@ -88,6 +88,7 @@ func playgroundFlags(fs *flag.FlagSet, e env) *pgFlags {
 		verbose:  fs.Bool("v", false, "log internal errors and the window's events (the Miniapp's console messages among them) to stderr"),
 		layout:   fs.String("layout", "side", "side: the launcher and its inspector beside the Miniapp's device; tabs: each in a tab of its own"),
 		device:   addDeviceFlags(fs),
+		log:      addLogFlags(fs),
 	}
 }
 
@@ -129,10 +130,10 @@ func (f *pgFlags) run(ctx context.Context, e env, name string, started func(*pla
 	// playground's dashboard>` completes consents against this server.
 	cfg.HostSecret = secrets[host.HostSecretEnv]
 	cfg.OperatorKey = opKey
-	if *f.verbose {
-		// Internal errors may quote a URL with a code in it: redacted as
-		// the network log keeps URLs, as the window's events are.
-		cfg.Logger = slog.New(slog.NewTextHandler(redact.Writer(e.stderr), nil))
+	// Internal errors may quote a URL with a code in it: redacted as the
+	// network log keeps URLs, as the window's events are, in either format.
+	if cfg.Logger, err = f.log.logger(redact.Writer(e.stderr), *f.verbose); err != nil {
+		return usageError(e, name, err.Error())
 	}
 	if !*f.noWindow {
 		if !webkitgtk.Available {

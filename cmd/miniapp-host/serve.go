@@ -6,13 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/miniapp-host/miniapp-host/authserver"
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/httplimit"
 	"github.com/miniapp-host/miniapp-host/authserver/metrics"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
@@ -64,6 +64,8 @@ type serveFlags struct {
 	trustAny, verbose                           *bool
 	metricsAddr                                 *string // --metrics-addr, with --metrics-public (docs/deploy.md, "Metrics")
 	metricsPublic                               *bool
+	log                                         *logFlags // --log-format, --log-level (docs/deploy.md, "Logs")
+	eventsKeep                                  *int      // --events-keep (docs/deploy.md, "Audit events")
 	drain, shutdownTimeout                      *time.Duration
 	secrets                                     secretFlags
 	dashOrigins                                 originFlags
@@ -73,7 +75,7 @@ type serveFlags struct {
 func serveUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: miniapp-host serve [--db FILE] [--addr HOST:PORT] [--issuer URL] [--dashboard-url URL] [--signing-url URL] [--invoicing-url URL]")
 	fmt.Fprintln(w, "                          [--trusted-proxy CIDR,...] [--trust-any-proxy] [--secret CLIENT_ID=SECRET]... [--operator-key KEY] [--drain DURATION] [--shutdown-timeout DURATION] [-v]")
-	fmt.Fprintln(w, "                          [--metrics-addr HOST:PORT [--metrics-public]]")
+	fmt.Fprintln(w, "                          [--metrics-addr HOST:PORT [--metrics-public]] [--log-format text|json] [--log-level debug|info|warn|error] [--events-keep N]")
 	fmt.Fprintln(w, "prints the address of every role (the ports actually bound, also with port 0) and the seeded clients, then serves until interrupted")
 	fmt.Fprintln(w, "every listener answers GET /healthz and GET /readyz; behind a reverse proxy give every instance the proxy's addresses (docs/deploy.md)")
 	fmt.Fprintln(w, "environment: MINIAPP_HOST_DB, MINIAPP_HOST_ISSUER, MINIAPP_HOST_DASHBOARD_URL, MINIAPP_HOST_SIGNING_URL, MINIAPP_HOST_INVOICING_URL, MINIAPP_HOST_TRUSTED_PROXIES, "+operatorKeyEnv+" (a flag wins)")
@@ -102,6 +104,8 @@ func newServeFlags(fs *flag.FlagSet, e env) *serveFlags {
 	f.verbose = fs.Bool("v", false, "log internal errors to stderr")
 	f.metricsAddr = fs.String("metrics-addr", "", "serve Prometheus metrics at /metrics on this loopback HOST:PORT, such as 127.0.0.1:9464 (docs/deploy.md, \"Metrics\"); default none")
 	f.metricsPublic = fs.Bool("metrics-public", false, "allow a --metrics-addr off loopback (keep it behind a firewall: the metrics say how the server is used)")
+	f.log = addLogFlags(fs)
+	f.eventsKeep = fs.Int("events-keep", audit.DefaultKeep, "how many audit events the database keeps, the newest (docs/deploy.md, \"Audit events\")")
 	return f
 }
 
@@ -177,7 +181,10 @@ func (f *serveFlags) config(e env, source map[string]string) (authserver.Config,
 	cfg := authserver.Config{DB: *f.db, ServiceAddr: *f.addr, DashboardAddr: *f.dash, SigningAddr: *f.signing,
 		InvoicingAddr: *f.invoicing, Issuer: *f.issuer, DashboardURL: *f.dashURL, SigningURL: *f.signURL, InvoicingURL: *f.invURL,
 		Secrets: f.secrets, OperatorKey: opKey, DashboardOrigins: f.dashOrigins, HTTP: httplimit.Config{TrustedProxies: proxies},
-		TrustAnyProxy: *f.trustAny, MetricsAddr: *f.metricsAddr, MetricsPublic: *f.metricsPublic}
+		TrustAnyProxy: *f.trustAny, MetricsAddr: *f.metricsAddr, MetricsPublic: *f.metricsPublic, EventsKeep: *f.eventsKeep}
+	if *f.eventsKeep < 1 {
+		return cfg, usageError(e, "serve", fmt.Sprintf("--events-keep %d: give how many audit events to keep, 1 or more (default %d)", *f.eventsKeep, audit.DefaultKeep)), false
+	}
 	if *f.metricsAddr != "" {
 		if err := metrics.CheckAddr(*f.metricsAddr, *f.metricsPublic); err != nil {
 			return cfg, usageError(e, "serve", metricsMessage(err)), false
@@ -191,8 +198,8 @@ func (f *serveFlags) config(e env, source map[string]string) (authserver.Config,
 			*p = nextPort(*f.addr, i+1)
 		}
 	}
-	if *f.verbose {
-		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
+	if cfg.Logger, err = f.log.logger(e.stderr, *f.verbose); err != nil {
+		return cfg, usageError(e, "serve", err.Error()), false
 	}
 	return cfg, 0, true
 }
