@@ -254,9 +254,11 @@ func TestServerEventsAPI(t *testing.T) {
 			var e struct {
 				Error struct{ Code, Field, Message string }
 			}
-			if st := call(t, p, http.MethodGet, path+q, nil, &e); st != http.StatusBadRequest || e.Error.Field == "" ||
-				!strings.Contains(e.Error.Message, e.Error.Field) {
-				t.Errorf("GET %s%s: %d %+v, want 400 naming the field", path, q, st, e.Error)
+			// The dashboard's own refusal, passed on: its code, the field,
+			// and a message with the rule and the fix after the field.
+			if st := call(t, p, http.MethodGet, path+q, nil, &e); st != http.StatusBadRequest || e.Error.Code != "invalid_filter" ||
+				e.Error.Field == "" || !strings.HasPrefix(e.Error.Message, e.Error.Field+": ") || len(e.Error.Message) < len(e.Error.Field)+20 {
+				t.Errorf("GET %s%s: %d %+v, want 400 invalid_filter naming the field, the rule and the fix", path, q, st, e.Error)
 			}
 		}
 	}
