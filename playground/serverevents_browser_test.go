@@ -40,9 +40,25 @@ func record(t *testing.T, ctx context.Context) *received {
 	r := &received{ids: map[network.RequestID]string{}}
 	// A listener must not run a command: each runs on a goroutine of its
 	// own (chromedp.Listen).
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
+	// The test waits for them at its end; events that come after it began
+	// to wait start none.
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex // guards closed, and wg.Add against wg.Wait
+		closed bool
+	)
+	t.Cleanup(func() {
+		mu.Lock()
+		closed = true
+		mu.Unlock()
+		wg.Wait()
+	})
 	run := func(f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); f() }()
 	}
