@@ -170,7 +170,9 @@ type Recorder struct {
 	inst string
 	q    chan Event
 	done chan struct{} // closed when the writer returned
-	quit chan struct{} // closed by Close: followers return
+
+	flushNow chan struct{} // Flush: store the batch being gathered now
+	quit     chan struct{} // closed by Close: followers return
 
 	closeOnce sync.Once
 
@@ -207,7 +209,7 @@ func New(cfg Config) *Recorder {
 		cfg.KeepAlive = 15 * time.Second
 	}
 	r := &Recorder{cfg: cfg, q: make(chan Event, cfg.Queue), done: make(chan struct{}), quit: make(chan struct{}),
-		sig: make(chan struct{})}
+		sig: make(chan struct{}), flushNow: make(chan struct{}, 1)}
 	r.flushed = sync.NewCond(&r.flushMu)
 	r.dropped = prometheus.NewCounter(prometheus.CounterOpts{Namespace: metrics.Namespace, Name: "audit_events_dropped_total",
 		Help: "Audit events not stored because the queue to the store was full (their log line was written)."})
@@ -275,6 +277,10 @@ func (r *Recorder) Flush() {
 	r.flushMu.Lock()
 	want := r.enqueued
 	for r.written < want {
+		select {
+		case r.flushNow <- struct{}{}: // the writer stops lingering
+		default:
+		}
 		r.flushed.Wait()
 	}
 	r.flushMu.Unlock()
@@ -367,11 +373,20 @@ func (r *Recorder) logLine(ctx context.Context, e Event) {
 	log.LogAttrs(ctx, slog.LevelInfo, "audit event", attrs...)
 }
 
+// linger is how long the writer gathers events after the first of a
+// batch before it stores them: one transaction for the events of many
+// requests, not one each (a sign-in records five). Flush and Close cut it
+// short.
+const linger = 20 * time.Millisecond
+
 // writer stores the queued events in batches until Close.
 func (r *Recorder) writer() {
 	defer close(r.done)
+	t := time.NewTimer(linger)
+	t.Stop()
 	for e := range r.q {
 		batch := []Event{e}
+		t.Reset(linger)
 	fill:
 		for len(batch) < maxBatch {
 			select {
@@ -380,16 +395,36 @@ func (r *Recorder) writer() {
 					break fill
 				}
 				batch = append(batch, e)
-			default:
+			case <-t.C:
+				break fill
+			case <-r.flushNow:
+				batch = r.drain(batch) // what Flush waits for is queued already
 				break fill
 			}
 		}
+		t.Stop()
 		r.store(batch)
 		r.flushMu.Lock()
 		r.written += int64(len(batch))
 		r.flushed.Broadcast()
 		r.flushMu.Unlock()
 	}
+}
+
+// drain adds to batch the events queued now, up to maxBatch.
+func (r *Recorder) drain(batch []Event) []Event {
+	for len(batch) < maxBatch {
+		select {
+		case e, ok := <-r.q:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, e)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // store writes a batch; a failure is logged, the events are lost (their
