@@ -87,6 +87,8 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("GET /playground.css", p.handleAsset("playground.css", "text/css; charset=utf-8"))
 	// GET /playground.js: its script.
 	m.HandleFunc("GET /playground.js", p.handleAsset("playground.js", "text/javascript; charset=utf-8"))
+	// GET /events.js: the script of its Server events panel.
+	m.HandleFunc("GET /events.js", p.handleAsset("events.js", "text/javascript; charset=utf-8"))
 	// GET /api/session: addresses, the automation channel, the window's state, the subject.
 	m.HandleFunc("GET /api/session", p.handleSession)
 	// GET /api/miniapps: the launcher's list.
@@ -117,6 +119,10 @@ func (p *Playground) routes() *http.ServeMux {
 	m.HandleFunc("GET /api/icon", p.handleIcon)
 	// GET /api/events: the latest automation events, for a late launcher.
 	m.HandleFunc("GET /api/events", p.handleEvents)
+	// GET /api/server-events: the server's audit events (the dashboard's, with the operator key).
+	m.HandleFunc("GET /api/server-events", p.handleServerEvents)
+	// GET /api/server-events/stream: the same, followed (server-sent events).
+	m.HandleFunc("GET /api/server-events/stream", p.handleServerEventStream)
 	// GET /api/flows: the network log's consent flows.
 	m.HandleFunc("GET /api/flows", p.handleFlows)
 	// GET /api/flows/{id}/json: one flow with its entries.

@@ -29,8 +29,8 @@
 // observe.go (token responses of the demo backends, decoded for the
 // inspector), controller.go (the automation channel's commands), api.go (the
 // launcher's HTTP API and its gate, origin.Gate), published.go, reviews.go,
-// explain.go and connected.go (the launcher's panels over the dashboard and
-// the server), icons.go (a manifest's icons), device.go (the device shown),
+// explain.go, connected.go and serverevents.go (the launcher's panels over
+// the dashboard and the server), icons.go (a manifest's icons), device.go (the device shown),
 // dev.go (a developer's own Miniapp), window.go (the window adapter,
 // Window), windowsize.go (the window's size, remembered between runs).
 package playground

@@ -127,6 +127,12 @@ type windowed struct {
 
 func startWindowed(t *testing.T) *windowed {
 	t.Helper()
+	return startWindowedCfg(t, Config{})
+}
+
+// startWindowedCfg is startWindowed with cfg (its Opener and Bus are the window's).
+func startWindowedCfg(t *testing.T, cfg Config) *windowed {
+	t.Helper()
 	bus := bridge.NewBus(nil)
 	x := &windowed{rec: hosttest.NewRecorder(), ch: listen(t, bus)}
 	w, err := host.NewWindow(hosttest.Factory(&x.eng), host.Options{DataDir: t.TempDir(), Events: bus, Launcher: true})
@@ -137,7 +143,8 @@ func startWindowed(t *testing.T) *windowed {
 	ran := make(chan struct{})
 	go func() { w.Run(); close(ran) }()
 	t.Cleanup(func() { w.Terminate(); <-ran })
-	x.p = start(t, Config{Opener: NewWindow(w, "test"), Bus: bus})
+	cfg.Opener, cfg.Bus = NewWindow(w, "test"), bus
+	x.p = start(t, cfg)
 	return x
 }
 

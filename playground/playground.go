@@ -132,6 +132,7 @@ type Playground struct {
 	hostHTTP *http.Client
 	launches launchLog
 	netlog   *netlog.Log
+	follow   *followers // the Server events streams (serverevents.go)
 	tempDir  string
 
 	mu      sync.Mutex // guards below
@@ -208,6 +209,7 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 		return nil, fmt.Errorf("playground: %w", err)
 	}
 
+	p.follow = newFollowers()
 	p.mux = p.routes()
 	p.launcher = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(p.cfg.Logger.Handler(), slog.LevelWarn)}
@@ -288,6 +290,10 @@ func (p *Playground) Close() error {
 	// idle connections ends them, and each Shutdown returns when its last
 	// response is out.
 	p.cfg.HTTP.CloseIdleConnections()
+	if p.follow != nil {
+		// The pages' event streams end now, not at the launcher's deadline.
+		p.follow.stop()
+	}
 	if p.launcher != nil {
 		// A browser's preconnected sockets count as active for 5 s: after
 		// the grace period the launcher closes what is left.

@@ -1544,6 +1544,34 @@
     rebuild();
   });
 
+  // The Server events panel (events.js) asks for the flow of a server
+  // event: the flow one of whose events names its trace id or grant id,
+  // else the flow of its client whose span holds its time (within 5 s).
+  // The flow found is selected (outlined, scrolled into view) and its id
+  // written back into the request.
+  document.addEventListener("miniapp:select-flow", (ev) => {
+    const q = ev.detail || {};
+    const flows = [...model.flowById.values()].filter((f) => f.events.length);
+    const names = (key, v) => v && flows.find((f) => f.events.some((e) => e.data && (e.data[key] === v || (e.data.grant && e.data.grant[key] === v))));
+    let f = names("trace_id", q.trace_id) || names("grant_id", q.grant_id);
+    if (!f && q.client_id) {
+      const t = new Date(q.time).getTime();
+      let gap = 5000;
+      for (const x of flows) {
+        if (x.clientID !== q.client_id) continue;
+        const a = new Date(x.events[0].time).getTime(), b = new Date(x.events[x.events.length - 1].time).getTime();
+        const g = t < a ? a - t : t > b ? t - b : 0;
+        if (g <= gap) { f = x; gap = g; }
+      }
+    }
+    for (const n of document.querySelectorAll("#timeline .flow[data-selected]")) delete n.dataset.selected;
+    if (!f) return;
+    q.flow = f.id;
+    q.hidden = f.node.hidden || f.group.node.hidden;
+    f.node.dataset.selected = "true";
+    f.node.scrollIntoView({ block: "nearest" });
+  });
+
   // showDownload says under the header where the window wrote a file this
   // page (Export HAR, Export JSON) or the Miniapp downloaded: the window
   // saves downloads itself and reports each on the channel.

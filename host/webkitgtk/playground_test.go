@@ -26,7 +26,9 @@ import (
 // launched from it, mounted in the Miniapp's page, its navigation to the
 // service caught, the consent approved through the automation controller,
 // and the whole flow in the launcher's inspector (navigation with its
-// rule, consent shown and decided, code, cookies, token and its claims).
+// rule, consent shown and decided, code, cookies, token and its claims),
+// and beside it the server's audit events of the sign-in, whose
+// token.issued selects the flow.
 // It writes screenshots of the launcher and the inspector to
 // artifacts/playground/.
 func TestPlaygroundWindow(t *testing.T) {
@@ -119,6 +121,16 @@ func TestPlaygroundWindow(t *testing.T) {
 				sums("token.issued").length > 0 &&
 				sums("token.claims").some((s) => s.startsWith("sub sub_benjamin"));
 		})()`)
+		// The server's side of the same sign-in, beside the inspector
+		// (docs/playground.md, "Server events"): its audit events, live
+		// through the launcher's stream in WebKit; its token.issued
+		// selects the flow in the inspector.
+		pollLauncher(t, `(() => { const k = [...document.querySelectorAll('#sev-list > li[data-client="demo-confidential"]')].map((l) => l.dataset.kind);
+			return ["signin.started", "signin.authenticated", "consent.shown", "consent.approved", "token.issued"].every((x) => k.includes(x)); })()`)
+		launcherClick(t, `#sev-list > li[data-client="demo-confidential"][data-kind="token.issued"]`)
+		pollLauncher(t, `document.querySelectorAll('#timeline .flow[data-selected="true"]').length === 1 &&
+			document.querySelector('#sev-list > li[data-kind="token.issued"]').dataset.flow === document.querySelector('#timeline .flow[data-selected="true"]').dataset.flow`)
+		snapWindow(t, filepath.Join(dir, "window-events.png"))
 		launcherString(t, `(() => { document.getElementById("inspector").scrollIntoView(); return ""; })()`)
 		snapLauncher(t, filepath.Join(dir, "window-inspector.png"))
 		snapWindow(t, filepath.Join(dir, "window-inspector-full.png"))
