@@ -1545,15 +1545,17 @@
   });
 
   // The Server events panel (events.js) asks for the flow of a server
-  // event: the flow one of whose events names its trace id or grant id,
-  // else the flow of its client whose span holds its time (within 5 s).
+  // event: the flow whose trace it is (the host's traceparent reached the
+  // server with it, docs/deploy.md "Traces"), or one of whose events names
+  // its trace id or grant id, else the flow of its client whose span holds its time (within 5 s).
   // The flow found is selected (outlined, scrolled into view) and its id
   // written back into the request.
   document.addEventListener("miniapp:select-flow", (ev) => {
     const q = ev.detail || {};
     const flows = [...model.flowById.values()].filter((f) => f.events.length);
     const names = (key, v) => v && flows.find((f) => f.events.some((e) => e.data && (e.data[key] === v || (e.data.grant && e.data.grant[key] === v))));
-    let f = names("trace_id", q.trace_id) || names("grant_id", q.grant_id);
+    let f = (q.trace_id && flows.find((x) => model.traces.get(x.id) === q.trace_id)) ||
+      names("trace_id", q.trace_id) || names("grant_id", q.grant_id);
     if (!f && q.client_id) {
       const t = new Date(q.time).getTime();
       let gap = 5000;
