@@ -26,15 +26,15 @@ import (
 
 // BenchmarkMetricsCost runs a browser flow and a native flow, each to its
 // token, on two servers side by side in one run, one without metrics and
-// audit events (Config.EventsOff) and one with both (Config.MetricsAddr),
-// in turn within every iteration (in
-// a random order), so that a machine's load falls on both alike. It
+// one with them (Config.MetricsAddr), both recording audit events as
+// serve always does (BenchmarkEventsCost measures those), in turn within
+// every iteration (in a random order), so that a machine's load falls on
+// both alike. It
 // reports the process's CPU time (user and system, getrusage) and the
 // wall time per flow of each, and how much more the metered flows cost
 // (docs/deploy.md, "Metrics"; BENCHMARKS.md, "Metrics off and on").
 func BenchmarkMetricsCost(b *testing.B) {
-	off := func(c *authserver.Config) { c.EventsOff = true }
-	servers := map[bool]*benchServer{false: newBenchServer(b, "", off), true: newBenchServer(b, "127.0.0.1:0")}
+	servers := map[bool]*benchServer{false: newBenchServer(b, ""), true: newBenchServer(b, "127.0.0.1:0")}
 	type key struct {
 		native, metrics bool
 	}
