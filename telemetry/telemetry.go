@@ -48,6 +48,8 @@ const (
 	EnvScheduleDelay  = "OTEL_BSP_SCHEDULE_DELAY"
 	EnvMaxQueueSize   = "OTEL_BSP_MAX_QUEUE_SIZE"
 	EnvMaxBatchSize   = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+	EnvSampler        = "OTEL_TRACES_SAMPLER"
+	EnvSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 )
 
 // HostService is the service name of the host's spans.
@@ -136,6 +138,53 @@ func Endpoint(getenv func(string) string) (string, error) {
 	return u.String(), nil
 }
 
+// Sampler is the sampler OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG
+// name (OpenTelemetry's "Environment Variable Specification", General SDK
+// Configuration): parentbased_always_on when unset. The variables are read
+// here, through getenv, rather than by the SDK from the process's
+// environment, so that a value the SDK would silently replace by its
+// default is an *EnvError at start: a sampler this build does not have
+// (jaeger_remote, xray), or a ratio that is not a number from 0 to 1.
+func Sampler(getenv func(string) string) (sdktrace.Sampler, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	name := strings.TrimSpace(getenv(EnvSampler))
+	arg := strings.TrimSpace(getenv(EnvSamplerArg))
+	ratio := func() (float64, error) {
+		if arg == "" {
+			return 1, nil
+		}
+		f, err := strconv.ParseFloat(arg, 64)
+		if err != nil || f < 0 || f > 1 {
+			return 0, &EnvError{Var: EnvSamplerArg, Value: arg, Rule: "not a ratio from 0 to 1",
+				Fix: "give the share of traces to sample, such as 0.25, or unset it for 1"}
+		}
+		return f, nil
+	}
+	switch name {
+	case "", "parentbased_always_on":
+		return sdktrace.ParentBased(sdktrace.AlwaysSample()), nil
+	case "always_on":
+		return sdktrace.AlwaysSample(), nil
+	case "always_off":
+		return sdktrace.NeverSample(), nil
+	case "parentbased_always_off":
+		return sdktrace.ParentBased(sdktrace.NeverSample()), nil
+	case "traceidratio", "parentbased_traceidratio":
+		f, err := ratio()
+		if err != nil {
+			return nil, err
+		}
+		if name == "traceidratio" {
+			return sdktrace.TraceIDRatioBased(f), nil
+		}
+		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(f)), nil
+	}
+	return nil, &EnvError{Var: EnvSampler, Value: name, Rule: "not a sampler this build has",
+		Fix: "use always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio, or unset it"}
+}
+
 // Provider is the tracer provider of a process's part (the host, the
 // server). The zero value and a nil *Provider are off.
 type Provider struct {
@@ -182,6 +231,13 @@ func Start(ctx context.Context, o Options) (*Provider, error) {
 		}
 	}
 	qc.batch = min(qc.batch, qc.size)
+	sampler, err := Sampler(getenv)
+	if err != nil {
+		return Off(), err
+	}
+	if o.Sampler != nil {
+		sampler = o.Sampler
+	}
 	service := o.Service
 	if s := strings.TrimSpace(getenv(EnvServiceName)); s != "" && !o.FixedService {
 		service = s
@@ -194,12 +250,8 @@ func Start(ctx context.Context, o Options) (*Provider, error) {
 		return Off(), fmt.Errorf("telemetry: the OTLP exporter for %s: %w", endpoint, err)
 	}
 	q := newQueue(exp, qc)
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(q),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service)))}
-	if o.Sampler != nil {
-		opts = append(opts, sdktrace.WithSampler(o.Sampler))
-	}
-	tp := sdktrace.NewTracerProvider(opts...)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(q), sdktrace.WithSampler(sampler),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))))
 	return &Provider{tp: tp, sdk: tp, proc: q, endpoint: endpoint}, nil
 }
 

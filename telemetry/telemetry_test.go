@@ -119,3 +119,40 @@ func TestPropagation(t *testing.T) {
 		t.Errorf("received %+v (exported %d), want the root span of svc-b (OTEL_SERVICE_NAME wins)", spans, tp.Exported())
 	}
 }
+
+// TestSampler: OTEL_TRACES_SAMPLER and its argument pick the sampler; a
+// value the SDK would silently replace by its default is an *EnvError
+// naming the variable, and Start refuses it.
+func TestSampler(t *testing.T) {
+	for _, tc := range []struct {
+		sampler, arg string
+		want         string // the sampler's Description
+		errVar       string
+	}{
+		{"", "", "ParentBased{root:AlwaysOnSampler", ""},
+		{"always_on", "", "AlwaysOnSampler", ""},
+		{"always_off", "", "AlwaysOffSampler", ""},
+		{"parentbased_always_off", "", "ParentBased{root:AlwaysOffSampler", ""},
+		{"traceidratio", "0.25", "TraceIDRatioBased{0.25}", ""},
+		{"parentbased_traceidratio", "", "ParentBased{root:TraceIDRatioBased{1}", ""},
+		{"traceidratio", "1.5", "", telemetry.EnvSamplerArg},
+		{"parentbased_traceidratio", "a quarter", "", telemetry.EnvSamplerArg},
+		{"jaeger_remote", "", "", telemetry.EnvSampler},
+		{"Always_On", "", "", telemetry.EnvSampler},
+	} {
+		vars := map[string]string{telemetry.EnvSampler: tc.sampler, telemetry.EnvSamplerArg: tc.arg}
+		s, err := telemetry.Sampler(envOf(vars))
+		var ee *telemetry.EnvError
+		switch {
+		case tc.errVar == "" && (err != nil || !strings.HasPrefix(s.Description(), tc.want)):
+			t.Errorf("%q %q: %v, %v; want %s", tc.sampler, tc.arg, s, err, tc.want)
+		case tc.errVar != "" && (!errors.As(err, &ee) || ee.Var != tc.errVar || ee.Fix == ""):
+			t.Errorf("%q %q: %v; want an error naming %s with a fix", tc.sampler, tc.arg, err, tc.errVar)
+		}
+	}
+	vars := map[string]string{telemetry.EnvEndpoint: "http://127.0.0.1:4318", telemetry.EnvSampler: "xray"}
+	if _, err := telemetry.Start(context.Background(), telemetry.Options{Getenv: envOf(vars)}); err == nil ||
+		!strings.Contains(err.Error(), telemetry.EnvSampler) {
+		t.Errorf("Start with sampler xray: %v, want an error naming %s", err, telemetry.EnvSampler)
+	}
+}
