@@ -485,3 +485,54 @@ func TestEventsHoldNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// A code presented twice and a refresh token used twice each revoke
+// their grant (RFC 6749 §4.1.2, RFC 9700 §4.14.2): the audit log says so
+// with a grant.revoked naming the grant and why, beside the refusal.
+func TestEventsOfReplays(t *testing.T) {
+	e := start(t)
+	cfg := e.oauth2Config()
+	ctx := context.Background()
+	v := oauth2.GenerateVerifier()
+	authURL := cfg.AuthCodeURL("st-1", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", e.u.BaseURL))
+	code := newBrowser(t, e.u.Issuer).browserCode(authURL, subAna, map[string]string{"action": "approve"}).Get("code")
+	tok, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := e.eventsOf("kind=token.issued")
+	grant := last[len(last)-1].GrantID
+	if _, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(v)); err == nil {
+		t.Fatal("a replayed code was redeemed")
+	}
+	evs := e.eventsOf("after=" + itoa(last[len(last)-1].ID))
+	wantKinds(t, evs, audit.GrantRevoked, audit.RequestRefused)
+	if r := evs[0]; r.GrantID != grant || r.ClientID != publicID || r.Detail["via"] != "code_replay" || r.Actor != audit.Client(publicID) {
+		t.Errorf("grant.revoked of the replayed code: %+v, want grant %s via code_replay", r, grant)
+	}
+
+	// Another subject's sign-in; its refresh token used twice.
+	v = oauth2.GenerateVerifier()
+	authURL = cfg.AuthCodeURL("st-2", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", e.u.BaseURL))
+	code = newBrowser(t, e.u.Issuer).browserCode(authURL, subCarla, map[string]string{"action": "approve"}).Get("code")
+	if tok, err = cfg.Exchange(ctx, code, oauth2.VerifierOption(v)); err != nil {
+		t.Fatal(err)
+	}
+	refresh := func() error {
+		_, err := cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+		return err
+	}
+	if err := refresh(); err != nil {
+		t.Fatal(err)
+	}
+	last = e.eventsOf("kind=token.issued")
+	grant = last[len(last)-1].GrantID
+	if err := refresh(); err == nil {
+		t.Fatal("a used refresh token was accepted")
+	}
+	evs = e.eventsOf("after=" + itoa(last[len(last)-1].ID))
+	wantKinds(t, evs, audit.GrantRevoked, audit.RequestRefused)
+	if r := evs[0]; r.GrantID != grant || r.Subject != subCarla || r.Detail["via"] != "refresh_reuse" {
+		t.Errorf("grant.revoked of the reused refresh token: %+v, want grant %s of %s via refresh_reuse", r, grant, subCarla)
+	}
+}

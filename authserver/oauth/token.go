@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/miniapp-host/miniapp-host/authserver/audit"
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
@@ -166,6 +167,7 @@ func (s *tokenHandler) exchangeCode(ctx context.Context, c *store.Client, f url.
 		if err := s.spend(ctx, hash, now); err != nil {
 			return nil, err
 		}
+		s.grantRevoked(ctx, rc.ClientID, "", rc.GrantID, audit.Client(c.ID), "code_replay")
 		return nil, replay
 	}
 	refusal := codeRefusal(rc, f, now)
@@ -196,6 +198,7 @@ func (s *tokenHandler) exchangeCode(ctx context.Context, c *store.Client, f url.
 	}
 	err = s.st.RedeemCodeFor(ctx, hash, now, m.at, m.rt)
 	if errors.Is(err, store.ErrReplayed) {
+		s.grantRevoked(ctx, rc.ClientID, g.SubjectID, g.ID, audit.Client(c.ID), "code_replay")
 		return nil, replay
 	} else if err != nil {
 		return nil, err
@@ -287,12 +290,14 @@ func refreshScopes(g *store.Grant, scope string) ([]string, error) {
 }
 
 // rotate spends a refresh token and returns its grant as it is after the
-// spend. A used token goes on to UseRefreshToken, whose replay revokes the
-// grant: its owner presented it twice.
-func (s *tokenHandler) rotate(ctx context.Context, rt *store.RefreshToken, key []byte, now time.Time) (*store.Grant, error) {
+// spend (before is the grant as read before it). A used token goes on to
+// UseRefreshToken, whose replay revokes the grant: its owner presented it
+// twice.
+func (s *tokenHandler) rotate(ctx context.Context, rt *store.RefreshToken, before *store.Grant, key []byte, now time.Time) (*store.Grant, error) {
 	if _, err := s.st.UseRefreshToken(ctx, key, now); err != nil {
 		switch {
 		case errors.Is(err, store.ErrReplayed):
+			s.grantRevoked(ctx, before.ClientID, before.SubjectID, rt.GrantID, audit.Client(before.ClientID), "refresh_reuse")
 			return nil, oauthErr(codeInvalidGrant, "the refresh token was already used; the grant is revoked")
 		case errors.Is(err, store.ErrNotFound):
 			return nil, oauthErr(codeInvalidGrant, "unknown refresh token")
@@ -379,7 +384,7 @@ func (s *tokenHandler) refresh(ctx context.Context, c *store.Client, f url.Value
 		}
 		return m.resp, nil
 	}
-	if g, err = s.rotate(ctx, rt, key, now); err != nil {
+	if g, err = s.rotate(ctx, rt, g, key, now); err != nil {
 		return nil, err
 	}
 	m, err := s.mint(c, g, scopes, "", true, jkt, secretJKT(tok))
