@@ -536,3 +536,61 @@ func TestEventsOfReplays(t *testing.T) {
 		t.Errorf("grant.revoked of the reused refresh token: %+v, want grant %s of %s via refresh_reuse", r, grant, subCarla)
 	}
 }
+
+// A refusal that compares what the request sent with what the rule
+// expects says both in its event: a widened scope at a refresh, an
+// Origin outside the client's allowed_origins, a code_challenge_method
+// other than S256.
+func TestEventsSayWhatWasCompared(t *testing.T) {
+	e := start(t)
+	cfg := e.oauth2Config()
+	ctx := context.Background()
+	v := oauth2.GenerateVerifier()
+	authURL := cfg.AuthCodeURL("st-1", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", e.u.BaseURL))
+	code := newBrowser(t, e.u.Issuer).browserCode(authURL, subAna, map[string]string{"action": "approve"}).Get("code")
+	tok, err := cfg.Exchange(ctx, code, oauth2.VerifierOption(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, send func()) audit.Refusal {
+		t.Helper()
+		before := e.eventsOf("")
+		send()
+		evs := e.eventsOf("kind=request.refused&after=" + itoa(before[len(before)-1].ID))
+		if len(evs) != 1 || evs[0].Refusal == nil {
+			t.Fatalf("%s: want one request.refused, got %s", what, jsonOf(t, evs))
+		}
+		return *evs[0].Refusal
+	}
+	post := func(form url.Values, origin string) {
+		req, _ := http.NewRequest(http.MethodPost, e.u.Token, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if st, m, _ := e.do(req); st != http.StatusBadRequest {
+			t.Fatalf("want 400, got %d %v", st, m)
+		}
+	}
+	refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}, "client_id": {publicID}}
+
+	wide := url.Values{"scope": {"openid email"}}
+	for k, v := range refresh {
+		wide[k] = v
+	}
+	if f := refused("a widened scope", func() { post(wide, "") }); f.Field != "scope" || f.Sent != "email" ||
+		f.Expected != "openid profile offline_access" || f.Error != "invalid_scope" {
+		t.Errorf("widened scope: %+v", f)
+	}
+	if f := refused("an origin not allowed", func() { post(refresh, "http://127.0.0.1:9") }); f.Field != "Origin" ||
+		f.Sent != "http://127.0.0.1:9" || f.Expected == "" {
+		t.Errorf("origin: %+v", f)
+	}
+	q := e.authParams("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
+	q.Set("code_challenge_method", "plain")
+	newBrowser(t, e.u.Issuer).get(e.u.Authorization + "?" + q.Encode())
+	evs := e.eventsOf("kind=request.refused")
+	if f := evs[len(evs)-1].Refusal; f == nil || f.Field != "code_challenge_method" || f.Sent != "plain" || f.Expected != "S256" {
+		t.Errorf("code_challenge_method: %+v", f)
+	}
+}

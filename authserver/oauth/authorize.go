@@ -190,7 +190,8 @@ func codeFlowErr(req *AuthorizeRequest) *Error {
 	case req.CodeChallengeMethod == "":
 		return oauthErr(codeInvalidRequest, "code_challenge_method must be S256; it is missing (RFC 9700 §2.1.1)")
 	case req.CodeChallengeMethod != "S256":
-		return oauthErr(codeInvalidRequest, "code_challenge_method must be S256, not "+echo(req.CodeChallengeMethod)+"; plain is refused (RFC 9700 §2.1.1)")
+		return oauthErr(codeInvalidRequest, "code_challenge_method must be S256, not "+echo(req.CodeChallengeMethod)+"; plain is refused (RFC 9700 §2.1.1)").
+			compared("code_challenge_method", req.CodeChallengeMethod, "S256")
 	case !validChallenge(req.CodeChallenge):
 		return oauthErr(codeInvalidRequest, fmt.Sprintf("code_challenge %s is %d bytes long; it must be 43 base64url characters, the S256 of the verifier (RFC 7636 §4.2)",
 			echo(req.CodeChallenge), len(req.CodeChallenge)))

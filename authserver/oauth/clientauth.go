@@ -376,7 +376,8 @@ func (s *clientAuth) authenticateClient(r *http.Request) (*store.Client, error) 
 		return nil, oauthErr(codeInvalidRequest, "use one client authentication method, not two (RFC 6749 §2.3): the request sent HTTP Basic credentials and client_secret in the body")
 	case basic:
 		if postID != "" && postID != id {
-			return nil, oauthErr(codeInvalidRequest, "client_id "+echo(postID)+" in the body differs from the client "+echo(id)+" of the HTTP Basic credentials")
+			return nil, oauthErr(codeInvalidRequest, "client_id "+echo(postID)+" in the body differs from the client "+echo(id)+" of the HTTP Basic credentials").
+				compared("client_id", postID, id)
 		}
 		return s.checkSecret(r.Context(), id, secret, "client_secret_basic")
 	case postSecret != "":

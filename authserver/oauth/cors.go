@@ -3,6 +3,7 @@ package oauth
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/miniapp-host/miniapp-host/authserver/store"
 	"github.com/miniapp-host/miniapp-host/origin"
@@ -89,7 +90,8 @@ func allowOrigin(w http.ResponseWriter, r *http.Request, c *store.Client) error 
 	o, err := origin.Parse(raw[0])
 	if len(raw) != 1 || err != nil || !origin.InList(o, c.AllowedOrigins) {
 		return oauthErr(codeInvalidRequest, fmt.Sprintf("origin %s is not in the allowed_origins of client %s; "+
-			"add it with miniapp-host credential update (docs/dashboard.md)", raw[0], c.ID))
+			"add it with miniapp-host credential update (docs/dashboard.md)", raw[0], c.ID)).
+			compared("Origin", strings.Join(raw, ", "), strings.Join(c.AllowedOrigins, " "))
 	}
 	h := w.Header()
 	h["Access-Control-Allow-Origin"] = []string{raw[0]}

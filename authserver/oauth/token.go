@@ -159,10 +159,11 @@ func (s *tokenHandler) exchangeCode(ctx context.Context, c *store.Client, f url.
 	case err != nil:
 		return nil, err
 	case rc.ClientID != c.ID:
-		return nil, oauthErr(codeInvalidGrant, "the code was issued to another client: to "+echo(rc.ClientID)+", not to "+echo(c.ID)+", which sent it")
+		return nil, oauthErr(codeInvalidGrant, "the code was issued to another client: to "+echo(rc.ClientID)+", not to "+echo(c.ID)+", which sent it").
+			compared("client_id", c.ID, rc.ClientID)
 	case secretJKT(code) != "" && secretJKT(code) != jkt:
 		return nil, oauthErr(codeInvalidGrant, "the code is bound to a DPoP key (dpop_jkt), "+echo(secretJKT(code))+"; "+proofKey(jkt)+
-			": redeem it with a DPoP proof made with that key (RFC 9449 section 10)")
+			": redeem it with a DPoP proof made with that key (RFC 9449 section 10)").compared("DPoP", jkt, secretJKT(code))
 	case used:
 		if err := s.spend(ctx, hash, now); err != nil {
 			return nil, err
@@ -261,14 +262,15 @@ func pkceRefusal(challenge, verifier string) string {
 func refreshRefusal(c *store.Client, rt *store.RefreshToken, g *store.Grant, tok, jkt string, now time.Time) error {
 	switch {
 	case g.ClientID != c.ID:
-		return oauthErr(codeInvalidGrant, "the refresh token was issued to another client: to "+echo(g.ClientID)+", not to "+echo(c.ID)+", which sent it")
+		return oauthErr(codeInvalidGrant, "the refresh token was issued to another client: to "+echo(g.ClientID)+", not to "+echo(c.ID)+", which sent it").
+			compared("client_id", c.ID, g.ClientID)
 	case !rt.Used && g.Revoked():
 		return oauthErr(codeInvalidGrant, "the grant "+g.ID+" was revoked: authorize again")
 	case !rt.Used && now.After(rt.ExpiresAt):
 		return oauthErr(codeInvalidGrant, refreshExpired(rt.ExpiresAt, now))
 	case secretJKT(tok) != "" && secretJKT(tok) != jkt:
 		return oauthErr(codeInvalidGrant, "the refresh token is bound to a DPoP key, "+echo(secretJKT(tok))+"; "+proofKey(jkt)+
-			": present a DPoP proof made with that key (RFC 9449 section 5)")
+			": present a DPoP proof made with that key (RFC 9449 section 5)").compared("DPoP", jkt, secretJKT(tok))
 	}
 	return nil
 }
@@ -283,7 +285,7 @@ func refreshScopes(g *store.Grant, scope string) ([]string, error) {
 	for _, x := range scopes {
 		if !slices.Contains(g.Scopes, x) {
 			return nil, oauthErr(codeInvalidScope, "scope "+echo(x)+" was not granted: the grant's scopes are "+echoList(g.Scopes)+
-				"; a refresh may narrow them, never widen (RFC 6749 §6)")
+				"; a refresh may narrow them, never widen (RFC 6749 §6)").compared("scope", x, strings.Join(g.Scopes, " "))
 		}
 	}
 	return scopes, nil
