@@ -2,7 +2,6 @@ package authserver_test
 
 import (
 	"context"
-	mrand "math/rand/v2"
 	"testing"
 	"time"
 
@@ -35,53 +34,21 @@ func BenchmarkTracingCost(b *testing.B) {
 		defer cancel()
 		tp.Shutdown(ctx)
 	})
-	servers := map[bool]*benchServer{false: newBenchServerWith(b, func(*authserver.Config) {}),
-		true: newBenchServerWith(b, func(c *authserver.Config) { c.Traces = tp })}
+	off := newBenchServerWith(b, func(*authserver.Config) {})
+	on := newBenchServerWith(b, func(c *authserver.Config) { c.Traces = tp })
 	// The host's side: a sampled span whose traceparent the native
 	// calls of the traced server carry.
 	parent, root := tp.Tracer("bench").Start(context.Background(), "navigation.caught")
 	defer root.End()
-	servers[true].ctx = parent
-	type key struct {
-		native, traced bool
-	}
-	cpu, wall := map[key]time.Duration{}, map[key]time.Duration{}
-	order := []key{{false, false}, {false, true}, {true, false}, {true, true}}
-	n := 0
-	for b.Loop() {
-		for _, j := range mrand.Perm(len(order)) {
-			k := order[j]
-			c0, w0 := cpuTime(b), time.Now()
-			if err := servers[k.traced].flow(k.native); err != nil {
-				b.Fatal(err)
-			}
-			wall[k] += time.Since(w0)
-			cpu[k] += cpuTime(b) - c0
-		}
-		n++
-	}
+	on.ctx = parent
 	// The spans still queued are the traced flows' too: the CPU of
-	// their export is counted, half to each kind of flow.
-	c0 := cpuTime(b)
-	if err := tp.ForceFlush(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	flush := cpuTime(b) - c0
-	cpu[key{false, true}] += flush / 2
-	cpu[key{true, true}] += flush / 2
+	// their export is counted.
+	sideBySide(b, off, on, "traced", func() {
+		if err := tp.ForceFlush(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	})
 	if full, failed := tp.Dropped(); full+failed > 0 || tp.Exported() == 0 {
 		b.Fatalf("spans exported %d, dropped %d (queue) %d (export): the run did not export every span", tp.Exported(), full, failed)
-	}
-	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
-	for _, f := range []struct {
-		name   string
-		native bool
-	}{{"browser", false}, {"native", true}} {
-		off, on := key{f.native, false}, key{f.native, true}
-		b.ReportMetric(per(cpu[off]), "cpu-µs/"+f.name+"-off")
-		b.ReportMetric(per(cpu[on]), "cpu-µs/"+f.name+"-traced")
-		b.ReportMetric(per(wall[off]), "wall-µs/"+f.name+"-off")
-		b.ReportMetric(per(wall[on]), "wall-µs/"+f.name+"-traced")
-		b.ReportMetric(100*(float64(cpu[on])/float64(cpu[off])-1), "cpu-%/"+f.name+"-traced-vs-off")
 	}
 }
