@@ -312,6 +312,35 @@ func TestTracesInJaeger(t *testing.T) {
 		t.Fatalf("GET /api/flows: flow %s has trace id %q (%v), want 32 hex digits: %+v", fe.Flow, traceID, err, list)
 	}
 
+	// The server's audit events of the sign-in carry the same trace id
+	// (its native-consent calls brought the traceparent), which is how
+	// the launcher's Server events pane selects this flow.
+	var evs struct {
+		Events []struct {
+			Kind    string `json:"kind"`
+			TraceID string `json:"trace_id"`
+		} `json:"events"`
+	}
+	poll(t, ctx, ended, "the sign-in's server events with trace "+traceID, stringer(func() string { return fmt.Sprintf("%+v", evs) }), func() bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, launcher+"/api/server-events?client=demo-confidential", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		if json.NewDecoder(resp.Body).Decode(&evs) != nil {
+			return false
+		}
+		seen := map[string]bool{}
+		for _, e := range evs.Events {
+			if e.TraceID == traceID {
+				seen[e.Kind] = true
+			}
+		}
+		return seen["signin.started"] && seen["consent.approved"]
+	})
+
 	// Jaeger holds the whole trace once both processes' batches arrived.
 	want := []string{"navigation.caught", "native_consent.begin", "native_consent.decide", "completion", "completion.callback",
 		"POST /native/requests", "POST /native/requests/{id}/decision", "check.project_approval", "consent.build", "consent.decide", "store.client"}
