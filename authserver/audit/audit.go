@@ -188,6 +188,7 @@ type Recorder struct {
 	flushed  *sync.Cond
 	enqueued int64 // guarded by flushMu
 	written  int64 // guarded by flushMu
+	promised int64 // guarded by flushMu: requests under way that may end with an event (note.promise)
 	closing  bool  // guarded by flushMu: the queue is closed
 }
 
@@ -269,12 +270,17 @@ func (r *Recorder) StopFollowers() {
 }
 
 // Flush waits until every event recorded before it was stored (or failed
-// to be): tests and Close.
+// to be), and the events of the requests under way that may end with one
+// (a refusal noted, a dashboard change) too: a test that has an answer
+// reads that answer's event after Flush.
 func (r *Recorder) Flush() {
 	if r == nil {
 		return
 	}
 	r.flushMu.Lock()
+	for r.promised > 0 { // their events are recorded before settle
+		r.flushed.Wait()
+	}
 	want := r.enqueued
 	for r.written < want {
 		select {
@@ -283,6 +289,21 @@ func (r *Recorder) Flush() {
 		}
 		r.flushed.Wait()
 	}
+	r.flushMu.Unlock()
+}
+
+// promise counts a request under way that may end with an event; settle
+// uncounts it once its event, if any, is recorded.
+func (r *Recorder) promise() {
+	r.flushMu.Lock()
+	r.promised++
+	r.flushMu.Unlock()
+}
+
+func (r *Recorder) settle() {
+	r.flushMu.Lock()
+	r.promised--
+	r.flushed.Broadcast()
 	r.flushMu.Unlock()
 }
 

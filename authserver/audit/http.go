@@ -17,6 +17,21 @@ type note struct {
 	subject  string
 	actor    string
 	traceID  string
+	// rec and promised: the request may end with an event, which Flush
+	// waits for (Recorder.promise).
+	rec      *Recorder
+	promised bool
+}
+
+// promise tells n's Recorder that the request may end with an event, so
+// that a Flush from a client that has the answer already waits for it:
+// the event is recorded when the handler returns, and the answer may
+// have reached the client before that.
+func (n *note) promise() {
+	if !n.promised {
+		n.promised = true
+		n.rec.promise()
+	}
 }
 
 type noteKey struct{}
@@ -33,6 +48,7 @@ func Refused(req *http.Request, f Refusal, clientID, subject string) {
 	}
 	metrics.Refused(req, f.Error)
 	if n, ok := req.Context().Value(noteKey{}).(*note); ok {
+		n.promise()
 		n.refusal, n.clientID, n.subject = &f, clientID, subject
 	}
 }
@@ -55,7 +71,15 @@ func (r *Recorder) Wrap(next http.Handler, changes bool) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		n := &note{traceID: TraceID(req)}
+		n := &note{traceID: TraceID(req), rec: r}
+		if changes && !safeMethod(req.Method) {
+			n.promise()
+		}
+		defer func() {
+			if n.promised {
+				r.settle()
+			}
+		}()
 		sw := &statusWriter{ResponseWriter: w}
 		outer := req
 		req = req.WithContext(context.WithValue(req.Context(), noteKey{}, n))
