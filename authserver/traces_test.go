@@ -113,6 +113,9 @@ func TestTracesOfANativeSignIn(t *testing.T) {
 			if sp.Attrs["http.route"] == "" || sp.Attrs["http.response.status_code"] == "" {
 				t.Errorf("endpoint span %s has no route or status: %v", sp.Name, sp.Attrs)
 			}
+			if sp.Attrs["miniapp.client_id"] != hostID {
+				t.Errorf("endpoint span %s: miniapp.client_id %q, want the host that authenticated, %s", sp.Name, sp.Attrs["miniapp.client_id"], hostID)
+			}
 		case strings.HasPrefix(sp.Name, "store."), strings.HasPrefix(sp.Name, "check."), strings.HasPrefix(sp.Name, "consent."):
 			// Under an endpoint span, directly or through a check.
 			p := byID[sp.ParentSpanID]

@@ -351,6 +351,15 @@ func (s *clientAuth) checkSecret(ctx context.Context, id, secret, how string) (*
 // confidential client, client_id alone for a public one (RFC 6749 §2.3 and
 // §3.2.1). Using two methods at once is refused.
 func (s *clientAuth) authenticateClient(r *http.Request) (*store.Client, error) {
+	c, err := s.identifyClient(r)
+	if err == nil {
+		tagClient(r.Context(), c)
+	}
+	return c, err
+}
+
+// identifyClient is authenticateClient's check.
+func (s *clientAuth) identifyClient(r *http.Request) (*store.Client, error) {
 	id, secret, basic := basicAuth(r)
 	_, hasHeader := r.Header["Authorization"]
 	form := r.PostForm
@@ -420,5 +429,6 @@ func (s *clientAuth) authenticateHost(r *http.Request) (*store.Client, error) {
 	if !c.HasRole(store.RoleHost) {
 		return nil, oauthErr(codeUnauthorizedClient, "client "+echo(c.ID)+" may not use the native-consent API: it does not hold the host role")
 	}
+	tagClient(r.Context(), c)
 	return c, nil
 }

@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/miniapp-host/miniapp-host/authserver/store"
 )
 
 // tracerScope is the instrumentation scope of the server's spans.
@@ -25,6 +27,14 @@ const (
 	spanConsentDecide = "consent.decide"
 	spanJWKSFetch     = "jwks_uri.fetch"
 )
+
+// tagClient names, on the request's span, the client that authenticated
+// (miniapp.client_id): an id the server registered, never one an
+// unauthenticated request chose, so the attribute's values are bounded by
+// the clients there are. Without traces the span is a no-op one.
+func tagClient(ctx context.Context, c *store.Client) {
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("miniapp.client_id", c.ID))
+}
 
 // verdictSpan ends a check's span with what each of its verdicts said.
 func verdictSpan(span trace.Span, vds ...verdict) {
